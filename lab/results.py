@@ -1,0 +1,87 @@
+"""A run's folder: meta.json describing it, trials.jsonl with one line per finished trial.
+
+A trial is appended (and fsynced) the moment it finishes, so a crash or Ctrl-C
+loses at most the trials in flight. A torn last line is ignored on reading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+
+from lab.errors import LabError
+
+META = "meta.json"
+TRIALS = "trials.jsonl"
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(2)
+
+
+class RunFolder:
+    """results/<run-id>/: read and append, never rewrite a finished trial."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @classmethod
+    def create(cls, root: Path, meta: dict) -> "RunFolder":
+        path = root / new_run_id()
+        path.mkdir(parents=True)
+        folder = cls(path)
+        folder.write_meta(meta)
+        return folder
+
+    @classmethod
+    def open(cls, root: Path, run_id: str) -> "RunFolder":
+        path = Path(run_id) if Path(run_id).is_dir() else root / run_id
+        if not (path / META).is_file():
+            raise LabError(f"no run {run_id!r} under {root} (expected {path / META})")
+        return cls(path)
+
+    @classmethod
+    def latest(cls, root: Path) -> "RunFolder":
+        runs = sorted(p for p in root.glob("*") if (p / META).is_file())
+        if not runs:
+            raise LabError(f"no runs under {root}; run 'lab run' first")
+        return cls(runs[-1])
+
+    def meta(self) -> dict:
+        return json.loads((self.path / META).read_text())
+
+    def write_meta(self, meta: dict) -> None:
+        tmp = self.path / (META + ".tmp")
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, self.path / META)
+
+    def append(self, record: dict) -> None:
+        line = json.dumps(record, sort_keys=True) + "\n"
+        with self._lock, open(self.path / TRIALS, "a") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def trials(self) -> list[dict]:
+        path = self.path / TRIALS
+        if not path.exists():
+            return []
+        records = []
+        for line in path.read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line torn by a crash mid-write: that trial counts as not done
+        return records
+
+    def done_ids(self) -> set[str]:
+        return {r["id"] for r in self.trials()}

@@ -1,0 +1,183 @@
+"""Plan the trials of a run, start the servers they need, run them, and keep every finished one.
+
+Data flows one way: cli -> runner -> scenario -> (backend, faults, checkers) -> results.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+import backends
+import scenarios
+from backends.base import describe_error
+from lab import pg
+from lab.errors import Interrupted
+from lab.provenance import run_meta
+from lab.results import RunFolder
+from lab.services import ExternalAddresses, Services, start_services
+from lab.workload import drop_schema, ensure_schema
+from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
+
+
+@dataclass
+class RunRequest:
+    backends: list[str]
+    scenarios: list[str]
+    profile: str
+    results_root: Path
+    external: ExternalAddresses = field(default_factory=ExternalAddresses)
+    argv: list[str] = field(default_factory=list)
+    resume: str | None = None
+
+
+@dataclass
+class Plan:
+    """The trials still to run, grouped by scenario, and the services they need."""
+
+    scenarios: list[Scenario]
+    pending: dict[str, list[TrialSpec]]
+
+    @property
+    def services(self) -> set[str]:
+        needed = {"postgres"}  # the workload and the report's evidence live there
+        for specs in self.pending.values():
+            for spec in specs:
+                if spec.skip is None:
+                    needed.update(backends.load(spec.backend).services)
+        return needed
+
+    @property
+    def total(self) -> int:
+        return sum(len(specs) for specs in self.pending.values())
+
+
+def make_plan(backend_names: list[str], scenario_names: list[str], profile: str,
+              done: set[str] = frozenset()) -> Plan:
+    classes = [backends.load(name) for name in backend_names]
+    chosen = [scenarios.load(name) for name in scenario_names]
+    pending = {s.name: [spec for spec in s.plan(classes, profile) if spec.id not in done] for s in chosen}
+    return Plan(chosen, pending)
+
+
+class Runner:
+    """Runs one plan end to end; stops every server it started, whatever happens."""
+
+    def __init__(self, request: RunRequest, console: Console | None = None):
+        self.request = request
+        self.console = console or Console(stderr=True)
+        self.stop = threading.Event()
+        self.folder: RunFolder | None = None  # set once the run's folder exists
+
+    def execute(self) -> RunFolder:
+        req = self.request
+        if req.resume:
+            folder = RunFolder.open(req.results_root, req.resume)
+            meta = folder.meta()
+            req.backends, req.scenarios, req.profile = meta["backends"], meta["scenarios"], meta["profile"]
+            done = {r["id"] for r in folder.trials() if r["status"] != "error"}
+        else:
+            folder, done = None, set()
+        plan = make_plan(req.backends, req.scenarios, req.profile, done)
+
+        # Servers first: a bad address must fail before anything is written under results/.
+        services = start_services(plan.services, req.external)
+        try:
+            if folder is None:
+                folder = RunFolder.create(req.results_root, run_meta(req, services))
+            self.folder = folder
+            self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials; "
+                               f"servers: " + ", ".join(f"{n} {d['address']}" + (" (embedded)" if d["embedded"] else "")
+                                                        for n, d in services.describe().items()))
+            self._run_plan(plan, services, folder)
+            return folder
+        finally:
+            self.stop.set()
+            services.stop()
+
+    def _run_plan(self, plan: Plan, services: Services, folder: RunFolder) -> None:
+        monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
+        ensure_schema(monitor)
+        try:
+            with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=self.console, transient=False) as progress:
+                for scenario in plan.scenarios:
+                    specs = plan.pending[scenario.name]
+                    task = progress.add_task(scenario.name, total=len(specs))
+                    self._run_scenario(scenario, specs, services, monitor, writes, folder,
+                                       lambda: progress.advance(task))
+        finally:
+            if not self.stop.is_set():
+                drop_schema(monitor)
+            monitor.dispose()
+            writes.dispose()
+
+    def _run_scenario(self, scenario: Scenario, specs: list[TrialSpec], services: Services,
+                      monitor, writes, folder: RunFolder, advance) -> None:
+        params = scenario.profile_params(self.request.profile)
+        runnable = []
+        for spec in specs:
+            if spec.skip is not None:
+                folder.append(_record(spec, "skipped", reason=spec.skip))
+                advance()
+            else:
+                runnable.append(spec)
+        pool = ThreadPoolExecutor(max_workers=max(1, scenario.parallelism(self.request.profile)),
+                                  thread_name_prefix=scenario.name)
+        try:
+            futures: dict[Future, TrialSpec] = {}
+            for spec in runnable:
+                env = TrialEnv(services, monitor, writes, folder.run_id, spec, params, self.stop)
+                futures[pool.submit(self._run_trial, scenario, env)] = spec
+            pending = set(futures)
+            while pending:
+                # A short timeout keeps the main thread responsive to Ctrl-C.
+                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    record = future.result()
+                    if record is not None and not self.stop.is_set():
+                        folder.append(record)
+                    advance()
+        except BaseException:
+            # Wake every waiting trial now; what is in flight is not recorded.
+            self.stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=not self.stop.is_set(), cancel_futures=True)
+
+    def _run_trial(self, scenario: Scenario, env: TrialEnv) -> dict | None:
+        if self.stop.is_set():
+            return None
+        started, t0 = time.time(), time.monotonic()
+        try:
+            measures = scenario.run_trial(env)
+            return _record(env.spec, "ok", measures=measures, verdict=scenario.verdict(measures),
+                           started=started, duration=time.monotonic() - t0)
+        except Skip as exc:
+            return _record(env.spec, "skipped", reason=str(exc))
+        except Interrupted:
+            return None
+        except Exception as exc:  # one broken trial must not end the run; it is recorded as such
+            if self.stop.is_set():
+                return None
+            return _record(env.spec, "error", reason=describe_error(exc), started=started,
+                           duration=time.monotonic() - t0, trace=traceback.format_exc(limit=6))
+
+
+def _record(spec: TrialSpec, status: str, *, measures: dict | None = None, verdict: str | None = None,
+            reason: str | None = None, started: float | None = None, duration: float | None = None,
+            trace: str | None = None) -> dict:
+    record = {"id": spec.id, "scenario": spec.scenario, "backend": spec.backend, "variant": spec.variant,
+              "index": spec.index, "status": status}
+    optional = {"measures": measures, "verdict": verdict, "reason": reason, "trace": trace,
+                "started": None if started is None else round(started, 3),
+                "duration": None if duration is None else round(duration, 3)}
+    record.update({k: v for k, v in optional.items() if v is not None})
+    return record

@@ -1,0 +1,184 @@
+"""The servers a run needs: embedded ones the lab starts and stops, or external ones it is given.
+
+Embedded is the default. An external address comes from a flag or from the
+environment (LAB_PG_DSN, LAB_REDIS_URL, LAB_ETCD_ENDPOINT). Only the services
+the chosen backends need are started or checked.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from sqlalchemy import text
+from sqlalchemy.engine import URL
+
+from lab.clients import etcd_client, parse_pg_dsn, pg_engine, redact, redact_text, redis_client
+from lab.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis
+from lab.errors import ServiceError
+
+SERVICE_NAMES = ("postgres", "redis", "etcd")
+ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT"}
+CONNECT_TIMEOUT = 5
+
+
+@dataclass
+class ExternalAddresses:
+    """Addresses of servers the lab did not start, from flags or environment."""
+
+    pg_dsn: str | None = None
+    redis_url: str | None = None
+    etcd_endpoint: str | None = None
+
+    @classmethod
+    def from_flags_and_env(cls, pg_dsn=None, redis_url=None, etcd_endpoint=None) -> "ExternalAddresses":
+        return cls(pg_dsn or os.environ.get(ENV_VARS["postgres"]) or None,
+                   redis_url or os.environ.get(ENV_VARS["redis"]) or None,
+                   etcd_endpoint or os.environ.get(ENV_VARS["etcd"]) or None)
+
+    def given(self, service: str) -> str | None:
+        return {"postgres": self.pg_dsn, "redis": self.redis_url, "etcd": self.etcd_endpoint}[service]
+
+
+@dataclass
+class Services:
+    """Live addresses of the servers a run uses, and the handles to stop what the lab started."""
+
+    pg_url: URL | None = None
+    redis_url: str | None = None
+    etcd_endpoint: str | None = None
+    embedded: dict = field(default_factory=dict)  # service name -> Embedded* server
+    versions: dict = field(default_factory=dict)
+    tmp: Path | None = None
+
+    def is_embedded(self, service: str) -> bool:
+        return service in self.embedded
+
+    @property
+    def pg_log(self) -> Path | None:
+        """The PostgreSQL server log, readable only when the lab runs the server."""
+        server = self.embedded.get("postgres")
+        return server.log_path if server else None
+
+    def describe(self) -> dict:
+        """Where each service is, with passwords hidden, for meta.json and the console."""
+        out = {}
+        if self.pg_url is not None:
+            out["postgres"] = {"address": redact(self.pg_url), "embedded": self.is_embedded("postgres")}
+        if self.redis_url is not None:
+            out["redis"] = {"address": redact(self.redis_url), "embedded": self.is_embedded("redis")}
+        if self.etcd_endpoint is not None:
+            out["etcd"] = {"address": self.etcd_endpoint, "embedded": self.is_embedded("etcd")}
+        for name, version in self.versions.items():
+            out[name]["version"] = version
+        return out
+
+    def restart(self, service: str) -> None:
+        """Restart an embedded server in place (same port, same data)."""
+        if service not in self.embedded:
+            raise ServiceError(f"{service} is external: the lab restarts only servers it started")
+        self.embedded[service].restart()
+
+    def stop(self) -> None:
+        """Stop every embedded server (last started first) and remove the temp dir; idempotent."""
+        for name in reversed(list(self.embedded)):
+            self.embedded[name].stop()
+        self.embedded.clear()
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+    def __enter__(self) -> "Services":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start_services(needed: Iterable[str], external: ExternalAddresses | None = None) -> Services:
+    """Check the external servers given and start the embedded ones still needed.
+
+    On any failure everything already started is stopped before the error propagates.
+    """
+    external = external or ExternalAddresses()
+    needed = [name for name in SERVICE_NAMES if name in set(needed)]
+    services = Services()
+    try:
+        for name in needed:
+            address = external.given(name)
+            if address is not None:
+                _attach_external(services, name, address)
+            else:
+                _start_embedded(services, name)
+        return services
+    except BaseException:
+        services.stop()
+        raise
+
+
+def _start_embedded(services: Services, name: str) -> None:
+    if services.tmp is None:
+        services.tmp = Path(tempfile.mkdtemp(prefix="locklab-"))
+        # The PostgreSQL server runs as an unprivileged user that must traverse this dir.
+        services.tmp.chmod(0o755)
+    server = {"postgres": EmbeddedPostgres, "redis": EmbeddedRedis, "etcd": EmbeddedEtcd}[name](services.tmp)
+    services.embedded[name] = server
+    server.start()
+    if name == "postgres":
+        services.pg_url = parse_pg_dsn(server.dsn)
+    elif name == "redis":
+        services.redis_url = server.url
+    else:
+        services.etcd_endpoint = server.endpoint
+    services.versions[name] = _version(services, name)
+
+
+def _attach_external(services: Services, name: str, address: str) -> None:
+    if name == "postgres":
+        services.pg_url = parse_pg_dsn(address)
+    elif name == "redis":
+        if not address.startswith(("redis://", "rediss://", "unix://")):
+            raise ServiceError(f"Redis URL must start with redis://, got {redact_text(address)}")
+        services.redis_url = address
+    else:
+        services.etcd_endpoint = address
+    services.versions[name] = _version(services, name)
+
+
+def _version(services: Services, name: str) -> str:
+    """Connect once and read the server's version: the reachability check for every service."""
+    try:
+        if name == "postgres":
+            engine = pg_engine(services.pg_url, poolclass=None)
+            try:
+                with engine.connect() as conn:
+                    return conn.execute(text("show server_version")).scalar()
+            finally:
+                engine.dispose()
+        if name == "redis":
+            client = redis_client(services.redis_url, socket_timeout=CONNECT_TIMEOUT)
+            try:
+                return client.info("server")["redis_version"]
+            finally:
+                client.close()
+        client = etcd_client(services.etcd_endpoint, timeout=CONNECT_TIMEOUT)
+        try:
+            return client.status().version
+        finally:
+            client.close()
+    except ServiceError:
+        raise
+    except Exception as exc:
+        where = {"postgres": lambda: redact(services.pg_url), "redis": lambda: redact(services.redis_url),
+                 "etcd": lambda: services.etcd_endpoint}[name]()
+        raise ServiceError(f"{name} at {where} is unreachable: {_first_line(exc)}") from None
+
+
+def _first_line(exc: Exception) -> str:
+    message = str(getattr(exc, "orig", None) or exc).strip()
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    return redact_text(lines[0] if lines else type(exc).__name__)

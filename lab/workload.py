@@ -1,0 +1,147 @@
+"""The one workload: per-company rows rebuilt as delete + insert in one transaction.
+
+Everything lives in the lab's own schema, so a run against a user's database
+touches nothing else. Named points (before_delete, after_delete, before_commit)
+let scenarios and faults act at exact moments of a rebuild, not at guessed times.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+from lab.errors import LabError
+
+SCHEMA = "locklab"
+_SCHEMA_MARK = "created by locklab; dropped by locklab"
+COMPANY_SIZE = 250  # rows per company in the post's company_design runs
+
+Point = Callable[[str], None]
+
+
+def _no_point(name: str) -> None:
+    return None
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Create the lab's schema, refusing to adopt a same-named schema that someone else owns."""
+    with engine.begin() as conn:
+        exists = conn.execute(text("select obj_description(oid, 'pg_namespace') from pg_namespace "
+                                   "where nspname = :s"), {"s": SCHEMA}).first()
+        if exists is not None and exists[0] != _SCHEMA_MARK:
+            raise LabError(f"schema {SCHEMA!r} exists and was not created by locklab; "
+                           f"the lab will not touch it")
+        if exists is None:
+            conn.execute(text(f"create schema {SCHEMA}"))
+            conn.execute(text(f"comment on schema {SCHEMA} is '{_SCHEMA_MARK}'"))
+
+
+def drop_schema(engine: Engine) -> None:
+    """Drop the lab's schema and everything in it, and nothing else."""
+    with engine.begin() as conn:
+        mark = conn.execute(text("select obj_description(oid, 'pg_namespace') from pg_namespace "
+                                 "where nspname = :s"), {"s": SCHEMA}).scalar()
+        if mark == _SCHEMA_MARK:
+            conn.execute(text(f"drop schema {SCHEMA} cascade"))
+
+
+def table_name(label: str) -> str:
+    """A safe, schema-qualified table name derived from a trial label."""
+    slug = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")[:50]
+    return f"{SCHEMA}.company_rows_{slug}"
+
+
+@dataclass
+class CompanyTable:
+    """One company_rows table: (company_id, run_id, n), indexed on company_id."""
+
+    name: str
+
+    def create(self, engine: Engine, index: bool = True) -> None:
+        with engine.begin() as conn:
+            conn.execute(text(f"drop table if exists {self.name}"))
+            conn.execute(text(f"create table {self.name} (company_id int not null, "
+                              f"run_id text not null, n int not null)"))
+            if index:
+                conn.execute(text(f"create index on {self.name} (company_id)"))
+
+    def drop(self, engine: Engine) -> None:
+        with engine.begin() as conn:
+            conn.execute(text(f"drop table if exists {self.name}"))
+
+    def seed(self, engine: Engine, company: int, rows: int = COMPANY_SIZE, run_id: str = "seed") -> None:
+        with engine.begin() as conn:
+            self.insert(conn, company, rows, run_id)
+
+    def insert(self, conn: Connection, company: int, rows: int, run_id: str) -> None:
+        conn.execute(text(f"insert into {self.name} (company_id, run_id, n) "
+                          f"select :c, :r, g from generate_series(1, :rows) g"),
+                     {"c": company, "r": run_id, "rows": rows})
+
+    def rebuild(self, conn: Connection, company: int, rows: int, run_id: str,
+                point: Point = _no_point) -> int:
+        """Delete the company's rows and insert fresh ones, in the caller's transaction.
+
+        Returns how many rows the delete removed (0 means it missed a concurrent rebuild).
+        """
+        point("before_delete")
+        deleted = conn.execute(text(f"delete from {self.name} where company_id = :c"),
+                               {"c": company}).rowcount
+        point("after_delete")
+        self.insert(conn, company, rows, run_id)
+        point("before_commit")
+        return deleted
+
+    def count(self, conn: Connection, company: int) -> int:
+        return conn.execute(text(f"select count(*) from {self.name} where company_id = :c"),
+                            {"c": company}).scalar()
+
+    def runs_in(self, conn: Connection, company: int) -> list[str]:
+        """Which runs' rows the company holds now: more than one means two rebuilds merged."""
+        return list(conn.execute(text(f"select distinct run_id from {self.name} "
+                                      f"where company_id = :c order by 1"), {"c": company}).scalars())
+
+
+@dataclass
+class Observer:
+    """Polls a company's row count from its own session and keeps every distinct value seen."""
+
+    engine: Engine
+    table: CompanyTable
+    company: int
+    interval: float = 0.02
+    seen: list[int] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __enter__(self) -> "Observer":
+        self._thread = threading.Thread(target=self._poll, name="observer", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def _poll(self) -> None:
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            while True:
+                count = self.table.count(conn, self.company)
+                if not self.seen or self.seen[-1] != count:
+                    self.seen.append(count)
+                if self._stop.wait(self.interval):
+                    return
+
+
+def timed(fn: Callable[[], object]) -> tuple[object, float]:
+    """Call fn and return (its result, seconds it took)."""
+    start = time.monotonic()
+    result = fn()
+    return result, time.monotonic() - start

@@ -1,0 +1,17 @@
+"""The registry of experiments: a new scenario is one module plus one line here."""
+
+from lab.registry import Registry
+
+# name -> "module:Class", in the order runs execute them and the report shows them.
+REGISTRY = Registry("scenario", {
+    "cases": "scenarios.cases:Cases",
+    "calibrate": "scenarios.calibrate:Calibrate",
+})
+
+names = REGISTRY.names
+resolve = REGISTRY.resolve
+
+
+def load(name: str):
+    """A fresh instance of the scenario registered under name."""
+    return REGISTRY.load(name)()

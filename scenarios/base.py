@@ -1,0 +1,118 @@
+"""What a scenario is: a workload shape, a fault schedule and a trial count, per profile.
+
+A scenario plans its trials (one TrialSpec each, with a stable id so a run can
+resume), runs one trial against real servers and returns its measures. It never
+formats output: the report does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from sqlalchemy.engine import Engine
+
+from backends import load as load_backend
+from backends.base import Backend, BackendContext
+from lab.errors import Interrupted
+from lab.services import Services
+from lab.workload import CompanyTable
+
+PROFILES = ("quick", "default", "full")
+
+
+class Skip(Exception):
+    """Raised by a trial that cannot run here (e.g. a server too old for a setting)."""
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One planned trial; its id is stable across runs of the same plan."""
+
+    scenario: str
+    backend: str
+    variant: str
+    index: int
+    skip: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.scenario}/{self.backend}/{self.variant}/{self.index}"
+
+
+@dataclass
+class TrialEnv:
+    """What a running trial may use: servers, shared pools, a unique key space, and the stop flag."""
+
+    services: Services
+    monitor: Engine
+    writes: Engine
+    run_id: str
+    spec: TrialSpec
+    params: dict
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def key(self, suffix: str = "lock") -> str:
+        """A lock name no other trial, run or user of the database shares."""
+        return f"locklab:{self.run_id}:{self.spec.id}:{suffix}"
+
+    def backend(self, name: str | None = None, *, lock_settings: dict | None = None,
+                table: CompanyTable | None = None, key: str | None = None) -> Backend:
+        """A new instance of the trial's backend (a holder or a contender)."""
+        cls = load_backend(name or self.spec.backend)
+        ctx = BackendContext(self.services, self.monitor, self.writes, table, dict(lock_settings or {}))
+        return cls(ctx, key or self.key())
+
+    def wait_until(self, t0: float, seconds: float) -> None:
+        """Sleep until t0 + seconds on the monotonic clock, waking at once if the run is stopped."""
+        remaining = t0 + seconds - time.monotonic()
+        if remaining > 0 and self.stop.wait(remaining):
+            raise Interrupted()
+
+
+class Scenario(ABC):
+    """Base of every experiment; subclasses fill the class attributes and two methods."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    requires: ClassVar[frozenset[str]] = frozenset()  # backend capabilities it needs
+    params: ClassVar[dict[str, dict]]  # profile -> parameters; 'full' falls back to 'default'
+    variants: ClassVar[tuple[str, ...]] = ("default",)
+
+    def profile_params(self, profile: str) -> dict:
+        return dict(self.params.get(profile) or self.params["default"])
+
+    def applies_to(self, backend_cls: type[Backend]) -> str | None:
+        """None when the scenario can run the backend, else the reason it cannot."""
+        missing = self.requires - backend_cls.capabilities
+        if missing:
+            return f"needs {', '.join(sorted(missing))}"
+        return None
+
+    def plan(self, backend_classes: list[type[Backend]], profile: str) -> list[TrialSpec]:
+        """Every trial of this scenario for these backends, skipped ones included."""
+        trials = self.profile_params(profile)["trials"]
+        specs = []
+        for cls in backend_classes:
+            reason = self.applies_to(cls)
+            if reason is not None:
+                specs.append(TrialSpec(self.name, cls.name, "-", 0, skip=reason))
+                continue
+            for variant in self.variants:
+                specs.extend(TrialSpec(self.name, cls.name, variant, i) for i in range(trials))
+        return specs
+
+    def parallelism(self, profile: str) -> int:
+        """How many trials may run at once: they wait on timers, so many, within the connection budget."""
+        return self.profile_params(profile).get("parallel", 1)
+
+    @abstractmethod
+    def run_trial(self, env: TrialEnv) -> dict:
+        """Run one trial for real and return its measures."""
+
+    @abstractmethod
+    def verdict(self, measures: dict) -> str:
+        """The trial's outcome word, derived from its measures only."""

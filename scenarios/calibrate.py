@@ -1,0 +1,52 @@
+"""The post's detector check: kill the holder at 2.00 s and time how soon a poller gets the lock."""
+
+from __future__ import annotations
+
+import time
+
+from lab import pg
+from lab.checkers import detected_within
+from lab.faults import TerminateSession
+from scenarios.base import Scenario, TrialEnv
+
+
+class Calibrate(Scenario):
+    name = "calibrate"
+    summary = "detector check: holder's session killed at 2.00 s, a second session polls every 50 ms"
+    requires = frozenset({"session_lock"})
+    variants = ("terminate",)
+    params = {
+        "quick": {"kill_at": 2.0, "poll": 0.05, "give_up": 3.0, "trials": 5, "parallel": 15},
+        "default": {"kill_at": 2.0, "poll": 0.05, "give_up": 3.0, "trials": 5, "parallel": 15},
+    }
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        p = env.params
+        holder, contender = env.backend(), env.backend()
+        try:
+            acquired = holder.acquire()
+            t0 = time.monotonic()
+            got_at, polls = None, 0
+            with TerminateSession(env.monitor, holder.lock_pid, p["kill_at"], t0) as kill:
+                # Poll on a fixed 50 ms grid from t0, as the post's calibrate.py did.
+                while got_at is None and polls * p["poll"] <= p["kill_at"] + p["give_up"]:
+                    env.wait_until(t0, polls * p["poll"])
+                    polls += 1
+                    if contender.acquire():
+                        got_at = time.monotonic() - t0
+            if got_at is not None:
+                contender.release()
+            killed_at = kill.fired_at
+            return {
+                "acquired": acquired, "kill_at": p["kill_at"], "poll": p["poll"],
+                "killed_at": None if killed_at is None else round(killed_at, 4),
+                "got_at": None if got_at is None else round(got_at, 4),
+                "gap": None if got_at is None or killed_at is None else round(got_at - killed_at, 4),
+                "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid),
+            }
+        finally:
+            holder.close()
+            contender.close()
+
+    def verdict(self, measures: dict) -> str:
+        return detected_within(measures["gap"], measures["poll"])

@@ -1,0 +1,99 @@
+"""The post's cases A to E: a session lock, an idle guard, and a second session trying for it.
+
+Every session-lock backend runs every variant, so the post's five cases come
+out as five cells of a measured matrix whose other cells the post marks
+"follows" (reasoned from the connection's state, not run).
+"""
+
+from __future__ import annotations
+
+import time
+
+from backends.base import describe_error
+from lab import pg
+from lab.checkers import lock_verdict
+from lab.errors import LockLost
+from lab.faults import idle_in_transaction_timeout, idle_session_timeout
+from scenarios.base import Scenario, Skip, TrialEnv
+
+# (backend, variant) -> the post's case letter.
+POST_CASES = {
+    ("session", "idle_in_transaction"): "A",
+    ("session_autocommit", "idle_in_transaction"): "B",
+    ("session_commit", "idle_in_transaction"): "C",
+    ("session_commit", "query_then_idle_in_transaction"): "D",
+    ("session_autocommit", "idle_session"): "E",
+}
+
+# The post's probes are at t=1s and t=5s under a 3 s timeout; we keep those ratios.
+PROBE_FRACTIONS = (1 / 3, 5 / 3)
+
+
+class Cases(Scenario):
+    name = "cases"
+    summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"
+    requires = frozenset({"session_lock"})
+    variants = ("idle_in_transaction", "query_then_idle_in_transaction", "idle_session")
+    params = {
+        "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},
+        "default": {"timeout_s": 3.0, "trials": 3, "parallel": 40},
+    }
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        timeout = env.params["timeout_s"]
+        variant = env.spec.variant
+        fault = (idle_session_timeout if variant == "idle_session" else idle_in_transaction_timeout)(timeout)
+        if pg.server_version_num(env.monitor) < fault.min_server_version:
+            raise Skip(f"{fault.setting} needs PostgreSQL {fault.min_server_version // 10000}+")
+
+        holder = env.backend(lock_settings=fault.session_settings())
+        try:
+            t0 = time.monotonic()
+            acquired = holder.acquire()
+            if variant == "query_then_idle_in_transaction":
+                holder.touch()
+            state = pg.session_state(env.monitor, holder.lock_pid)
+            probes = []
+            for fraction in PROBE_FRACTIONS:
+                env.wait_until(t0, timeout * fraction)
+                probes.append({"t": round(3 * fraction), "at": round(time.monotonic() - t0, 3),
+                               "got": self._contender_gets(env)})
+            held_after = holder.held()
+            next_query, next_error = "alive", None
+            try:
+                holder.touch()
+            except Exception as exc:  # what the driver says is the measurement
+                next_query, next_error = type(exc).__name__, describe_error(exc)
+            release = self._release(holder)
+            return {
+                "case": POST_CASES.get((env.spec.backend, variant)),
+                "setting": fault.setting, "timeout_s": timeout,
+                "acquired": acquired, "holder_state": state, "probes": probes,
+                "held_after": held_after, "next_query": next_query, "next_query_error": next_error,
+                "release": release,
+                "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid),
+            }
+        finally:
+            holder.close()
+
+    @staticmethod
+    def _contender_gets(env: TrialEnv) -> bool:
+        contender = env.backend()
+        try:
+            got = contender.acquire()
+            if got:
+                contender.release()
+            return got
+        finally:
+            contender.close()
+
+    @staticmethod
+    def _release(holder) -> str:
+        try:
+            holder.release()
+            return "released"
+        except LockLost as exc:
+            return f"raised LockLost: {exc}"
+
+    def verdict(self, measures: dict) -> str:
+        return lock_verdict(measures["acquired"], [p["got"] for p in measures["probes"]])
