@@ -16,10 +16,10 @@ def parse_pg_dsn(dsn: str) -> URL:
     try:
         url = make_url(dsn)
     except ArgumentError:
-        raise LabError(f"--pg-dsn is not a PostgreSQL URL (expected postgresql://user:pw@host:port/db): "
-                       f"{redact_text(dsn)}") from None
+        # The value is not echoed: an unparseable DSN may still contain a password.
+        raise LabError("the PostgreSQL DSN is not a URL (expected postgresql://user:password@host:port/dbname)") from None
     if url.get_backend_name() not in ("postgresql", "postgres"):
-        raise LabError(f"--pg-dsn must be a postgresql:// URL, not {url.get_backend_name()}://")
+        raise LabError(f"the PostgreSQL DSN must be a postgresql:// URL, not {url.get_backend_name()}://")
     return url.set(drivername="postgresql+psycopg2")
 
 
@@ -37,7 +37,7 @@ def redact_text(text: str) -> str:
     """Blank out a password in a URL-looking string that SQLAlchemy could not parse."""
     import re
 
-    return re.sub(r"(://[^:/@\s]+:)[^@\s]+@", r"\1***@", text)
+    return re.sub(r"(://[^:/@\s]*:)[^@\s]+@", r"\1***@", text)
 
 
 def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, **kwargs) -> Engine:

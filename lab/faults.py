@@ -26,6 +26,12 @@ class SessionTimeout:
     def session_settings(self) -> dict:
         return {self.setting: f"{int(round(self.seconds * 1000))}ms"}
 
+    def unsupported_reason(self, server_version_num: int) -> str | None:
+        """Why this server cannot apply the setting, or None when it can."""
+        if server_version_num < self.min_server_version:
+            return f"{self.setting} needs PostgreSQL {self.min_server_version // 10000}+"
+        return None
+
 
 def idle_in_transaction_timeout(seconds: float) -> SessionTimeout:
     return SessionTimeout("idle_in_transaction_session_timeout", seconds)

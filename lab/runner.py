@@ -22,7 +22,7 @@ from lab import pg
 from lab.errors import Interrupted
 from lab.provenance import run_meta
 from lab.results import RunFolder
-from lab.services import ExternalAddresses, Services, start_services
+from lab.services import SERVICE_NAMES, ExternalAddresses, Services, start_services
 from lab.workload import drop_schema, ensure_schema
 from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
 
@@ -88,7 +88,9 @@ class Runner:
         plan = make_plan(req.backends, req.scenarios, req.profile, done)
 
         # Servers first: a bad address must fail before anything is written under results/.
-        services = start_services(plan.services, req.external)
+        # An address the user gave is checked even when no chosen backend needs it.
+        given = {name for name in SERVICE_NAMES if req.external.given(name)}
+        services = start_services(plan.services | given, req.external)
         try:
             if folder is None:
                 folder = RunFolder.create(req.results_root, run_meta(req, services))

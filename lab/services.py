@@ -18,7 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from lab.clients import etcd_client, parse_pg_dsn, pg_engine, redact, redact_text, redis_client
-from lab.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis
+from lab.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, traversable_by_others
 from lab.errors import ServiceError
 
 SERVICE_NAMES = ("postgres", "redis", "etcd")
@@ -108,11 +108,12 @@ def start_services(needed: Iterable[str], external: ExternalAddresses | None = N
     needed = [name for name in SERVICE_NAMES if name in set(needed)]
     services = Services()
     try:
+        # External addresses first: a wrong one fails in seconds, before any server starts.
         for name in needed:
-            address = external.given(name)
-            if address is not None:
-                _attach_external(services, name, address)
-            else:
+            if external.given(name) is not None:
+                _attach_external(services, name, external.given(name))
+        for name in needed:
+            if external.given(name) is None:
                 _start_embedded(services, name)
         return services
     except BaseException:
@@ -120,10 +121,24 @@ def start_services(needed: Iterable[str], external: ExternalAddresses | None = N
         raise
 
 
+def _temp_base() -> Path:
+    """Where the embedded servers' temp dir goes.
+
+    As root, PostgreSQL runs as an unprivileged user who must reach its data dir, so a
+    private TMPDIR (mode 0700 somewhere up the path) falls back to /tmp.
+    """
+    base = Path(tempfile.gettempdir())
+    if os.geteuid() != 0 or traversable_by_others(base):
+        return base
+    if traversable_by_others(Path("/tmp")):
+        return Path("/tmp")
+    raise ServiceError(f"the embedded PostgreSQL runs as an unprivileged user who cannot reach {base}; "
+                       f"set TMPDIR to a directory every user can traverse")
+
+
 def _start_embedded(services: Services, name: str) -> None:
     if services.tmp is None:
-        services.tmp = Path(tempfile.mkdtemp(prefix="locklab-"))
-        # The PostgreSQL server runs as an unprivileged user that must traverse this dir.
+        services.tmp = Path(tempfile.mkdtemp(prefix="locklab-", dir=_temp_base()))
         services.tmp.chmod(0o755)
     server = {"postgres": EmbeddedPostgres, "redis": EmbeddedRedis, "etcd": EmbeddedEtcd}[name](services.tmp)
     services.embedded[name] = server

@@ -27,10 +27,12 @@ class Calibrate(Scenario):
             acquired = holder.acquire()
             t0 = time.monotonic()
             got_at, polls = None, 0
+            # A second process polls on its own 50 ms grid, not one aligned with the kill:
+            # each trial gets a different, reproducible phase within the interval.
+            phase = p["poll"] * ((env.spec.index * 0.618) % 1.0)
             with TerminateSession(env.monitor, holder.lock_pid, p["kill_at"], t0) as kill:
-                # Poll on a fixed 50 ms grid from t0, as the post's calibrate.py did.
                 while got_at is None and polls * p["poll"] <= p["kill_at"] + p["give_up"]:
-                    env.wait_until(t0, polls * p["poll"])
+                    env.wait_until(t0, phase + polls * p["poll"])
                     polls += 1
                     if contender.acquire():
                         got_at = time.monotonic() - t0

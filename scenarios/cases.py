@@ -43,8 +43,9 @@ class Cases(Scenario):
         timeout = env.params["timeout_s"]
         variant = env.spec.variant
         fault = (idle_session_timeout if variant == "idle_session" else idle_in_transaction_timeout)(timeout)
-        if pg.server_version_num(env.monitor) < fault.min_server_version:
-            raise Skip(f"{fault.setting} needs PostgreSQL {fault.min_server_version // 10000}+")
+        too_old = fault.unsupported_reason(pg.server_version_num(env.monitor))
+        if too_old:
+            raise Skip(too_old)
 
         holder = env.backend(lock_settings=fault.session_settings())
         try:

@@ -1,0 +1,53 @@
+"""The figures the post published, as data, so the report can set ours beside them.
+
+Source: "Your Postgres Lock Has a Hidden Expiry Date" (shared/reference/advisory-lock-post.txt),
+PostgreSQL 18.6, SQLAlchemy 2.0.51, psycopg2 2.9.13, 3 s timeout in the cases.
+"""
+
+CASE_TITLES = {
+    "A": "default (autobegin)",
+    "B": "AUTOCOMMIT",
+    "C": "commit right after acquire",
+    "D": "commit, then one more query",
+    "E": "AUTOCOMMIT, with idle_session_timeout",
+}
+
+# The lines each case printed, after its title line, exactly as published.
+CASE_LINES = {
+    "A": ["acquired: True, holder state: idle in transaction",
+          "t=1s other process gets lock: False",
+          "t=5s other process gets lock: True",
+          "holder's next query fails: OperationalError"],
+    "B": ["acquired: True, holder state: idle",
+          "t=1s other process gets lock: False",
+          "t=5s other process gets lock: False",
+          "holder: alive"],
+    "C": ["acquired: True, holder state: idle",
+          "t=1s other process gets lock: False",
+          "t=5s other process gets lock: False",
+          "holder: alive"],
+    "D": ["acquired: True, holder state: idle in transaction",
+          "t=1s other process gets lock: False",
+          "t=5s other process gets lock: True",
+          "holder's next query fails: OperationalError"],
+    "E": ["acquired: True, holder state: idle",
+          "t=1s other process gets lock: False",
+          "t=5s other process gets lock: True",
+          "holder's next query fails: OperationalError"],
+}
+
+# calibrate.py: killed at 2.00 s, seconds at which the second session got the lock.
+CALIBRATION_GOT_AT = [2.008, 2.052, 2.006, 2.053, 2.004]
+CALIBRATION_KILL_AT = 2.00
+
+# "All four under the same faults", the session-lock columns. "(follows)" marks the
+# cells the post reasoned from the connection's state instead of running.
+SAME_FAULTS = {
+    "idle_in_transaction": {"session": "Lost", "session_commit": "Held", "session_autocommit": "Held"},
+    "query_then_idle_in_transaction": {"session": "Lost (follows)", "session_commit": "Lost",
+                                       "session_autocommit": "Held (follows)"},
+    "idle_session": {"session": "Not affected: it is in a transaction (follows)",
+                     "session_commit": "Lost (follows: it is plain idle)", "session_autocommit": "Lost"},
+    "terminate": {"session": "Lost within one poll (follows)", "session_commit": "Lost within one poll (follows)",
+                  "session_autocommit": "Lost within one poll"},
+}

@@ -1,0 +1,24 @@
+"""Shared fixtures: the lab's own embedded servers, once per test session."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def services():
+    """Real PostgreSQL, Redis and etcd on loopback, stopped (and their temp dir removed) at the end."""
+    from lab.services import start_services
+
+    with start_services(["postgres", "redis", "etcd"]) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def engines(services):
+    from lab import pg
+
+    monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
+    yield monitor, writes
+    monitor.dispose()
+    writes.dispose()

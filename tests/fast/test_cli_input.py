@@ -1,0 +1,36 @@
+"""Bad input on the command line: one line on stderr, exit 2, nothing written."""
+
+import subprocess
+import sys
+
+
+def lab(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=60)
+
+
+def test_unknown_backend_is_one_line_listing_valid_names(tmp_path):
+    result = lab("run", "--backend", "nope", "--results", str(tmp_path / "results"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lab: error: unknown backend 'nope'; choose from: all, none, session, session_commit, "
+        "session_autocommit, xact"]
+    assert not (tmp_path / "results").exists()
+
+
+def test_unknown_scenario_is_one_line(tmp_path):
+    result = lab("run", "--scenario", "cases,bogus", "--results", str(tmp_path / "r"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "'bogus'" in result.stderr
+
+
+def test_report_without_runs_is_one_line(tmp_path):
+    result = lab("report", "--results", str(tmp_path / "none"), cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_list_names_every_backend_and_scenario(tmp_path):
+    result = lab("list", cwd=tmp_path)
+    assert result.returncode == 0
+    for name in ("none", "session", "session_commit", "session_autocommit", "xact", "cases", "calibrate"):
+        assert f"  {name} " in result.stdout

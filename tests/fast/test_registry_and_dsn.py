@@ -1,0 +1,62 @@
+"""Registries resolve names or fail with one line; DSNs are parsed and never shown with a password."""
+
+import pytest
+
+import backends
+import scenarios
+from backends.base import CAPABILITIES
+from lab.clients import parse_pg_dsn, redact, redact_text
+from lab.errors import LabError
+
+
+def test_all_means_every_backend_in_registry_order():
+    assert backends.resolve("all") == backends.names()
+    assert backends.resolve("xact,session") == ["session", "xact"]
+
+
+def test_unknown_backend_names_the_valid_ones():
+    with pytest.raises(LabError, match="unknown backend 'nope'; choose from: all, none, session"):
+        backends.resolve("session,nope")
+
+
+def test_unknown_scenario_names_the_valid_ones():
+    with pytest.raises(LabError, match="unknown scenario 'nope'; choose from: all, cases"):
+        scenarios.resolve("nope")
+
+
+def test_every_backend_loads_and_declares_known_capabilities():
+    for name in backends.names():
+        cls = backends.load(name)
+        assert cls.name == name and cls.summary
+        assert cls.capabilities <= set(CAPABILITIES), name
+
+
+def test_every_scenario_has_a_default_profile():
+    for name in scenarios.names():
+        scenario = scenarios.load(name)
+        assert scenario.name == name and scenario.summary
+        for profile in ("quick", "default", "full"):
+            assert scenario.profile_params(profile)["trials"] >= 1
+
+
+def test_dsn_gets_the_psycopg2_driver_and_hides_its_password():
+    url = parse_pg_dsn("postgresql://app:s3cret@db.example:5433/prod")
+    assert url.drivername == "postgresql+psycopg2"
+    assert "s3cret" not in redact(url) and "***" in redact(url)
+
+
+def test_unparseable_dsn_is_refused_without_echoing_it():
+    with pytest.raises(LabError) as err:
+        parse_pg_dsn("not a url :s3cret@")
+    assert "s3cret" not in str(err.value) and "\n" not in str(err.value)
+
+
+def test_other_databases_are_refused():
+    with pytest.raises(LabError, match="must be a postgresql:// URL, not mysql://"):
+        parse_pg_dsn("mysql://u:p@h/db")
+
+
+def test_redaction_blanks_passwords_with_or_without_a_user():
+    assert redact_text("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"
+    assert redact_text("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert redact("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"

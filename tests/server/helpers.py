@@ -1,0 +1,54 @@
+"""Small helpers for server tests: trial environments and waiting on real server state."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from lab import pg
+from scenarios.base import TrialEnv, TrialSpec
+
+
+def trial_env(services, engines, scenario, backend, variant, params, index=0, run_id="test") -> TrialEnv:
+    monitor, writes = engines
+    spec = TrialSpec(scenario, backend, variant, index)
+    return TrialEnv(services, monitor, writes, f"{run_id}-{time.monotonic_ns()}", spec, params)
+
+
+def wait_session_gone(monitor, pid: int, within: float = 10.0) -> float:
+    """Seconds until the server ended session pid (polls pg_stat_activity); fails after `within`."""
+    start = time.monotonic()
+    while pg.session_state(monitor, pid) != "gone":
+        assert time.monotonic() - start < within, f"session {pid} still alive after {within}s"
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def shared_tmp(tmp_path: Path) -> Path:
+    """A TMPDIR for a lab subprocess that the unprivileged PostgreSQL user can traverse.
+
+    pytest's own tmp_path sits under a 0700 folder; the lab would fall back to /tmp and
+    the leak checks would look in the wrong place.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="locklab-test-", dir="/tmp"))
+    folder.chmod(0o755)
+    return folder
+
+
+def processes_under(folder: Path) -> list[str]:
+    """Live processes whose command line or working directory lies under folder."""
+    found, root = [], str(folder)
+    for proc in psutil.process_iter(["pid", "cmdline", "cwd", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.info["pid"] == os.getpid():
+                continue
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if root in cmdline or (proc.info["cwd"] or "").startswith(root):
+                found.append(f"{proc.info['pid']} {cmdline}")
+        except psutil.Error:
+            continue
+    return found

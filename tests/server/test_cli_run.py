@@ -1,0 +1,161 @@
+"""`lab run` and `lab report` as a user runs them: real servers, real signals, real files."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import published
+from tests.server.helpers import processes_under, shared_tmp
+
+pytestmark = pytest.mark.server
+
+
+def lab_env(tmp: Path) -> dict:
+    env = dict(os.environ)
+    env["TMPDIR"] = str(tmp)  # the embedded servers' temp dir lands here, so leaks are visible
+    for name in ("LAB_PG_DSN", "LAB_REDIS_URL", "LAB_ETCD_ENDPOINT"):
+        env.pop(name, None)
+    return env
+
+
+def lab(*args, cwd: Path, tmp: Path | None = None, timeout=180):
+    own_tmp = tmp is None
+    tmp = shared_tmp(cwd) if own_tmp else tmp
+    try:
+        return subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True,
+                              cwd=cwd, env=lab_env(tmp), timeout=timeout)
+    finally:
+        if own_tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def trials_of(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One quick run of every backend through cases and calibrate, shared by the tests below."""
+    cwd = tmp_path_factory.mktemp("quick")
+    tmp = shared_tmp(cwd)
+    result = lab("run", "--profile", "quick", "--backend", "all", "--scenario", "cases,calibrate",
+                 cwd=cwd, tmp=tmp)
+    assert result.returncode == 0, result.stderr
+    (run,) = (cwd / "results").iterdir()
+    yield cwd, run, result, tmp
+    tmp.rmdir()
+
+
+def test_run_prints_outcomes_and_leaves_nothing_running(quick_run):
+    cwd, run, result, tmp = quick_run
+    assert "outcomes" in result.stdout and "lost 1/1" in result.stdout
+    assert processes_under(tmp) == []
+    assert list(tmp.iterdir()) == []
+
+
+def test_run_folder_describes_itself(quick_run):
+    _, run, _, _ = quick_run
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["profile"] == "quick" and meta["scenarios"] == ["cases", "calibrate"]
+    assert meta["services"]["postgres"]["version"].startswith("18.")
+    assert meta["services"]["postgres"]["embedded"] is True
+    assert "redis" not in meta["services"]  # no chosen backend needs it, so it was not started
+    assert meta["versions"]["sqlalchemy"] and meta["machine"]["cores"] >= 1
+
+
+def test_outcomes_match_the_post(quick_run):
+    _, run, _, _ = quick_run
+    by_case = {t["measures"]["case"]: t for t in trials_of(run)
+               if t["scenario"] == "cases" and t["status"] == "ok" and t["measures"]["case"]}
+    assert {k: v["verdict"] for k, v in by_case.items()} == {
+        "A": "lost", "B": "held", "C": "held", "D": "lost", "E": "lost"}
+    assert by_case["A"]["measures"]["next_query"] == "OperationalError"
+    calibration = [t for t in trials_of(run) if t["scenario"] == "calibrate"
+                   and t["backend"] == "session_autocommit"]
+    assert len(calibration) == 5
+    assert all(t["verdict"] == "within one poll" and t["measures"]["got_at"] <= 2.10 for t in calibration)
+
+
+def test_backends_without_a_session_lock_are_skipped_with_the_reason(quick_run):
+    _, run, _, _ = quick_run
+    skipped = [t for t in trials_of(run) if t["backend"] == "xact" and t["scenario"] == "cases"]
+    assert [t["status"] for t in skipped] == ["skipped"] and "session_lock" in skipped[0]["reason"]
+
+
+def test_report_prints_the_posts_lines_and_is_byte_stable(quick_run):
+    cwd, run, _, _ = quick_run
+    first = lab("report", run.name, "--output", "R1.md", cwd=cwd)
+    second = lab("report", str(run), "--output", "R2.md", cwd=cwd)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr
+    text = (cwd / "R1.md").read_text()
+    assert text == (cwd / "R2.md").read_text()
+    for letter in "ABCDE":
+        assert f"| {letter} | {published.CASE_TITLES[letter]} | match (1/1 trials) |" in text
+        for line in published.CASE_LINES[letter]:
+            assert f"| `{line}` | `{line}` |" in text
+    assert "**session_autocommit**: within one poll (by 2.10 s) in 5 of 5 runs." in text
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_keeps_finished_trials_and_resume_completes(tmp_path, sig):
+    tmp = shared_tmp(tmp_path)
+    args = [sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend",
+            "session,session_autocommit", "--scenario", "cases,calibrate"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=lab_env(tmp), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    trials = tmp_path / "results"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait for the first finished trial, then interrupt mid-run
+        done = list(trials.glob("*/trials.jsonl"))
+        if done and done[0].read_text().strip():
+            break
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "finished trials kept" in err and "Traceback" not in err
+    assert processes_under(tmp) == [] and list(tmp.iterdir()) == []
+    (run,) = trials.iterdir()
+    kept = trials_of(run)
+    assert 1 <= len(kept) < 16  # 6 cases + 10 calibrations when complete
+
+    resumed = lab("run", "--resume", run.name, cwd=tmp_path, tmp=tmp)
+    assert resumed.returncode == 0, resumed.stderr
+    final = trials_of(run)
+    assert final[:len(kept)] == kept  # nothing rewritten
+    assert len({t["id"] for t in final}) == len(final) == 16
+    assert processes_under(tmp) == []
+    tmp.rmdir()
+
+
+def test_unreachable_dsn_is_one_line_and_writes_nothing(tmp_path):
+    start = time.monotonic()
+    result = lab("run", "--pg-dsn", "postgresql://app:s3cret@127.0.0.1:1/db", cwd=tmp_path, timeout=30)
+    assert time.monotonic() - start < 10
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lab: error: postgres at ") and "unreachable" in lines[0]
+    assert "s3cret" not in result.stderr + result.stdout
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+@pytest.mark.parametrize("flag, value, service", [
+    ("--redis-url", "redis://127.0.0.1:1/0", "redis"),
+    ("--etcd-endpoint", "127.0.0.1:1", "etcd"),
+    ("--pg-dsn", "mysql://u:p@h/db", "PostgreSQL DSN"),
+])
+def test_other_bad_addresses_are_one_line(tmp_path, flag, value, service):
+    tmp = shared_tmp(tmp_path)
+    result = lab("run", "--scenario", "cases", flag, value, cwd=tmp_path, tmp=tmp, timeout=30)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and service in lines[0]
+    assert processes_under(tmp) == [] and list(tmp.iterdir()) == []
+    tmp.rmdir()

@@ -1,0 +1,73 @@
+"""The embedded servers: real, on loopback, and never left running."""
+
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from sqlalchemy import text
+
+from lab.errors import ServiceError
+from lab.services import ExternalAddresses, start_services
+
+pytestmark = pytest.mark.server
+
+
+def test_the_three_servers_are_real_and_local(services, engines):
+    monitor, _ = engines
+    assert services.versions["postgres"].startswith("18.")
+    assert services.versions["redis"].startswith("6.")
+    assert services.versions["etcd"].startswith("3.5")
+    assert services.pg_url.host == "127.0.0.1"
+    assert services.redis_url.startswith("redis://127.0.0.1:")
+    assert services.etcd_endpoint.startswith("127.0.0.1:")
+    with monitor.connect() as conn:
+        assert int(conn.execute(text("show max_connections")).scalar()) >= 200
+        assert conn.execute(text("show listen_addresses")).scalar() == "127.0.0.1"
+
+
+def test_stop_leaves_no_process_and_no_temp_dir():
+    running = start_services(["postgres", "redis", "etcd"])
+    pids = [server.proc.pid for server in running.embedded.values()]
+    tmp = running.tmp
+    assert all(psutil.pid_exists(pid) for pid in pids)
+    running.stop()
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                   for pid in pids)
+    assert not tmp.exists()
+
+
+def test_a_killed_lab_takes_its_servers_with_it():
+    """SIGKILL skips every cleanup handler; the kernel's parent-death signal still ends the servers."""
+    script = ("from lab.services import start_services; import time\n"
+              "s = start_services(['postgres', 'redis', 'etcd'])\n"
+              "print(' '.join(str(x.proc.pid) for x in s.embedded.values()), flush=True)\n"
+              "time.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    pids = [int(p) for p in child.stdout.readline().split()]
+    assert len(pids) == 3
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    deadline = time.monotonic() + 15
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.1)
+    assert alive == []
+
+
+@pytest.mark.parametrize("given, service", [
+    (ExternalAddresses(pg_dsn="postgresql://app:s3cret@127.0.0.1:1/x"), "postgres"),
+    (ExternalAddresses(redis_url="redis://:s3cret@127.0.0.1:1/0"), "redis"),
+    (ExternalAddresses(etcd_endpoint="127.0.0.1:1"), "etcd"),
+])
+def test_unreachable_external_server_is_one_line_naming_it(given, service):
+    start = time.monotonic()
+    with pytest.raises(ServiceError) as err:
+        start_services([service], given)
+    message = str(err.value)
+    assert time.monotonic() - start < 10
+    assert message.startswith(f"{service} at ") and "unreachable" in message
+    assert "\n" not in message and "s3cret" not in message
