@@ -100,7 +100,8 @@ def print_outcomes(trials: list[dict]) -> None:
         table.add_column(column)
     for row in outcome_rows(trials):
         table.add_row(row.scenario, row.backend, row.variant, row.case or "", row.outcome)
-    Console().print(table)
+    # Piped output gets 80 columns from rich by default; the table needs more to stay readable.
+    Console(width=None if sys.stdout.isatty() else 140).print(table)
 
 
 def cmd_report(args, argv) -> int:

