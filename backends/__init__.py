@@ -13,6 +13,7 @@ REGISTRY = Registry("backend", {
     "session_commit": "backends.session_commit:SessionLockCommitted",
     "session_autocommit": "backends.session_autocommit:SessionLockAutocommit",
     "xact": "backends.xact:TransactionLock",
+    "serializable": "backends.serializable:SerializableRetry",
 })
 
 names = REGISTRY.names

@@ -78,7 +78,7 @@ class SessionLockBackend(Backend):
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         # The writes go through the shared pool, on sessions other than the lock's.
-        return write_transaction(self.ctx.writes, self.ctx.table, company, rows, run_id, point)
+        return write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point)
 
     def close(self) -> None:
         if self._conn is not None:

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Callable, ClassVar
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from lab.services import Services
 from lab.workload import CompanyTable
@@ -24,12 +24,16 @@ CAPABILITIES = {
     "fencing": "the storage checks a token in the write transaction and refuses a lapsed holder",
     "lease_expiry": "the right is a lease with a TTL that lapses unless renewed",
     "exclusion": "promises that two runs never rebuild the same company at once",
+    "serializable": "no lock: SERIALIZABLE aborts one of two conflicting rebuilds and the run retries it",
 }
 
-Point = Callable[[str], None]
+# A hook called at named moments of a rebuild (begin, after_lock, before_delete, after_delete,
+# before_commit, after_commit) with the write's connection, so a scenario or a fault can act
+# at an exact point of the transaction (or end exactly that session).
+Point = Callable[[str, "Connection | None"], None]
 
 
-def no_point(name: str) -> None:
+def no_point(name: str, conn=None) -> None:
     return None
 
 
@@ -42,6 +46,7 @@ class BackendContext:
     writes: Engine  # pool for the runs' write transactions, as the post's job had
     table: CompanyTable | None = None
     lock_settings: dict = field(default_factory=dict)  # server settings for the lock's own session
+    options: dict = field(default_factory=dict)  # strategy knobs a scenario varies (isolation, lock_timeout_ms...)
 
 
 @dataclass
@@ -50,10 +55,11 @@ class RebuildResult:
 
     outcome: str
     deleted: int | None = None
-    waited: float = 0.0
+    waited: float = 0.0  # seconds spent waiting for the lock
     attempts: int = 1
     error: str | None = None
-    failed_attempts: list = field(default_factory=list)
+    sqlstate: str | None = None
+    failed_attempts: list = field(default_factory=list)  # errors of attempts that were retried
 
     def to_dict(self) -> dict:
         return asdict(self)

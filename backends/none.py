@@ -20,4 +20,11 @@ class NoLock(Backend):
         return None
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        return write_transaction(self.ctx.writes, self.ctx.table, company, rows, run_id, point)
+        return self.rebuild_batch([company], rows, run_id, point)
+
+    def rebuild_batch(self, companies: list[int], rows: int, run_id: str, point: Point = no_point,
+                      *, use_copy: bool = False) -> RebuildResult:
+        """Several companies in one transaction (the cost table's 'one transaction for all')."""
+        return write_transaction(self.ctx.writes, self.ctx.table, list(companies), rows, run_id, point=point,
+                                 isolation=self.ctx.options.get("isolation", "READ COMMITTED"),
+                                 use_copy=use_copy)

@@ -3,14 +3,20 @@
 from backends._writes import write_transaction
 from backends.base import Backend, Point, RebuildResult, no_point
 
+LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout fired
+
 
 class TransactionLock(Backend):
-    """The lock and the writes share one transaction, so they commit or roll back together."""
+    """The lock and the writes share one transaction, so they commit or roll back together.
+
+    Options a scenario may set: isolation (READ COMMITTED by default, the post's rule 1),
+    lock_timeout_ms with lock_timeout_retries (rule 3: a waiter that times out retries the
+    company rather than skipping it), and sort_batches for rebuild_batch (rule 4).
+    """
 
     name = "xact"
     summary = "pg_advisory_xact_lock inside each company's write transaction: the post's method 4"
     capabilities = frozenset({"in_transaction", "exclusion"})
-    isolation = "READ COMMITTED"
 
     def acquire(self) -> bool:
         # Nothing is held between writes: each rebuild takes its company's lock itself.
@@ -22,6 +28,26 @@ class TransactionLock(Backend):
     def release(self) -> None:
         return None
 
+    def company_key(self, company: int) -> str:
+        return f"{self.key}:company:{company}"
+
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        return write_transaction(self.ctx.writes, self.ctx.table, company, rows, run_id, point,
-                                 xact_lock_key=f"{self.key}:company:{company}", isolation=self.isolation)
+        return self.rebuild_batch([company], rows, run_id, point)
+
+    def rebuild_batch(self, companies: list[int], rows: int, run_id: str, point: Point = no_point,
+                      *, use_copy: bool = False) -> RebuildResult:
+        """Several companies in one transaction, their locks taken in sorted order unless told otherwise."""
+        opts = self.ctx.options
+        order = sorted(companies) if opts.get("sort_batches", True) else list(companies)
+        retries = opts.get("lock_timeout_retries", 0)
+        failed = []
+        for attempt in range(1, retries + 2):
+            result = write_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
+                                       lock_key=self.company_key,
+                                       isolation=opts.get("isolation", "READ COMMITTED"),
+                                       lock_timeout_ms=opts.get("lock_timeout_ms"), use_copy=use_copy)
+            if result.sqlstate != LOCK_NOT_AVAILABLE or attempt == retries + 1:
+                break
+            failed.append(result.error)
+        result.attempts, result.failed_attempts = attempt, failed
+        return result

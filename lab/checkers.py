@@ -19,3 +19,20 @@ def detected_within(gap: float | None, poll: float) -> str:
     if gap is None:
         return "not detected"
     return "within one poll" if gap <= 2 * poll else "late"
+
+
+def company_state(rows_expected: int, rows_final: int, runs_in: list[str]) -> str:
+    """Whether a company ended as exactly one run's rebuild.
+
+    'merged' is the post's 500-row failure: two rebuilds' rows in one company.
+    """
+    if rows_final > rows_expected or len(runs_in) > 1:
+        return f"merged ({rows_final} rows)"
+    if rows_final < rows_expected:
+        return f"short ({rows_final} rows)"
+    return f"intact ({rows_final} rows)"
+
+
+def torn_counts(rows_seen: list[int], rows_expected: int) -> list[int]:
+    """Row counts an observer saw that are not a whole company: half-deleted or doubled states."""
+    return [count for count in rows_seen if count != rows_expected]

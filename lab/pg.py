@@ -78,3 +78,15 @@ def why_session_ended(log_path: Path | None, pid: int) -> str | None:
     pattern = re.compile(rf"\[{pid}\] FATAL:\s+(.*)")
     reasons = pattern.findall(log)
     return reasons[-1].strip() if reasons else None
+
+
+def backend_pid(conn) -> int:
+    """The server pid of a SQLAlchemy connection's session, read from libpq (no round trip)."""
+    return conn.connection.dbapi_connection.get_backend_pid()
+
+
+def waiting_on_lock(monitor: Engine, pid: int) -> bool:
+    """True while session pid is blocked on a lock (an advisory lock, a row, a transaction id)."""
+    with monitor.connect() as conn:
+        return conn.execute(text("select wait_event_type = 'Lock' from pg_stat_activity where pid = :pid"),
+                            {"pid": pid}).scalar() is True

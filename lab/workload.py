@@ -7,11 +7,11 @@ let scenarios and faults act at exact moments of a rebuild, not at guessed times
 
 from __future__ import annotations
 
+import hashlib
+import io
 import re
 import threading
-import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -22,10 +22,9 @@ SCHEMA = "locklab"
 _SCHEMA_MARK = "created by locklab; dropped by locklab"
 COMPANY_SIZE = 250  # rows per company in the post's company_design runs
 
-Point = Callable[[str], None]
 
 
-def _no_point(name: str) -> None:
+def _no_point(name: str, conn=None) -> None:
     return None
 
 
@@ -53,8 +52,10 @@ def drop_schema(engine: Engine) -> None:
 
 def table_name(label: str) -> str:
     """A safe, schema-qualified table name derived from a trial label."""
-    slug = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")[:50]
-    return f"{SCHEMA}.company_rows_{slug}"
+    # Identifiers stop at 63 bytes: keep a readable tail and a hash that keeps names distinct.
+    slug = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")[-36:].strip("_")
+    digest = hashlib.sha1(label.encode()).hexdigest()[:8]
+    return f"{SCHEMA}.rows_{digest}_{slug}"
 
 
 @dataclass
@@ -79,23 +80,41 @@ class CompanyTable:
         with engine.begin() as conn:
             self.insert(conn, company, rows, run_id)
 
+    def fill(self, engine: Engine, companies, rows: int, run_id: str = "seed") -> None:
+        """Seed many companies at once, server-side, in one statement (no client-side rows)."""
+        companies = list(companies)
+        with engine.begin() as conn:
+            conn.execute(text(f"insert into {self.name} (company_id, run_id, n) "
+                              f"select c, :r, g from unnest(cast(:cs as int[])) c, generate_series(1, :rows) g"),
+                         {"cs": companies, "r": run_id, "rows": rows})
+            conn.execute(text(f"analyze {self.name}"))
+
     def insert(self, conn: Connection, company: int, rows: int, run_id: str) -> None:
         conn.execute(text(f"insert into {self.name} (company_id, run_id, n) "
                           f"select :c, :r, g from generate_series(1, :rows) g"),
                      {"c": company, "r": run_id, "rows": rows})
 
+    def copy_in(self, conn: Connection, company: int, rows: int, run_id: str) -> None:
+        """The same rows as insert(), sent with COPY FROM STDIN, one company at a time."""
+        data = io.StringIO("".join(f"{company}\t{run_id}\t{n}\n" for n in range(1, rows + 1)))
+        cursor = conn.connection.dbapi_connection.cursor()
+        try:
+            cursor.copy_expert(f"copy {self.name} (company_id, run_id, n) from stdin", data)
+        finally:
+            cursor.close()
+
     def rebuild(self, conn: Connection, company: int, rows: int, run_id: str,
-                point: Point = _no_point) -> int:
+                point=_no_point, use_copy: bool = False) -> int:
         """Delete the company's rows and insert fresh ones, in the caller's transaction.
 
         Returns how many rows the delete removed (0 means it missed a concurrent rebuild).
         """
-        point("before_delete")
+        point("before_delete", conn)
         deleted = conn.execute(text(f"delete from {self.name} where company_id = :c"),
                                {"c": company}).rowcount
-        point("after_delete")
-        self.insert(conn, company, rows, run_id)
-        point("before_commit")
+        point("after_delete", conn)
+        (self.copy_in if use_copy else self.insert)(conn, company, rows, run_id)
+        point("before_commit", conn)
         return deleted
 
     def count(self, conn: Connection, company: int) -> int:
@@ -133,15 +152,10 @@ class Observer:
     def _poll(self) -> None:
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             while True:
+                stopping = self._stop.is_set()  # one last look after the trial ends: the final state
                 count = self.table.count(conn, self.company)
                 if not self.seen or self.seen[-1] != count:
                     self.seen.append(count)
-                if self._stop.wait(self.interval):
+                if stopping:
                     return
-
-
-def timed(fn: Callable[[], object]) -> tuple[object, float]:
-    """Call fn and return (its result, seconds it took)."""
-    start = time.monotonic()
-    result = fn()
-    return result, time.monotonic() - start
+                self._stop.wait(self.interval)

@@ -6,6 +6,11 @@ from lab.registry import Registry
 REGISTRY = Registry("scenario", {
     "cases": "scenarios.cases:Cases",
     "calibrate": "scenarios.calibrate:Calibrate",
+    "overlap": "scenarios.overlap:Overlap",
+    "kill": "scenarios.kill:Kill",
+    "conflicts": "scenarios.conflicts:Conflicts",
+    "rules": "scenarios.rules:Rules",
+    "perf": "scenarios.perf:Perf",
 })
 
 names = REGISTRY.names

@@ -19,7 +19,7 @@ from backends import load as load_backend
 from backends.base import Backend, BackendContext
 from lab.errors import Interrupted
 from lab.services import Services
-from lab.workload import CompanyTable
+from lab.workload import CompanyTable, table_name
 
 PROFILES = ("quick", "default", "full")
 
@@ -60,11 +60,24 @@ class TrialEnv:
         return f"locklab:{self.run_id}:{self.spec.id}:{suffix}"
 
     def backend(self, name: str | None = None, *, lock_settings: dict | None = None,
-                table: CompanyTable | None = None, key: str | None = None) -> Backend:
+                table: CompanyTable | None = None, key: str | None = None,
+                options: dict | None = None) -> Backend:
         """A new instance of the trial's backend (a holder or a contender)."""
         cls = load_backend(name or self.spec.backend)
-        ctx = BackendContext(self.services, self.monitor, self.writes, table, dict(lock_settings or {}))
+        ctx = BackendContext(self.services, self.monitor, self.writes, table, dict(lock_settings or {}),
+                             dict(options or {}))
         return cls(ctx, key or self.key())
+
+    def table(self, label: str = "rows", index: bool = True) -> CompanyTable:
+        """A fresh company_rows table of this trial's own (dropped with the lab's schema)."""
+        table = CompanyTable(table_name(f"{self.run_id}_{self.spec.id}_{label}"))
+        table.create(self.monitor, index=index)
+        return table
+
+    def pause(self, seconds: float) -> None:
+        """Hold for seconds (a run keeping its transaction open), waking at once if the run is stopped."""
+        if self.stop.wait(seconds):
+            raise Interrupted()
 
     def wait_until(self, t0: float, seconds: float) -> None:
         """Sleep until t0 + seconds on the monotonic clock, waking at once if the run is stopped."""
@@ -92,18 +105,36 @@ class Scenario(ABC):
             return f"needs {', '.join(sorted(missing))}"
         return None
 
+    def variants_for(self, backend_cls: type[Backend]) -> tuple[str, ...]:
+        """The variants that exist for this backend (a cost configuration belongs to one backend)."""
+        return self.variants
+
+    def variant_skip(self, variant: str, backend_cls: type[Backend]) -> str | None:
+        """None when this variant can run the backend, else the reason it cannot (recorded as n/a)."""
+        return None
+
     def plan(self, backend_classes: list[type[Backend]], profile: str) -> list[TrialSpec]:
-        """Every trial of this scenario for these backends, skipped ones included."""
+        """Every trial of this scenario for these backends, skipped ones included.
+
+        Trials are listed repetition by repetition (A B A B, not A A B B), so that a
+        scenario run one trial at a time interleaves its configurations.
+        """
         trials = self.profile_params(profile)["trials"]
-        specs = []
+        specs, skipped = [], []
         for cls in backend_classes:
             reason = self.applies_to(cls)
             if reason is not None:
-                specs.append(TrialSpec(self.name, cls.name, "-", 0, skip=reason))
+                skipped.append(TrialSpec(self.name, cls.name, "-", 0, skip=reason))
                 continue
-            for variant in self.variants:
-                specs.extend(TrialSpec(self.name, cls.name, variant, i) for i in range(trials))
-        return specs
+            for variant in self.variants_for(cls):
+                reason = self.variant_skip(variant, cls)
+                if reason is not None:
+                    skipped.append(TrialSpec(self.name, cls.name, variant, 0, skip=reason))
+        runnable = [(cls.name, v) for cls in backend_classes if self.applies_to(cls) is None
+                    for v in self.variants_for(cls) if self.variant_skip(v, cls) is None]
+        for index in range(trials):
+            specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable)
+        return skipped + specs
 
     def parallelism(self, profile: str) -> int:
         """How many trials may run at once: they wait on timers, so many, within the connection budget."""

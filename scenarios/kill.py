@@ -1,0 +1,58 @@
+"""The post's kill test: a run's session ends after its delete and before its commit.
+
+Run1 takes the company, deletes its rows and keeps working; run2 arrives and
+waits; run1's write session is then terminated. With the lock inside the
+transaction, the dead run's delete and its lock vanish together.
+"""
+
+from __future__ import annotations
+
+import time
+
+from lab import pg
+from lab.checkers import company_state, torn_counts
+from scenarios._two_runs import two_runs
+from scenarios.base import Scenario, TrialEnv
+
+
+class Kill(Scenario):
+    name = "kill"
+    summary = "run1's write session terminated after its delete, before its commit, while run2 waits"
+    variants = ("after_delete",)
+    params = {
+        "quick": {"trials": 1, "parallel": 8, "wait_for_run2_s": 5.0, "work_s": 0.2},
+        "default": {"trials": 3, "parallel": 8, "wait_for_run2_s": 5.0, "work_s": 0.5},
+    }
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        seen = {"run2_pid": None, "run2_blocked": False, "killed_at": None}
+        t0 = time.monotonic()
+
+        def note_run2_pid(name, conn):
+            if name == "begin":
+                seen["run2_pid"] = pg.backend_pid(conn)
+
+        def kill_after_delete(name, conn, sync):
+            if name != "after_delete":
+                return
+            sync.started.set()
+            # End run1's session only once run2 is blocked behind it (or has left, refused).
+            deadline = time.monotonic() + env.params["wait_for_run2_s"]
+            while time.monotonic() < deadline and not sync.second_done.is_set():
+                pid = seen["run2_pid"]
+                if pid is not None and pg.waiting_on_lock(env.monitor, pid):
+                    seen["run2_blocked"] = True
+                    break
+                env.pause(0.01)
+            env.pause(env.params["work_s"])  # run1 "keeps working" with run2 queued behind it
+            pg.terminate(env.monitor, pg.backend_pid(conn))
+            seen["killed_at"] = round(time.monotonic() - t0, 3)
+
+        result = two_runs(env, kill_after_delete, note_run2_pid)
+        holder = result.first.rebuilds[0] if result.first.rebuilds else None
+        return {**result.measures(), **seen, "holder_error": holder.error if holder else None}
+
+    def verdict(self, measures: dict) -> str:
+        torn = torn_counts(measures["rows_seen"], measures["rows"])
+        state = company_state(measures["rows"], measures["rows_final"], measures["runs_in_final"])
+        return f"torn (saw {torn})" if torn else state

@@ -1,0 +1,47 @@
+"""The post's company_design.py: two runs rebuild one 250-row company at once.
+
+Run1 deletes and then holds its transaction open, so run2 starts while run1 is
+mid-write: without a lock both commit and the company ends with 500 rows.
+"""
+
+from __future__ import annotations
+
+import backends
+from lab.checkers import company_state
+from scenarios._two_runs import two_runs
+from scenarios.base import Scenario, TrialEnv
+
+# The two runs' isolation level; the serializable backend always uses its own.
+ISOLATION = {"two_runs": "READ COMMITTED", "repeatable_read": "REPEATABLE READ"}
+
+
+class Overlap(Scenario):
+    name = "overlap"
+    summary = "one 250-row company rebuilt by two runs at once, READ COMMITTED (and REPEATABLE READ with the lock)"
+    variants = ("two_runs", "repeatable_read")
+    params = {
+        "quick": {"hold_s": 0.3, "trials": 1, "parallel": 8},
+        "default": {"hold_s": 0.7, "trials": 3, "parallel": 8},
+    }
+
+    def variant_skip(self, variant: str, backend_cls) -> str | None:
+        if variant == "repeatable_read" and "in_transaction" not in backend_cls.capabilities:
+            return "REPEATABLE READ is the post's rule 1 for a lock inside the transaction"
+        return None
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        hold = env.params["hold_s"]
+
+        def hold_after_delete(name, conn, sync):
+            if name == "after_delete":
+                sync.started.set()
+                env.pause(hold)  # run1 keeps its transaction open, so run2 overlaps it
+
+        isolation = ISOLATION[env.spec.variant]
+        result = two_runs(env, hold_after_delete, options={"isolation": isolation})
+        if "serializable" in backends.load(env.spec.backend).capabilities:
+            isolation = "SERIALIZABLE"
+        return {"isolation": isolation, "hold_s": hold, **result.measures()}
+
+    def verdict(self, measures: dict) -> str:
+        return company_state(measures["rows"], measures["rows_final"], measures["runs_in_final"])
