@@ -14,7 +14,7 @@ def test_unknown_backend_is_one_line_listing_valid_names(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "lab: error: unknown backend 'nope'; choose from: all, none, session, session_commit, "
-        "session_autocommit, xact"]
+        "session_autocommit, xact, serializable"]
     assert not (tmp_path / "results").exists()
 
 
