@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 
@@ -26,12 +27,24 @@ def latest_per_trial(trials: list[dict]) -> list[dict]:
     return list(last.values())
 
 
-def _order(record: dict) -> tuple:
+def registry_order(record: dict) -> tuple:
+    """Sort key: scenarios and backends in registry order, then variant and trial index."""
+
     def position(names: list[str], name: str) -> int:
         return names.index(name) if name in names else len(names)
 
-    return (position(scenarios.names(), record["scenario"]), position(backends.names(), record["backend"]),
-            record["variant"], record["index"])
+    scenario = record["scenario"]
+    variants = list(_declared_variants(scenario))
+    return (position(scenarios.names(), scenario), position(backends.names(), record["backend"]),
+            position(variants, record["variant"]), record["variant"], record["index"])
+
+
+@functools.lru_cache(maxsize=None)
+def _declared_variants(scenario: str) -> tuple[str, ...]:
+    try:
+        return tuple(scenarios.REGISTRY.load(scenario).variants)
+    except Exception:  # a scenario from an older run that no longer exists: alphabetical will do
+        return ()
 
 
 def outcome_text(records: list[dict]) -> str:
@@ -50,7 +63,7 @@ def outcome_text(records: list[dict]) -> str:
 
 def outcome_rows(trials: list[dict]) -> list[OutcomeRow]:
     groups: dict[tuple, list[dict]] = {}
-    for record in sorted(latest_per_trial(trials), key=_order):
+    for record in sorted(latest_per_trial(trials), key=registry_order):
         groups.setdefault((record["scenario"], record["backend"], record["variant"]), []).append(record)
     rows = []
     for (scenario, backend, variant), records in groups.items():

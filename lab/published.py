@@ -51,3 +51,35 @@ SAME_FAULTS = {
     "terminate": {"session": "Lost within one poll (follows)", "session_commit": "Lost within one poll (follows)",
                   "session_autocommit": "Lost within one poll"},
 }
+
+# company_design.py: two rebuilds of one 250-row company at once.
+OVERLAP_LINES = {
+    "none": ["run1: committed, waited 0.0s, deleted 250", "run2: committed, waited 0.0s, deleted 0",
+             "rows afterwards: 500"],
+    "xact": ["run1: committed, waited 0.0s, deleted 250", "run2: committed, waited 0.7s, deleted 250",
+             "rows afterwards: 250"],
+}
+OVERLAP_TITLES = {"none": "no lock, READ COMMITTED", "xact": "xact lock, READ COMMITTED"}
+# "SERIALIZABLE with retry: It works (250 rows)" (Why not just...?)
+OVERLAP_ROWS = {"none": 500, "xact": 250, "serializable": 250}
+REPEATABLE_READ_ERROR = "could not serialize access due to concurrent delete"
+
+# The kill test: one kill point, after the delete and before the commit.
+KILL_LINES = ["holder: OperationalError", "waiter: committed, waited 0.6s, deleted 250",
+              "row counts the observer ever saw: [250]; final rows: 250"]
+
+# company_perf.py, SERIALIZABLE: failures of 8 different companies rebuilt at once.
+CONFLICT_FAILURES = {"no_index": 7, "adjacent_ids": 6, "spread_ids": 0}
+# The same 10 companies: (seconds, failed attempts).
+TEN_COMPANIES = {"serializable": (8.8, 101), "xact": (5.4, 0)}
+
+# company_perf.py: 6000 companies, 1,320,000 rows; seconds per configuration (single run).
+PERF_COMPANIES = 6000
+PERF_SECONDS = {
+    "one_transaction_for_all": 14.0,
+    "transaction_per_company": 21.6,
+    "per_company_lock": 21.8,
+    "batch_50_sorted": 15.8,
+    "workers_4": 6.1,
+    "workers_8": 3.5,
+}

@@ -17,8 +17,11 @@ def services():
 @pytest.fixture(scope="session")
 def engines(services):
     from lab import pg
+    from lab.workload import drop_schema, ensure_schema
 
     monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
+    ensure_schema(monitor)
     yield monitor, writes
+    drop_schema(monitor)
     monitor.dispose()
     writes.dispose()

@@ -1,6 +1,6 @@
 """Checkers: each planted violation is caught, and a clean trial passes."""
 
-from lab.checkers import detected_within, lock_verdict
+from lab.checkers import company_state, detected_within, lock_verdict, torn_counts
 
 
 def test_contender_getting_the_lock_is_a_loss():
@@ -23,3 +23,22 @@ def test_calibration_within_one_poll():
 def test_calibration_flags_a_late_or_missing_detection():
     assert detected_within(0.101, 0.05) == "late"
     assert detected_within(None, 0.05) == "not detected"
+
+
+def test_two_runs_rows_in_one_company_are_merged():
+    assert company_state(250, 500, ["run1", "run2"]) == "merged (500 rows)"
+
+
+def test_mixed_runs_are_caught_even_at_the_right_count():
+    assert company_state(250, 250, ["run1", "run2"]) == "merged (250 rows)"
+
+
+def test_missing_rows_are_short_and_one_clean_rebuild_is_intact():
+    assert company_state(250, 0, []) == "short (0 rows)"
+    assert company_state(250, 250, ["run2"]) == "intact (250 rows)"
+
+
+def test_an_observer_seeing_a_half_company_is_torn():
+    assert torn_counts([250, 0, 250], 250) == [0]
+    assert torn_counts([250, 500], 250) == [500]
+    assert torn_counts([250], 250) == []

@@ -58,3 +58,33 @@ def test_provenance_never_shows_a_password():
     meta["services"]["postgres"]["address"] = "postgresql+psycopg2://app:***@db:5432/x"
     text = render(meta, [case_trial("A", "session", "idle_in_transaction")], "r")
     assert "## Provenance" in text and "18.6 (embedded)" in text
+
+
+def overlap_trial(backend, rows_final, deleted2, index=0):
+    runs = [{"run": "run1", "outcome": "committed", "waited": 0.0, "deleted": 250, "error": None},
+            {"run": "run2", "outcome": "committed", "waited": 0.0, "deleted": deleted2, "error": None}]
+    measures = {"isolation": "READ COMMITTED", "rows": 250, "runs": runs, "rows_final": rows_final,
+                "rows_seen": [250, rows_final], "runs_in_final": ["run1", "run2"] if rows_final > 250 else ["run2"]}
+    return {"id": f"overlap/{backend}/two_runs/{index}", "scenario": "overlap", "backend": backend,
+            "variant": "two_runs", "index": index, "status": "ok", "measures": measures,
+            "verdict": f"merged ({rows_final} rows)" if rows_final > 250 else f"intact ({rows_final} rows)"}
+
+
+def test_overlap_prints_the_posts_lines_and_matches_500():
+    text = render(META, [overlap_trial("none", 500, 0)], "r")
+    assert "| none | READ COMMITTED | 500 (match) | 500 |" in text
+    assert "| `run2: committed, waited 0.0s, deleted 0` | `run2: committed, waited 0.0s, deleted 0` |" in text
+
+
+def test_overlap_flags_a_lock_that_let_two_rebuilds_merge():
+    text = render(META, [overlap_trial("xact", 500, 0)], "r")
+    assert "| xact | READ COMMITTED | 500 **(MISMATCH)** | 250 |" in text
+    assert "`rows afterwards: 500` **(differs)**" in text
+
+
+def test_conflict_counts_differing_from_the_post_are_flagged():
+    trial = {"id": "conflicts/serializable/spread_ids/0", "scenario": "conflicts", "backend": "serializable",
+             "variant": "spread_ids", "index": 0, "status": "ok", "verdict": "3 of 8 failed",
+             "measures": {"design": "spread_ids", "failed": 3, "of": 8}}
+    text = render(META, [trial], "r")
+    assert "| index, spread-out ids | 0 of 8 | 3 of 8 | differs |" in text

@@ -13,10 +13,11 @@ from lab import pg
 from scenarios.base import TrialEnv, TrialSpec
 
 
-def trial_env(services, engines, scenario, backend, variant, params, index=0, run_id="test") -> TrialEnv:
+def trial_env(services, engines, scenario, backend, variant, params, index=0, run_id=None) -> TrialEnv:
+    """A trial environment; each call gets its own run id (so its own keys and tables) unless given one."""
     monitor, writes = engines
     spec = TrialSpec(scenario, backend, variant, index)
-    return TrialEnv(services, monitor, writes, f"{run_id}-{time.monotonic_ns()}", spec, params)
+    return TrialEnv(services, monitor, writes, run_id or f"test-{time.monotonic_ns()}", spec, params)
 
 
 def wait_session_gone(monitor, pid: int, within: float = 10.0) -> float:

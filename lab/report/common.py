@@ -1,0 +1,51 @@
+"""Helpers every report section shares: the trials as a DataFrame, Markdown tables, number formats."""
+
+from __future__ import annotations
+
+import statistics
+
+import pandas as pd
+
+from lab.outcomes import latest_per_trial, registry_order
+
+
+def trials_frame(trials: list[dict]) -> pd.DataFrame:
+    """One row per trial (latest record per id), with its measures as a dict column."""
+    records = sorted(latest_per_trial(trials), key=registry_order)
+    frame = pd.DataFrame(records, columns=["id", "scenario", "backend", "variant", "index", "status",
+                                           "verdict", "reason", "measures"])
+    return frame.reset_index(drop=True)
+
+
+def ok_trials(frame: pd.DataFrame, scenario: str) -> pd.DataFrame:
+    return frame[(frame.scenario == scenario) & (frame.status == "ok")]
+
+
+def md_table(headers: list[str], rows: list[list[str]]) -> str:
+    def cell(value) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def side_by_side(post: list[str], ours: list[str], mask=None) -> list[str]:
+    """A two-column table of the post's lines against ours; lines differing (after mask) are marked."""
+    mask = mask or (lambda line: line)
+    out = ["| post | measured |", "|---|---|"]
+    for i in range(max(len(post), len(ours))):
+        p = post[i] if i < len(post) else ""
+        o = ours[i] if i < len(ours) else ""
+        mark = "" if mask(p) == mask(o) else " **(differs)**"
+        out.append(f"| `{p}` | `{o}`{mark} |")
+    return out
+
+
+def seconds_summary(values: list[float]) -> str:
+    """'1.23 s (1.10-1.40, n=3)': the median with min-max, as the design's timing rule asks."""
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f} s (n=1)"
+    return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f}, n={len(values)})"

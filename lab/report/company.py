@@ -1,0 +1,110 @@
+"""Report sections for the company workload: overlap, the kill test, and the rules the lock depends on."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+import pandas as pd
+
+from lab import published
+from lab.outcomes import outcome_text
+from lab.report.common import md_table, ok_trials, side_by_side
+
+
+def _mask_waits(line: str) -> str:
+    return re.sub(r"waited [0-9.]+s", "waited ?s", line)
+
+
+def run_line(run: dict) -> str:
+    """One run of a two-run trial in the post's company_design.py format."""
+    if run["outcome"] == "refused":
+        return f"{run['run']}: refused (another run holds the lock)"
+    if run["outcome"] == "failed":
+        return f"{run['run']}: failed ({run['error']}), waited {run['waited']:.1f}s"
+    return f"{run['run']}: {run['outcome']}, waited {run['waited']:.1f}s, deleted {run['deleted']}"
+
+
+def overlap_lines(measures: dict) -> list[str]:
+    return [run_line(r) for r in measures["runs"]] + [f"rows afterwards: {measures['rows_final']}"]
+
+
+def section_overlap(frame: pd.DataFrame) -> str | None:
+    ok = ok_trials(frame, "overlap")
+    if ok.empty:
+        return None
+    rows, blocks = [], []
+    for (backend, variant), group in ok.groupby(["backend", "variant"], sort=False):
+        finals = [m["rows_final"] for m in group.measures]
+        first = group.measures.iloc[0]
+        post = published.OVERLAP_ROWS.get(backend) if variant == "two_runs" else None
+        verdict = "" if post is None else (" (match)" if set(finals) == {post} else " **(MISMATCH)**")
+        rows.append([backend, first["isolation"], ", ".join(map(str, finals)) + verdict,
+                     "-" if post is None else str(post), outcome_text(group.to_dict("records"))])
+        if variant == "two_runs" and backend in published.OVERLAP_LINES:
+            blocks += [f"**{published.OVERLAP_TITLES[backend]}** (waits aside)", "",
+                       *side_by_side(published.OVERLAP_LINES[backend], overlap_lines(first), _mask_waits), ""]
+    rr = ok[ok.variant == "repeatable_read"]
+    rr_failed = [r for m in rr.measures for r in m["runs"] if published.REPEATABLE_READ_ERROR in (r["error"] or "")]
+    out = ["## Two rebuilds of one company at once", "",
+           "Run1 deletes the company's 250 rows and holds its transaction open; run2 starts meanwhile. "
+           "Reproduce: `lab run --scenario overlap`.", "",
+           md_table(["backend", "isolation", "rows afterwards, per trial", "post", "outcome"], rows), "", *blocks]
+    if not rr.empty:
+        out += [f"Rule 1, REPEATABLE READ with the lock: the waiting run failed with *{published.REPEATABLE_READ_ERROR}* "
+                f"in {len(rr_failed)} of {len(rr)} trials (post: fails after the wait).", ""]
+    return "\n".join(out)
+
+
+def kill_lines(measures: dict) -> list[str]:
+    holder = (measures.get("holder_error") or "no error").split(":")[0]
+    waiter = measures["runs"][1]
+    waiter_line = run_line(waiter).replace("run2: ", "waiter: ")
+    return [f"holder: {holder}", waiter_line,
+            f"row counts the observer ever saw: {measures['rows_seen']}; final rows: {measures['rows_final']}"]
+
+
+def section_kill(frame: pd.DataFrame) -> str | None:
+    ok = ok_trials(frame, "kill")
+    if ok.empty:
+        return None
+    rows, blocks = [], []
+    for backend, group in ok.groupby("backend", sort=False):
+        seen = sorted({c for m in group.measures for c in m["rows_seen"]})
+        rows.append([backend, outcome_text(group.to_dict("records")), str(seen),
+                     ", ".join(str(m["rows_final"]) for m in group.measures),
+                     ", ".join(m["runs"][1]["outcome"] for m in group.measures)])
+        if backend == "xact":
+            blocks += ["**xact**, first trial (waits aside)", "",
+                       *side_by_side(published.KILL_LINES, kill_lines(group.measures.iloc[0]), _mask_waits), ""]
+    return "\n".join(["## A run killed after its delete, before its commit", "",
+                      "Run1 takes the company, deletes its rows and keeps working; run2 arrives and waits; run1's "
+                      "write session is terminated. The post tested this one kill point with the xact lock. "
+                      "Reproduce: `lab run --scenario kill`.", "",
+                      md_table(["backend", "outcome", "row counts the observer saw", "final rows", "run2"], rows),
+                      "", *blocks])
+
+
+def section_rules(frame: pd.DataFrame) -> str | None:
+    ok = ok_trials(frame, "rules")
+    if ok.empty:
+        return None
+    rows = []
+    timeouts = ok[ok.variant == "lock_timeout_retry"]
+    if not timeouts.empty:
+        retries = [m["runs"][1]["failed_attempts"] for m in timeouts.measures]
+        rebuilt = sum(m["runs_in_final"] == ["run2"] for m in timeouts.measures)
+        rows.append(["3. set lock_timeout; retry the company when it fires",
+                     outcome_text(timeouts.to_dict("records")),
+                     f"waiter timed out {statistics.median(retries):g} times (median) and then rebuilt the "
+                     f"company itself in {rebuilt} of {len(timeouts)} trials"])
+    for variant, rule in (("sorted_batches", "4. lock several companies in sorted order"),
+                          ("opposite_batches", "4. (the same batches locked in opposite orders)")):
+        group = ok[ok.variant == variant]
+        if not group.empty:
+            deadlocks = sum(m["deadlocks"] for m in group.measures)
+            rows.append([rule, outcome_text(group.to_dict("records")),
+                         f"{deadlocks} runs aborted by deadlock detection (40P01) in {len(group)} trials"])
+    return "\n".join(["## The rules the lock inside the transaction depends on", "",
+                      "Reproduce: `lab run --backend xact --scenario rules`.", "",
+                      md_table(["rule (post)", "outcome", "evidence"], rows), ""])

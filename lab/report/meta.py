@@ -1,0 +1,27 @@
+"""Report sections about the run itself: every outcome, and what produced it."""
+
+from __future__ import annotations
+
+from lab.outcomes import outcome_rows
+from lab.report.common import md_table
+
+
+def section_outcomes(trials: list[dict]) -> str:
+    rows = [[r.scenario, r.backend, r.variant, r.case or "", r.outcome] for r in outcome_rows(trials)]
+    return "\n".join(["## Every outcome of this run", "",
+                      "One row per scenario, backend and variant; *n/a* rows name what the backend lacks.", "",
+                      md_table(["scenario", "backend", "variant", "post case", "outcome"], rows), ""])
+
+
+def section_provenance(meta: dict, run_id: str) -> str:
+    services = meta.get("services", {})
+    versions = meta.get("versions", {})
+    machine = meta.get("machine", {})
+    rows = [["run", run_id], ["command", f"`{meta.get('command', '')}`"], ["profile", meta.get("profile", "")],
+            ["started (UTC)", meta.get("started", "")], ["lab commit", meta.get("git_commit") or "unknown"],
+            ["machine", f"{machine.get('cores')} cores, {machine.get('memory_gib')} GiB, {machine.get('platform')}"]]
+    for name, info in sorted(services.items()):
+        kind = "embedded" if info.get("embedded") else "external"
+        rows.append([name, f"{info.get('version')} ({kind})"])
+    rows += [[name, str(version)] for name, version in sorted(versions.items())]
+    return "\n".join(["## Provenance", "", md_table(["what", "value"], rows), ""])
