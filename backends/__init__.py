@@ -14,8 +14,25 @@ REGISTRY = Registry("backend", {
     "session_autocommit": "backends.session_autocommit:SessionLockAutocommit",
     "xact": "backends.xact:TransactionLock",
     "serializable": "backends.serializable:SerializableRetry",
+    "lease_row": "backends.lease_row:LeaseRow",
+    "redis": "backends.redis_lock:RedisLock",
+    "redis_fenced": "backends.redis_fenced:RedisFencedLock",
+    "etcd": "backends.etcd_lock:EtcdLock",
+    "etcd_fenced": "backends.etcd_fenced:EtcdFencedLock",
 })
 
 names = REGISTRY.names
 load = REGISTRY.load
 resolve = REGISTRY.resolve
+
+
+def prepare_storage(engine, backend_names) -> None:
+    """Create, in the lab's schema, what the chosen backends keep in PostgreSQL (fences, leases)."""
+    from sqlalchemy import text
+
+    statements = []
+    for name in backend_names:
+        statements += [s for s in load(name).ddl if s not in statements]
+    with engine.begin() as conn:
+        for statement in statements:
+            conn.execute(text(statement))

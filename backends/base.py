@@ -80,6 +80,7 @@ class Backend(ABC):
     summary: ClassVar[str]
     capabilities: ClassVar[frozenset[str]] = frozenset()
     services: ClassVar[tuple[str, ...]] = ("postgres",)
+    ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
 
     def __init__(self, ctx: BackendContext, key: str):
         self.ctx = ctx

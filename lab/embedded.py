@@ -197,7 +197,10 @@ class EmbeddedEtcd:
         argv = [str(server), "--name", "locklab", "--data-dir", str(self.root / "data"),
                 "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
                 "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-                "--initial-cluster", f"locklab={peer_url}", "--log-level", "warn"]
+                "--initial-cluster", f"locklab={peer_url}", "--log-level", "warn",
+                # A one-member cluster on loopback: a short election timeout lowers etcd's minimum
+                # lease TTL (1.5 election timeouts) to 1 s, so lease faults can be scaled down.
+                "--heartbeat-interval", "100", "--election-timeout", "500"]
         self.proc = spawn(argv, self.log_path, cwd=self.root)
         wait_ready(self._ping, self.proc, "embedded etcd", self.log_path)
 

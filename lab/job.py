@@ -38,14 +38,20 @@ class JobResult:
 
 
 def run_job(backend: Backend, companies: list[int], rows: int, run_id: str,
-            point: Point = no_point, batch: bool = False) -> JobResult:
+            point: Point = no_point, batch: bool = False, patience: float = 0.0,
+            retry_every: float = 0.1) -> JobResult:
     """Run the job as the post's does: try for the lock, leave quietly if refused, else rebuild and release.
 
-    batch=True rebuilds all companies in one transaction (backends that offer rebuild_batch).
+    patience > 0 keeps trying for the lock that long (a contender polling, like the post's short
+    runs); batch=True rebuilds all companies in one transaction (backends with rebuild_batch).
     """
     job = JobResult(run_id, acquired=False, started=time.monotonic())
     try:
+        deadline = job.started + patience
         job.acquired = backend.acquire()
+        while not job.acquired and time.monotonic() + retry_every <= deadline:
+            time.sleep(retry_every)
+            job.acquired = backend.acquire()
         if not job.acquired:
             return job
         if batch:

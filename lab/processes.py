@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -28,21 +30,67 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class _Launcher:
+    """One long-lived thread that starts every child process.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the process:
+    a server restarted from a trial's worker thread would be killed when that pool shut
+    down. Forking from this thread, which lives as long as the lab, ties children to the lab.
+    """
+
+    def __init__(self):
+        self._requests: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, fn: Callable, *args, **kwargs):
+        if threading.current_thread() is self._thread:
+            return fn(*args, **kwargs)
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="locklab-launcher", daemon=True)
+                self._thread.start()
+        done: queue.Queue = queue.Queue(1)
+        self._requests.put((fn, args, kwargs, done))
+        ok, value = done.get()
+        if ok:
+            return value
+        raise value
+
+    def _serve(self) -> None:
+        while True:
+            fn, args, kwargs, done = self._requests.get()
+            try:
+                done.put((True, fn(*args, **kwargs)))
+            except BaseException as exc:  # handed back to the caller's thread
+                done.put((False, exc))
+
+
+_launcher = _Launcher()
+
+
+def popen(argv: Sequence[str], death_signal: int = signal.SIGKILL, **kwargs) -> subprocess.Popen:
+    """subprocess.Popen from the launcher thread, dying with the lab (see _Launcher)."""
+    return _launcher.run(subprocess.Popen, list(argv), preexec_fn=lambda: die_with_parent(death_signal), **kwargs)
+
+
+def die_with_parent(death_signal: int = signal.SIGKILL) -> None:
+    """preexec_fn for a child of the lab: the kernel signals it when the lab's starting thread dies.
+
+    It also gets its own process group: a Ctrl-C in the terminal reaches the lab, not the
+    child, so the lab decides the order of shutdown.
+    """
+    _libc.prctl(_PR_SET_PDEATHSIG, int(death_signal))
+    os.setpgid(0, 0)
+
+
 def spawn(argv: Sequence[str], log_path: Path, *, user: str | None = None,
           cwd: Path | None = None, death_signal: int = signal.SIGKILL) -> subprocess.Popen:
     """Start argv with stdout and stderr appended to log_path, dying with the lab."""
-
-    def die_with_parent() -> None:
-        _libc.prctl(_PR_SET_PDEATHSIG, int(death_signal))
-        # Own process group: a Ctrl-C in the terminal reaches the lab, not the servers,
-        # so the lab decides the order of shutdown.
-        os.setpgid(0, 0)
-
     log = open(log_path, "ab")
     try:
-        return subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=cwd, user=user,
-                                preexec_fn=die_with_parent)
+        return popen(argv, death_signal, stdout=log, stderr=subprocess.STDOUT,
+                     stdin=subprocess.DEVNULL, cwd=cwd, user=user)
     finally:
         log.close()
 

@@ -107,6 +107,7 @@ class Runner:
     def _run_plan(self, plan: Plan, services: Services, folder: RunFolder) -> None:
         monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
         ensure_schema(monitor)
+        backends.prepare_storage(monitor, self.request.backends)
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=self.console, transient=False) as progress:

@@ -10,6 +10,9 @@ REGISTRY = Registry("scenario", {
     "kill": "scenarios.kill:Kill",
     "conflicts": "scenarios.conflicts:Conflicts",
     "rules": "scenarios.rules:Rules",
+    "pause": "scenarios.pause:Pause",
+    "cut": "scenarios.cut:Cut",
+    "restart": "scenarios.restart:Restart",
     "perf": "scenarios.perf:Perf",
 })
 

@@ -16,11 +16,13 @@ def services():
 
 @pytest.fixture(scope="session")
 def engines(services):
+    import backends
     from lab import pg
     from lab.workload import drop_schema, ensure_schema
 
     monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
     ensure_schema(monitor)
+    backends.prepare_storage(monitor, backends.names())
     yield monitor, writes
     drop_schema(monitor)
     monitor.dispose()

@@ -1,6 +1,6 @@
 """Checkers: each planted violation is caught, and a clean trial passes."""
 
-from lab.checkers import company_state, detected_within, lock_verdict, torn_counts
+from lab.checkers import company_state, detected_within, is_violation, lease_verdict, lock_verdict, torn_counts
 
 
 def test_contender_getting_the_lock_is_a_loss():
@@ -42,3 +42,15 @@ def test_an_observer_seeing_a_half_company_is_torn():
     assert torn_counts([250, 0, 250], 250) == [0]
     assert torn_counts([250, 500], 250) == [500]
     assert torn_counts([250], 250) == []
+
+
+def test_a_lapsed_holders_write_accepted_is_the_violation():
+    assert lease_verdict(True, "committed") == "stale write accepted"
+    assert is_violation("stale write accepted")
+
+
+def test_a_fence_or_a_rollback_keeps_the_company_whole():
+    assert lease_verdict(True, "rejected") == "stale write rejected"
+    assert lease_verdict(True, "failed") == "rolled back"
+    assert lease_verdict(False, "committed") == "held"
+    assert not any(is_violation(v) for v in ("stale write rejected", "rolled back", "held", "intact (250 rows)"))

@@ -1,0 +1,99 @@
+"""A lease held outside the writes' transaction: taken once per run, kept alive, maybe fenced.
+
+Subclasses supply four round trips to their lock service (try, renew, owned,
+release); this base keeps the lease alive from a thread, notes when renewal
+first fails (the moment the holder could have noticed), and routes writes
+through the fence when the backend declares `fencing`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import abstractmethod
+
+from backends._fence import FENCES_DDL, fenced_write
+from backends._writes import write_transaction
+from backends.base import Backend, BackendContext, Point, RebuildResult, no_point
+from lab.errors import LockLost
+
+DEFAULT_TTL_S = 2.0
+
+
+class LeaseBackend(Backend):
+    """Base for lease_row, redis, etcd and their fenced forms."""
+
+    renews: bool = True  # keep the lease alive from a thread while the run works
+    ddl = [FENCES_DDL]
+
+    def __init__(self, ctx: BackendContext, key: str):
+        super().__init__(ctx, key)
+        self.ttl = float(ctx.options.get("ttl_s", DEFAULT_TTL_S))
+        self.token: int | None = None
+        self.noticed_loss_at: float | None = None  # monotonic time renewal first failed
+        self._stop = threading.Event()
+        self._keeper: threading.Thread | None = None
+
+    @property
+    def fenced(self) -> bool:
+        return "fencing" in self.capabilities
+
+    @abstractmethod
+    def _try_acquire(self) -> int | None:
+        """One attempt; the fencing token (or any int) when granted, None when another holds it."""
+
+    @abstractmethod
+    def _renew(self) -> bool:
+        """Extend the lease; False when it is no longer ours."""
+
+    @abstractmethod
+    def _owned(self) -> bool:
+        """Whether the lock service still has the lease as ours."""
+
+    @abstractmethod
+    def _release(self) -> bool:
+        """Delete the lease if it is still ours; False when it was not."""
+
+    def acquire(self) -> bool:
+        self.token = self._try_acquire()
+        if self.token is None:
+            return False
+        if self.renews:
+            self._keeper = threading.Thread(target=self._keep_alive, name=f"keepalive-{self.name}", daemon=True)
+            self._keeper.start()
+        return True
+
+    def _keep_alive(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            try:
+                alive = self._renew()
+            except Exception:  # unreachable service: the lease may be lapsing right now
+                alive = False
+            if not alive and self.noticed_loss_at is None:
+                self.noticed_loss_at = time.monotonic()
+
+    def held(self) -> bool:
+        try:
+            return self.token is not None and self._owned()
+        except Exception:  # cannot confirm it, so it is not known to be held
+            return False
+
+    def release(self) -> None:
+        self._stop.set()
+        try:
+            released = self._release()
+        except Exception as exc:
+            raise LockLost(f"release failed: {type(exc).__name__}: {exc}") from exc
+        if not released:
+            raise LockLost("the lease was no longer ours at release")
+
+    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
+        if self.fenced:
+            return fenced_write(self.ctx.writes, self.ctx.table, company, rows, run_id,
+                                lock_key=self.key, token=self.token, point=point)
+        return write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._keeper is not None:
+            self._keeper.join(self.ttl)

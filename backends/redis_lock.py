@@ -1,0 +1,49 @@
+"""redis-py's own Lock (SET NX PX with a random token, Lua compare-and-delete), with no fencing."""
+
+from __future__ import annotations
+
+from redis.exceptions import LockError, LockNotOwnedError
+
+from backends._lease import LeaseBackend
+from lab.clients import redis_client
+
+
+class RedisLock(LeaseBackend):
+    """What most applications do: a Redis lock with a timeout, not extended, not fenced."""
+
+    name = "redis"
+    summary = "redis-py Lock (SET NX PX, random token, Lua release) with a TTL; no fencing"
+    capabilities = frozenset({"lease_expiry", "exclusion"})
+    services = ("postgres", "redis")
+    renews = False  # redis-py does not extend a lock by itself; most callers never do
+
+    def __init__(self, ctx, key):
+        super().__init__(ctx, key)
+        url = ctx.options.get("lock_redis_url") or ctx.services.redis_url
+        # Socket timeouts of one TTL: a cut connection fails the call instead of hanging the run.
+        self.client = redis_client(url, socket_timeout=self.ttl, socket_connect_timeout=self.ttl)
+        # thread_local=False: the token must be visible to the keep-alive and release threads.
+        self.lock = self.client.lock(f"locklab:{key}", timeout=self.ttl, blocking=False, thread_local=False)
+
+    def _try_acquire(self) -> int | None:
+        return 0 if self.lock.acquire() else None
+
+    def _renew(self) -> bool:
+        try:
+            return bool(self.lock.reacquire())
+        except LockNotOwnedError:
+            return False
+
+    def _owned(self) -> bool:
+        return self.lock.owned()
+
+    def _release(self) -> bool:
+        try:
+            self.lock.release()
+            return True
+        except (LockNotOwnedError, LockError):
+            return False
+
+    def close(self) -> None:
+        super().close()
+        self.client.close()

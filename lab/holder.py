@@ -1,0 +1,176 @@
+"""A lock holder in its own OS process, so a fault can stop it whole (SIGSTOP) like a GC pause.
+
+The parent sends one JSON spec on stdin; the holder acquires, runs the job for
+one company, and at the named fault point either stops itself (mode "stop": the
+parent resumes it with SIGCONT) or waits for a line on stdin (mode "wait").
+It reports every step as a JSON line on stdout, stamped with CLOCK_MONOTONIC,
+which is one clock for every process on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+
+_SPEC_KEYS = ("backend", "key", "options", "lock_settings", "write_settings", "pg_dsn", "redis_url",
+              "etcd_endpoint", "table", "company", "rows", "run_id", "fault_point", "mode")
+
+
+def _emit(event: str, **fields) -> None:
+    print(json.dumps({"event": event, "t": time.monotonic(), **fields}), flush=True)
+
+
+def main() -> None:
+    """The holder process: everything it does is reported, nothing is decided here."""
+    from sqlalchemy.engine import make_url
+
+    import backends
+    from backends.base import BackendContext
+    from lab import pg
+    from lab.clients import pg_engine
+    from lab.errors import LockLost
+    from lab.services import Services
+    from lab.workload import CompanyTable
+
+    spec = json.loads(sys.stdin.readline())
+    url = make_url(spec["pg_dsn"])
+    services = Services(pg_url=url, redis_url=spec["redis_url"], etcd_endpoint=spec["etcd_endpoint"])
+    monitor = pg_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+    writes = pg_engine(spec.get("writes_dsn") or url, spec["write_settings"], pool_pre_ping=True)
+    ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],
+                         spec["options"])
+    backend = backends.load(spec["backend"])(ctx, spec["key"])
+
+    def at(name: str, conn=None) -> None:
+        if name != spec["fault_point"]:
+            return
+        _emit("at_point", point=name, write_pid=pg.backend_pid(conn) if conn is not None else None)
+        if spec["mode"] == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)  # every thread stops, keep-alives included
+        else:
+            sys.stdin.readline()
+        _emit("resumed")
+
+    try:
+        granted = backend.acquire()
+        _emit("acquire", granted=granted, token=getattr(backend, "token", None),
+              ttl=getattr(backend, "ttl", None), lock_pid=backend.lock_pid)
+        if granted:
+            at("before_write")
+            result = backend.rebuild(spec["company"], spec["rows"], spec["run_id"], at)
+            _emit("write", **result.to_dict())
+            noticed = getattr(backend, "noticed_loss_at", None)
+            _emit("held", held=backend.held(), noticed_loss_at=noticed)
+            try:
+                backend.release()
+                _emit("release", result="released")
+            except LockLost as exc:
+                _emit("release", result=f"raised LockLost: {exc}")
+    except Exception as exc:  # reported, so the parent records what happened rather than a hang
+        _emit("error", error=f"{type(exc).__name__}: {exc}")
+    finally:
+        backend.close()
+        monitor.dispose()
+        writes.dispose()
+        _emit("exit")
+
+
+class HolderProcess:
+    """The parent's handle on a holder: its events, its signals, and its end."""
+
+    def __init__(self, spec: dict):
+        missing = [k for k in _SPEC_KEYS if k not in spec]
+        if missing:
+            raise ValueError(f"holder spec lacks {missing}")
+        from lab.processes import popen
+
+        self.proc = popen([sys.executable, "-m", "lab.holder"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.events: list[dict] = []
+        self._queue: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        try:
+            self.proc.stdin.write(json.dumps(spec) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self.proc.wait(5)
+            raise RuntimeError(f"holder exited at start (code {self.proc.returncode}): "
+                               f"{self.stderr_tail()}") from None
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            self.events.append(event)
+            self._queue.put(event)
+        self._queue.put({"event": "eof"})
+
+    def wait_for(self, name: str, timeout: float) -> dict:
+        """The next event called name; TimeoutError if it does not come, RuntimeError if the holder ends."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                event = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TimeoutError(f"holder sent no {name!r} within {timeout:.0f}s") from None
+            if event["event"] == name:
+                return event
+            if event["event"] in ("eof", "exit") and name not in ("eof", "exit"):
+                raise RuntimeError(f"holder ended before {name!r}: {self.stderr_tail()}")
+
+    def wait_stopped(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while psutil.Process(self.proc.pid).status() != psutil.STATUS_STOPPED:
+            if time.monotonic() > deadline:
+                raise TimeoutError("holder did not stop itself")
+            time.sleep(0.005)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
+    def go(self) -> None:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def finish(self, timeout: float) -> list[dict]:
+        """Wait for the holder to exit on its own; kill it if it does not."""
+        try:
+            self.proc.wait(timeout)
+        finally:
+            self.kill()
+        return self.events
+
+    def kill(self) -> None:
+        """Never leave a holder stopped or running: continue it, then kill it."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGCONT)
+                self.proc.kill()
+                self.proc.wait(5)
+            except ProcessLookupError:
+                pass
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+
+    def stderr_tail(self) -> str:
+        if self.proc.poll() is None:
+            return "(still running)"
+        lines = [ln for ln in (self.proc.stderr.read() or "").splitlines() if ln.strip()]
+        return lines[-1] if lines else "(no stderr)"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""One trial shape for the faults that break leases: a holder hit mid-run, a contender, then the holder's write.
+
+The holder (its own OS process) takes the lock and stops at its fault point:
+before its write for a lock held across writes, inside the write (after the
+delete) for a lock that lives in the write. The fault strikes (pause, cut,
+restart) for longer than the TTL; a contender then tries to take the company and
+rebuild it; the fault heals and the holder goes on to write. Whether the holder's
+write is accepted after the contender took over is the measurement.
+
+The holder's PostgreSQL sessions carry the post's guard, idle_in_transaction_session_timeout
+of one TTL, as a database with that setting would give them.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+
+import backends
+from lab.checkers import company_state, lease_verdict
+from lab.errors import LabError
+from lab.holder import HolderProcess
+from lab.job import run_job
+from lab.proxy import BlackholeProxy
+from lab.workload import COMPANY_SIZE
+from scenarios.base import Skip, TrialEnv
+
+COMPANY = 1
+HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
+
+
+def lock_service(backend_cls) -> str:
+    """Which server the backend's lock lives on."""
+    for service in ("redis", "etcd"):
+        if service in backend_cls.services:
+            return service
+    return "postgres"
+
+
+def lock_has_own_connection(backend_cls) -> bool:
+    """True when the lock is held across writes on a connection of its own (not inside the write)."""
+    return bool({"session_lock", "lease_expiry"} & backend_cls.capabilities)
+
+
+def _address(env: TrialEnv, service: str) -> tuple[str, int]:
+    if service == "postgres":
+        return env.services.pg_url.host, env.services.pg_url.port
+    if service == "redis":
+        from urllib.parse import urlparse
+
+        parsed = urlparse(env.services.redis_url)
+        return parsed.hostname, parsed.port or 6379
+    host, _, port = env.services.etcd_endpoint.rpartition(":")
+    return host, int(port)
+
+
+def _proxied(env: TrialEnv, service: str, port: int, own_connection: bool) -> dict:
+    """Spec changes that route the holder's lock connection through the proxy."""
+    if service == "redis":
+        return {"options": {"lock_redis_url": f"redis://127.0.0.1:{port}/0"}}
+    if service == "etcd":
+        return {"options": {"lock_etcd_endpoint": f"127.0.0.1:{port}"}}
+    proxied = env.services.pg_url.set(host="127.0.0.1", port=port).render_as_string(hide_password=False)
+    # A session lock or lease row has its own connection; a lock inside the write travels with the write.
+    return {"options": {"lock_pg_url": proxied}} if own_connection else {"writes_dsn": proxied}
+
+
+def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
+    cls = backends.load(env.spec.backend)
+    service = lock_service(cls)
+    if fault == "restart" and not env.services.is_embedded(service):
+        raise Skip(f"restart needs a {service} server the lab started; it never restarts yours")
+    ttl = env.params["ttl_s"]
+    own_connection = lock_has_own_connection(cls)
+    table = env.table()
+    table.seed(env.writes, COMPANY, COMPANY_SIZE)
+    guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
+    spec = {"backend": cls.name, "key": env.key(), "options": {"ttl_s": ttl}, "lock_settings": guard,
+            "write_settings": guard, "pg_dsn": env.services.pg_url.render_as_string(hide_password=False),
+            "redis_url": env.services.redis_url, "etcd_endpoint": env.services.etcd_endpoint,
+            "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
+            "fault_point": "before_write" if own_connection else "after_delete",
+            "mode": "stop" if fault == "pause" else "wait"}
+    proxy = BlackholeProxy(*_address(env, service)).start() if fault == "cut" else None
+    if proxy is not None:
+        change = _proxied(env, service, proxy.port, own_connection)
+        spec["options"].update(change.get("options", {}))
+        spec.update({k: v for k, v in change.items() if k != "options"})
+    holder = HolderProcess(spec)
+    contender = env.backend(table=table, options={"ttl_s": ttl}, key=spec["key"])
+    pool = ThreadPoolExecutor(1)
+    try:
+        acquired = holder.wait_for("acquire", 30)
+        if not acquired["granted"]:
+            raise LabError("the holder could not take a fresh lock")
+        effective_ttl = float(acquired.get("ttl") or ttl)
+        holder.wait_for("at_point", 30)
+        t_fault = time.monotonic()
+        if fault == "pause":
+            holder.wait_stopped()
+        elif fault == "cut":
+            proxy.blackhole()
+        else:
+            env.services.restart(service)
+        env.pause(effective_ttl + HEAL_GRACE_S + max(0.0, t_fault - time.monotonic()))
+        # The contender keeps trying for one more TTL; the fault heals once it is in or has given up
+        # (a lock inside a live transaction keeps it waiting, and then it goes in only after the heal).
+        patience = effective_ttl + 1.0
+        other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience)
+        wait([other], timeout=patience + 0.5)
+        t_heal = time.monotonic()
+        if fault == "pause":
+            holder.resume()
+        elif fault == "cut":
+            proxy.restore()
+        if fault != "pause":
+            holder.go()
+        events = holder.finish(timeout=30 + 3 * effective_ttl)
+        job = other.result(timeout=30 + 3 * effective_ttl)
+    finally:
+        holder.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        contender.close()
+        if proxy is not None:
+            proxy.stop()
+    return _measures(events, job, table, env, fault, spec["fault_point"], t_fault, t_heal, effective_ttl)
+
+
+def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl) -> dict:
+    by_name = {e["event"]: e for e in events}
+    t0 = by_name["acquire"]["t"]
+    write = by_name.get("write", {})
+    contender_rebuild = job.rebuilds[0] if job.rebuilds else None
+    # When the contender got in: at acquire for a lock held across writes, at its commit otherwise.
+    got_in = job.acquired and (contender_rebuild is not None and contender_rebuild.outcome == "committed")
+    contender_in_at = (job.ended if got_in else None)
+    with env.writes.connect() as conn:
+        rows_final, runs_in = table.count(conn, COMPANY), table.runs_in(conn, COMPANY)
+    holder_write_at = write.get("t") or by_name.get("exit", {}).get("t")
+    noticed = by_name.get("held", {}).get("noticed_loss_at")
+    return {
+        "fault": fault, "point": point, "ttl_s": ttl,
+        "fault_at": round(t_fault - t0, 3), "healed_at": round(t_heal - t0, 3),
+        "holder": {"token": by_name["acquire"].get("token"), "write": write.get("outcome", "none"),
+                   "write_error": write.get("error") or by_name.get("error", {}).get("error"),
+                   "write_at": None if holder_write_at is None else round(holder_write_at - t0, 3),
+                   "held_after": by_name.get("held", {}).get("held"),
+                   "noticed_loss_at": None if noticed is None else round(noticed - t0, 3),
+                   "release": by_name.get("release", {}).get("result")},
+        "contender": {"acquired": job.acquired, "write": contender_rebuild.outcome if contender_rebuild else "none",
+                      "in_at": None if contender_in_at is None else round(contender_in_at - t0, 3)},
+        "lost": bool(got_in and holder_write_at is not None and contender_in_at < holder_write_at),
+        "rows": COMPANY_SIZE, "rows_final": rows_final, "runs_in_final": runs_in,
+        "company": company_state(COMPANY_SIZE, rows_final, runs_in),
+    }
+
+
+def verdict(measures: dict) -> str:
+    return lease_verdict(measures["lost"], measures["holder"]["write"])

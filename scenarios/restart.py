@@ -1,0 +1,24 @@
+"""The lock's server restarted while the holder holds: Redis forgets, PostgreSQL ends sessions, etcd keeps leases.
+
+A restart reaches every session on that server, so these trials run one at a
+time, and only against servers the lab started itself.
+"""
+
+from scenarios._lease_faults import lease_fault_trial, verdict
+from scenarios.base import Scenario, TrialEnv
+
+
+class Restart(Scenario):
+    name = "restart"
+    summary = "the lock's server (PostgreSQL, Redis or etcd) restarted mid-hold; embedded servers only"
+    variants = ("server_restart",)
+    params = {
+        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},
+        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 1},
+    }
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        return lease_fault_trial(env, "restart")
+
+    def verdict(self, measures: dict) -> str:
+        return verdict(measures)

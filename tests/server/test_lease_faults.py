@@ -1,0 +1,75 @@
+"""Leases under the faults that break them, on real Redis, etcd and PostgreSQL (the post's Why-not-just row)."""
+
+import psutil
+import pytest
+
+from scenarios.cut import Cut
+from scenarios.pause import Pause
+from scenarios.restart import Restart
+from tests.server.helpers import trial_env
+
+pytestmark = pytest.mark.server
+
+
+def run(services, engines, scenario, backend):
+    variant = scenario.variants[0]
+    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
+    measures = scenario.run_trial(env)
+    assert no_holder_left()
+    return measures, scenario.verdict(measures)
+
+
+def no_holder_left() -> bool:
+    me = psutil.Process()
+    return not [p for p in me.children(recursive=True) if "lab.holder" in " ".join(p.cmdline())]
+
+
+@pytest.mark.parametrize("backend", ["redis", "etcd", "session"])
+def test_a_paused_holder_without_fencing_gets_its_stale_write_accepted(services, engines, backend):
+    m, verdict = run(services, engines, Pause(), backend)
+    assert m["lost"] is True and m["contender"]["acquired"] is True
+    assert m["holder"]["write"] == "committed" and verdict == "stale write accepted"
+    assert m["runs_in_final"] == ["holder"]  # the stale rebuild overwrote the contender's newer one
+
+
+@pytest.mark.parametrize("backend", ["redis_fenced", "etcd_fenced", "lease_row"])
+def test_the_fence_refuses_a_paused_holders_write(services, engines, backend):
+    m, verdict = run(services, engines, Pause(), backend)
+    assert m["lost"] is True
+    assert m["holder"]["write"] == "rejected" and "FenceRejected" in m["holder"]["write_error"]
+    assert verdict == "stale write rejected"
+    assert m["runs_in_final"] == ["contender"] and m["rows_final"] == 250  # rows never mix
+    assert m["holder"]["release"].startswith("raised LockLost")  # and the holder is told
+
+
+def test_a_paused_xact_holder_cannot_commit_after_another_run_took_the_company(services, engines):
+    m, verdict = run(services, engines, Pause(), "xact")
+    assert m["point"] == "after_delete"
+    assert m["contender"]["write"] == "committed"
+    assert m["holder"]["write"] == "failed" and verdict == "rolled back"
+    assert m["runs_in_final"] == ["contender"]
+
+
+def test_autocommit_session_lock_holds_through_a_pause(services, engines):
+    m, verdict = run(services, engines, Pause(), "session_autocommit")
+    assert m["contender"]["acquired"] is False and verdict == "held"
+
+
+@pytest.mark.parametrize("backend, expected", [("redis", "stale write accepted"), ("etcd_fenced", "stale write rejected"),
+                                               ("session_autocommit", "held")])
+def test_a_cut_lock_connection(services, engines, backend, expected):
+    m, verdict = run(services, engines, Cut(), backend)
+    assert verdict == expected, m
+
+
+@pytest.mark.parametrize("backend, expected", [
+    ("redis", "stale write accepted"),
+    # Redis without persistence forgets the INCR counter with the lock: the next token starts
+    # over at 1 and the fence lets the stale holder through.
+    ("redis_fenced", "stale write accepted"),
+    ("etcd", "held"),  # etcd keeps the lease across a restart
+    ("lease_row", "held"),  # the lease is a row: it survives a PostgreSQL restart
+])
+def test_a_restarted_lock_server(services, engines, backend, expected):
+    m, verdict = run(services, engines, Restart(), backend)
+    assert verdict == expected, m
