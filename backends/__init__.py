@@ -19,6 +19,7 @@ REGISTRY = Registry("backend", {
     "redis_fenced": "backends.redis_fenced:RedisFencedLock",
     "etcd": "backends.etcd_lock:EtcdLock",
     "etcd_fenced": "backends.etcd_fenced:EtcdFencedLock",
+    "redlock": "backends.redlock:RedlockLock",
 })
 
 names = REGISTRY.names

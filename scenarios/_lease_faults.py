@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
+from urllib.parse import urlparse
 
 import backends
 from lab.checkers import company_state, lease_verdict
@@ -31,7 +32,7 @@ HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and time
 
 def lock_service(backend_cls) -> str:
     """Which server the backend's lock lives on."""
-    for service in ("redis", "etcd"):
+    for service in ("redis", "etcd", "redlock"):
         if service in backend_cls.services:
             return service
     return "postgres"
@@ -42,25 +43,26 @@ def lock_has_own_connection(backend_cls) -> bool:
     return bool({"session_lock", "lease_expiry"} & backend_cls.capabilities)
 
 
-def _address(env: TrialEnv, service: str) -> tuple[str, int]:
+def _addresses(env: TrialEnv, service: str) -> list[tuple[str, int]]:
+    """host:port of every server holding the lock (three for Redlock)."""
     if service == "postgres":
-        return env.services.pg_url.host, env.services.pg_url.port
-    if service == "redis":
-        from urllib.parse import urlparse
-
-        parsed = urlparse(env.services.redis_url)
-        return parsed.hostname, parsed.port or 6379
+        return [(env.services.pg_url.host, env.services.pg_url.port)]
+    if service in ("redis", "redlock"):
+        urls = [env.services.redis_url] if service == "redis" else env.services.redlock_urls
+        return [(urlparse(u).hostname, urlparse(u).port or 6379) for u in urls]
     host, _, port = env.services.etcd_endpoint.rpartition(":")
-    return host, int(port)
+    return [(host, int(port))]
 
 
-def _proxied(env: TrialEnv, service: str, port: int, own_connection: bool) -> dict:
-    """Spec changes that route the holder's lock connection through the proxy."""
+def _proxied(env: TrialEnv, service: str, ports: list[int], own_connection: bool) -> dict:
+    """Spec changes that route the holder's lock connections through the proxies."""
     if service == "redis":
-        return {"options": {"lock_redis_url": f"redis://127.0.0.1:{port}/0"}}
+        return {"options": {"lock_redis_url": f"redis://127.0.0.1:{ports[0]}/0"}}
+    if service == "redlock":
+        return {"options": {"lock_redlock_urls": [f"redis://127.0.0.1:{p}/0" for p in ports]}}
     if service == "etcd":
-        return {"options": {"lock_etcd_endpoint": f"127.0.0.1:{port}"}}
-    proxied = env.services.pg_url.set(host="127.0.0.1", port=port).render_as_string(hide_password=False)
+        return {"options": {"lock_etcd_endpoint": f"127.0.0.1:{ports[0]}"}}
+    proxied = env.services.pg_url.set(host="127.0.0.1", port=ports[0]).render_as_string(hide_password=False)
     # A session lock or lease row has its own connection; a lock inside the write travels with the write.
     return {"options": {"lock_pg_url": proxied}} if own_connection else {"writes_dsn": proxied}
 
@@ -78,12 +80,13 @@ def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
     spec = {"backend": cls.name, "key": env.key(), "options": {"ttl_s": ttl}, "lock_settings": guard,
             "write_settings": guard, "pg_dsn": env.services.pg_url.render_as_string(hide_password=False),
             "redis_url": env.services.redis_url, "etcd_endpoint": env.services.etcd_endpoint,
+            "redlock_urls": env.services.redlock_urls,
             "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
             "fault_point": "before_write" if own_connection else "after_delete",
             "mode": "stop" if fault == "pause" else "wait"}
-    proxy = BlackholeProxy(*_address(env, service)).start() if fault == "cut" else None
-    if proxy is not None:
-        change = _proxied(env, service, proxy.port, own_connection)
+    proxies = [BlackholeProxy(*a).start() for a in _addresses(env, service)] if fault == "cut" else []
+    if proxies:
+        change = _proxied(env, service, [p.port for p in proxies], own_connection)
         spec["options"].update(change.get("options", {}))
         spec.update({k: v for k, v in change.items() if k != "options"})
     holder = HolderProcess(spec)
@@ -99,7 +102,8 @@ def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
         if fault == "pause":
             holder.wait_stopped()
         elif fault == "cut":
-            proxy.blackhole()
+            for proxy in proxies:
+                proxy.blackhole()
         else:
             env.services.restart(service)
         env.pause(effective_ttl + HEAL_GRACE_S + max(0.0, t_fault - time.monotonic()))
@@ -112,7 +116,8 @@ def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
         if fault == "pause":
             holder.resume()
         elif fault == "cut":
-            proxy.restore()
+            for proxy in proxies:
+                proxy.restore()
         if fault != "pause":
             holder.go()
         events = holder.finish(timeout=30 + 3 * effective_ttl)
@@ -121,9 +126,11 @@ def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
         holder.kill()
         pool.shutdown(wait=False, cancel_futures=True)
         contender.close()
-        if proxy is not None:
+        for proxy in proxies:
             proxy.stop()
-    return _measures(events, job, table, env, fault, spec["fault_point"], t_fault, t_heal, effective_ttl)
+    measures = _measures(events, job, table, env, fault, spec["fault_point"], t_fault, t_heal, effective_ttl)
+    measures["contender"]["token"] = getattr(contender, "token", None)
+    return measures
 
 
 def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl) -> dict:

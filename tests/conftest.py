@@ -7,10 +7,10 @@ import pytest
 
 @pytest.fixture(scope="session")
 def services():
-    """Real PostgreSQL, Redis and etcd on loopback, stopped (and their temp dir removed) at the end."""
+    """Real PostgreSQL, Redis (one, and three Redlock masters) and etcd on loopback, stopped (and their temp dir removed) at the end."""
     from lab.services import start_services
 
-    with start_services(["postgres", "redis", "etcd"]) as running:
+    with start_services(["postgres", "redis", "etcd", "redlock"]) as running:
         yield running
 
 

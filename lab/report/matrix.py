@@ -66,3 +66,41 @@ def section_matrix(frame: pd.DataFrame) -> str | None:
         "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
         md_table(["backend", *[label for _, label in columns]], rows), ""])
+
+
+LEASE_BACKENDS = ["redis", "redlock", "etcd", "redis_fenced", "etcd_fenced", "lease_row"]
+POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the database must check a fencing token. "
+                  "A lease row does, at an extra write per company and one hot row. (Reasoned, not run, in the post.)")
+
+
+def section_why_not_leases(frame: pd.DataFrame) -> str | None:
+    """The post's 'Redis, etcd or a lease row' row of Why not just...?, backed by the lease-fault trials."""
+    relevant = frame[frame.scenario.isin(["pause", "cut", "restart"]) & frame.backend.isin(LEASE_BACKENDS)]
+    if relevant.empty:
+        return None
+    rows = []
+    for backend in [b for b in LEASE_BACKENDS if b in set(relevant.backend)]:
+        cells = [cell(relevant[(relevant.backend == backend) & (relevant.scenario == s)].to_dict("records"))
+                 for s in ("pause", "cut", "restart")]
+        rows.append([backend, *cells])
+    return "\n".join([
+        "## Why not just Redis, etcd or a lease row?", "",
+        f"The post: *{POST_LEASE_ROW}* Measured here: the holder is paused (SIGSTOP), cut off from its lock "
+        "service (a blackholing proxy) or sees the lock server restart, for longer than the TTL; a second run "
+        "takes the company; the holder then writes. Reproduce: `lab run --backend all --scenario pause,cut,restart`.",
+        "", md_table(["backend", "paused past the TTL", "cut past the TTL", "lock server restarted"], rows), "",
+        *_token_evidence(relevant)])
+
+
+def _token_evidence(relevant: pd.DataFrame) -> list[str]:
+    """What the fencing tokens were when a fenced backend's lock server restarted."""
+    lines = []
+    restarted = relevant[(relevant.scenario == "restart") & (relevant.status == "ok")
+                         & relevant.backend.isin(["redis_fenced", "etcd_fenced", "lease_row"])]
+    for backend, group in restarted.groupby("backend", sort=False):
+        pairs = ", ".join(f"{m['holder']['token']} then {m['contender'].get('token')}" for m in group.measures)
+        lines.append(f"- {backend} across a restart: holder's token then the next holder's: {pairs}.")
+    if lines:
+        lines = ["Fencing tokens across a restart (a fence refuses only a token lower than one it has seen; "
+                 "*None*: the next run never got the lock):", "", *lines, ""]
+    return lines

@@ -53,3 +53,11 @@ def processes_under(folder: Path) -> list[str]:
         except psutil.Error:
             continue
     return found
+
+
+def alive(pid: int) -> bool:
+    """A live, non-zombie process (no race between looking it up and reading its status)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -24,7 +24,7 @@ def no_holder_left() -> bool:
     return not [p for p in me.children(recursive=True) if "lab.holder" in " ".join(p.cmdline())]
 
 
-@pytest.mark.parametrize("backend", ["redis", "etcd", "session"])
+@pytest.mark.parametrize("backend", ["redis", "etcd", "redlock", "session"])
 def test_a_paused_holder_without_fencing_gets_its_stale_write_accepted(services, engines, backend):
     m, verdict = run(services, engines, Pause(), backend)
     assert m["lost"] is True and m["contender"]["acquired"] is True

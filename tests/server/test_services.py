@@ -6,12 +6,12 @@ import subprocess
 import sys
 import time
 
-import psutil
 import pytest
 from sqlalchemy import text
 
 from lab.errors import ServiceError
 from lab.services import ExternalAddresses, start_services
+from tests.server.helpers import alive
 
 pytestmark = pytest.mark.server
 
@@ -30,33 +30,33 @@ def test_the_three_servers_are_real_and_local(services, engines):
 
 
 def test_stop_leaves_no_process_and_no_temp_dir():
-    running = start_services(["postgres", "redis", "etcd"])
-    pids = [server.proc.pid for server in running.embedded.values()]
+    running = start_services(["postgres", "redis", "etcd", "redlock"])
+    pids = [pid for server in running.embedded.values() for pid in server.pids]
+    assert len(pids) == 6  # postgres, redis, etcd and three Redlock masters
     tmp = running.tmp
-    assert all(psutil.pid_exists(pid) for pid in pids)
+    assert all(alive(pid) for pid in pids)
     running.stop()
-    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-                   for pid in pids)
+    assert not any(alive(pid) for pid in pids)
     assert not tmp.exists()
 
 
 def test_a_killed_lab_takes_its_servers_with_it():
     """SIGKILL skips every cleanup handler; the kernel's parent-death signal still ends the servers."""
     script = ("from lab.services import start_services; import time\n"
-              "s = start_services(['postgres', 'redis', 'etcd'])\n"
-              "print(' '.join(str(x.proc.pid) for x in s.embedded.values()), flush=True)\n"
+              "s = start_services(['postgres', 'redis', 'etcd', 'redlock'])\n"
+              "print(' '.join(str(p) for x in s.embedded.values() for p in x.pids), flush=True)\n"
               "time.sleep(60)\n")
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     pids = [int(p) for p in child.stdout.readline().split()]
-    assert len(pids) == 3
+    assert len(pids) == 6
     child.send_signal(signal.SIGKILL)
     child.wait(10)
     deadline = time.monotonic() + 15
-    alive = pids
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    left = pids
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if alive(p)]
         time.sleep(0.1)
-    assert alive == []
+    assert left == []
 
 
 @pytest.mark.parametrize("given, service", [

@@ -1,0 +1,46 @@
+"""The Redlock algorithm over three independent Redis masters, from pottery; no fencing."""
+
+from __future__ import annotations
+
+from pottery import Redlock
+from pottery.exceptions import ReleaseUnlockedLock
+
+from backends._lease import LeaseBackend
+from lab.clients import redis_client
+
+
+class RedlockLock(LeaseBackend):
+    """A lock held by a majority of masters for auto_release_time; not extended (pottery allows 3)."""
+
+    name = "redlock"
+    summary = "Redlock over 3 Redis masters (pottery), auto-release after the TTL; no fencing"
+    capabilities = frozenset({"lease_expiry", "exclusion"})
+    services = ("postgres", "redlock")
+    renews = False
+
+    def __init__(self, ctx, key):
+        super().__init__(ctx, key)
+        urls = ctx.options.get("lock_redlock_urls") or ctx.services.redlock_urls
+        self.clients = [redis_client(u, socket_timeout=self.ttl, socket_connect_timeout=self.ttl) for u in urls]
+        self.lock = Redlock(key=f"locklab:{key}", masters=set(self.clients), auto_release_time=self.ttl)
+
+    def _try_acquire(self) -> int | None:
+        return 0 if self.lock.acquire(blocking=False) else None
+
+    def _renew(self) -> bool:
+        return False
+
+    def _owned(self) -> bool:
+        return self.lock.locked() > 0
+
+    def _release(self) -> bool:
+        try:
+            self.lock.release()
+            return True
+        except ReleaseUnlockedLock:
+            return False
+
+    def close(self) -> None:
+        super().close()
+        for client in self.clients:
+            client.close()
