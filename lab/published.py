@@ -83,3 +83,12 @@ PERF_SECONDS = {
     "workers_4": 6.1,
     "workers_8": 3.5,
 }
+
+# timing_sim.py: 10 s timeout, 20 trials per row; (overlapped, trials, min s, max s, within 1 s of the timeout).
+TIMING_TIMEOUT_S = 10.0
+TIMING = {
+    ("session", "cron"): (20, 20, 10.19, 14.98, 4),
+    ("session", "event"): (20, 20, 10.06, 12.67, 11),
+    ("session_autocommit", "cron"): (0, 20, None, None, None),
+    ("session_autocommit", "event"): (0, 20, None, None, None),
+}

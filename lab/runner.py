@@ -114,8 +114,14 @@ class Runner:
                 for scenario in plan.scenarios:
                     specs = plan.pending[scenario.name]
                     task = progress.add_task(scenario.name, total=len(specs))
+                    start = time.monotonic()
                     self._run_scenario(scenario, specs, services, monitor, writes, folder,
                                        lambda: progress.advance(task))
+                    budget = scenario.wall_budget(self.request.profile)
+                    if budget and specs:
+                        wall = time.monotonic() - start
+                        progress.console.print(f"{scenario.name}: {wall:.1f} s for a {budget:.0f} s observation "
+                                               f"window ({wall / budget:.2f}x)")
         finally:
             if not self.stop.is_set():
                 drop_schema(monitor)

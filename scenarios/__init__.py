@@ -13,6 +13,8 @@ REGISTRY = Registry("scenario", {
     "pause": "scenarios.pause:Pause",
     "cut": "scenarios.cut:Cut",
     "restart": "scenarios.restart:Restart",
+    "timing": "scenarios.timing:Timing",
+    "lookalikes": "scenarios.lookalikes:Lookalikes",
     "perf": "scenarios.perf:Perf",
 })
 

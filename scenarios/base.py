@@ -61,11 +61,11 @@ class TrialEnv:
 
     def backend(self, name: str | None = None, *, lock_settings: dict | None = None,
                 table: CompanyTable | None = None, key: str | None = None,
-                options: dict | None = None) -> Backend:
-        """A new instance of the trial's backend (a holder or a contender)."""
+                options: dict | None = None, writes: Engine | None = None) -> Backend:
+        """A new instance of the trial's backend (a holder or a contender); writes defaults to the shared pool."""
         cls = load_backend(name or self.spec.backend)
-        ctx = BackendContext(self.services, self.monitor, self.writes, table, dict(lock_settings or {}),
-                             dict(options or {}))
+        ctx = BackendContext(self.services, self.monitor, writes or self.writes, table,
+                             dict(lock_settings or {}), dict(options or {}))
         return cls(ctx, key or self.key())
 
     def table(self, label: str = "rows", index: bool = True) -> CompanyTable:
@@ -135,6 +135,10 @@ class Scenario(ABC):
         for index in range(trials):
             specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable)
         return skipped + specs
+
+    def wall_budget(self, profile: str) -> float | None:
+        """Seconds the whole scenario should take when its trials overlap (None: no such bound)."""
+        return None
 
     def parallelism(self, profile: str) -> int:
         """How many trials may run at once: they wait on timers, so many, within the connection budget."""

@@ -14,6 +14,7 @@ from lab.report.company import section_kill, section_overlap, section_rules
 from lab.report.costs import section_conflicts, section_perf
 from lab.report.matrix import section_matrix, section_why_not_leases
 from lab.report.meta import section_outcomes, section_provenance
+from lab.report.timing import section_lookalikes, section_timing
 from lab.report.session import case_lines, section_calibration, section_cases, section_same_faults
 from lab.results import RunFolder
 
@@ -26,17 +27,27 @@ INTRO = ("# locklab report\n\n"
 
 
 def write_report(folder: RunFolder, output: Path) -> Path:
-    text = render(folder.meta(), folder.trials(), folder.run_id)
+    """REPORT.md and its charts (PNG, beside it); each file replaced whole or not at all."""
+    charts: dict = {}
+    text = render(folder.meta(), folder.trials(), folder.run_id, charts)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    for name, draw in sorted(charts.items()):
+        tmp = output.with_name(name + ".tmp.png")
+        draw(tmp)
+        os.replace(tmp, output.with_name(name))
     tmp = output.with_name(output.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, output)  # never a half-written report
     return output
 
 
-def render(meta: dict, trials: list[dict], run_id: str) -> str:
+def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = None) -> str:
+    """The report's text; charts, when given, collects name -> draw(path) for the PNGs it links."""
     frame = trials_frame(trials)
+    charts = {} if charts is None else charts
     parts = [INTRO, section_matrix(frame),
              section_cases(frame), section_same_faults(frame), section_calibration(frame),
+             section_timing(frame, charts), section_lookalikes(frame),
              section_overlap(frame), section_kill(frame), section_rules(frame),
              section_conflicts(frame), section_perf(frame), section_why_not_leases(frame),
              section_outcomes(trials), section_provenance(meta, run_id)]

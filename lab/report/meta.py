@@ -22,6 +22,6 @@ def section_provenance(meta: dict, run_id: str) -> str:
             ["machine", f"{machine.get('cores')} cores, {machine.get('memory_gib')} GiB, {machine.get('platform')}"]]
     for name, info in sorted(services.items()):
         kind = "embedded" if info.get("embedded") else "external"
-        rows.append([name, f"{info.get('version')} ({kind})"])
-    rows += [[name, str(version)] for name, version in sorted(versions.items())]
+        rows.append([f"server: {name}", f"{info.get('version')} ({kind})"])
+    rows += [[f"package: {name}", str(version)] for name, version in sorted(versions.items())]
     return "\n".join(["## Provenance", "", md_table(["what", "value"], rows), ""])

@@ -88,3 +88,35 @@ def test_conflict_counts_differing_from_the_post_are_flagged():
              "measures": {"design": "spread_ids", "failed": 3, "of": 8}}
     text = render(META, [trial], "r")
     assert "| index, spread-out ids | 0 of 8 | 3 of 8 | differs |" in text
+
+
+def test_timing_trials_get_the_posts_statistics_line_and_a_chart(tmp_path):
+    from lab.report.timing import row_stats, stats_line
+
+    s = row_stats([10.19, 14.98, 10.5, 10.9, None], 10.0)
+    assert stats_line(s, 10.0) == "4/5 trials overlapped; min 10.19s, max 14.98s; 3 within 1s of the timeout"
+    assert stats_line(row_stats([None, None], 10.0), 10.0) == "0/2 trials overlapped"
+    assert row_stats([9.5, 10.2], 10.0)["before_timeout"] == 1  # an overlap before the timer is flagged
+
+
+def test_timing_attempts_follow_the_cron_grid_and_the_event_rate():
+    import random
+
+    from scenarios.timing import attempt_times
+
+    cron = attempt_times("cron", 1.0, random.Random(1))
+    assert all(abs((b - a) - 5.0) < 1e-9 for a, b in zip(cron, cron[1:])) and cron[0] < 5 and cron[-1] < 30
+    events = attempt_times("event", 1.0, random.Random(1))
+    assert 15 <= len(events) <= 45 and events == sorted(events)
+    assert attempt_times("event", 1.0, random.Random(1)) == events  # seeded: a trial replays the same way
+
+
+def test_the_timing_chart_renders_and_is_byte_stable(tmp_path):
+    from lab.report.charts import timing_chart
+
+    rows = [("cron/default", 10.19, 14.98), ("cron/AUTOCOMMIT", None, None)]
+    timing_chart(rows, 10.0, tmp_path / "a.png")
+    timing_chart(rows, 10.0, tmp_path / "b.png")
+    data = (tmp_path / "a.png").read_bytes()
+    assert data.startswith(b"\x89PNG") and len(data) > 5000
+    assert data == (tmp_path / "b.png").read_bytes()

@@ -1,0 +1,102 @@
+"""Report section for the timing runs: the post's statistics lines beside ours, and the chart."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from lab import published
+from lab.report.charts import timing_chart
+from lab.report.common import md_table, ok_trials
+
+LABELS = {"session": "default", "session_autocommit": "AUTOCOMMIT"}
+
+
+def row_stats(firsts: list[float | None], timeout: float) -> dict:
+    got = sorted(f for f in firsts if f is not None)
+    unit = timeout / 10  # the post's "1 s", scaled with the timeout
+    return {"overlapped": len(got), "trials": len(firsts), "min": got[0] if got else None,
+            "max": got[-1] if got else None, "within": sum(f <= timeout + unit for f in got),
+            "before_timeout": sum(f < timeout for f in got)}
+
+
+def stats_line(s: dict, timeout: float) -> str:
+    """The post's form: '20/20 trials overlapped; min 10.19s, max 14.98s; 4 within 1s of the timeout'."""
+    if not s["overlapped"]:
+        return f"0/{s['trials']} trials overlapped"
+    unit = timeout / 10
+    return (f"{s['overlapped']}/{s['trials']} trials overlapped; min {s['min']:.2f}s, max {s['max']:.2f}s; "
+            f"{s['within']} within {unit:g}s of the timeout")
+
+
+def published_line(key) -> str:
+    overlapped, trials, low, high, within = published.TIMING[key]
+    if not overlapped:
+        return f"{overlapped}/{trials} trials overlapped"
+    return f"{overlapped}/{trials} trials overlapped; min {low:.2f}s, max {high:.2f}s; {within} within 1s of the timeout"
+
+
+def section_timing(frame: pd.DataFrame, charts: dict) -> str | None:
+    ok = ok_trials(frame, "timing")
+    if ok.empty:
+        return None
+    timeout = ok.measures.iloc[0]["timeout_s"]
+    rows, bars = [], []
+    for (backend, trigger), group in ok.groupby(["backend", "variant"], sort=False):
+        s = row_stats([m["first_got_at"] for m in group.measures], timeout)
+        key = (backend, trigger)
+        label = f"{trigger}/{LABELS.get(backend, backend)}"
+        post = published_line(key) if key in published.TIMING else "-"
+        early = f"**{s['before_timeout']} before the timeout**" if s["before_timeout"] else "none before the timeout"
+        rows.append([label, stats_line(s, timeout), post, early])
+        bars.append((label, s["min"], s["max"]))
+    charts["timing.png"] = lambda path: timing_chart(bars, timeout, path)
+    return "\n".join([
+        "## Timing runs: when does a second run get in?", "",
+        f"A long run holds the lock and does nothing on its connection under a {timeout:g} s timeout "
+        f"(idle_in_transaction_session_timeout for the PostgreSQL locks, the TTL for Redis, etcd and the lease "
+        f"row); short runs try for it on a {timeout / 2:g} s cron grid or as random events about every "
+        f"{timeout / 10:g} s, over {3 * timeout:g} s. All trials ran at once, each on its own key. The post "
+        f"used a {published.TIMING_TIMEOUT_S:g} s timeout; at another scale read its seconds times "
+        f"{timeout / published.TIMING_TIMEOUT_S:g}. Reproduce: `lab run --scenario timing`.", "",
+        md_table(["row", "ours", "post", ""], rows), "",
+        "![first short run to get the lock, per row](timing.png)", ""])
+
+
+LOOKALIKES = {
+    "idle_session_in_transaction": ("idle_session_timeout", "It ends only sessions outside a transaction, and a "
+                                    "default connection is inside one."),
+    "pool_recycle_checked_out": ("SQLAlchemy pool_recycle", "It acts only at checkout, and the lock connection "
+                                 "stays checked out."),
+    "close_keeps_lock": ("close() on a pooled connection", "The connection goes back to the pool with its session "
+                         "and locks alive; invalidate() ends it."),
+}
+
+
+def lookalike_evidence(check: str, m: dict) -> str:
+    if check == "idle_session_in_transaction":
+        return (f"after {1.7 * m['timeout_s']:g} s under a {m['timeout_s']:g} s idle_session_timeout: state "
+                f"'{m['state']}', another session got the lock: {m['other_got_lock']}")
+    if check == "pool_recycle_checked_out":
+        return (f"past pool_recycle={m['timeout_s']:g} s: lock still held {m['held_while_checked_out']}, same session "
+                f"{m['same_session']}; next checkout got a new session: {m['recycled_at_checkout']}")
+    return (f"after close(): still held {m['held_after_close']}, another session got it {m['other_got_lock_after_close']}; "
+            f"after invalidate(): another session got it {m['other_got_lock_after_invalidate']}")
+
+
+def section_lookalikes(frame: pd.DataFrame) -> str | None:
+    ok = ok_trials(frame, "lookalikes")
+    if ok.empty:
+        return None
+    rows = []
+    for check, (name, post) in LOOKALIKES.items():
+        group = ok[ok.variant == check]
+        if group.empty:
+            continue
+        agree = sum(v == "as the post says" for v in group.verdict)
+        rows.append([name, post, f"{agree}/{len(group)} as the post says; "
+                     + lookalike_evidence(check, group.measures.iloc[0])])
+    return "\n".join(["## Lookalikes, measured", "",
+                      "Three timers from the post's *How to tell it from a lookalike* that can be checked locally. "
+                      "(NAT, load balancers and poolers need a network path this lab does not have.) "
+                      "Reproduce: `lab run --backend session --scenario lookalikes`.", "",
+                      md_table(["lookalike", "post: what rules it out", "measured"], rows), ""])

@@ -1,0 +1,155 @@
+"""The post's timing_sim: a long run holds the lock, short runs keep trying for it, on a cron grid or at random.
+
+The long run takes the lock and then does nothing on the lock's connection, under
+the post's guard (idle_in_transaction_session_timeout of one timeout); lease
+backends get a TTL of the same length. Short runs try for the same lock on a
+5 s cron grid (a random phase per trial) or as Poisson events about once a
+second, over three timeouts. A trial records when the first short run got in.
+Every trial only waits on timers, so all of them run at once, each on its own key.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import backends
+from lab import pg
+from lab.clients import pg_engine
+from lab.workload import COMPANY_SIZE
+from scenarios.base import Scenario, TrialEnv
+
+COMPANY = 1
+BACKENDS = ("session", "session_autocommit", "xact", "lease_row", "redis", "etcd")
+# In units of the timeout / 10, the post's proportions: 10 s timeout, 5 s cron, 1 s events, 30 s window.
+CRON_PERIOD, EVENT_GAP, WINDOW = 5.0, 1.0, 30.0
+
+
+def attempt_times(trigger: str, scale: float, rng: random.Random) -> list[float]:
+    """When short runs start, in seconds after the long run took the lock."""
+    times, window = [], WINDOW * scale
+    if trigger == "cron":
+        t = rng.uniform(0, CRON_PERIOD * scale)  # where the long run started on the cron grid
+        while t < window:
+            times.append(t)
+            t += CRON_PERIOD * scale
+    else:
+        t = rng.expovariate(1 / (EVENT_GAP * scale))
+        while t < window:
+            times.append(t)
+            t += rng.expovariate(1 / (EVENT_GAP * scale))
+    return times
+
+
+class Timing(Scenario):
+    name = "timing"
+    summary = "the post's timing runs: lock held under a timeout, short runs on a 5 s cron grid or ~1/s events"
+    variants = ("cron", "event")
+    params = {
+        "quick": {"timeout_s": 1.0, "trials": 5, "parallel": 60},
+        "default": {"timeout_s": 10.0, "trials": 20, "parallel": 240},
+    }
+
+    def applies_to(self, backend_cls) -> str | None:
+        if backend_cls.name not in BACKENDS:
+            return f"the timing runs cover {', '.join(BACKENDS)}"
+        return None
+
+    def wall_budget(self, profile: str) -> float:
+        """The observation window: the whole scenario should take about this long, not trials x window."""
+        return WINDOW * self.profile_params(profile)["timeout_s"] / 10
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        timeout = env.params["timeout_s"]
+        scale = timeout / 10
+        seed = f"{env.run_id}:{env.spec.id}"
+        times = attempt_times(env.spec.variant, scale, random.Random(seed))
+        guard = {"idle_in_transaction_session_timeout": f"{int(timeout * 1000)}ms"}
+        holder = LongRun(env, timeout, guard)
+        try:
+            t0 = holder.start()
+            first, tried = None, 0
+            for t in times:
+                env.wait_until(t0, t)
+                tried += 1
+                if self._short_run_gets_in(env, holder, timeout):
+                    first = time.monotonic() - t0
+                    break
+            return {"trigger": env.spec.variant, "timeout_s": timeout, "window_s": WINDOW * scale,
+                    "seed": seed, "attempts": tried, "first_got_at": None if first is None else round(first, 3),
+                    "holder_state_at_end": holder.state()}
+        finally:
+            holder.stop()
+
+    @staticmethod
+    def _short_run_gets_in(env: TrialEnv, holder: "LongRun", timeout: float) -> bool:
+        if holder.in_transaction:
+            # A short run of method 4 tries the company's lock without waiting (lock_timeout 1 ms).
+            short = env.backend(table=holder.table, options={"lock_timeout_ms": 1})
+            return short.rebuild(COMPANY, COMPANY_SIZE, "short").outcome == "committed"
+        short = env.backend(options={"ttl_s": timeout})
+        try:
+            got = short.acquire()
+            if got:
+                short.release()
+            return got
+        finally:
+            short.close()
+
+    def verdict(self, measures: dict) -> str:
+        return "overlapped" if measures["first_got_at"] is not None else "no overlap"
+
+
+class LongRun:
+    """The long run: holds its backend's lock and stays idle on the lock's connection."""
+
+    def __init__(self, env: TrialEnv, timeout: float, guard: dict):
+        self.env, self.timeout, self.guard = env, timeout, guard
+        self.in_transaction = "in_transaction" in backends.load(env.spec.backend).capabilities
+        self.table = None
+        self._done = threading.Event()
+        self._pool: ThreadPoolExecutor | None = None
+        self._backend = None
+        self._engine = None
+        self._pid: int | None = None
+
+    def start(self) -> float:
+        """Take the lock; returns the monotonic time it was taken."""
+        if not self.in_transaction:
+            self._backend = self.env.backend(lock_settings=self.guard, options={"ttl_s": self.timeout})
+            if not self._backend.acquire():
+                raise RuntimeError("the long run could not take a fresh lock")
+            return time.monotonic()
+        # Method 4 holds its lock inside an open write transaction: idle in it, under the same guard.
+        self.table = self.env.table()
+        self.table.seed(self.env.writes, COMPANY, COMPANY_SIZE)
+        self._engine = pg_engine(self.env.services.pg_url, self.guard, pool_size=1)
+        taken = threading.Event()
+
+        def hold(name, conn):
+            if name == "after_lock":
+                self._pid = pg.backend_pid(conn)
+                taken.set()
+                self._done.wait()
+
+        self._backend = self.env.backend(table=self.table, writes=self._engine)
+        self._pool = ThreadPoolExecutor(1)
+        self._pool.submit(self._backend.rebuild, COMPANY, COMPANY_SIZE, "long", hold)
+        if not taken.wait(30):
+            raise RuntimeError("the long run never took its company's lock")
+        return time.monotonic()
+
+    def state(self) -> str | None:
+        pid = self._pid if self.in_transaction else self._backend.lock_pid
+        return pg.session_state(self.env.monitor, pid) if pid else None
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        if self._backend is not None:
+            self._backend.close()
+        if self._engine is not None:
+            self._engine.dispose()

@@ -1,0 +1,56 @@
+"""The timing runs and the lookalikes on a real PostgreSQL: the timer decides, and only it."""
+
+import pytest
+
+from scenarios.lookalikes import Lookalikes
+from scenarios.timing import Timing
+from tests.server.helpers import trial_env
+
+pytestmark = pytest.mark.server
+
+
+def run(services, engines, scenario, backend, variant):
+    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
+    measures = scenario.run_trial(env)
+    return measures, scenario.verdict(measures)
+
+
+@pytest.mark.parametrize("backend", ["session", "redis"])
+def test_a_short_run_gets_in_only_after_the_timeout(services, engines, backend):
+    m, verdict = run(services, engines, Timing(), backend, "event")
+    timeout = m["timeout_s"]
+    assert verdict == "overlapped"
+    # Never before the timer; and within a few event gaps after it (events come every timeout/10 on average).
+    assert timeout <= m["first_got_at"] <= timeout * 1.6, m
+
+
+@pytest.mark.parametrize("backend", ["session_autocommit", "etcd"])
+def test_no_short_run_gets_in_when_nothing_ends_the_lock(services, engines, backend):
+    m, verdict = run(services, engines, Timing(), backend, "cron")
+    assert verdict == "no overlap" and m["attempts"] >= 5
+
+
+def test_a_lock_inside_an_idle_transaction_is_freed_by_the_timeout(services, engines):
+    m, verdict = run(services, engines, Timing(), "xact", "event")
+    assert verdict == "overlapped" and m["first_got_at"] >= m["timeout_s"]
+    assert m["holder_state_at_end"] == "gone"  # the server ended the idle transaction, and its lock with it
+
+
+def test_idle_session_timeout_leaves_a_default_connection_in_its_transaction(services, engines):
+    m, verdict = run(services, engines, Lookalikes(), "session", "idle_session_in_transaction")
+    assert m["state"] == "idle in transaction" and m["other_got_lock"] is False and m["server_said"] is None
+    assert verdict == "as the post says"
+
+
+def test_pool_recycle_does_not_touch_a_checked_out_lock_connection(services, engines):
+    m, verdict = run(services, engines, Lookalikes(), "session", "pool_recycle_checked_out")
+    assert m["held_while_checked_out"] and m["same_session"]
+    assert m["recycled_at_checkout"] and m["other_got_lock_after"]  # recycle does act, at the next checkout
+    assert verdict == "as the post says"
+
+
+def test_close_keeps_the_session_lock_and_invalidate_frees_it(services, engines):
+    m, verdict = run(services, engines, Lookalikes(), "session", "close_keeps_lock")
+    assert m["held_after_close"] and not m["other_got_lock_after_close"]
+    assert m["other_got_lock_after_invalidate"]
+    assert verdict == "as the post says"
