@@ -37,6 +37,7 @@ def fenced_write(engine: Engine, table: CompanyTable, company: int, rows: int, r
             point("begin", conn)
             if conn.execute(_ADVANCE, {"k": lock_key, "c": company, "t": token}).first() is None:
                 raise FenceRejected(f"token {token} is older than the company's fence")
+            point("after_lock", conn)  # the fence row, locked until commit, now holds the company for us
             deleted = table.rebuild(conn, company, rows, run_id, point)
         point("after_commit", None)
         return RebuildResult("committed", deleted=deleted)

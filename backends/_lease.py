@@ -32,6 +32,7 @@ class LeaseBackend(Backend):
         self.token: int | None = None
         self.noticed_loss_at: float | None = None  # monotonic time renewal first failed
         self._stop = threading.Event()
+        self._suspended_until = 0.0
         self._keeper: threading.Thread | None = None
 
     @property
@@ -63,8 +64,17 @@ class LeaseBackend(Backend):
             self._keeper.start()
         return True
 
+    def suspend(self, seconds: float) -> None:
+        self._suspended_until = time.monotonic() + seconds
+
+    def abandon(self) -> None:
+        self._stop.set()  # no more renewals, and no release: the lease runs out on the server
+        self.close()
+
     def _keep_alive(self) -> None:
         while not self._stop.wait(self.ttl / 3):
+            if time.monotonic() < self._suspended_until:
+                continue  # paused with the rest of the process
             try:
                 alive = self._renew()
             except Exception:  # unreachable service: the lease may be lapsing right now

@@ -111,5 +111,12 @@ class Backend(ABC):
         """The PostgreSQL backend pid of the lock's session, when there is one."""
         return None
 
+    def suspend(self, seconds: float) -> None:
+        """Stop whatever keeps the lock alive in the background for a while (a process-wide pause)."""
+
+    def abandon(self) -> None:
+        """Drop every connection without releasing anything, as a killed process would."""
+        self.close()
+
     def close(self) -> None:
         """End every session this instance opened (with invalidate(), never back to a pool)."""

@@ -56,3 +56,103 @@ VIOLATIONS = ("lost", "stale write accepted", "merged", "torn", "short")
 
 def is_violation(verdict: str) -> bool:
     return verdict.startswith(VIOLATIONS)
+
+
+# --- History checkers: pure functions of (history, final table) -> violations ---------------------------
+
+def _grant_of(events: list[dict], run: str, company: int, before: float) -> float | None:
+    """When run last got the right to write company before a time: its run-level grant, else its company lock."""
+    run_level = [e["t"] for e in events if e["run"] == run and e["event"] == "acquire_granted"
+                 and not e.get("company_scoped") and e["t"] <= before]
+    if run_level:
+        return max(run_level)
+    locks = [e["t"] for e in events if e["run"] == run and e["event"] == "company_locked"
+             and e.get("company") == company and e["t"] <= before]
+    return max(locks) if locks else None
+
+
+def stale_writes(events: list[dict]) -> list[dict]:
+    """A company's committed writes out of grant order: the older holder's rebuild landed on the newer one's.
+
+    If run B was granted after run A, B's write must be the one that survives: A's write committing
+    after B's is a stale write the storage accepted (what a fencing token exists to refuse).
+    """
+    out = []
+    commits = [e for e in events if e["event"] == "write_committed"]
+    for i, later in enumerate(commits):
+        later_grant = _grant_of(events, later["run"], later["company"], later["t"])
+        for earlier in commits[:i]:
+            if earlier["company"] != later["company"] or earlier["run"] == later["run"]:
+                continue
+            earlier_grant = _grant_of(events, earlier["run"], earlier["company"], earlier["t"])
+            if later_grant is not None and earlier_grant is not None and later_grant < earlier_grant:
+                out.append({"kind": "stale write accepted", "run": later["run"], "company": later["company"],
+                            "detail": f"{later['run']} (granted {later_grant:.3f}s) committed at {later['t']:.3f}s, "
+                                      f"after {earlier['run']} (granted {earlier_grant:.3f}s) committed at "
+                                      f"{earlier['t']:.3f}s"})
+    return out
+
+
+def overlapping_writes(events: list[dict]) -> list[dict]:
+    """Two runs holding one company inside committed writes at the same time.
+
+    A write holds the company from its lock or fence inside the transaction (company_locked)
+    or, without one, from its first statement (write_begun), until it commits.
+    """
+    spans, entered = [], {}
+    for e in events:
+        key = (e["run"], e.get("company"))
+        if e["event"] == "write_begun":
+            entered[key] = e["t"]
+        elif e["event"] == "company_locked":
+            entered[key] = e["t"]
+        elif e["event"] == "write_committed" and key in entered:
+            spans.append((e["company"], e["run"], entered.pop(key), e["t"]))
+    out = []
+    for i, (c1, r1, s1, e1) in enumerate(spans):
+        for c2, r2, s2, e2 in spans[i + 1:]:
+            if c1 == c2 and r1 != r2 and s1 < e2 and s2 < e1:
+                out.append({"kind": "exclusion violated", "company": c1, "run": f"{r1}+{r2}",
+                            "detail": f"{r1} [{s1:.3f}-{e1:.3f}s] and {r2} [{s2:.3f}-{e2:.3f}s]"})
+    return out
+
+
+def _grants(events: list[dict]) -> list[tuple[float, str]]:
+    """(time, run) of every run-level grant."""
+    return [(e["t"], e["run"]) for e in events if e["event"] == "acquire_granted" and not e.get("company_scoped")]
+
+
+def false_releases(events: list[dict]) -> list[dict]:
+    """A release that reported success although another run had been granted the right since."""
+    grants = _grants(events)
+    out = []
+    for r in (e for e in events if e["event"] == "release" and e.get("ok")):
+        mine = [t for t, run in grants if run == r["run"] and t <= r["t"]]
+        if mine and any(run != r["run"] and max(mine) < t < r["t"] for t, run in grants):
+            out.append({"kind": "false release", "run": r["run"], "company": None,
+                        "detail": "release reported success for a lock another run had taken"})
+    return out
+
+
+def torn_observations(events: list[dict], company_size: int) -> list[dict]:
+    return [{"kind": "torn state", "run": "observer", "company": e["company"], "detail": f"saw {e['count']} rows"}
+            for e in events if e["event"] == "observed" and e["count"] != company_size]
+
+
+def mixed_companies(final: dict[int, dict], company_size: int) -> list[dict]:
+    """final: company -> {'rows': n, 'runs': [run ids]}. One company must hold one rebuild, whole."""
+    out = []
+    for company, state in sorted(final.items()):
+        if len(state["runs"]) > 1 or state["rows"] != company_size:
+            out.append({"kind": "mixed rows", "run": "+".join(state["runs"]), "company": company,
+                        "detail": f"{state['rows']} rows from {state['runs']}"})
+    return out
+
+
+def check_history(events: list[dict], final: dict[int, dict], company_size: int,
+                  promises_exclusion: bool) -> list[dict]:
+    """Every violation in a trial; the exclusion-based checks apply where the backend promised exclusion."""
+    found = torn_observations(events, company_size) + mixed_companies(final, company_size)
+    if promises_exclusion:
+        found += stale_writes(events) + overlapping_writes(events) + false_releases(events)
+    return found

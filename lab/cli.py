@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--results", default="results", type=Path)
     report.add_argument("--output", default="REPORT.md", type=Path)
 
+    replay = sub.add_parser("replay", help="re-run a recorded kill-point schedule and print its history")
+    replay.add_argument("run", help="run id or folder")
+    replay.add_argument("trial", help="trial id (killpoints/<backend>/search/0) or just the backend's name")
+    replay.add_argument("--results", default="results", type=Path)
+    _add_server_flags(replay)
+
     sub.add_parser("list", help="every backend and scenario, one line each")
 
     services = sub.add_parser("services", help="start the embedded servers and keep them until Ctrl-C")
@@ -64,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM takes the same path as Ctrl-C: servers stopped, finished trials kept.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "services": cmd_services}[
+        return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "services": cmd_services,
+                "replay": cmd_replay}[
             args.command](args, argv)
     except LabError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
@@ -115,6 +122,14 @@ def cmd_report(args, argv) -> int:
     path = write_report(folder, args.output)
     print(f"wrote {path} from {folder.path}")
     return 0
+
+
+def cmd_replay(args, argv) -> int:
+    from lab.replay import replay
+
+    external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
+                                                    args.redlock_urls)
+    return replay(args.results, args.run, args.trial, external)
 
 
 def cmd_list(args, argv) -> int:

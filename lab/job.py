@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from backends.base import Backend, Point, RebuildResult, no_point
 from lab.errors import LockLost
+from lab.history import History
 
 
 @dataclass
@@ -39,31 +40,74 @@ class JobResult:
 
 def run_job(backend: Backend, companies: list[int], rows: int, run_id: str,
             point: Point = no_point, batch: bool = False, patience: float = 0.0,
-            retry_every: float = 0.1) -> JobResult:
+            retry_every: float = 0.1, history: History | None = None) -> JobResult:
     """Run the job as the post's does: try for the lock, leave quietly if refused, else rebuild and release.
 
     patience > 0 keeps trying for the lock that long (a contender polling, like the post's short
     runs); batch=True rebuilds all companies in one transaction (backends with rebuild_batch).
+    The job itself calls point('after_acquire') and point('before_release'); with a history,
+    every step is recorded there.
     """
+    record = _Recorder(history, run_id, backend)
     job = JobResult(run_id, acquired=False, started=time.monotonic())
     try:
         deadline = job.started + patience
+        record.add("acquire_requested")
         job.acquired = backend.acquire()
         while not job.acquired and time.monotonic() + retry_every <= deadline:
             time.sleep(retry_every)
             job.acquired = backend.acquire()
+        record.add("acquire_granted" if job.acquired else "acquire_refused",
+                   token=getattr(backend, "token", None), company_scoped=record.company_scoped or None)
         if not job.acquired:
             return job
+        point("after_acquire", None)
         if batch:
             job.rebuilds.append(backend.rebuild_batch(companies, rows, run_id, point))
         else:
             for company in companies:
-                job.rebuilds.append(backend.rebuild(company, rows, run_id, point))
+                record.company = company
+                result = backend.rebuild(company, rows, run_id, record.wrap(point))
+                record.outcome(result)
+                job.rebuilds.append(result)
+        point("before_release", None)
         try:
             backend.release()
             job.release = "released"
         except LockLost as exc:
             job.release = f"raised LockLost: {exc}"
+        record.add("release", ok=job.release == "released")
         return job
     finally:
         job.ended = time.monotonic()
+
+
+class _Recorder:
+    """Turns a run's points and results into history events (a no-op without a history)."""
+
+    def __init__(self, history: History | None, run_id: str, backend: Backend):
+        self.history, self.run_id, self.backend = history, run_id, backend
+        self.company: int | None = None
+        self.company_scoped = "in_transaction" in backend.capabilities
+
+    def add(self, event: str, **fields) -> None:
+        if self.history is not None:
+            self.history.add(self.run_id, event, **fields)
+
+    def wrap(self, point: Point) -> Point:
+        if self.history is None:
+            return point
+        events = {"begin": "write_begun", "after_lock": "company_locked", "after_commit": "write_committed"}
+
+        def recorded(name, conn):
+            if name in events:
+                self.add(events[name], company=self.company, token=getattr(self.backend, "token", None))
+            point(name, conn)
+
+        return recorded
+
+    def outcome(self, result: RebuildResult) -> None:
+        if result.outcome == "rejected":
+            self.add("write_rejected", company=self.company, error=result.error)
+        elif result.outcome == "failed":
+            self.add("write_failed", company=self.company, error=result.error)

@@ -143,7 +143,7 @@ class Runner:
         try:
             futures: dict[Future, TrialSpec] = {}
             for spec in runnable:
-                env = TrialEnv(services, monitor, writes, folder.run_id, spec, params, self.stop)
+                env = TrialEnv(services, monitor, writes, folder.run_id, spec, params, self.stop, folder.path)
                 futures[pool.submit(self._run_trial, scenario, env)] = spec
             pending = set(futures)
             while pending:

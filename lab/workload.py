@@ -12,6 +12,7 @@ import io
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Callable
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -63,6 +64,7 @@ class CompanyTable:
     """One company_rows table: (company_id, run_id, n), indexed on company_id."""
 
     name: str
+    split_insert_at: int | None = None  # insert rows 1..k and k+1..N in two statements
 
     def create(self, engine: Engine, index: bool = True) -> None:
         with engine.begin() as conn:
@@ -89,10 +91,10 @@ class CompanyTable:
                          {"cs": companies, "r": run_id, "rows": rows})
             conn.execute(text(f"analyze {self.name}"))
 
-    def insert(self, conn: Connection, company: int, rows: int, run_id: str) -> None:
+    def insert(self, conn: Connection, company: int, rows: int, run_id: str, first: int = 1) -> None:
         conn.execute(text(f"insert into {self.name} (company_id, run_id, n) "
-                          f"select :c, :r, g from generate_series(1, :rows) g"),
-                     {"c": company, "r": run_id, "rows": rows})
+                          f"select :c, :r, g from generate_series(:first, :rows) g"),
+                     {"c": company, "r": run_id, "rows": rows, "first": first})
 
     def copy_in(self, conn: Connection, company: int, rows: int, run_id: str) -> None:
         """The same rows as insert(), sent with COPY FROM STDIN, one company at a time."""
@@ -113,7 +115,13 @@ class CompanyTable:
         deleted = conn.execute(text(f"delete from {self.name} where company_id = :c"),
                                {"c": company}).rowcount
         point("after_delete", conn)
-        (self.copy_in if use_copy else self.insert)(conn, company, rows, run_id)
+        if self.split_insert_at and not use_copy:
+            # Two statements, so a fault can land between row k and row k+1 ('mid_insert').
+            self.insert(conn, company, self.split_insert_at, run_id)
+            point("mid_insert", conn)
+            self.insert(conn, company, rows, run_id, first=self.split_insert_at + 1)
+        else:
+            (self.copy_in if use_copy else self.insert)(conn, company, rows, run_id)
         point("before_commit", conn)
         return deleted
 
@@ -136,6 +144,7 @@ class Observer:
     company: int
     interval: float = 0.02
     seen: list[int] = field(default_factory=list)
+    on_change: Callable[[int, int], None] | None = None  # (company, count), e.g. into a history
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -156,6 +165,8 @@ class Observer:
                 count = self.table.count(conn, self.company)
                 if not self.seen or self.seen[-1] != count:
                     self.seen.append(count)
+                    if self.on_change is not None:
+                        self.on_change(self.company, count)
                 if stopping:
                     return
                 self._stop.wait(self.interval)

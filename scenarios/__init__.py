@@ -15,6 +15,7 @@ REGISTRY = Registry("scenario", {
     "restart": "scenarios.restart:Restart",
     "timing": "scenarios.timing:Timing",
     "lookalikes": "scenarios.lookalikes:Lookalikes",
+    "killpoints": "scenarios.killpoints:Killpoints",
     "perf": "scenarios.perf:Perf",
 })
 

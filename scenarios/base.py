@@ -11,6 +11,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from sqlalchemy.engine import Engine
@@ -54,6 +55,7 @@ class TrialEnv:
     spec: TrialSpec
     params: dict
     stop: threading.Event = field(default_factory=threading.Event)
+    results_dir: Path | None = None  # the run's folder, for files a trial keeps (hypothesis' examples)
 
     def key(self, suffix: str = "lock") -> str:
         """A lock name no other trial, run or user of the database shares."""

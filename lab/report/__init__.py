@@ -12,6 +12,7 @@ from pathlib import Path
 from lab.report.common import trials_frame
 from lab.report.company import section_kill, section_overlap, section_rules
 from lab.report.costs import section_conflicts, section_perf
+from lab.report.killpoints import section_killpoints
 from lab.report.matrix import section_matrix, section_why_not_leases
 from lab.report.meta import section_outcomes, section_provenance
 from lab.report.timing import section_lookalikes, section_timing
@@ -50,5 +51,6 @@ def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = No
              section_timing(frame, charts), section_lookalikes(frame),
              section_overlap(frame), section_kill(frame), section_rules(frame),
              section_conflicts(frame), section_perf(frame), section_why_not_leases(frame),
+             section_killpoints(frame, run_id),
              section_outcomes(trials), section_provenance(meta, run_id)]
     return "\n".join(part.rstrip() + "\n" for part in parts if part is not None)

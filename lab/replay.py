@@ -1,0 +1,59 @@
+"""`lab replay`: run a recorded kill-point schedule again, on fresh servers, and print its history."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import backends
+from lab import pg
+from lab.errors import LabError
+from lab.history import timeline
+from lab.outcomes import latest_per_trial
+from lab.results import RunFolder
+from lab.services import ExternalAddresses, start_services
+from lab.workload import drop_schema, ensure_schema
+from scenarios.base import TrialEnv, TrialSpec
+
+
+def find_trial(folder: RunFolder, trial: str) -> dict:
+    wanted = trial if "/" in trial else f"killpoints/{trial}/search/0"
+    for record in latest_per_trial(folder.trials()):
+        if record["id"] == wanted:
+            return record
+    raise LabError(f"no trial {wanted!r} in {folder.path}")
+
+
+def replay(results: Path, run: str, trial: str, external: ExternalAddresses) -> int:
+    folder = RunFolder.open(results, run)
+    record = find_trial(folder, trial)
+    minimal = (record.get("measures") or {}).get("minimal")
+    if not minimal:
+        raise LabError(f"{record['id']} recorded no failing schedule to replay")
+    from scenarios.killpoints import describe, run_example
+
+    schedule, ttl = minimal["schedule"], record["measures"]["ttl_s"]
+    cls = backends.load(record["backend"])
+    print(f"replaying {record['id']} from {folder.path}: {describe(schedule)}")
+    with start_services(set(cls.services) | {"postgres"}, external) as services:
+        monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
+        try:
+            ensure_schema(monitor)
+            backends.prepare_storage(monitor, [cls.name])
+            env = TrialEnv(services, monitor, writes, f"replay-{folder.run_id}",
+                           TrialSpec("killpoints", cls.name, "replay", 0), {}, threading.Event())
+            result = run_example(env, schedule, ttl)
+        finally:
+            drop_schema(monitor)
+            monitor.dispose()
+            writes.dispose()
+    print(timeline(result["events"]))
+    print("final: " + ", ".join(f"company {c}: {v['rows']} rows from {v['runs']}" for c, v in result["final"].items()))
+    recorded = sorted({v["kind"] for v in minimal["violations"]})
+    now = sorted({v["kind"] for v in result["violations"]})
+    for v in result["violations"]:
+        print(f"VIOLATION {v['kind']}: {v['detail']}")
+    same = recorded == now
+    print(f"recorded: {', '.join(recorded)}; replayed: {', '.join(now) or 'none'} -> "
+          f"{'reproduced' if same else 'NOT reproduced'}")
+    return 0 if same else 1

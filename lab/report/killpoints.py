@@ -1,0 +1,32 @@
+"""Report section for the kill-point search: each backend's smallest failing schedule, or how many passed."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from lab.report.common import md_table, ok_trials
+
+
+def section_killpoints(frame: pd.DataFrame, run_id: str) -> str | None:
+    ok = ok_trials(frame, "killpoints")
+    if ok.empty:
+        return None
+    rows = []
+    for _, trial in ok.iterrows():
+        m = trial.measures
+        if m["minimal"] is None:
+            rows.append([trial.backend, f"{m['tried']} schedules tried, none failed", "-", f"{m['seconds']:.0f} s"])
+            continue
+        kinds = ", ".join(sorted({v["kind"] for v in m["minimal"]["violations"]}))
+        detail = m["minimal"]["violations"][0]["detail"]
+        rows.append([trial.backend, f"**{kinds}** ({detail}), after {m['tried']} schedules: {m['described']}",
+                     f"`lab replay {run_id} {trial.backend}`", f"{m['seconds']:.0f} s"])
+    return "\n".join([
+        "## Kill points searched by hypothesis", "",
+        "Hypothesis draws a fault schedule (kill point x fault x duration x runs x companies), runs it for real, "
+        "and a checker reads the history: a write committed after another run was granted the company "
+        "(*stale write accepted*), two runs' writes of one company overlapping, a release that reported success "
+        "for a lost lock, a torn or mixed company. A failing schedule is shrunk to the smallest one that still "
+        "fails (within a time budget) and can be replayed. Reproduce: `lab run --scenario killpoints`.", "",
+        md_table(["backend", "smallest failing schedule (or the budget that passed)", "replay", "search time"], rows),
+        ""])

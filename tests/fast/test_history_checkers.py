@@ -1,0 +1,81 @@
+"""History checkers: each catches the violation planted in a synthetic history, and passes a clean one."""
+
+from lab.checkers import (check_history, false_releases, mixed_companies, overlapping_writes, stale_writes,
+                          torn_observations)
+
+
+def ev(t, run, event, **fields):
+    return {"t": t, "run": run, "event": event, **fields}
+
+
+CLEAN = [
+    ev(0.00, "r0", "acquire_granted", token=1), ev(0.01, "r0", "write_begun", company=1),
+    ev(0.02, "r0", "write_committed", company=1), ev(0.03, "r0", "release", ok=True),
+    ev(0.04, "r1", "acquire_granted", token=2), ev(0.05, "r1", "write_begun", company=1),
+    ev(0.06, "r1", "write_committed", company=1), ev(0.07, "r1", "release", ok=True),
+    ev(0.08, "observer", "observed", company=1, count=250),
+]
+FINAL_OK = {1: {"rows": 250, "runs": ["r1"]}}
+
+
+def test_a_clean_history_passes_every_check():
+    assert check_history(CLEAN, FINAL_OK, 250, promises_exclusion=True) == []
+
+
+# r0 is granted first, loses its right unknowingly; r1 is granted and rebuilds; r0's rebuild lands last.
+STALE = [ev(0.00, "r0", "acquire_granted"), ev(0.10, "r1", "acquire_granted"),
+         ev(0.12, "r1", "write_committed", company=1), ev(0.20, "r0", "write_begun", company=1),
+         ev(0.25, "r0", "write_committed", company=1)]
+
+
+def test_an_older_grants_write_landing_after_a_newer_ones_is_stale():
+    found = stale_writes(STALE)
+    assert [(v["kind"], v["run"], v["company"]) for v in found] == [("stale write accepted", "r0", 1)]
+
+
+def test_a_fenced_write_refused_is_not_stale():
+    refused = STALE[:3] + [ev(0.25, "r0", "write_rejected", company=1)]
+    assert stale_writes(refused) == []
+
+
+def test_writes_in_grant_order_are_not_stale_even_if_the_first_commits_late():
+    # The fence row made r1 wait for r0's transaction: r0 commits first, r1 overwrites it. No harm.
+    ordered = [ev(0.00, "r0", "acquire_granted"), ev(0.01, "r0", "company_locked", company=1),
+               ev(0.10, "r1", "acquire_granted"), ev(0.25, "r0", "write_committed", company=1),
+               ev(0.26, "r1", "company_locked", company=1), ev(0.30, "r1", "write_committed", company=1)]
+    assert stale_writes(ordered) == [] and overlapping_writes(ordered) == []
+
+
+def test_company_locks_are_per_company():
+    other_company = [ev(0.00, "r0", "company_locked", company=1), ev(0.10, "r1", "company_locked", company=2),
+                     ev(0.15, "r1", "write_committed", company=2), ev(0.20, "r0", "write_committed", company=1)]
+    assert stale_writes(other_company) == []
+    same_company = [ev(0.00, "r0", "company_locked", company=1), ev(0.10, "r1", "company_locked", company=1),
+                    ev(0.15, "r1", "write_committed", company=1), ev(0.20, "r0", "write_committed", company=1)]
+    assert len(stale_writes(same_company)) == 1
+
+
+def test_overlapping_committed_writes_of_one_company_are_caught():
+    planted = [ev(0.0, "r0", "write_begun", company=1), ev(0.1, "r1", "write_begun", company=1),
+               ev(0.2, "r0", "write_committed", company=1), ev(0.3, "r1", "write_committed", company=1)]
+    assert [v["kind"] for v in overlapping_writes(planted)] == ["exclusion violated"]
+    assert overlapping_writes(CLEAN) == []
+
+
+def test_a_release_claiming_success_after_losing_the_lock_is_false():
+    planted = [ev(0.0, "r0", "acquire_granted"), ev(0.1, "r1", "acquire_granted"), ev(0.2, "r0", "release", ok=True)]
+    assert [v["kind"] for v in false_releases(planted)] == ["false release"]
+    honest = planted[:2] + [ev(0.2, "r0", "release", ok=False)]
+    assert false_releases(honest) == []
+
+
+def test_torn_and_mixed_states_are_caught():
+    assert [v["detail"] for v in torn_observations([ev(0.1, "observer", "observed", company=1, count=0)], 250)] \
+        == ["saw 0 rows"]
+    assert [v["kind"] for v in mixed_companies({1: {"rows": 500, "runs": ["r0", "r1"]}}, 250)] == ["mixed rows"]
+
+
+def test_backends_that_promise_nothing_are_held_to_the_data_checks_only():
+    final = {1: {"rows": 250, "runs": ["r0"]}}
+    assert check_history(STALE, final, 250, promises_exclusion=False) == []
+    assert check_history(STALE, final, 250, promises_exclusion=True) != []

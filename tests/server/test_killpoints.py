@@ -1,0 +1,80 @@
+"""Kill-point schedules run for real: one per outcome, the search itself, and a replay."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from scenarios.killpoints import Killpoints, run_example
+from tests.server.helpers import shared_tmp, trial_env
+
+pytestmark = pytest.mark.server
+
+
+def schedule(**changes):
+    base = {"point": "after_acquire", "kind": "terminate", "duration": 0.5, "runs": 2, "companies": 1,
+            "split_at": 100}
+    return {**base, **changes}
+
+
+def example(services, engines, backend, sched, ttl=0.5):
+    env = trial_env(services, engines, "killpoints", backend, "search", {})
+    return run_example(env, sched, ttl)
+
+
+def kinds(result):
+    return sorted({v["kind"] for v in result["violations"]})
+
+
+def test_a_terminated_lock_session_lets_a_stale_write_through(services, engines):
+    assert kinds(example(services, engines, "session_autocommit", schedule())) == ["stale write accepted"]
+
+
+def test_the_same_schedule_cannot_hurt_the_lock_inside_the_transaction(services, engines):
+    assert kinds(example(services, engines, "xact", schedule(point="after_delete"))) == []
+
+
+def test_a_paused_run_without_a_lock_merges_two_rebuilds(services, engines):
+    result = example(services, engines, "none", schedule(point="after_delete", kind="pause", duration=1.5))
+    # The observer saw the doubled company too: 500 rows is a state no single rebuild leaves.
+    assert kinds(result) == ["mixed rows", "torn state"] and result["final"]["1"]["rows"] == 500
+
+
+def test_a_pause_past_the_ttl_is_caught_for_redis_and_fenced_for_redis_fenced(services, engines):
+    paused = schedule(kind="pause", duration=2.5)
+    assert kinds(example(services, engines, "redis", paused)) == ["stale write accepted"]
+    fenced = example(services, engines, "redis_fenced", paused)
+    assert kinds(fenced) == [] and any(e["event"] == "write_rejected" for e in fenced["events"])
+
+
+def test_a_kill_mid_insert_leaves_no_torn_company(services, engines):
+    result = example(services, engines, "xact", schedule(point="mid_insert", kind="kill", runs=3, companies=2))
+    assert kinds(result) == []
+    assert all(state["rows"] == 250 for state in result["final"].values())
+
+
+def test_the_search_shrinks_a_failure_for_an_unsafe_backend(services, engines, tmp_path):
+    scenario = Killpoints()
+    params = {**scenario.profile_params("quick"), "examples": 6, "shrink_s": 5.0}
+    env = trial_env(services, engines, "killpoints", "session", "search", params)
+    env.results_dir = tmp_path
+    m = scenario.run_trial(env)
+    assert m["minimal"] is not None and scenario.verdict(m) == "counterexample: stale write accepted"
+    assert (tmp_path / "hypothesis" / "session").is_dir()  # failures kept with the run, to replay
+
+
+def test_lab_replay_reproduces_a_recorded_counterexample(tmp_path):
+    tmp = shared_tmp(tmp_path)
+    env = {"TMPDIR": str(tmp), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend", "session",
+                          "--scenario", "killpoints", "--results", str(tmp_path / "r")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    (folder,) = (tmp_path / "r").iterdir()
+    record = json.loads((folder / "trials.jsonl").read_text().splitlines()[-1])
+    assert record["verdict"].startswith("counterexample")
+    replay = subprocess.run([sys.executable, "-m", "lab.cli", "replay", folder.name, "session",
+                             "--results", str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=300)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "-> reproduced" in replay.stdout and "VIOLATION stale write accepted" in replay.stdout
