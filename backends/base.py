@@ -120,3 +120,16 @@ class Backend(ABC):
 
     def close(self) -> None:
         """End every session this instance opened (with invalidate(), never back to a pool)."""
+
+
+class NoRunLock(Backend):
+    """A strategy with no run-level right: nothing to take, hold or give back between writes."""
+
+    def acquire(self) -> bool:
+        return True
+
+    def held(self) -> bool:
+        return False
+
+    def release(self) -> None:
+        return None

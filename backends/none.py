@@ -1,23 +1,14 @@
 """No lock at all: the baseline every other backend is measured against."""
 
 from backends._writes import write_transaction
-from backends.base import Backend, Point, RebuildResult, no_point
+from backends.base import NoRunLock, Point, RebuildResult, no_point
 
 
-class NoLock(Backend):
+class NoLock(NoRunLock):
     """Each rebuild is one transaction and nothing keeps two runs apart."""
 
     name = "none"
     summary = "no lock: each company rebuilt in one transaction, nothing else"
-
-    def acquire(self) -> bool:
-        return True
-
-    def held(self) -> bool:
-        return False
-
-    def release(self) -> None:
-        return None
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         return self.rebuild_batch([company], rows, run_id, point)

@@ -4,14 +4,14 @@ import random
 import time
 
 from backends._writes import write_transaction
-from backends.base import Backend, Point, RebuildResult, no_point
+from backends.base import NoRunLock, Point, RebuildResult, no_point
 
 SERIALIZATION_FAILURE = "40001"
 DEADLOCK_DETECTED = "40P01"
 RETRYABLE = {SERIALIZATION_FAILURE, DEADLOCK_DETECTED}
 
 
-class SerializableRetry(Backend):
+class SerializableRetry(NoRunLock):
     """The database, not a lock, decides: one of two conflicting rebuilds fails and is run again.
 
     Options: max_attempts (default 20; 1 counts failures without retrying), backoff_s
@@ -25,15 +25,6 @@ class SerializableRetry(Backend):
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
         self._random = random.Random(ctx.options.get("seed", key))
-
-    def acquire(self) -> bool:
-        return True
-
-    def held(self) -> bool:
-        return False
-
-    def release(self) -> None:
-        return None
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         max_attempts = self.ctx.options.get("max_attempts", 20)

@@ -1,12 +1,12 @@
 """Method 4: pg_advisory_xact_lock as the first statement of each company's write transaction."""
 
 from backends._writes import write_transaction
-from backends.base import Backend, Point, RebuildResult, no_point
+from backends.base import NoRunLock, Point, RebuildResult, no_point
 
 LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout fired
 
 
-class TransactionLock(Backend):
+class TransactionLock(NoRunLock):
     """The lock and the writes share one transaction, so they commit or roll back together.
 
     Options a scenario may set: isolation (READ COMMITTED by default, the post's rule 1),
@@ -17,16 +17,6 @@ class TransactionLock(Backend):
     name = "xact"
     summary = "pg_advisory_xact_lock inside each company's write transaction: the post's method 4"
     capabilities = frozenset({"in_transaction", "exclusion"})
-
-    def acquire(self) -> bool:
-        # Nothing is held between writes: each rebuild takes its company's lock itself.
-        return True
-
-    def held(self) -> bool:
-        return False
-
-    def release(self) -> None:
-        return None
 
     def company_key(self, company: int) -> str:
         return f"{self.key}:company:{company}"

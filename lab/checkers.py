@@ -71,6 +71,18 @@ def _grant_of(events: list[dict], run: str, company: int, before: float) -> floa
     return max(locks) if locks else None
 
 
+def _commits(events: list[dict]) -> list[dict]:
+    """Committed writes, each stamped with the time its COMMIT was requested (the sound bound), in that order."""
+    requested, out = {}, []
+    for e in sorted(events, key=lambda e: e["t"]):
+        key = (e["run"], e.get("company"))
+        if e["event"] == "commit_requested":
+            requested[key] = e["t"]
+        elif e["event"] == "write_committed":
+            out.append({**e, "t": requested.pop(key, e["t"])})
+    return sorted(out, key=lambda e: e["t"])
+
+
 def stale_writes(events: list[dict]) -> list[dict]:
     """A company's committed writes out of grant order: the older holder's rebuild landed on the newer one's.
 
@@ -78,7 +90,7 @@ def stale_writes(events: list[dict]) -> list[dict]:
     after B's is a stale write the storage accepted (what a fencing token exists to refuse).
     """
     out = []
-    commits = [e for e in events if e["event"] == "write_committed"]
+    commits = _commits(events)
     for i, later in enumerate(commits):
         later_grant = _grant_of(events, later["run"], later["company"], later["t"])
         for earlier in commits[:i]:
@@ -97,17 +109,17 @@ def overlapping_writes(events: list[dict]) -> list[dict]:
     """Two runs holding one company inside committed writes at the same time.
 
     A write holds the company from its lock or fence inside the transaction (company_locked)
-    or, without one, from its first statement (write_begun), until it commits.
+    or, without one, from its first statement (write_begun), until it asks to commit.
     """
-    spans, entered = [], {}
-    for e in events:
+    spans, entered, requested = [], {}, {}
+    for e in sorted(events, key=lambda e: e["t"]):
         key = (e["run"], e.get("company"))
-        if e["event"] == "write_begun":
+        if e["event"] in ("write_begun", "company_locked"):
             entered[key] = e["t"]
-        elif e["event"] == "company_locked":
-            entered[key] = e["t"]
+        elif e["event"] == "commit_requested":
+            requested[key] = e["t"]
         elif e["event"] == "write_committed" and key in entered:
-            spans.append((e["company"], e["run"], entered.pop(key), e["t"]))
+            spans.append((e["company"], e["run"], entered.pop(key), requested.pop(key, e["t"])))
     out = []
     for i, (c1, r1, s1, e1) in enumerate(spans):
         for c2, r2, s2, e2 in spans[i + 1:]:

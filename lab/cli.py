@@ -7,8 +7,10 @@ server the lab started and keep every finished trial.
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from rich.console import Console
@@ -40,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run scenarios against backends and save the trials")
     run.add_argument("--backend", default="all", help="all, or comma-separated names (see 'lab list')")
-    run.add_argument("--scenario", default="all", help="all, or comma-separated names (see 'lab list')")
+    run.add_argument("--scenario", default=None,
+                     help="all, or comma-separated names; default: the core set marked * in 'lab list'")
     run.add_argument("--profile", default="default", choices=["quick", "default", "full"])
     run.add_argument("--results", default="results", type=Path, help="folder that holds one folder per run")
     run.add_argument("--resume", metavar="RUN", help="finish an interrupted run: only its missing trials")
@@ -64,9 +67,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def quiet_background_noise() -> None:
+    """No traceback walls from where the lab breaks things on purpose.
+
+    The lab kills sessions and servers; SQLAlchemy's pool then logs, with a traceback, that
+    it could not reset a dead connection. Those records are expected and go nowhere. A thread
+    that dies unexpectedly is reported in one line (its trial records the error itself).
+    """
+    pool_log = logging.getLogger("sqlalchemy.pool")
+    pool_log.addHandler(logging.NullHandler())
+    pool_log.propagate = False
+
+    def one_line(hook_args) -> None:
+        if hook_args.exc_type is SystemExit:
+            return
+        print(f"lab: background thread {hook_args.thread.name if hook_args.thread else '?'} stopped: "
+              f"{hook_args.exc_type.__name__}: {str(hook_args.exc_value).strip().splitlines()[0:1]}",
+              file=sys.stderr)
+
+    threading.excepthook = one_line
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    quiet_background_noise()
     # SIGTERM takes the same path as Ctrl-C: servers stopped, finished trials kept.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
@@ -79,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_run(args, argv) -> int:
-    from lab.runner import RunRequest, Runner
+    from lab.runner import Runner, RunRequest
 
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
                                                     args.redlock_urls)
@@ -137,9 +162,10 @@ def cmd_list(args, argv) -> int:
     for name in backends.names():
         cls = backends.load(name)
         print(f"  {name:<20} {cls.summary}")
-    print("scenarios:")
+    print("scenarios (* = run when no --scenario is given):")
     for name in scenarios.names():
-        print(f"  {name:<20} {scenarios.load(name).summary}")
+        mark = "*" if name in scenarios.DEFAULT_RUN else " "
+        print(f"{mark} {name:<20} {scenarios.load(name).summary}")
     return 0
 
 

@@ -29,7 +29,7 @@ MAX_CONNECTIONS = 300
 def _package_dir(module: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise ServiceError(f"the {module} package is not installed (pip install locklab)")
+        raise ServiceError(f"the {module} package is not installed (pip install locklab)") from None
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -46,7 +46,7 @@ def _ensure_os_user(name: str) -> None:
                                 capture_output=True, text=True)
         if result.returncode != 0:
             raise ServiceError(f"PostgreSQL refuses to run as root and user {name!r} "
-                               f"could not be created: {result.stderr.strip()}")
+                               f"could not be created: {result.stderr.strip()}") from None
 
 
 class _OneProcess:

@@ -1,7 +1,9 @@
 """A trial's history: timestamped events from every run, the observer and the fault injector.
 
 Times are CLOCK_MONOTONIC (time.monotonic), one clock for every thread and process
-on the machine. Checkers read the history; nothing here judges it.
+on the machine. Checkers read the history; nothing here judges it. A commit happens on
+the server somewhere between commit_requested and write_committed; a run waiting on that
+transaction is granted after it, so checkers bound a write by commit_requested.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ EVENTS = {
     "acquire_refused": "another run holds it",
     "company_locked": "a lock inside the write transaction was granted for one company",
     "write_begun": "a company's write transaction began",
+    "commit_requested": "the write's last statement is done and COMMIT is about to be sent",
     "write_committed": "it committed",
     "write_rejected": "the storage refused it (fence)",
     "write_failed": "it rolled back (error, killed session)",

@@ -97,7 +97,8 @@ class _Recorder:
     def wrap(self, point: Point) -> Point:
         if self.history is None:
             return point
-        events = {"begin": "write_begun", "after_lock": "company_locked", "after_commit": "write_committed"}
+        events = {"begin": "write_begun", "after_lock": "company_locked", "before_commit": "commit_requested",
+                  "after_commit": "write_committed"}
 
         def recorded(name, conn):
             if name in events:

@@ -116,7 +116,7 @@ class Runner:
                     task = progress.add_task(scenario.name, total=len(specs))
                     start = time.monotonic()
                     self._run_scenario(scenario, specs, services, monitor, writes, folder,
-                                       lambda: progress.advance(task))
+                                       lambda task=task: progress.advance(task))
                     budget = scenario.wall_budget(self.request.profile)
                     if budget and specs:
                         wall = time.monotonic() - start

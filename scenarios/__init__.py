@@ -19,8 +19,19 @@ REGISTRY = Registry("scenario", {
     "perf": "scenarios.perf:Perf",
 })
 
+# What `lab run` runs when no --scenario is given: the post's core experiments, about 90 s on
+# 2 cores. The rest (SERIALIZABLE conflicts, restarts, the cost table, the kill-point search) take
+# minutes and run with --scenario all or by name.
+DEFAULT_RUN = ["cases", "calibrate", "overlap", "kill", "rules", "timing", "lookalikes", "pause", "cut"]
+
 names = REGISTRY.names
-resolve = REGISTRY.resolve
+
+
+def resolve(spec: str | None) -> list[str]:
+    """None (no --scenario) -> the default run; otherwise 'all' or names, as the registry resolves them."""
+    if spec is None:
+        return [name for name in names() if name in DEFAULT_RUN]
+    return REGISTRY.resolve(spec)
 
 
 def load(name: str):

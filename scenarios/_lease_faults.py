@@ -24,7 +24,7 @@ from lab.holder import HolderProcess
 from lab.job import run_job
 from lab.proxy import BlackholeProxy
 from lab.workload import COMPANY_SIZE
-from scenarios.base import Skip, TrialEnv
+from scenarios.base import Scenario, Skip, TrialEnv
 
 COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
@@ -162,5 +162,13 @@ def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl) -> di
     }
 
 
-def verdict(measures: dict) -> str:
-    return lease_verdict(measures["lost"], measures["holder"]["write"])
+class LeaseFaultScenario(Scenario):
+    """A scenario that is this trial shape with one fault; subclasses name the fault and their scales."""
+
+    fault: str
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        return lease_fault_trial(env, self.fault)
+
+    def verdict(self, measures: dict) -> str:
+        return lease_verdict(measures["lost"], measures["holder"]["write"])

@@ -70,6 +70,17 @@ class TrialEnv:
                              dict(lock_settings or {}), dict(options or {}))
         return cls(ctx, key or self.key())
 
+    def contender_gets_in(self, **backend_kwargs) -> bool:
+        """A second run tries once for the lock: True if it got it (and then gave it back)."""
+        contender = self.backend(**backend_kwargs)
+        try:
+            got = contender.acquire()
+            if got:
+                contender.release()
+            return got
+        finally:
+            contender.close()
+
     def table(self, label: str = "rows", index: bool = True) -> CompanyTable:
         """A fresh company_rows table of this trial's own (dropped with the lab's schema)."""
         table = CompanyTable(table_name(f"{self.run_id}_{self.spec.id}_{label}"))

@@ -58,7 +58,7 @@ class Cases(Scenario):
             for fraction in PROBE_FRACTIONS:
                 env.wait_until(t0, timeout * fraction)
                 probes.append({"t": round(3 * fraction), "at": round(time.monotonic() - t0, 3),
-                               "got": self._contender_gets(env)})
+                               "got": env.contender_gets_in()})
             held_after = holder.held()
             next_query, next_error = "alive", None
             try:
@@ -76,17 +76,6 @@ class Cases(Scenario):
             }
         finally:
             holder.close()
-
-    @staticmethod
-    def _contender_gets(env: TrialEnv) -> bool:
-        contender = env.backend()
-        try:
-            got = contender.acquire()
-            if got:
-                contender.release()
-            return got
-        finally:
-            contender.close()
 
     @staticmethod
     def _release(holder) -> str:

@@ -153,7 +153,7 @@ class Killpoints(Scenario):
     variants = ("search",)
     params = {
         "quick": {"examples": 6, "shrink_s": 15.0, "ttl_s": 0.5, "trials": 1, "parallel": 1},
-        "default": {"examples": 20, "shrink_s": 30.0, "ttl_s": 1.0, "trials": 1, "parallel": 1},
+        "default": {"examples": 50, "shrink_s": 30.0, "ttl_s": 1.0, "trials": 1, "parallel": 1},
     }
 
     def run_trial(self, env: TrialEnv) -> dict:

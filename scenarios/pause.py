@@ -4,12 +4,12 @@ Kleppmann's garbage-collection pause: every thread stops, keep-alives included,
 so a lease lapses while its holder still believes it holds it.
 """
 
-from scenarios._lease_faults import lease_fault_trial, verdict
-from scenarios.base import Scenario, TrialEnv
+from scenarios._lease_faults import LeaseFaultScenario
 
 
-class Pause(Scenario):
+class Pause(LeaseFaultScenario):
     name = "pause"
+    fault = "pause"
     summary = "holder process SIGSTOPped past the TTL at its fault point, then SIGCONTed; a contender tries meanwhile"
     variants = ("sigstop",)
     params = {
@@ -17,8 +17,3 @@ class Pause(Scenario):
         "default": {"ttl_s": 2.0, "trials": 3, "parallel": 12},
     }
 
-    def run_trial(self, env: TrialEnv) -> dict:
-        return lease_fault_trial(env, "pause")
-
-    def verdict(self, measures: dict) -> str:
-        return verdict(measures)

@@ -4,12 +4,12 @@ A restart reaches every session on that server, so these trials run one at a
 time, and only against servers the lab started itself.
 """
 
-from scenarios._lease_faults import lease_fault_trial, verdict
-from scenarios.base import Scenario, TrialEnv
+from scenarios._lease_faults import LeaseFaultScenario
 
 
-class Restart(Scenario):
+class Restart(LeaseFaultScenario):
     name = "restart"
+    fault = "restart"
     summary = "the lock's server (PostgreSQL, Redis or etcd) restarted mid-hold; embedded servers only"
     variants = ("server_restart",)
     params = {
@@ -17,8 +17,3 @@ class Restart(Scenario):
         "default": {"ttl_s": 2.0, "trials": 2, "parallel": 1},
     }
 
-    def run_trial(self, env: TrialEnv) -> dict:
-        return lease_fault_trial(env, "restart")
-
-    def verdict(self, measures: dict) -> str:
-        return verdict(measures)

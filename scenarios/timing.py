@@ -89,14 +89,7 @@ class Timing(Scenario):
             # A short run of method 4 tries the company's lock without waiting (lock_timeout 1 ms).
             short = env.backend(table=holder.table, options={"lock_timeout_ms": 1})
             return short.rebuild(COMPANY, COMPANY_SIZE, "short").outcome == "committed"
-        short = env.backend(options={"ttl_s": timeout})
-        try:
-            got = short.acquire()
-            if got:
-                short.release()
-            return got
-        finally:
-            short.close()
+        return env.contender_gets_in(options={"ttl_s": timeout})
 
     def verdict(self, measures: dict) -> str:
         return "overlapped" if measures["first_got_at"] is not None else "no overlap"

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
+
+# Tests kill sessions on purpose; the pool's reset failures on those are expected, as in the lab.
+logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
+logging.getLogger("sqlalchemy.pool").propagate = False
 
 
 @pytest.fixture(scope="session")

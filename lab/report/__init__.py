@@ -15,8 +15,8 @@ from lab.report.costs import section_conflicts, section_perf
 from lab.report.killpoints import section_killpoints
 from lab.report.matrix import section_matrix, section_why_not_leases
 from lab.report.meta import section_outcomes, section_provenance
-from lab.report.timing import section_lookalikes, section_timing
 from lab.report.session import case_lines, section_calibration, section_cases, section_same_faults
+from lab.report.timing import section_lookalikes, section_timing
 from lab.results import RunFolder
 
 __all__ = ["write_report", "render", "case_lines"]

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 def timing_chart(rows: list[tuple[str, float | None, float | None]], timeout: float, path: Path) -> None:
     """One bar per row from the earliest to the latest first overlap; rows without overlap say so."""
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2), dpi=100)
-    for y, (label, low, high) in enumerate(reversed(rows)):
+    for y, (_, low, high) in enumerate(reversed(rows)):
         if low is None:
             ax.text(timeout * 0.05, y, "no overlap", va="center", fontsize=8, color="#2e7d32")
         else:

@@ -39,7 +39,7 @@ def section_cases(frame: pd.DataFrame) -> str | None:
              "Reproduce: `lab run --scenario cases`.", ""]
     out, summary = [], []
     for letter, title in published.CASE_TITLES.items():
-        rows = ok[ok.measures.map(lambda m: m.get("case") == letter)]
+        rows = ok[ok.measures.map(lambda m, letter=letter: m.get("case") == letter)]
         if rows.empty:
             summary.append([letter, title, "not run", "", ""])
             continue

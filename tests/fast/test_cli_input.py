@@ -33,5 +33,6 @@ def test_report_without_runs_is_one_line(tmp_path):
 def test_list_names_every_backend_and_scenario(tmp_path):
     result = lab("list", cwd=tmp_path)
     assert result.returncode == 0
-    for name in ("none", "session", "session_commit", "session_autocommit", "xact", "cases", "calibrate"):
+    for name in backends.names():
         assert f"  {name} " in result.stdout
+    assert "* cases " in result.stdout and "  killpoints " in result.stdout

@@ -1,7 +1,13 @@
 """History checkers: each catches the violation planted in a synthetic history, and passes a clean one."""
 
-from lab.checkers import (check_history, false_releases, mixed_companies, overlapping_writes, stale_writes,
-                          torn_observations)
+from lab.checkers import (
+    check_history,
+    false_releases,
+    mixed_companies,
+    overlapping_writes,
+    stale_writes,
+    torn_observations,
+)
 
 
 def ev(t, run, event, **fields):
@@ -79,3 +85,14 @@ def test_backends_that_promise_nothing_are_held_to_the_data_checks_only():
     final = {1: {"rows": 250, "runs": ["r0"]}}
     assert check_history(STALE, final, 250, promises_exclusion=False) == []
     assert check_history(STALE, final, 250, promises_exclusion=True) != []
+
+
+def test_a_waiter_granted_by_a_commit_recorded_late_is_not_an_overlap():
+    # r0's thread records its commit after r1, which that commit unblocked, records its lock.
+    late_record = [ev(0.00, "r0", "company_locked", company=1), ev(0.50, "r0", "commit_requested", company=1),
+                   ev(0.51, "r1", "company_locked", company=1), ev(0.512, "r0", "write_committed", company=1),
+                   ev(0.52, "r1", "commit_requested", company=1), ev(0.53, "r1", "write_committed", company=1)]
+    assert overlapping_writes(late_record) == [] and stale_writes(late_record) == []
+    truly_inside = late_record[:1] + [ev(0.30, "r1", "company_locked", company=1)] + late_record[1:2] + \
+        late_record[3:]
+    assert [v["kind"] for v in overlapping_writes(truly_inside)] == ["exclusion violated"]

@@ -60,3 +60,10 @@ def test_redaction_blanks_passwords_with_or_without_a_user():
     assert redact_text("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"
     assert redact_text("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
     assert redact("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"
+
+
+def test_no_scenario_flag_means_the_core_set_and_all_means_everything():
+    assert scenarios.resolve(None) == [n for n in scenarios.names() if n in scenarios.DEFAULT_RUN]
+    assert "killpoints" not in scenarios.resolve(None) and "cases" in scenarios.resolve(None)
+    assert scenarios.resolve("all") == scenarios.names()
+    assert set(scenarios.DEFAULT_RUN) <= set(scenarios.names())
