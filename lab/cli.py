@@ -81,9 +81,9 @@ def quiet_background_noise() -> None:
     def one_line(hook_args) -> None:
         if hook_args.exc_type is SystemExit:
             return
-        print(f"lab: background thread {hook_args.thread.name if hook_args.thread else '?'} stopped: "
-              f"{hook_args.exc_type.__name__}: {str(hook_args.exc_value).strip().splitlines()[0:1]}",
-              file=sys.stderr)
+        first = (str(hook_args.exc_value).strip().splitlines() or [""])[0]
+        name = hook_args.thread.name if hook_args.thread else "?"
+        print(f"lab: background thread {name} stopped: {hook_args.exc_type.__name__}: {first}", file=sys.stderr)
 
     threading.excepthook = one_line
 
