@@ -1,6 +1,7 @@
 """Kill-point schedules run for real: one per outcome, the search itself, and a replay."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -66,7 +67,13 @@ def test_the_search_shrinks_a_failure_for_an_unsafe_backend(services, engines, t
 
 def test_lab_replay_reproduces_a_recorded_counterexample(tmp_path):
     tmp = shared_tmp(tmp_path)
-    env = {"TMPDIR": str(tmp), "PATH": "/usr/bin:/bin"}
+    try:
+        _run_then_replay(tmp_path, {"TMPDIR": str(tmp), "PATH": "/usr/bin:/bin"})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_then_replay(tmp_path, env):
     run = subprocess.run([sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend", "session",
                           "--scenario", "killpoints", "--results", str(tmp_path / "r")],
                          capture_output=True, text=True, env=env, timeout=300)

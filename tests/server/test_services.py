@@ -45,9 +45,11 @@ def test_a_killed_lab_takes_its_servers_with_it():
     script = ("from lab.services import start_services; import time\n"
               "s = start_services(['postgres', 'redis', 'etcd', 'redlock'])\n"
               "print(' '.join(str(p) for x in s.embedded.values() for p in x.pids), flush=True)\n"
+              "print(s.tmp, flush=True)\n"
               "time.sleep(60)\n")
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     pids = [int(p) for p in child.stdout.readline().split()]
+    left_behind = child.stdout.readline().strip()  # files cannot outlive a SIGKILL's lack of cleanup: we remove them
     assert len(pids) == 6
     child.send_signal(signal.SIGKILL)
     child.wait(10)
@@ -56,6 +58,7 @@ def test_a_killed_lab_takes_its_servers_with_it():
     while left and time.monotonic() < deadline:
         left = [p for p in left if alive(p)]
         time.sleep(0.1)
+    shutil.rmtree(left_behind, ignore_errors=True)
     assert left == []
 
 
