@@ -35,8 +35,12 @@ def cell(records: list[dict]) -> str:
     counts = Counter(r["verdict"] for r in ok)
     unsafe = any(is_violation(v) for v in counts)
     # Calibration measures detection: a lock lost within one poll is still a lost lock.
-    text = ", ".join(f"{('lost ' if v == 'within one poll' else '') + v} {n}/{len(ok)}"
+    total = len([r for r in records if r["status"] != "skipped"])
+    text = ", ".join(f"{('lost ' if v == 'within one poll' else '') + v} {n}/{total}"
                      for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    errors = sum(r["status"] == "error" for r in records)
+    if errors:
+        text += f", error {errors}/{total}"
     if any(v == "within one poll" for v in counts):
         unsafe = True
     return ("✗ " if unsafe else "✓ ") + text

@@ -120,3 +120,11 @@ def test_the_timing_chart_renders_and_is_byte_stable(tmp_path):
     data = (tmp_path / "a.png").read_bytes()
     assert data.startswith(b"\x89PNG") and len(data) > 5000
     assert data == (tmp_path / "b.png").read_bytes()
+
+
+def test_a_matrix_cell_counts_errored_trials_too():
+    from lab.report.matrix import cell
+
+    ok = {"status": "ok", "verdict": "stale write rejected"}
+    assert cell([ok, ok, {"status": "error", "reason": "x"}]) == "✓ stale write rejected 2/3, error 1/3"
+    assert cell([{"status": "ok", "verdict": "stale write accepted"}]) == "✗ stale write accepted 1/1"
