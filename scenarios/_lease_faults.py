@@ -43,7 +43,7 @@ def lock_has_own_connection(backend_cls) -> bool:
     return bool({"session_lock", "lease_expiry"} & backend_cls.capabilities)
 
 
-def _addresses(env: TrialEnv, service: str) -> list[tuple[str, int]]:
+def lock_addresses(env: TrialEnv, service: str) -> list[tuple[str, int]]:
     """host:port of every server holding the lock (three for Redlock)."""
     if service == "postgres":
         return [(env.services.pg_url.host, env.services.pg_url.port)]
@@ -54,7 +54,7 @@ def _addresses(env: TrialEnv, service: str) -> list[tuple[str, int]]:
     return [(host, int(port))]
 
 
-def _proxied(env: TrialEnv, service: str, ports: list[int], own_connection: bool) -> dict:
+def proxied_spec(env: TrialEnv, service: str, ports: list[int], own_connection: bool) -> dict:
     """Spec changes that route the holder's lock connections through the proxies."""
     if service == "redis":
         return {"options": {"lock_redis_url": f"redis://127.0.0.1:{ports[0]}/0"}}
@@ -84,9 +84,9 @@ def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
             "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
             "fault_point": "before_write" if own_connection else "after_delete",
             "mode": "stop" if fault == "pause" else "wait"}
-    proxies = [BlackholeProxy(*a).start() for a in _addresses(env, service)] if fault == "cut" else []
+    proxies = [BlackholeProxy(*a).start() for a in lock_addresses(env, service)] if fault == "cut" else []
     if proxies:
-        change = _proxied(env, service, [p.port for p in proxies], own_connection)
+        change = proxied_spec(env, service, [p.port for p in proxies], own_connection)
         spec["options"].update(change.get("options", {}))
         spec.update({k: v for k, v in change.items() if k != "options"})
     holder = HolderProcess(spec)
@@ -106,7 +106,8 @@ def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
                 proxy.blackhole()
         else:
             env.services.restart(service)
-        env.pause(effective_ttl + HEAL_GRACE_S + max(0.0, t_fault - time.monotonic()))
+        # Until one TTL (plus grace) after the fault struck: a restart itself takes part of that time.
+        env.pause(max(0.0, t_fault + effective_ttl + HEAL_GRACE_S - time.monotonic()))
         # The contender keeps trying for one more TTL; the fault heals once it is in or has given up
         # (a lock inside a live transaction keeps it waiting, and then it goes in only after the heal).
         patience = effective_ttl + 1.0
@@ -138,9 +139,9 @@ def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl) -> di
     t0 = by_name["acquire"]["t"]
     write = by_name.get("write", {})
     contender_rebuild = job.rebuilds[0] if job.rebuilds else None
-    # When the contender got in: at acquire for a lock held across writes, at its commit otherwise.
+    # The contender got in when its rebuild committed; its job ends right after that commit.
     got_in = job.acquired and (contender_rebuild is not None and contender_rebuild.outcome == "committed")
-    contender_in_at = (job.ended if got_in else None)
+    contender_in_at = job.ended if got_in else None
     with env.writes.connect() as conn:
         rows_final, runs_in = table.count(conn, COMPANY), table.runs_in(conn, COMPANY)
     holder_write_at = write.get("t") or by_name.get("exit", {}).get("t")

@@ -28,7 +28,7 @@ from lab.history import History
 from lab.job import run_job
 from lab.proxy import BlackholeProxy
 from lab.workload import COMPANY_SIZE, Observer
-from scenarios._lease_faults import _addresses, _proxied, lock_has_own_connection, lock_service
+from scenarios._lease_faults import lock_addresses, lock_has_own_connection, lock_service, proxied_spec
 from scenarios.base import Scenario, TrialEnv
 
 POINTS = ("after_acquire", "after_delete", "mid_insert", "before_commit", "after_commit", "before_release")
@@ -75,8 +75,8 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
     proxies, victim_writes, options = [], None, {"ttl_s": ttl}
     if schedule["kind"] == "cut":
         service = lock_service(cls)
-        proxies = [BlackholeProxy(*a).start() for a in _addresses(env, service)]
-        change = _proxied(env, service, [p.port for p in proxies], own)
+        proxies = [BlackholeProxy(*a).start() for a in lock_addresses(env, service)]
+        change = proxied_spec(env, service, [p.port for p in proxies], own)
         options.update(change.get("options", {}))
         if "writes_dsn" in change:
             victim_writes = pg_engine(change["writes_dsn"], pool_size=2, pool_pre_ping=True)
