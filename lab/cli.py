@@ -52,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="write REPORT.md from a saved run (contacts no server)")
     report.add_argument("run", nargs="?", help="run id or folder (default: the latest under --results)")
     report.add_argument("--results", default="results", type=Path)
-    report.add_argument("--output", default="REPORT.md", type=Path)
+    report.add_argument("--output", default=None, type=Path, help="default: REPORT.md (with --compare: stdout)")
+    report.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
+                        help="a table of the outcomes that differ between two runs")
 
     replay = sub.add_parser("replay", help="re-run a recorded kill-point schedule and print its history")
     replay.add_argument("run", help="run id or folder")
@@ -143,8 +145,18 @@ def cmd_report(args, argv) -> int:
     from lab.report import write_report
     from lab.results import RunFolder
 
+    if args.compare:
+        from lab.report.compare import compare
+
+        text = compare(*(RunFolder.open(args.results, run) for run in args.compare))
+        if args.output is None:
+            print(text, end="")
+        else:
+            args.output.write_text(text)
+            print(f"wrote {args.output}")
+        return 0
     folder = RunFolder.open(args.results, args.run) if args.run else RunFolder.latest(args.results)
-    path = write_report(folder, args.output)
+    path = write_report(folder, args.output or Path("REPORT.md"))
     print(f"wrote {path} from {folder.path}")
     return 0
 

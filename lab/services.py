@@ -17,8 +17,21 @@ from typing import Iterable
 from sqlalchemy import text
 from sqlalchemy.engine import URL
 
-from lab.clients import etcd_client, parse_pg_dsn, pg_engine, redact, redact_text, redis_client
-from lab.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters, traversable_by_others
+from lab.clients import (
+    etcd_client,
+    parse_pg_dsn,
+    pg_engine,
+    redact,
+    redact_text,
+    redis_client,
+)
+from lab.embedded import (
+    EmbeddedEtcd,
+    EmbeddedPostgres,
+    EmbeddedRedis,
+    EmbeddedRedlockMasters,
+    traversable_by_others,
+)
 from lab.errors import ServiceError
 
 SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock")

@@ -15,7 +15,13 @@ from lab.report.costs import section_conflicts, section_perf
 from lab.report.killpoints import section_killpoints
 from lab.report.matrix import section_matrix, section_why_not_leases
 from lab.report.meta import section_outcomes, section_provenance
-from lab.report.session import case_lines, section_calibration, section_cases, section_same_faults
+from lab.report.session import (
+    case_lines,
+    section_calibration,
+    section_cases,
+    section_same_faults,
+)
+from lab.report.summary import section_summary, section_why_not
 from lab.report.timing import section_lookalikes, section_timing
 from lab.results import RunFolder
 
@@ -46,11 +52,11 @@ def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = No
     """The report's text; charts, when given, collects name -> draw(path) for the PNGs it links."""
     frame = trials_frame(trials)
     charts = {} if charts is None else charts
-    parts = [INTRO, section_matrix(frame),
+    parts = [INTRO, section_summary(frame), section_matrix(frame, charts),
              section_cases(frame), section_same_faults(frame), section_calibration(frame),
              section_timing(frame, charts), section_lookalikes(frame),
              section_overlap(frame), section_kill(frame), section_rules(frame),
-             section_conflicts(frame), section_perf(frame), section_why_not_leases(frame),
-             section_killpoints(frame, run_id),
+             section_conflicts(frame), section_perf(frame, charts), section_why_not_leases(frame),
+             section_killpoints(frame, run_id), section_why_not(frame),
              section_outcomes(trials), section_provenance(meta, run_id)]
     return "\n".join(part.rstrip() + "\n" for part in parts if part is not None)

@@ -7,6 +7,7 @@ import statistics
 import pandas as pd
 
 from lab import published
+from lab.report.charts import ratio_chart
 from lab.report.common import md_table, ok_trials, seconds_summary
 
 DESIGN_LABELS = {"no_index": "no index", "adjacent_ids": "index, adjacent ids", "spread_ids": "index, spread-out ids"}
@@ -56,7 +57,7 @@ def section_conflicts(frame: pd.DataFrame) -> str | None:
     return "\n".join(out)
 
 
-def section_perf(frame: pd.DataFrame) -> str | None:
+def section_perf(frame: pd.DataFrame, charts: dict | None = None) -> str | None:
     ok = ok_trials(frame, "perf")
     if ok.empty:
         return None
@@ -66,7 +67,7 @@ def section_perf(frame: pd.DataFrame) -> str | None:
     post_base = published.PERF_SECONDS["one_transaction_for_all"]
     order = ["one_transaction_for_all", "transaction_per_company", "per_company_lock", "batch_50_sorted",
              "workers_2", "workers_4", "workers_8", "per_company_lock_copy"]
-    rows = []
+    rows, bars = [], []
     for variant in [v for v in order if v in by_variant]:
         group = by_variant[variant]
         seconds = [m["seconds"] for m in group.measures]
@@ -80,10 +81,13 @@ def section_perf(frame: pd.DataFrame) -> str | None:
         else:
             flag = "differs: " + ("2 cores here; the post's machine had more" if variant.startswith("workers")
                                   else "machine, disk and scale")
+        bars.append((group.measures.iloc[0]["config"], ours_ratio, post_ratio))
         rows.append([group.measures.iloc[0]["config"], "-" if post is None else f"{post:.1f} s",
                      "-" if post_ratio is None else f"{post_ratio:.2f}", seconds_summary(seconds),
                      "-" if ours_ratio is None else f"{ours_ratio:.2f}", flag])
     first = ok.measures.iloc[0]
+    if charts is not None:
+        charts["perf.png"] = lambda path: ratio_chart(bars, path)
     return "\n".join(["## What the lock costs per company", "",
                       f"Every configuration rebuilds all {first['companies']} companies of {first['rows'] // first['companies']} "
                       f"rows ({first['rows']:,} rows, indexed); the post ran {published.PERF_COMPANIES} companies "
@@ -93,4 +97,4 @@ def section_perf(frame: pd.DataFrame) -> str | None:
                       md_table(["configuration", "post", "post ratio", "ours", "our ratio", ""], rows), "",
                       "Our INSERT generates each company's rows on the server (insert ... select generate_series); "
                       "the COPY row sends them from the client, so it measures the transfer the INSERT rows skip.",
-                      ""])
+                      "", "![cost per configuration, relative to one transaction for all](perf.png)", ""])

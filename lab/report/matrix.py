@@ -8,6 +8,7 @@ import pandas as pd
 
 import backends
 from lab.checkers import is_violation
+from lab.report.charts import matrix_chart
 from lab.report.common import md_table
 
 # (scenario, variant) -> column heading, in the order a reader meets the faults in the post.
@@ -46,7 +47,7 @@ def cell(records: list[dict]) -> str:
     return ("✗ " if unsafe else "✓ ") + text
 
 
-def section_matrix(frame: pd.DataFrame) -> str | None:
+def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | None:
     columns = [(key, label) for key, label in FAULTS
                if not frame[(frame.scenario == key[0])].empty]
     if not columns:
@@ -60,6 +61,9 @@ def section_matrix(frame: pd.DataFrame) -> str | None:
                             & frame.variant.isin([variant, "-"])].to_dict("records")
             row.append(cell(records))
         rows.append(row)
+    if charts is not None:
+        charts["matrix.png"] = lambda path: matrix_chart([r[0] for r in rows], [label for _, label in columns],
+                                                         [r[1:] for r in rows], path)
     return "\n".join([
         "## Every backend under every fault", "",
         "Each cell is the measured outcome with its trial count: ✗ marks a failure of the lock's one job "
@@ -69,7 +73,8 @@ def section_matrix(frame: pd.DataFrame) -> str | None:
         "*intact*). *n/a*: the fault does not apply to that backend (see *Every outcome* for the reason). "
         "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
-        md_table(["backend", *[label for _, label in columns]], rows), ""])
+        md_table(["backend", *[label for _, label in columns]], rows), "",
+        "![the matrix as colours: red failed, green kept the company whole, grey not applicable](matrix.png)", ""])
 
 
 LEASE_BACKENDS = ["redis", "redlock", "etcd", "redis_fenced", "etcd_fenced", "lease_row"]

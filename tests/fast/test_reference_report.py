@@ -1,0 +1,99 @@
+"""The committed REPORT.md: reproduced byte for byte from the committed run, every figure traceable to it.
+
+The counts are recomputed here straight from trials.jsonl, without the report's code, so a report
+that drifted from its results (or was edited by hand) fails.
+"""
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from lab.report import render
+from lab.results import RunFolder
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT = ROOT / "REPORT.md"
+
+
+def reference():
+    if not REPORT.exists():
+        pytest.skip("no committed REPORT.md yet")
+    run_id = re.search(r"^\| run \| (\S+) \|$", REPORT.read_text(), re.M).group(1)
+    folder = RunFolder(ROOT / "results" / run_id)
+    trials = {}
+    for record in folder.trials():
+        trials[record["id"]] = record  # the last record of a trial counts, as in the report
+    return folder, list(trials.values())
+
+
+def table(text: str, heading: str) -> list[list[str]]:
+    """The first Markdown table after a heading, as rows of cells (header and rule dropped)."""
+    section = text.split(heading, 1)[1]
+    lines = [ln for ln in section.splitlines() if ln.startswith("|")]
+    rows, started = [], False
+    for line in section.splitlines():
+        if line.startswith("|"):
+            started = True
+            rows.append([c.strip() for c in line.strip("|").split(" | ")])
+        elif started:
+            break
+    assert lines, heading
+    return rows[2:]
+
+
+def test_report_is_reproduced_byte_for_byte():
+    folder, _ = reference()
+    assert render(folder.meta(), folder.trials(), folder.run_id) == REPORT.read_text()
+
+
+def test_every_matrix_count_comes_from_the_trials():
+    folder, trials = reference()
+    text = REPORT.read_text()
+    header = [c.strip() for c in text.split("## Every backend under every fault", 1)[1]
+              .split("\n| backend |", 1)[1].split("\n", 1)[0].strip(" |").split(" | ")]
+    from lab.report.matrix import FAULTS
+
+    keys = {label: key for key, label in FAULTS}
+    checked = 0
+    for row in table(text, "## Every backend under every fault"):
+        backend = row[0]
+        for label, cell in zip(header, row[1:]):
+            scenario, variant = keys[label]
+            records = [t for t in trials if t["scenario"] == scenario and t["backend"] == backend
+                       and t["variant"] == variant]
+            verdicts = Counter(t["verdict"] for t in records if t["status"] == "ok")
+            total = sum(t["status"] != "skipped" for t in records)
+            for verdict, n, of in re.findall(r"([a-z][a-z ()0-9]*?) (\d+)/(\d+)", cell):
+                verdict = verdict.removeprefix("lost ") if verdict == "lost within one poll" else verdict
+                if verdict == "error":
+                    assert int(n) == sum(t["status"] == "error" for t in records)
+                else:
+                    assert verdicts[verdict] == int(n), (backend, label, cell)
+                assert total == int(of), (backend, label, cell)
+                checked += 1
+    assert checked > 50
+
+
+def test_every_timing_row_comes_from_the_trials():
+    _, trials = reference()
+    labels = {"default": "session", "AUTOCOMMIT": "session_autocommit"}
+    for row in table(REPORT.read_text(), "## Timing runs"):
+        trigger, who = row[0].split("/", 1)
+        backend = labels.get(who, who)
+        firsts = [t["measures"]["first_got_at"] for t in trials
+                  if t["scenario"] == "timing" and t["backend"] == backend and t["variant"] == trigger]
+        got = sorted(f for f in firsts if f is not None)
+        assert row[1].startswith(f"{len(got)}/{len(firsts)} trials overlapped")
+        if got:
+            assert f"min {got[0]:.2f}s, max {got[-1]:.2f}s" in row[1]
+
+
+def test_the_committed_run_describes_itself():
+    folder, trials = reference()
+    meta = folder.meta()
+    assert meta["profile"] == "default" and meta["scenarios"] == json.loads(json.dumps(meta["scenarios"]))
+    assert "--scenario all" in meta["command"] and meta["git_commit"]
+    assert {t["scenario"] for t in trials} >= {"cases", "calibrate", "timing", "pause", "killpoints", "perf"}

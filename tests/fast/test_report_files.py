@@ -1,0 +1,53 @@
+"""Report files: byte-identical on re-render (charts included), and --compare on two saved runs."""
+
+import json
+
+from lab.report import write_report
+from lab.report.compare import compare
+from lab.results import RunFolder
+from tests.fast.test_report import META, case_trial, overlap_trial
+
+
+def timing_trial(backend, trigger, first, index):
+    return {"id": f"timing/{backend}/{trigger}/{index}", "scenario": "timing", "backend": backend,
+            "variant": trigger, "index": index, "status": "ok",
+            "verdict": "overlapped" if first else "no overlap",
+            "measures": {"trigger": trigger, "timeout_s": 10.0, "window_s": 30.0, "seed": "s", "attempts": 3,
+                         "first_got_at": first, "holder_state_at_end": None}}
+
+
+def make_run(root, name, trials):
+    folder = RunFolder(root / name)
+    folder.path.mkdir(parents=True)
+    folder.write_meta(META)
+    for trial in trials:
+        folder.append(trial)
+    return folder
+
+
+def test_rerendering_a_run_gives_the_same_bytes_charts_included(tmp_path):
+    trials = [case_trial("A", "session", "idle_in_transaction"), overlap_trial("none", 500, 0),
+              timing_trial("session", "cron", 10.4, 0), timing_trial("session_autocommit", "cron", None, 0)]
+    folder = make_run(tmp_path, "run-1", trials)
+    first = {}
+    for attempt in ("a", "b"):
+        out = tmp_path / attempt / "REPORT.md"
+        write_report(folder, out)
+        files = {p.name: p.read_bytes() for p in out.parent.iterdir()}
+        assert {"REPORT.md", "timing.png", "matrix.png"} <= set(files)
+        if first:
+            assert files == first
+        first = files
+
+
+def test_compare_lists_changed_findings_and_ignores_trial_counts(tmp_path):
+    lost = case_trial("A", "session", "idle_in_transaction")
+    held = json.loads(json.dumps(lost))
+    held["verdict"] = "held"
+    more = [json.loads(json.dumps(lost)) for _ in range(3)]
+    for i, trial in enumerate(more):
+        trial["index"], trial["id"] = i, f"cases/session/idle_in_transaction/{i}"
+    a = make_run(tmp_path, "a", [lost])
+    assert "0 outcomes differ" in compare(a, make_run(tmp_path, "b", more))  # lost 1/1 vs lost 3/3
+    text = compare(a, make_run(tmp_path, "c", [held]))
+    assert "1 outcomes differ" in text and "| cases | session | idle_in_transaction | lost 1/1 | held 1/1 |" in text
