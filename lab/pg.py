@@ -7,6 +7,7 @@ cannot change what is looked at (a query on a default connection opens a transac
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 from sqlalchemy import text
@@ -51,6 +52,19 @@ def session_state(monitor: Engine, pid: int) -> str:
         state = conn.execute(text("select state from pg_stat_activity where pid = :pid"),
                              {"pid": pid}).scalar()
     return state or "gone"
+
+
+def wait_gone(monitor: Engine, pid: int, within: float = 10.0, every: float = 0.02) -> float | None:
+    """Seconds until the server shows session pid gone (None if it is still there after `within`).
+
+    There is no event for a session's end, so this asks pg_stat_activity every `every` seconds.
+    """
+    start = time.monotonic()
+    while session_state(monitor, pid) != "gone":
+        if time.monotonic() - start > within:
+            return None
+        time.sleep(every)
+    return time.monotonic() - start
 
 
 def terminate(monitor: Engine, pid: int) -> bool:

@@ -9,8 +9,6 @@ ends the session and frees the lock.
 
 from __future__ import annotations
 
-import time
-
 from sqlalchemy import text
 
 from lab import pg
@@ -72,7 +70,7 @@ class Lookalikes(Scenario):
                 same_session = conn.execute(text("select pg_backend_pid()")).scalar() == pid
             with engine.connect() as again:  # the next checkout is where recycle acts
                 new_pid = again.execute(text("select pg_backend_pid()")).scalar()
-            time.sleep(0.05)
+            pg.wait_gone(env.monitor, pid, within=2)
             return {"held_while_checked_out": still_held, "same_session": same_session,
                     "recycled_at_checkout": new_pid != pid, "other_got_lock_after": self._other_gets(env, key)}
         finally:
@@ -91,9 +89,7 @@ class Lookalikes(Scenario):
             conn = engine.connect()
             conn.invalidate()  # ends the session
             conn.close()
-            deadline = time.monotonic() + 2
-            while pg.session_state(env.monitor, pid) != "gone" and time.monotonic() < deadline:
-                time.sleep(0.01)
+            pg.wait_gone(env.monitor, pid, within=2)
             return {"held_after_close": held_after_close, "other_got_lock_after_close": other_after_close,
                     "other_got_lock_after_invalidate": self._other_gets(env, key)}
         finally:

@@ -4,13 +4,13 @@ The counts are recomputed here straight from trials.jsonl, without the report's 
 that drifted from its results (or was edited by hand) fails.
 """
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+import scenarios
 from lab.report import render
 from lab.results import RunFolder
 
@@ -94,6 +94,6 @@ def test_every_timing_row_comes_from_the_trials():
 def test_the_committed_run_describes_itself():
     folder, trials = reference()
     meta = folder.meta()
-    assert meta["profile"] == "default" and meta["scenarios"] == json.loads(json.dumps(meta["scenarios"]))
+    assert meta["profile"] == "default" and meta["scenarios"] == scenarios.names()
     assert "--scenario all" in meta["command"] and meta["git_commit"]
     assert {t["scenario"] for t in trials} >= {"cases", "calibrate", "timing", "pause", "killpoints", "perf"}

@@ -21,12 +21,10 @@ def trial_env(services, engines, scenario, backend, variant, params, index=0, ru
 
 
 def wait_session_gone(monitor, pid: int, within: float = 10.0) -> float:
-    """Seconds until the server ended session pid (polls pg_stat_activity); fails after `within`."""
-    start = time.monotonic()
-    while pg.session_state(monitor, pid) != "gone":
-        assert time.monotonic() - start < within, f"session {pid} still alive after {within}s"
-        time.sleep(0.05)
-    return time.monotonic() - start
+    """Seconds until the server ended session pid; fails after `within`."""
+    waited = pg.wait_gone(monitor, pid, within)
+    assert waited is not None, f"session {pid} still alive after {within}s"
+    return waited
 
 
 def shared_tmp(tmp_path: Path) -> Path:
