@@ -11,15 +11,13 @@ import select
 import socket
 import threading
 
-from lab.processes import free_port
-
 
 class BlackholeProxy:
     """127.0.0.1:port -> target; blackhole() and restore() act on every connection at once."""
 
     def __init__(self, target_host: str, target_port: int):
         self.target = (target_host, target_port)
-        self.port = free_port()
+        self.port: int | None = None  # known once started: the kernel picks it, so no other bind can race us
         self._flowing = threading.Event()
         self._flowing.set()
         self._closed = threading.Event()
@@ -28,7 +26,8 @@ class BlackholeProxy:
         self._listener: socket.socket | None = None
 
     def start(self) -> "BlackholeProxy":
-        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
         threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
         return self
 
