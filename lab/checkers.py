@@ -51,7 +51,7 @@ def lease_verdict(lost: bool, holder_write: str) -> str:
 
 
 # Verdicts that mean the lock failed at its one job; everything else kept the company whole.
-VIOLATIONS = ("lost", "stale write accepted", "merged", "torn", "short")
+VIOLATIONS = ("lost", "stale write accepted", "merged", "torn", "short", "counterexample")
 
 
 def is_violation(verdict: str) -> bool:

@@ -22,6 +22,7 @@ FAULTS = [
     (("pause", "sigstop"), "holder paused past the TTL"),
     (("cut", "blackhole"), "lock connection cut past the TTL"),
     (("restart", "server_restart"), "lock server restarted"),
+    (("killpoints", "search"), "kill points searched by hypothesis"),
 ]
 
 

@@ -1,6 +1,13 @@
 """Checkers: each planted violation is caught, and a clean trial passes."""
 
-from lab.checkers import company_state, detected_within, is_violation, lease_verdict, lock_verdict, torn_counts
+from lab.checkers import (
+    company_state,
+    detected_within,
+    is_violation,
+    lease_verdict,
+    lock_verdict,
+    torn_counts,
+)
 
 
 def test_contender_getting_the_lock_is_a_loss():

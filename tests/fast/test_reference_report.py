@@ -66,14 +66,14 @@ def test_every_matrix_count_comes_from_the_trials():
                        and t["variant"] == variant]
             verdicts = Counter(t["verdict"] for t in records if t["status"] == "ok")
             total = sum(t["status"] != "skipped" for t in records)
-            for verdict, n, of in re.findall(r"([a-z][a-z ()0-9]*?) (\d+)/(\d+)", cell):
-                verdict = verdict.removeprefix("lost ") if verdict == "lost within one poll" else verdict
-                if verdict == "error":
-                    assert int(n) == sum(t["status"] == "error" for t in records)
-                else:
-                    assert verdicts[verdict] == int(n), (backend, label, cell)
-                assert total == int(of), (backend, label, cell)
+            if not verdicts:
+                assert cell in ("n/a", "not run"), (backend, label, cell)
+                continue
+            for verdict, n in verdicts.items():
+                assert f"{verdict} {n}/{total}" in cell, (backend, label, cell)
                 checked += 1
+            errors = sum(t["status"] == "error" for t in records)
+            assert (f"error {errors}/{total}" in cell) == bool(errors), (backend, label, cell)
     assert checked > 50
 
 
