@@ -97,3 +97,51 @@ def test_the_committed_run_describes_itself():
     assert meta["profile"] == "default" and meta["scenarios"] == scenarios.names()
     assert "--scenario all" in meta["command"] and meta["git_commit"]
     assert {t["scenario"] for t in trials} >= {"cases", "calibrate", "timing", "pause", "killpoints", "perf"}
+
+
+def _ok(trials, scenario, **match):
+    return [t for t in trials if t["scenario"] == scenario and t["status"] == "ok"
+            and all(t[k] == v for k, v in match.items())]
+
+
+def test_overlap_and_kill_rows_come_from_the_trials():
+    _, trials = reference()
+    text = REPORT.read_text()
+    for row in table(text, "## Two rebuilds of one company at once"):
+        backend, isolation = row[0], row[1]
+        variant = "repeatable_read" if isolation == "REPEATABLE READ" else "two_runs"
+        finals = [str(t["measures"]["rows_final"]) for t in _ok(trials, "overlap", backend=backend, variant=variant)]
+        assert row[2].startswith(", ".join(finals)), row
+    for row in table(text, "## A run killed after its delete"):
+        finals = [str(t["measures"]["rows_final"]) for t in _ok(trials, "kill", backend=row[0])]
+        seen = sorted({c for t in _ok(trials, "kill", backend=row[0]) for c in t["measures"]["rows_seen"]})
+        assert row[3] == ", ".join(finals) and row[2] == str(seen), row
+
+
+def test_conflict_counts_and_cost_medians_come_from_the_trials():
+    import statistics
+
+    _, trials = reference()
+    text = REPORT.read_text()
+    designs = {"no index": "no_index", "index, adjacent ids": "adjacent_ids", "index, spread-out ids": "spread_ids"}
+    for row in table(text, "## SERIALIZABLE without a lock"):
+        counts = [t["measures"]["failed"] for t in _ok(trials, "conflicts", variant=designs[row[0]])]
+        assert row[2] == ", ".join(f"{c} of 8" for c in counts), row
+    configs = {t["measures"]["config"]: t["variant"] for t in _ok(trials, "perf")}
+    for row in table(text, "## What the lock costs per company"):
+        seconds = [t["measures"]["seconds"] for t in _ok(trials, "perf", variant=configs[row[0]])]
+        assert row[3].startswith(f"{statistics.median(seconds):.2f} s ({min(seconds):.2f}-{max(seconds):.2f}"), row
+
+
+def test_calibration_lines_and_kill_point_verdicts_come_from_the_trials():
+    _, trials = reference()
+    text = REPORT.read_text()
+    for t in _ok(trials, "calibrate", backend="session_autocommit"):
+        assert f"second session got the lock at {t['measures']['got_at']:.3f}s" in text
+    for row in table(text, "## Kill points searched by hypothesis"):
+        (trial,) = _ok(trials, "killpoints", backend=row[0])
+        m = trial["measures"]
+        if m["minimal"] is None:
+            assert row[1] == f"{m['tried']} schedules tried, none failed", row
+        else:
+            assert f"after {m['tried']} schedules: {m['described']}" in row[1], row
