@@ -48,7 +48,8 @@ def section_cases(frame: pd.DataFrame) -> str | None:
         matching = sum(lines == expected for lines in measured)
         first = rows.measures.iloc[0]
         verdict = "match" if matching == len(measured) else "MISMATCH"
-        summary.append([letter, title, f"{verdict} ({matching}/{len(measured)} trials)",
+        reason = "" if verdict == "match" else ": check the server's version and where its guard is set"
+        summary.append([letter, title, f"{verdict} ({matching}/{len(measured)} trials){reason}",
                         f"{first['timeout_s']:.1f} s {first['setting']}", first.get("server_said") or "-"])
         out += [f"### {letter}. {title}", "", *side_by_side(expected, measured[0]), ""]
     table = md_table(["case", "method", "ours vs post", "guard set on the lock's session",

@@ -47,6 +47,10 @@ def section_timing(frame: pd.DataFrame, charts: dict) -> str | None:
         label = f"{trigger}/{LABELS.get(backend, backend)}"
         post = published_line(key) if key in published.TIMING else "-"
         early = f"**{s['before_timeout']} before the timeout**" if s["before_timeout"] else "none before the timeout"
+        if key in published.TIMING:
+            same = s["overlapped"] * published.TIMING[key][1] == published.TIMING[key][0] * s["trials"]
+            early += ("; matches the post's count" if same else
+                      "; **differs from the post's count** (timer or scale: compare the timeout above)")
         rows.append([label, stats_line(s, timeout), post, early])
         bars.append((label, s["min"], s["max"]))
     charts["timing.png"] = lambda path: timing_chart(bars, timeout, path)

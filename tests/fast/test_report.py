@@ -87,7 +87,7 @@ def test_conflict_counts_differing_from_the_post_are_flagged():
              "variant": "spread_ids", "index": 0, "status": "ok", "verdict": "3 of 8 failed",
              "measures": {"design": "spread_ids", "failed": 3, "of": 8}}
     text = render(META, [trial], "r")
-    assert "| index, spread-out ids | 0 of 8 | 3 of 8 | differs |" in text
+    assert "| index, spread-out ids | 0 of 8 | 3 of 8 | differs: predicate locks follow index pages" in text
 
 
 def test_timing_trials_get_the_posts_statistics_line_and_a_chart(tmp_path):
