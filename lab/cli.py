@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_server_flags(run)
 
     report = sub.add_parser("report", help="write REPORT.md from a saved run (contacts no server)")
-    report.add_argument("run", nargs="?", help="run id or folder (default: the latest under --results)")
+    report.add_argument("run", nargs="*", help="run ids or folders (default: the latest under --results); "
+                                              "with several, a later run's trial replaces an earlier one's")
     report.add_argument("--results", default="results", type=Path)
     report.add_argument("--output", default=None, type=Path, help="default: REPORT.md (with --compare: stdout)")
     report.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
@@ -155,9 +156,9 @@ def cmd_report(args, argv) -> int:
             args.output.write_text(text)
             print(f"wrote {args.output}")
         return 0
-    folder = RunFolder.open(args.results, args.run) if args.run else RunFolder.latest(args.results)
-    path = write_report(folder, args.output or Path("REPORT.md"))
-    print(f"wrote {path} from {folder.path}")
+    folders = [RunFolder.open(args.results, run) for run in args.run] or [RunFolder.latest(args.results)]
+    path = write_report(folders, args.output or Path("REPORT.md"))
+    print(f"wrote {path} from {', '.join(str(f.path) for f in folders)}")
     return 0
 
 

@@ -20,6 +20,8 @@ def section_provenance(meta: dict, run_id: str) -> str:
     rows = [["run", run_id], ["command", f"`{meta.get('command', '')}`"], ["profile", meta.get("profile", "")],
             ["started (UTC)", meta.get("started", "")], ["lab commit", meta.get("git_commit") or "unknown"],
             ["machine", f"{machine.get('cores')} cores, {machine.get('memory_gib')} GiB, {machine.get('platform')}"]]
+    for merged in meta.get("merged_with", []):
+        rows.append(["merged with", merged])
     for name, info in sorted(services.items()):
         kind = "embedded" if info.get("embedded") else "external"
         rows.append([f"server: {name}", f"{info.get('version')} ({kind})"])

@@ -51,3 +51,15 @@ def test_compare_lists_changed_findings_and_ignores_trial_counts(tmp_path):
     assert "0 outcomes differ" in compare(a, make_run(tmp_path, "b", more))  # lost 1/1 vs lost 3/3
     text = compare(a, make_run(tmp_path, "c", [held]))
     assert "1 outcomes differ" in text and "| cases | session | idle_in_transaction | lost 1/1 | held 1/1 |" in text
+
+
+def test_several_runs_merge_with_the_later_trial_winning(tmp_path):
+    lost = case_trial("A", "session", "idle_in_transaction")
+    held = json.loads(json.dumps(lost))
+    held["verdict"] = "held"
+    first, second = make_run(tmp_path, "r1", [lost]), make_run(tmp_path, "r2", [held])
+    out = tmp_path / "merged" / "REPORT.md"
+    write_report([first, second], out)
+    text = out.read_text()
+    assert "| cases | session | idle_in_transaction | A | held 1/1 |" in text
+    assert "| run | r1 + r2 |" in text and "| merged with | r2: lab run |" in text
