@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--results", default="results", type=Path)
     _add_server_flags(replay)
 
+    doctor = sub.add_parser("doctor", help="check a PostgreSQL for the hidden-expiry traps, read-only")
+    doctor.add_argument("--dsn", required=True, help="postgresql://user:password@host:port/dbname")
+    doctor.add_argument("--json", action="store_true", help="print one JSON document, for CI pipelines")
+    doctor.add_argument("--hung-after", type=float, default=3600, metavar="SECONDS",
+                        help="warn when a session holding an advisory lock is older than this")
+
     sub.add_parser("list", help="every backend and scenario, one line each")
 
     services = sub.add_parser("services", help="start the embedded servers and keep them until Ctrl-C")
@@ -99,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "services": cmd_services,
-                "replay": cmd_replay}[
+                "replay": cmd_replay, "doctor": cmd_doctor}[
             args.command](args, argv)
     except LabError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
@@ -168,6 +174,26 @@ def cmd_replay(args, argv) -> int:
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
                                                     args.redlock_urls)
     return replay(args.results, args.run, args.trial, external)
+
+
+def cmd_doctor(args, argv) -> int:
+    """Exit 0 when nothing fails, 1 when a check fails, 2 when the server cannot be reached."""
+    import json
+
+    from lab.doctor import as_json, run_doctor, worst
+
+    version, checks = run_doctor(args.dsn, args.hung_after)
+    if args.json:
+        print(json.dumps(as_json(args.dsn, version, checks), indent=2))
+    else:
+        table = Table(title=f"lab doctor: PostgreSQL {version}, read-only")
+        for column in ("check", "status", "what it means", "evidence"):
+            table.add_column(column)
+        for check in checks:
+            table.add_row(check.name, check.status.upper(), check.summary, "\n".join(check.evidence))
+        Console(width=None if sys.stdout.isatty() else 160).print(table)
+        print("lab doctor --json shows the SQL each check ran.")
+    return 1 if worst(checks) == "fail" else 0
 
 
 def cmd_list(args, argv) -> int:

@@ -19,6 +19,7 @@ from sqlalchemy.engine import URL
 
 from lab.clients import (
     etcd_client,
+    first_line,
     parse_pg_dsn,
     pg_engine,
     redact,
@@ -228,10 +229,6 @@ def _version(services: Services, name: str) -> str:
         where = {"postgres": lambda: redact(services.pg_url), "redis": lambda: redact(services.redis_url),
                  "etcd": lambda: services.etcd_endpoint,
                  "redlock": lambda: ", ".join(map(redact, services.redlock_urls))}[name]()
-        raise ServiceError(f"{name} at {where} is unreachable: {_first_line(exc)}") from None
+        raise ServiceError(f"{name} at {where} is unreachable: {first_line(exc)}") from None
 
 
-def _first_line(exc: Exception) -> str:
-    message = str(getattr(exc, "orig", None) or exc).strip()
-    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
-    return redact_text(lines[0] if lines else type(exc).__name__)
