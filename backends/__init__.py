@@ -1,13 +1,25 @@
-"""The registry of lock strategies: a new backend is one module plus one line here.
+"""The registry of lock strategies: a new backend is one module plus one line here, or a plugin.
 
-Modules are imported only when a backend is used, so a backend whose client
-library is missing cannot break the others.
+Modules are imported only when a backend is used, so a backend whose client library is missing
+cannot break the others. Plugins come from the entry-point group `locklab.backends`
+(name = "module:Class") or from `lab run --backend-module module:Class`; one that does not
+import or lacks part of the interface is reported by name with the reason and skipped.
 """
 
+from __future__ import annotations
+
+import importlib.util
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from lab.errors import LabError
 from lab.registry import Registry
 
+ENTRY_POINT_GROUP = "locklab.backends"
+
 # name -> "module:Class". The order is the order of the report's rows.
-REGISTRY = Registry("backend", {
+BUILTIN = {
     "none": "backends.none:NoLock",
     "session": "backends.session:SessionLock",
     "session_commit": "backends.session_commit:SessionLockCommitted",
@@ -20,11 +32,97 @@ REGISTRY = Registry("backend", {
     "etcd": "backends.etcd_lock:EtcdLock",
     "etcd_fenced": "backends.etcd_fenced:EtcdFencedLock",
     "redlock": "backends.redlock:RedlockLock",
-})
+}
 
-names = REGISTRY.names
-load = REGISTRY.load
-resolve = REGISTRY.resolve
+# Adapters for lock libraries (pip install 'locklab[libraries]'): listed only when the library is there.
+ADAPTERS = {
+    "python_redis_lock": ("backends.adapters.python_redis_lock:PythonRedisLock", "redis_lock"),
+    "python_redis_lock_renew": ("backends.adapters.python_redis_lock:PythonRedisLockRenewed", "redis_lock"),
+}
+
+broken: dict[str, str] = {}  # plugin name -> why it was skipped
+
+
+def _discover() -> dict[str, str]:
+    entries = dict(BUILTIN)
+    entries.update({name: target for name, (target, needs) in ADAPTERS.items()
+                    if importlib.util.find_spec(needs) is not None})
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in entries:
+            entries[ep.name] = ep.value
+    return entries
+
+
+REGISTRY = Registry("backend", _discover())
+
+
+def _problem(name: str) -> str | None:
+    """Why a registered backend cannot be used (import error, not a Backend, missing methods), or None."""
+    from backends.base import Backend
+
+    try:
+        cls = REGISTRY.load(name)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        return f"{REGISTRY.entries[name]} is not a backends.base.Backend"
+    if cls.__abstractmethods__:  # acquire, rebuild, held, release are abstract on Backend
+        return f"missing {', '.join(sorted(cls.__abstractmethods__))}"
+    if getattr(cls, "name", None) != name:
+        return f"its class says name = {getattr(cls, 'name', None)!r}, registered as {name!r}"
+    return None
+
+
+def names() -> list[str]:
+    """Every usable backend; unusable plugins are moved to `broken` with their reason."""
+    usable = []
+    for name in REGISTRY.names():
+        if name in broken:
+            continue
+        reason = None if name in BUILTIN else _problem(name)
+        if reason is None:
+            usable.append(name)
+        else:
+            broken[name] = reason
+    return usable
+
+
+def add_module(spec: str) -> str:
+    """Register `module:Class` from the command line; returns its name. The current folder is importable."""
+    module, _, class_name = spec.partition(":")
+    if not module or not class_name:
+        raise LabError(f"--backend-module wants module:Class, got {spec!r}")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        cls = getattr(importlib.import_module(module), class_name)
+        name = cls.name
+    except Exception as exc:
+        raise LabError(f"--backend-module {spec}: {type(exc).__name__}: {exc}") from None
+    REGISTRY.entries[name] = spec
+    reason = _problem(name)
+    if reason is not None:
+        del REGISTRY.entries[name]
+        raise LabError(f"--backend-module {spec}: {reason}")
+    return name
+
+
+def entry(name: str) -> str:
+    """The "module:Class" a backend was registered with (a holder process loads it from this)."""
+    return REGISTRY.entries[name]
+
+
+def load(name: str):
+    return REGISTRY.load(name)
+
+
+def resolve(spec: str) -> list[str]:
+    """'all' or names -> usable backends; a named broken plugin is a one-line error."""
+    usable = names()
+    for wanted in (w.strip() for w in spec.split(",")):
+        if wanted in broken:
+            raise LabError(f"backend {wanted!r} is a broken plugin: {broken[wanted]}")
+    return [n for n in REGISTRY.resolve(spec) if n in usable]
 
 
 def prepare_storage(engine, backend_names) -> None:

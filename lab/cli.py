@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -42,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run scenarios against backends and save the trials")
     run.add_argument("--backend", default="all", help="all, or comma-separated names (see 'lab list')")
+    run.add_argument("--backend-module", action="append", default=[], metavar="MODULE:CLASS",
+                     help="add a backend from your own module (repeatable); the current folder is importable")
     run.add_argument("--scenario", default=None,
                      help="all, or comma-separated names; default: the core set marked * in 'lab list'")
     run.add_argument("--profile", default="default", choices=["quick", "default", "full"])
@@ -110,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     except LabError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # `lab list | head`: the reader left, which is not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def cmd_run(args, argv) -> int:
@@ -119,6 +125,12 @@ def cmd_run(args, argv) -> int:
                                                     args.redlock_urls)
     request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
                          external=external, argv=argv, resume=args.resume)
+    for spec in args.backend_module:
+        request.extra_backends.append(spec)
+        added = backends.add_module(spec)
+        if args.backend == "all" or added in args.backend.split(","):
+            continue
+        args.backend += f",{added}"
     if not args.resume:
         request.backends = backends.resolve(args.backend)
         request.scenarios = scenarios.resolve(args.scenario)
@@ -201,6 +213,8 @@ def cmd_list(args, argv) -> int:
     for name in backends.names():
         cls = backends.load(name)
         print(f"  {name:<20} {cls.summary}")
+    for name, reason in sorted(backends.broken.items()):
+        print(f"! {name:<20} skipped, broken plugin: {reason}")
     print("scenarios (* = run when no --scenario is given):")
     for name in scenarios.names():
         mark = "*" if name in scenarios.DEFAULT_RUN else " "

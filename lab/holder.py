@@ -48,6 +48,9 @@ def main() -> None:
     writes = pg_engine(spec.get("writes_dsn") or url, spec["write_settings"], pool_pre_ping=True)
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],
                          spec["options"])
+    if spec.get("backend_entry"):  # a plugin added with --backend-module is known only by its entry
+        backends.REGISTRY.entries.setdefault(spec["backend"], spec["backend_entry"])
+        sys.path.insert(0, os.getcwd())
     backend = backends.load(spec["backend"])(ctx, spec["key"])
 
     def at(name: str, conn=None) -> None:

@@ -48,6 +48,7 @@ def run_meta(request, services) -> dict:
     return {
         "command": "lab " + " ".join(request.argv),
         "backends": request.backends, "scenarios": request.scenarios, "profile": request.profile,
+        "backend_modules": request.extra_backends,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "services": services.describe(), "versions": package_versions(),
         "git_commit": git_commit(), "machine": machine(), "executable": sys.executable,

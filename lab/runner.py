@@ -42,6 +42,7 @@ class RunRequest:
     external: ExternalAddresses = field(default_factory=ExternalAddresses)
     argv: list[str] = field(default_factory=list)
     resume: str | None = None
+    extra_backends: list[str] = field(default_factory=list)  # --backend-module specs, re-registered on resume
 
 
 @dataclass
@@ -88,6 +89,8 @@ class Runner:
             folder = RunFolder.open(req.results_root, req.resume)
             meta = folder.meta()
             req.backends, req.scenarios, req.profile = meta["backends"], meta["scenarios"], meta["profile"]
+            for spec in meta.get("backend_modules", []):
+                backends.add_module(spec)
             done = {r["id"] for r in folder.trials() if r["status"] != "error"}
         else:
             folder, done = None, set()

@@ -77,7 +77,7 @@ def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
     table = env.table()
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
     guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
-    spec = {"backend": cls.name, "key": env.key(), "options": {"ttl_s": ttl}, "lock_settings": guard,
+    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(), "options": {"ttl_s": ttl}, "lock_settings": guard,
             "write_settings": guard, "pg_dsn": env.services.pg_url.render_as_string(hide_password=False),
             "redis_url": env.services.redis_url, "etcd_endpoint": env.services.etcd_endpoint,
             "redlock_urls": env.services.redlock_urls,

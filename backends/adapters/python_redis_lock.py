@@ -1,0 +1,56 @@
+"""python-redis-lock (module redis_lock), as its README shows it: Lock(conn, name, expire=..., auto_renewal=...)."""
+
+from __future__ import annotations
+
+import redis_lock
+
+from backends._lease import LeaseBackend
+from lab.clients import redis_client
+
+
+class PythonRedisLock(LeaseBackend):
+    """python-redis-lock with an expiry and no renewal; the library's own acquire, locked and release."""
+
+    name = "python_redis_lock"
+    summary = "python-redis-lock Lock(expire=TTL), no auto_renewal; no fencing"
+    capabilities = frozenset({"lease_expiry", "exclusion"})
+    services = ("postgres", "redis")
+    renews = False  # the library's auto_renewal thread does it, when asked (see the subclass)
+    auto_renewal = False
+
+    def __init__(self, ctx, key):
+        super().__init__(ctx, key)
+        url = ctx.options.get("lock_redis_url") or ctx.services.redis_url
+        self.client = redis_client(url, socket_timeout=self.ttl, socket_connect_timeout=self.ttl)
+        self.lock = redis_lock.Lock(self.client, f"locklab:{key}", expire=max(1, int(round(self.ttl))),
+                                    auto_renewal=self.auto_renewal)
+
+    def _try_acquire(self) -> int | None:
+        return 0 if self.lock.acquire(blocking=False) else None
+
+    def _renew(self) -> bool:
+        return False
+
+    def _owned(self) -> bool:
+        return self.lock.get_owner_id() == self.lock.id
+
+    def _release(self) -> bool:
+        try:
+            self.lock.release()
+            return True
+        except redis_lock.NotAcquired:
+            return False
+
+    def close(self) -> None:
+        super().close()
+        if self.auto_renewal and self.lock._lock_renewal_thread is not None:
+            self.lock._stop_lock_renewer()  # the library's own stop, so no renewal thread outlives the run
+        self.client.close()
+
+
+class PythonRedisLockRenewed(PythonRedisLock):
+    """The same with auto_renewal=True: the library renews from its own thread every expire * 2/3."""
+
+    name = "python_redis_lock_renew"
+    summary = "python-redis-lock Lock(expire=TTL, auto_renewal=True); no fencing"
+    auto_renewal = True
