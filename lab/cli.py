@@ -104,8 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     quiet_background_noise()
-    # SIGTERM takes the same path as Ctrl-C: servers stopped, finished trials kept.
+    # SIGTERM takes the same path as Ctrl-C: servers stopped, finished trials kept. SIGINT is set
+    # explicitly too: a background job of a non-interactive shell inherits it ignored.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "services": cmd_services,
                 "replay": cmd_replay, "doctor": cmd_doctor}[

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lab import published
-from tests.server.helpers import processes_under, shared_tmp
+from tests.server.helpers import alive, processes_under, shared_tmp
 
 pytestmark = pytest.mark.server
 
@@ -157,5 +157,24 @@ def test_other_bad_addresses_are_one_line(tmp_path, flag, value, service):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and service in lines[0]
+    assert processes_under(tmp) == [] and list(tmp.iterdir()) == []
+    tmp.rmdir()
+
+
+def test_services_up_stops_on_sigint_even_as_a_background_job(tmp_path):
+    """A non-interactive shell starts background jobs with SIGINT ignored; kill -INT must still stop them."""
+    tmp = shared_tmp(tmp_path)
+    log = tmp_path / "services.log"
+    launcher = subprocess.run(["bash", "-c", f"{sys.executable} -m lab.cli services up > {log} 2>&1 & echo $!"],
+                              capture_output=True, text=True, env=lab_env(tmp), timeout=30)
+    pid = int(launcher.stdout.strip())
+    deadline = time.monotonic() + 60
+    while "Ctrl-C stops them" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGINT)
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid) and log.read_text().strip().endswith("stopped")
     assert processes_under(tmp) == [] and list(tmp.iterdir()) == []
     tmp.rmdir()
