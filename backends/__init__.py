@@ -38,6 +38,7 @@ BUILTIN = {
 ADAPTERS = {
     "python_redis_lock": ("backends.adapters.python_redis_lock:PythonRedisLock", "redis_lock"),
     "python_redis_lock_renew": ("backends.adapters.python_redis_lock:PythonRedisLockRenewed", "redis_lock"),
+    "tooz_pgsql": ("backends.adapters.tooz_pgsql:ToozPostgresLock", "tooz"),
 }
 
 broken: dict[str, str] = {}  # plugin name -> why it was skipped

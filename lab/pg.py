@@ -105,3 +105,11 @@ def waiting_on_lock(monitor: Engine, pid: int) -> bool:
     with monitor.connect() as conn:
         return conn.execute(text("select wait_event_type = 'Lock' from pg_stat_activity where pid = :pid"),
                             {"pid": pid}).scalar() is True
+
+
+def holds_advisory_pair(monitor: Engine, pid: int, key1: int, key2: int) -> bool:
+    """Like holds_advisory_lock, for the two-int form pg_advisory_lock(int, int) (objsubid 2)."""
+    with monitor.connect() as conn:
+        return conn.execute(text("select count(*) from pg_locks where locktype = 'advisory' and granted "
+                                 "and pid = :pid and objsubid = 2 and classid = :a and objid = :b"),
+                            {"pid": pid, "a": key1, "b": key2}).scalar() > 0

@@ -73,3 +73,17 @@ def test_a_backend_module_from_the_command_line(tmp_path):
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_tooz_postgres_lock_is_the_posts_method_1(services, engines):
+    """tooz takes its advisory lock on a default psycopg2 connection: the session idles in a transaction."""
+    pytest.importorskip("tooz")
+    from scenarios.cases import Cases
+    from tests.server.helpers import trial_env
+
+    m = Cases().run_trial(trial_env(services, engines, "cases", "tooz_pgsql", "idle_in_transaction",
+                                    {"timeout_s": 1.0}))
+    assert m["holder_state"] == "idle in transaction"
+    assert [p["got"] for p in m["probes"]] == [False, True]
+    assert m["server_said"] == "terminating connection due to idle-in-transaction timeout"
+    assert m["release"].startswith("raised LockLost: tooz release failed: ToozError")  # what tooz told its caller

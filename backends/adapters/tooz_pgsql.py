@@ -1,0 +1,73 @@
+"""OpenStack tooz's PostgreSQL lock, used as tooz documents it: a coordinator, start(start_heart=True), get_lock.
+
+tooz opens the lock's connection with plain psycopg2.connect (no autocommit) and takes
+pg_try_advisory_lock through a cursor, so the session it leaves is what this adapter
+measures. The lab sets the scenario's guard on that session and reads pg_locks for it;
+it changes nothing in how tooz locks.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from tooz import coordination
+
+from backends._writes import write_transaction
+from backends.base import Backend, Point, RebuildResult, no_point
+from lab import pg
+from lab.errors import LockLost
+
+
+class ToozPostgresLock(Backend):
+    name = "tooz_pgsql"
+    summary = "OpenStack tooz PostgreSQL lock (coordinator with heartbeat); no fencing"
+    capabilities = frozenset({"session_lock", "exclusion"})
+
+    def __init__(self, ctx, key):
+        super().__init__(ctx, key)
+        url = ctx.services.pg_url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self.coordinator = coordination.get_coordinator(url, secrets.token_hex(8).encode())
+        self.coordinator.start(start_heart=True)
+        self.lock = self.coordinator.get_lock(key.encode())
+        self._pid: int | None = None
+
+    @property
+    def lock_pid(self) -> int | None:
+        return self._pid
+
+    def acquire(self) -> bool:
+        got = self.lock.acquire(blocking=False)
+        if got:
+            conn = self.lock._conn  # tooz's own lock connection: read, and given the scenario's guard
+            self._pid = conn.get_backend_pid()
+            with conn.cursor() as cur:
+                for name, value in self.ctx.lock_settings.items():
+                    cur.execute(f"set {name} = %s", (str(value),))
+        return bool(got)
+
+    def held(self) -> bool:
+        if self._pid is None:
+            return False
+        key1, key2 = self.lock.key  # tooz locks on two bytes of md5(name): pg_advisory_lock(int, int)
+        return pg.holds_advisory_pair(self.ctx.monitor, self._pid, key1, key2)
+
+    def touch(self) -> None:
+        with self.lock._conn.cursor() as cur:
+            cur.execute("select 1")
+
+    def release(self) -> None:
+        try:
+            released = self.lock.release()
+        except Exception as exc:  # what tooz says when the session is gone
+            raise LockLost(f"tooz release failed: {type(exc).__name__}: {exc}") from exc
+        if not released:
+            raise LockLost("tooz says the lock was not acquired")
+
+    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
+        return write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point)
+
+    def close(self) -> None:
+        conn = getattr(self.lock, "_conn", None)
+        if conn is not None and not conn.closed:
+            conn.close()  # ends the session; tooz's release would also close it
+        self.coordinator.stop()
