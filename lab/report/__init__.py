@@ -25,7 +25,7 @@ from lab.report.summary import section_summary, section_why_not
 from lab.report.timing import section_lookalikes, section_timing
 from lab.results import RunFolder
 
-__all__ = ["write_report", "render", "case_lines"]
+__all__ = ["write_report", "render", "render_runs", "case_lines"]
 
 INTRO = ("# locklab report\n\n"
          "Which lock keeps two rebuilds apart when things go wrong? Every figure below was measured on real "
@@ -41,11 +41,7 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path) -> Path:
     """
     folders = folders if isinstance(folders, list) else [folders]
     charts: dict = {}
-    meta = dict(folders[0].meta())
-    if len(folders) > 1:
-        meta["merged_with"] = [f"{f.run_id}: {f.meta().get('command', '')}" for f in folders[1:]]
-    trials = [t for f in folders for t in f.trials()]
-    text = render(meta, trials, " + ".join(f.run_id for f in folders), charts)
+    text = render_runs(folders, charts)
     output.parent.mkdir(parents=True, exist_ok=True)
     for name, draw in sorted(charts.items()):
         tmp = output.with_name(name + ".tmp.png")
@@ -55,6 +51,15 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path) -> Path:
     tmp.write_text(text)
     os.replace(tmp, output)  # never a half-written report
     return output
+
+
+def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
+    """The report's text for one run or several merged (a later run's trial replaces an earlier one's)."""
+    meta = dict(folders[0].meta())
+    if len(folders) > 1:
+        meta["merged_with"] = [f"{f.run_id}: {f.meta().get('command', '')}" for f in folders[1:]]
+    trials = [t for f in folders for t in f.trials()]
+    return render(meta, trials, " + ".join(f.run_id for f in folders), charts)
 
 
 def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = None) -> str:

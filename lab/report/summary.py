@@ -10,6 +10,7 @@ import statistics
 
 import pandas as pd
 
+import backends
 from lab.outcomes import outcome_text
 from lab.report.common import md_table, ok_trials
 from lab.report.matrix import FAULTS, cell
@@ -23,7 +24,6 @@ NEEDS = [
     ("a lock in Redis", "redis_fenced"),
     ("one run-level lock held across many transactions", "session_autocommit"),
 ]
-AVOID = ["session", "session_commit", "redis", "redlock", "etcd", "none"]
 
 
 def _scorecard(frame: pd.DataFrame, backend: str) -> tuple[list[str], list[str]]:
@@ -53,11 +53,11 @@ def section_summary(frame: pd.DataFrame) -> str | None:
             f"kept it whole under {len(good)} of {len(good) + len(bad)} faults; failed under: {', '.join(bad)}"
         lines.append(f"- **{need}**: `{backend}` {verdict}.")
     avoid = []
-    for backend in AVOID:
-        if backend in present:
-            _, bad = _scorecard(frame, backend)
-            if bad:
-                avoid.append(f"`{backend}` ({', '.join(bad)})")
+    recommended = {backend for _, backend in NEEDS}
+    for backend in [b for b in backends.names() if b in present and b not in recommended]:
+        _, bad = _scorecard(frame, backend)
+        if bad:
+            avoid.append(f"`{backend}` ({', '.join(bad)})")
     if not lines and not avoid:
         return None
     out = ["## Summary: which lock for which need", "",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import scenarios
-from lab.report import render
+from lab.report import render_runs
 from lab.results import RunFolder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,12 +21,13 @@ REPORT = ROOT / "REPORT.md"
 def reference():
     if not REPORT.exists():
         pytest.skip("no committed REPORT.md yet")
-    run_id = re.search(r"^\| run \| (\S+) \|$", REPORT.read_text(), re.M).group(1)
-    folder = RunFolder(ROOT / "results" / run_id)
+    run_ids = re.search(r"^\| run \| (.+?) \|$", REPORT.read_text(), re.M).group(1).split(" + ")
+    folders = [RunFolder(ROOT / "results" / run_id) for run_id in run_ids]
     trials = {}
-    for record in folder.trials():
-        trials[record["id"]] = record  # the last record of a trial counts, as in the report
-    return folder, list(trials.values())
+    for folder in folders:
+        for record in folder.trials():
+            trials[record["id"]] = record  # the last record of a trial counts, as in the report
+    return folders, list(trials.values())
 
 
 def table(text: str, heading: str) -> list[list[str]]:
@@ -45,8 +46,8 @@ def table(text: str, heading: str) -> list[list[str]]:
 
 
 def test_report_is_reproduced_byte_for_byte():
-    folder, _ = reference()
-    assert render(folder.meta(), folder.trials(), folder.run_id) == REPORT.read_text()
+    folders, _ = reference()
+    assert render_runs(folders) == REPORT.read_text()
 
 
 def test_every_matrix_count_comes_from_the_trials():
@@ -92,8 +93,8 @@ def test_every_timing_row_comes_from_the_trials():
 
 
 def test_the_committed_run_describes_itself():
-    folder, trials = reference()
-    meta = folder.meta()
+    folders, trials = reference()
+    meta = folders[0].meta()
     assert meta["profile"] == "default" and meta["scenarios"] == scenarios.names()
     assert "--scenario all" in meta["command"] and meta["git_commit"]
     assert {t["scenario"] for t in trials} >= {"cases", "calibrate", "timing", "pause", "killpoints", "perf"}
