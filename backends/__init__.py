@@ -57,6 +57,16 @@ def _discover() -> dict[str, str]:
 REGISTRY = Registry("backend", _discover())
 
 
+def rank(name: str) -> tuple:
+    """Sort key for reports: built-ins in registry order, then any other backend by name.
+
+    It depends on the name alone, so a saved run renders the same whether or not the
+    adapters and plugins it used are installed where the report is made.
+    """
+    order = list(BUILTIN)
+    return (order.index(name), "") if name in order else (len(order), name)
+
+
 def _problem(name: str) -> str | None:
     """Why a registered backend cannot be used (import error, not a Backend, missing methods), or None."""
     from backends.base import Backend

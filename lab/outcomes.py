@@ -35,7 +35,7 @@ def registry_order(record: dict) -> tuple:
 
     scenario = record["scenario"]
     variants = list(_declared_variants(scenario))
-    return (position(scenarios.names(), scenario), position(backends.names(), record["backend"]),
+    return (position(scenarios.names(), scenario), backends.rank(record["backend"]),
             position(variants, record["variant"]), record["variant"], record["index"])
 
 

@@ -53,7 +53,7 @@ def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | Non
                if not frame[(frame.scenario == key[0])].empty]
     if not columns:
         return None
-    names = [b for b in backends.names() if b in set(frame.backend)]
+    names = sorted(set(frame.backend), key=backends.rank)
     rows = []
     for backend in names:
         row = [backend]

@@ -54,7 +54,7 @@ def section_summary(frame: pd.DataFrame) -> str | None:
         lines.append(f"- **{need}**: `{backend}` {verdict}.")
     avoid = []
     recommended = {backend for _, backend in NEEDS}
-    for backend in [b for b in backends.names() if b in present and b not in recommended]:
+    for backend in [b for b in sorted(present, key=backends.rank) if b not in recommended]:
         _, bad = _scorecard(frame, backend)
         if bad:
             avoid.append(f"`{backend}` ({', '.join(bad)})")
