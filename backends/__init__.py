@@ -39,6 +39,7 @@ ADAPTERS = {
     "python_redis_lock": ("backends.adapters.python_redis_lock:PythonRedisLock", "redis_lock"),
     "python_redis_lock_renew": ("backends.adapters.python_redis_lock:PythonRedisLockRenewed", "redis_lock"),
     "tooz_pgsql": ("backends.adapters.tooz_pgsql:ToozPostgresLock", "tooz"),
+    "tooz_redis": ("backends.adapters.tooz_redis:ToozRedisLock", "tooz"),
 }
 
 broken: dict[str, str] = {}  # plugin name -> why it was skipped

@@ -68,7 +68,8 @@ def test_every_matrix_count_comes_from_the_trials():
             verdicts = Counter(t["verdict"] for t in records if t["status"] == "ok")
             total = sum(t["status"] != "skipped" for t in records)
             if not verdicts:
-                assert cell in ("n/a", "not run"), (backend, label, cell)
+                errors = sum(t["status"] == "error" for t in records)
+                assert cell in ("n/a", "not run", f"error {errors}/{total}"), (backend, label, cell)
                 continue
             for verdict, n in verdicts.items():
                 assert f"{verdict} {n}/{total}" in cell, (backend, label, cell)
