@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run", nargs="*", help="run ids or folders (default: the latest under --results); "
                                               "with several, a later run's trial replaces an earlier one's")
     report.add_argument("--results", default="results", type=Path)
-    report.add_argument("--output", default=None, type=Path, help="default: REPORT.md (with --compare: stdout)")
+    report.add_argument("--output", default=None, type=Path,
+                        help="default: REPORT.md in the (last) run's folder; with --compare: stdout")
     report.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
                         help="a table of the outcomes that differ between two runs")
 
@@ -177,7 +178,7 @@ def cmd_report(args, argv) -> int:
             print(f"wrote {args.output}")
         return 0
     folders = [RunFolder.open(args.results, run) for run in args.run] or [RunFolder.latest(args.results)]
-    path = write_report(folders, args.output or Path("REPORT.md"))
+    path = write_report(folders, args.output or folders[-1].path / "REPORT.md")
     print(f"wrote {path} from {', '.join(str(f.path) for f in folders)}")
     return 0
 

@@ -18,7 +18,8 @@ def section_provenance(meta: dict, run_id: str) -> str:
     versions = meta.get("versions", {})
     machine = meta.get("machine", {})
     rows = [["run", run_id], ["command", f"`{meta.get('command', '')}`"],
-            ["re-render with", f"`lab report {run_id.replace(' + ', ' ')}`"], ["profile", meta.get("profile", "")],
+            ["re-render with", f"`lab report {run_id.replace(' + ', ' ')} --output REPORT.md`"],
+            ["profile", meta.get("profile", "")],
             ["started (UTC)", meta.get("started", "")], ["lab commit", meta.get("git_commit") or "unknown"],
             ["machine", f"{machine.get('cores')} cores, {machine.get('memory_gib')} GiB, {machine.get('platform')}"]]
     for merged in meta.get("merged_with", []):
