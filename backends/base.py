@@ -15,7 +15,7 @@ from typing import Callable, ClassVar
 from sqlalchemy.engine import Connection, Engine
 
 from lab.services import Services
-from lab.workload import CompanyTable
+from lab.workload import CompanyTable, no_point  # noqa: F401  (re-exported for backends)
 
 # Capabilities a backend may declare, and what each promises.
 CAPABILITIES = {
@@ -31,10 +31,6 @@ CAPABILITIES = {
 # before_commit, after_commit) with the write's connection, so a scenario or a fault can act
 # at an exact point of the transaction (or end exactly that session).
 Point = Callable[[str, "Connection | None"], None]
-
-
-def no_point(name: str, conn=None) -> None:
-    return None
 
 
 @dataclass

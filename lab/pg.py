@@ -34,12 +34,6 @@ def writes_engine(services: Services) -> Engine:
                      connect_args={"application_name": "locklab-writes"})
 
 
-def lock_key(engine: Engine, name: str) -> int:
-    """The bigint the post's code locks on: hashtextextended(name, 0)."""
-    with engine.connect() as conn:
-        return conn.execute(text("select hashtextextended(:n, 0)"), {"n": name}).scalar()
-
-
 def holds_advisory_lock(monitor: Engine, pid: int, key: int) -> bool:
     """True when pg_locks shows session pid holding the advisory lock on key."""
     with monitor.connect() as conn:

@@ -82,6 +82,3 @@ class RunFolder:
             except json.JSONDecodeError:
                 continue  # a line torn by a crash mid-write: that trial counts as not done
         return records
-
-    def done_ids(self) -> set[str]:
-        return {r["id"] for r in self.trials()}

@@ -24,8 +24,8 @@ _SCHEMA_MARK = "created by locklab; dropped by locklab"
 COMPANY_SIZE = 250  # rows per company in the post's company_design runs
 
 
-
-def _no_point(name: str, conn=None) -> None:
+def no_point(name: str, conn=None) -> None:
+    """The hook that does nothing at every named point."""
     return None
 
 
@@ -74,10 +74,6 @@ class CompanyTable:
             if index:
                 conn.execute(text(f"create index on {self.name} (company_id)"))
 
-    def drop(self, engine: Engine) -> None:
-        with engine.begin() as conn:
-            conn.execute(text(f"drop table if exists {self.name}"))
-
     def seed(self, engine: Engine, company: int, rows: int = COMPANY_SIZE, run_id: str = "seed") -> None:
         with engine.begin() as conn:
             self.insert(conn, company, rows, run_id)
@@ -106,7 +102,7 @@ class CompanyTable:
             cursor.close()
 
     def rebuild(self, conn: Connection, company: int, rows: int, run_id: str,
-                point=_no_point, use_copy: bool = False) -> int:
+                point=no_point, use_copy: bool = False) -> int:
         """Delete the company's rows and insert fresh ones, in the caller's transaction.
 
         Returns how many rows the delete removed (0 means it missed a concurrent rebuild).

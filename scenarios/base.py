@@ -89,8 +89,7 @@ class TrialEnv:
 
     def pause(self, seconds: float) -> None:
         """Hold for seconds (a run keeping its transaction open), waking at once if the run is stopped."""
-        if self.stop.wait(seconds):
-            raise Interrupted()
+        self.wait_until(time.monotonic(), seconds)
 
     def wait_until(self, t0: float, seconds: float) -> None:
         """Sleep until t0 + seconds on the monotonic clock, waking at once if the run is stopped."""

@@ -53,11 +53,20 @@ def test_rendering_is_deterministic_and_ignores_record_order():
     assert render(META, trials, "r") == render(META, list(reversed(copy.deepcopy(trials))), "r")
 
 
-def test_provenance_never_shows_a_password():
+def test_what_a_run_records_about_its_servers_hides_passwords():
+    """meta.json takes the servers from Services.describe(); the report prints versions, not addresses."""
+    from lab.clients import parse_pg_dsn
+    from lab.services import Services
+
+    described = Services(pg_url=parse_pg_dsn("postgresql://app:s3cret@db:5432/x"),
+                         redis_url="redis://:hunter2@cache:6379/0", redlock_urls=["redis://:pw3@a:1/0"],
+                         versions={"postgres": "18.6"}).describe()
+    assert "s3cret" not in str(described) and "hunter2" not in str(described) and "pw3" not in str(described)
+    assert described["postgres"]["address"] == "postgresql+psycopg2://app:***@db:5432/x"
     meta = copy.deepcopy(META)
-    meta["services"]["postgres"]["address"] = "postgresql+psycopg2://app:***@db:5432/x"
+    meta["services"] = described
     text = render(meta, [case_trial("A", "session", "idle_in_transaction")], "r")
-    assert "## Provenance" in text and "18.6 (embedded)" in text
+    assert "| server: postgres | 18.6 (external) |" in text and "app" not in text.split("## Provenance")[1]
 
 
 def overlap_trial(backend, rows_final, deleted2, index=0):
