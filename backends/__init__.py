@@ -34,12 +34,16 @@ BUILTIN = {
     "redlock": "backends.redlock:RedlockLock",
 }
 
-# Adapters for lock libraries (pip install 'locklab[libraries]'): listed only when the library is there.
+# Adapters for lock libraries (pip install 'locklab[libraries]'): name -> (entry, modules it needs);
+# listed only when those modules are installed.
 ADAPTERS = {
     "python_redis_lock": ("backends.adapters.python_redis_lock:PythonRedisLock", "redis_lock"),
     "python_redis_lock_renew": ("backends.adapters.python_redis_lock:PythonRedisLockRenewed", "redis_lock"),
     "tooz_pgsql": ("backends.adapters.tooz_pgsql:ToozPostgresLock", "tooz"),
     "tooz_redis": ("backends.adapters.tooz_redis:ToozRedisLock", "tooz"),
+    "tooz_etcd": ("backends.adapters.tooz_etcd:ToozEtcdLock", "tooz", "etcd3gw"),
+    "sherlock_redis": ("backends.adapters.sherlock:SherlockRedisLock", "sherlock"),
+    "sherlock_etcd": ("backends.adapters.sherlock:SherlockEtcdLock", "sherlock", "etcd"),
 }
 
 broken: dict[str, str] = {}  # plugin name -> why it was skipped
@@ -47,8 +51,8 @@ broken: dict[str, str] = {}  # plugin name -> why it was skipped
 
 def _discover() -> dict[str, str]:
     entries = dict(BUILTIN)
-    entries.update({name: target for name, (target, needs) in ADAPTERS.items()
-                    if importlib.util.find_spec(needs) is not None})
+    entries.update({name: target for name, (target, *needs) in ADAPTERS.items()
+                    if all(importlib.util.find_spec(module) is not None for module in needs)})
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in entries:
             entries[ep.name] = ep.value

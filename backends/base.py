@@ -82,6 +82,11 @@ class Backend(ABC):
         self.ctx = ctx
         self.key = key
 
+    @classmethod
+    def cannot_run(cls, services: Services) -> str | None:
+        """Why this lock cannot work against these servers at all (checked once per run), or None."""
+        return None
+
     @abstractmethod
     def acquire(self) -> bool:
         """Try once for the run's right to rebuild; False when another run has it."""

@@ -212,16 +212,17 @@ def cmd_doctor(args, argv) -> int:
 
 
 def cmd_list(args, argv) -> int:
+    usable = backends.names()
+    width = max(len(name) for name in [*usable, *backends.broken, *scenarios.names()])
     print("backends:")
-    for name in backends.names():
-        cls = backends.load(name)
-        print(f"  {name:<20} {cls.summary}")
+    for name in usable:
+        print(f"  {name:<{width}} {backends.load(name).summary}")
     for name, reason in sorted(backends.broken.items()):
-        print(f"! {name:<20} skipped, broken plugin: {reason}")
+        print(f"! {name:<{width}} skipped, broken plugin: {reason}")
     print("scenarios (* = run when no --scenario is given):")
     for name in scenarios.names():
         mark = "*" if name in scenarios.DEFAULT_RUN else " "
-        print(f"{mark} {name:<20} {scenarios.load(name).summary}")
+        print(f"{mark} {name:<{width}} {scenarios.load(name).summary}")
     return 0
 
 

@@ -220,11 +220,12 @@ class EmbeddedEtcd(_OneProcess):
 
     name = "etcd"
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, v2: bool = True):
         self.root = root / "etcd"
         self.log_path = self.root / "server.log"
         self.port = free_port()
         self.peer_port = free_port()
+        self.v2 = v2  # etcd 3.5 serves its v2 API only when asked, and sherlock's etcd lock needs it
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -243,6 +244,8 @@ class EmbeddedEtcd(_OneProcess):
                 # A one-member cluster on loopback: a short election timeout lowers etcd's minimum
                 # lease TTL (1.5 election timeouts) to 1 s, so lease faults can be scaled down.
                 "--heartbeat-interval", "100", "--election-timeout", "500"]
+        if self.v2:
+            argv.append("--enable-v2")  # off by default in 3.5, gone in 3.6
         self.proc = spawn(argv, self.log_path, cwd=self.root)
         wait_ready(self._ping, self.proc, "embedded etcd", self.log_path)
 

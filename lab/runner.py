@@ -9,7 +9,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -117,6 +117,7 @@ class Runner:
         monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
         ensure_schema(monitor)
         backends.prepare_storage(monitor, self.request.backends)
+        self._mark_unrunnable(plan, services)
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=self.console, transient=False) as progress:
@@ -136,6 +137,22 @@ class Runner:
                 drop_schema(monitor)
             monitor.dispose()
             writes.dispose()
+
+    def _mark_unrunnable(self, plan: Plan, services: Services) -> None:
+        """A backend whose library cannot work against these servers: its trials are recorded as skipped."""
+        reasons = {}
+        for name in {spec.backend for specs in plan.pending.values() for spec in specs if spec.skip is None}:
+            try:
+                reason = backends.load(name).cannot_run(services)
+            except Exception as exc:  # a plugin's own check failing says as much about it
+                reason = describe_error(exc)
+            if reason is not None:
+                reasons[name] = f"does not run: {reason}"
+                self.console.print(f"{name} {reasons[name]}")
+        for scenario_name, specs in plan.pending.items():
+            plan.pending[scenario_name] = [replace(spec, skip=reasons[spec.backend])
+                                           if spec.skip is None and spec.backend in reasons else spec
+                                           for spec in specs]
 
     def _run_scenario(self, scenario: Scenario, specs: list[TrialSpec], services: Services,
                       monitor, writes, folder: RunFolder, advance) -> None:
