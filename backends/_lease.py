@@ -14,7 +14,14 @@ from abc import abstractmethod
 
 from backends._fence import FENCES_DDL, fenced_write
 from backends._writes import write_transaction
-from backends.base import Backend, BackendContext, Point, RebuildResult, no_point
+from backends.base import (
+    Backend,
+    BackendContext,
+    Point,
+    RebuildResult,
+    describe_error,
+    no_point,
+)
 from lab.errors import LockLost
 
 DEFAULT_TTL_S = 2.0
@@ -31,6 +38,7 @@ class LeaseBackend(Backend):
         self.ttl = float(ctx.options.get("ttl_s", DEFAULT_TTL_S))
         self.token: int | None = None
         self.noticed_loss_at: float | None = None  # monotonic time renewal first failed
+        self.noticed_loss_how: str | None = None  # what renewal said then: "returned False" or the exception
         self._stop = threading.Event()
         self._suspended_until = 0.0
         self._keeper: threading.Thread | None = None
@@ -76,11 +84,11 @@ class LeaseBackend(Backend):
             if time.monotonic() < self._suspended_until:
                 continue  # paused with the rest of the process
             try:
-                alive = self._renew()
-            except Exception:  # unreachable service: the lease may be lapsing right now
-                alive = False
+                alive, how = self._renew(), "returned False"
+            except Exception as exc:  # unreachable service, or the library's "not yours any more"
+                alive, how = False, f"raised {describe_error(exc)}"
             if not alive and self.noticed_loss_at is None:
-                self.noticed_loss_at = time.monotonic()
+                self.noticed_loss_at, self.noticed_loss_how = time.monotonic(), how
 
     def held(self) -> bool:
         try:
@@ -95,7 +103,7 @@ class LeaseBackend(Backend):
         except Exception as exc:
             raise LockLost(f"release failed: {type(exc).__name__}: {exc}") from exc
         if not released:
-            raise LockLost("the lease was no longer ours at release")
+            raise LockLost("the lease was no longer ours at release", told="false")
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         if self.fenced:

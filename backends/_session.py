@@ -75,7 +75,7 @@ class SessionLockBackend(Backend):
         except SQLAlchemyError as exc:
             raise LockLost(f"the lock's session is gone, so the lock went with it ({type(exc).__name__})") from exc
         if not released:
-            raise LockLost("pg_advisory_unlock returned false: this session did not hold the lock")
+            raise LockLost("pg_advisory_unlock returned false: this session did not hold the lock", told="false")
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         # The writes go through the shared pool, on sessions other than the lock's.

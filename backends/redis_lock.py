@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from redis.exceptions import LockError, LockNotOwnedError
-
 from backends._lease import LeaseBackend
 from lab.clients import redis_client
 
@@ -29,20 +27,14 @@ class RedisLock(LeaseBackend):
         return 0 if self.lock.acquire() else None
 
     def _renew(self) -> bool:
-        try:
-            return bool(self.lock.reacquire())
-        except LockNotOwnedError:
-            return False
+        return bool(self.lock.reacquire())  # raises LockNotOwnedError once the key is someone else's
 
     def _owned(self) -> bool:
         return self.lock.owned()
 
     def _release(self) -> bool:
-        try:
-            self.lock.release()
-            return True
-        except (LockNotOwnedError, LockError):
-            return False
+        self.lock.release()  # raises LockNotOwnedError (or LockError) when it is not ours any more
+        return True
 
     def close(self) -> None:
         super().close()

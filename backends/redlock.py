@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pottery import Redlock
-from pottery.exceptions import ReleaseUnlockedLock
 
 from backends._lease import LeaseBackend
 from lab.clients import redis_client
@@ -34,11 +33,8 @@ class RedlockLock(LeaseBackend):
         return self.lock.locked() > 0
 
     def _release(self) -> bool:
-        try:
-            self.lock.release()
-            return True
-        except ReleaseUnlockedLock:
-            return False
+        self.lock.release()  # raises ReleaseUnlockedLock when it is not ours any more
+        return True
 
     def close(self) -> None:
         super().close()

@@ -10,7 +10,15 @@ class ServiceError(LabError):
 
 
 class LockLost(Exception):
-    """The holder's right to write is gone; raised by held()/release()/fenced writes, never swallowed."""
+    """The holder's right to write is gone; raised by held()/release()/fenced writes, never swallowed.
+
+    `told` says how the lock's own library or server said so: "exception" when it raised,
+    "false" when it returned a refusal, for the report's "what the holder was told".
+    """
+
+    def __init__(self, message: str, told: str = "exception"):
+        super().__init__(message)
+        self.told = told
 
 
 class Interrupted(Exception):

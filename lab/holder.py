@@ -10,6 +10,7 @@ which is one clock for every process on the machine.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import signal
@@ -20,12 +21,50 @@ import time
 
 import psutil
 
+from lab.clients import redact_text
+
 _SPEC_KEYS = ("backend", "key", "options", "lock_settings", "write_settings", "pg_dsn", "redis_url",
               "etcd_endpoint", "table", "company", "rows", "run_id", "fault_point", "mode")
 
 
+_EMIT_LOCK = threading.Lock()  # library threads report too: one line at a time
+
+
 def _emit(event: str, **fields) -> None:
-    print(json.dumps({"event": event, "t": time.monotonic(), **fields}), flush=True)
+    line = json.dumps({"event": event, "t": time.monotonic(), **fields}) + "\n"
+    with _EMIT_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return redact_text(lines[0])[:300] if lines else ""
+
+
+class _LogRelay(logging.Handler):
+    """Reports each distinct warning a library logs (the "log line" a holder may be told)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.seen: set[tuple[str, str]] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = _first_line(record.getMessage())
+        if (record.name, message) not in self.seen:
+            self.seen.add((record.name, message))
+            _emit("log", logger=record.name, level=record.levelname, message=message)
+
+
+def _relay_thread_exception(args) -> None:
+    """An exception that ends a library's background thread: only stderr would ever see it."""
+    name = args.thread.name if args.thread is not None else "?"
+    _emit("thread_exception", thread=name, error=f"{args.exc_type.__name__}: {_first_line(str(args.exc_value))}")
+
+
+def _listen_to_libraries() -> None:
+    logging.getLogger().addHandler(_LogRelay())
+    threading.excepthook = _relay_thread_exception
 
 
 def main() -> None:
@@ -40,6 +79,7 @@ def main() -> None:
     from lab.services import Services
     from lab.workload import CompanyTable
 
+    _listen_to_libraries()
     spec = json.loads(sys.stdin.readline())
     url = make_url(spec["pg_dsn"])
     services = Services(pg_url=url, redis_url=spec["redis_url"], etcd_endpoint=spec["etcd_endpoint"],
@@ -71,13 +111,13 @@ def main() -> None:
             at("before_write")
             result = backend.rebuild(spec["company"], spec["rows"], spec["run_id"], at)
             _emit("write", **result.to_dict())
-            noticed = getattr(backend, "noticed_loss_at", None)
-            _emit("held", held=backend.held(), noticed_loss_at=noticed)
+            _emit("held", held=backend.held(), noticed_loss_at=getattr(backend, "noticed_loss_at", None),
+                  noticed_how=getattr(backend, "noticed_loss_how", None))
             try:
                 backend.release()
                 _emit("release", result="released")
             except LockLost as exc:
-                _emit("release", result=f"raised LockLost: {exc}")
+                _emit("release", result=f"raised LockLost: {exc}", told=exc.told)
     except Exception as exc:  # reported, so the parent records what happened rather than a hang
         _emit("error", error=f"{type(exc).__name__}: {exc}")
     finally:

@@ -20,6 +20,7 @@ class JobResult:
     release: str = "not acquired"
     started: float = 0.0  # monotonic seconds
     ended: float = 0.0
+    granted_at: float | None = None  # when acquire() said yes
 
     @property
     def outcome(self) -> str:
@@ -57,6 +58,8 @@ def run_job(backend: Backend, companies: list[int], rows: int, run_id: str,
         while not job.acquired and time.monotonic() + retry_every <= deadline:
             time.sleep(retry_every)
             job.acquired = backend.acquire()
+        if job.acquired:
+            job.granted_at = time.monotonic()
         record.add("acquire_granted" if job.acquired else "acquire_refused",
                    token=getattr(backend, "token", None), company_scoped=record.company_scoped or None)
         if not job.acquired:

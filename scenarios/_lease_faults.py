@@ -23,6 +23,7 @@ from lab.errors import LabError
 from lab.holder import HolderProcess
 from lab.job import run_job
 from lab.proxy import BlackholeProxy
+from lab.signals import signals
 from lab.workload import COMPANY_SIZE
 from scenarios.base import Scenario, Skip, TrialEnv
 
@@ -154,8 +155,10 @@ def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl) -> di
                    "write_at": None if holder_write_at is None else round(holder_write_at - t0, 3),
                    "held_after": by_name.get("held", {}).get("held"),
                    "noticed_loss_at": None if noticed is None else round(noticed - t0, 3),
-                   "release": by_name.get("release", {}).get("result")},
+                   "release": by_name.get("release", {}).get("result"),
+                   "signals": signals(events, t0)},
         "contender": {"acquired": job.acquired, "write": contender_rebuild.outcome if contender_rebuild else "none",
+                      "granted_at": None if job.granted_at is None else round(job.granted_at - t0, 3),
                       "in_at": None if contender_in_at is None else round(contender_in_at - t0, 3)},
         "lost": bool(got_in and holder_write_at is not None and contender_in_at < holder_write_at),
         "rows": COMPANY_SIZE, "rows_final": rows_final, "runs_in_final": runs_in,

@@ -35,11 +35,8 @@ class PythonRedisLock(LeaseBackend):
         return self.lock.get_owner_id() == self.lock.id
 
     def _release(self) -> bool:
-        try:
-            self.lock.release()
-            return True
-        except redis_lock.NotAcquired:
-            return False
+        self.lock.release()  # raises redis_lock.NotAcquired when it is not ours any more
+        return True
 
     def close(self) -> None:
         super().close()

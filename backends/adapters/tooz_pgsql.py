@@ -61,7 +61,7 @@ class ToozPostgresLock(Backend):
         except Exception as exc:  # what tooz says when the session is gone
             raise LockLost(f"tooz release failed: {type(exc).__name__}: {exc}") from exc
         if not released:
-            raise LockLost("tooz says the lock was not acquired")
+            raise LockLost("tooz says the lock was not acquired", told="false")
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         return write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point)

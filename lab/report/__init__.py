@@ -23,6 +23,7 @@ from lab.report.session import (
 )
 from lab.report.summary import section_summary, section_why_not
 from lab.report.timing import section_lookalikes, section_timing
+from lab.report.told import section_told
 from lab.results import RunFolder
 
 __all__ = ["write_report", "render", "render_runs", "case_lines"]
@@ -66,7 +67,7 @@ def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = No
     """The report's text; charts, when given, collects name -> draw(path) for the PNGs it links."""
     frame = trials_frame(trials)
     charts = {} if charts is None else charts
-    parts = [INTRO, section_summary(frame), section_matrix(frame, charts),
+    parts = [INTRO, section_summary(frame), section_matrix(frame, charts), section_told(frame),
              section_cases(frame), section_same_faults(frame), section_calibration(frame),
              section_timing(frame, charts), section_lookalikes(frame),
              section_overlap(frame), section_kill(frame), section_rules(frame),

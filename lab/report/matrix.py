@@ -33,6 +33,8 @@ def cell(records: list[dict]) -> str:
     ok = [r for r in records if r["status"] == "ok"]
     if not ok:
         skipped = [r for r in records if r["status"] == "skipped"]
+        if skipped and all(str(r.get("reason") or "").startswith("does not run") for r in skipped):
+            return "does not run"  # the library cannot work against these servers; the reason is in Every outcome
         return "n/a" if skipped else f"error {len(records)}/{len(records)}"
     counts = Counter(r["verdict"] for r in ok)
     unsafe = any(is_violation(v) for v in counts)
@@ -71,7 +73,8 @@ def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | Non
         "(another run got in while the holder still believed it held: *lost*; the holder's write accepted after "
         "that: *stale write accepted*; two rebuilds in one company: *merged*), ✓ everything that kept the "
         "company whole (*held*, *stale write rejected* by the fence, *rolled back* with the transaction, "
-        "*intact*). *n/a*: the fault does not apply to that backend (see *Every outcome* for the reason). "
+        "*intact*). *n/a*: the fault does not apply to that backend; *does not run*: the library cannot work "
+        "against the lab's servers (*Every outcome* gives both reasons). "
         "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
         md_table(["backend", *[label for _, label in columns]], rows), "",

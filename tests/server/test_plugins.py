@@ -87,15 +87,3 @@ def test_tooz_postgres_lock_is_the_posts_method_1(services, engines):
     assert [p["got"] for p in m["probes"]] == [False, True]
     assert m["server_said"] == "terminating connection due to idle-in-transaction timeout"
     assert m["release"].startswith("raised LockLost: tooz release failed: ToozError")  # what tooz told its caller
-
-
-def test_tooz_redis_lock_lapses_in_a_pause_and_the_holders_write_is_accepted(services, engines):
-    pytest.importorskip("tooz")
-    from scenarios.pause import Pause
-    from tests.server.helpers import trial_env
-
-    scenario = Pause()
-    m = scenario.run_trial(trial_env(services, engines, "pause", "tooz_redis", "sigstop",
-                                     scenario.profile_params("quick")))
-    assert m["contender"]["acquired"] is True and m["holder"]["write"] == "committed"
-    assert scenario.verdict(m) == "stale write accepted"

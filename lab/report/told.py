@@ -1,0 +1,116 @@
+"""What each lock told its holder once the lock was lost, and how long after another run got it.
+
+Read from the lease-fault trials (pause, cut, restart) of locks held across writes on a
+connection of their own: the first signal the holder's process saw from the fault on (an
+exception, a log line, a False return, a refused write), timed from the contender's grant.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+
+import pandas as pd
+
+import backends
+from lab.report.common import md_table
+from lab.signals import CHANNELS, first_after
+
+FAULT_COLUMNS = [("pause", "holder paused past the TTL"), ("cut", "lock connection cut past the TTL"),
+                 ("restart", "lock server restarted")]
+TEXT_LIMIT = 90
+
+
+def plain(text: str) -> str:
+    """A signal's text without what differs from trial to trial (object addresses, keys, ports), cut short."""
+    text = re.sub(r" (object )?at 0x[0-9a-f]+", "", text)
+    text = re.sub(r"(?:lock:)?locklab[:\-][^\s'\")]*", "<key>", text)
+    text = re.sub(r"port=\d+", "port=…", text)
+    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT - 1].rstrip() + "…"
+
+
+def lost_trials(records: list[dict]) -> list[dict]:
+    """Trials where another run was granted the lock while the holder still had it (and recorded signals)."""
+    return [r for r in records if r["status"] == "ok" and "signals" in r["measures"]["holder"]
+            and r["measures"]["contender"].get("granted_at") is not None]
+
+
+def first_signal(measures: dict) -> dict | None:
+    return first_after(measures["holder"]["signals"], measures["fault_at"])
+
+
+def told_cell(records: list[dict]) -> str:
+    """'an exception from release(): `...`, +0.02 s, after its write 3/3' / 'nothing 3/3' / 'not lost 2/2'."""
+    recorded = [r for r in records if r["status"] == "ok" and "signals" in r["measures"]["holder"]]
+    if not recorded:
+        return "not run" if not records else "not recorded"
+    lost = lost_trials(recorded)
+    if not lost:
+        return f"not lost {len(recorded)}/{len(recorded)}"
+    firsts = [(r["measures"], first_signal(r["measures"])) for r in lost]
+    kinds = Counter((s["how"], s["via"]) if s else None for _, s in firsts)
+    kind, n = sorted(kinds.items(), key=lambda kv: (-kv[1], str(kv[0])))[0]
+    if kind is None:
+        return f"nothing {n}/{len(lost)}"
+    same = [(m, s) for m, s in firsts if s and (s["how"], s["via"]) == kind]
+    delay = statistics.median(s["at"] - m["contender"]["granted_at"] for m, s in same)
+    text = plain(same[0][1]["text"])
+    return (f"{CHANNELS[kind[0]]} from {kind[1]}" + (f": `{text}`" if text else "")
+            + f"; {delay:+.2f} s{_against_write(same)} {n}/{len(lost)}")
+
+
+def _against_write(same: list[tuple[dict, dict]]) -> str:
+    """Whether the signal came before or after the stale write it could have stopped."""
+    stale = [(m, s) for m, s in same if m["lost"] and m["holder"]["write"] == "committed"]
+    if not stale:
+        return ""
+    after = sum(s["at"] >= m["holder"]["write_at"] for m, s in stale)
+    if after == len(stale) == len(same):
+        return ", after its stale write committed"
+    if after == 0 and len(stale) == len(same):
+        return ", before its stale write committed"
+    return f", after its stale write committed in {after} of {len(same)}"
+
+
+def release_cell(records: list[dict]) -> str:
+    """What release() said in the trials where the lock was lost (the last chance to tell the caller)."""
+    said = Counter()
+    for record in lost_trials(records):
+        result = record["measures"]["holder"].get("release")
+        if result is None:
+            continue
+        if result == "released":
+            said["claimed success"] += 1
+        else:
+            release = next((s for s in record["measures"]["holder"]["signals"] if s["via"] == "release()"), None)
+            text = f": `{plain(release['text'])}`" if release and release["text"] else ""
+            said[f"{CHANNELS[release['how']]}{text}" if release else result] += 1
+    total = sum(said.values())
+    return "; ".join(f"{k} {n}/{total}" for k, n in sorted(said.items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
+
+
+def section_told(frame: pd.DataFrame) -> str | None:
+    relevant = frame[frame.scenario.isin([s for s, _ in FAULT_COLUMNS])]
+    rows = []
+    for backend in sorted(set(relevant.backend), key=backends.rank):
+        mine = relevant[relevant.backend == backend].to_dict("records")
+        if not any(r["status"] == "ok" and r["measures"].get("point") == "before_write"
+                   and "signals" in r["measures"]["holder"] for r in mine):
+            continue  # no lock held across writes, or trials recorded before signals were
+        cells = [told_cell([r for r in mine if r["scenario"] == s]) for s, _ in FAULT_COLUMNS]
+        rows.append([backend, *cells, release_cell(mine)])
+    if not rows:
+        return None
+    return "\n".join([
+        "## What the holder was told when its lock was lost", "",
+        "For every lock held across writes (on a connection or lease of its own), the first thing the holder's "
+        "process heard once the fault struck: an exception (from a call, or one that ended a library thread), "
+        "a log line of WARNING or above, a False return (from the library's renew or release), a write the "
+        "fence refused, or nothing. The time is from the moment another run was granted the lock (negative: the "
+        "holder heard first). *after its stale write committed*: too late to stop it; *before*: the write went "
+        "ahead anyway, since a renewal thread's news does not stop the writing code unless it checks. "
+        "*from renew()* is the lab's keep-alive calling the library's own renew every TTL/3, which it does "
+        "only where the library leaves renewal to its caller (`lab list` says which). The last column is what "
+        "release() said afterwards, over all three faults. *not lost*: no other run got the lock.", "",
+        md_table(["backend", *[label for _, label in FAULT_COLUMNS], "release() after the loss"], rows), ""])

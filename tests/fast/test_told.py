@@ -1,0 +1,78 @@
+"""What a holder was told: signals read from planted holder events, and the report's cells built from them."""
+
+from lab.report.told import plain, release_cell, told_cell
+from lab.signals import first_after, signals
+
+T0 = 100.0
+
+
+def ev(event, t, **fields):
+    return {"event": event, "t": T0 + t, **fields}
+
+
+def test_each_channel_becomes_a_signal_in_time_order():
+    events = [ev("acquire", 0.0, granted=True),
+              ev("log", 1.2, logger="tooz.drivers.redis", level="WARNING", message="Unable to heartbeat lock"),
+              ev("thread_exception", 1.1, thread="Thread-7 (_lock_renewer)", error="NotAcquired: gone"),
+              ev("write", 1.3, outcome="rejected", error="FenceRejected: token 1 is older"),
+              ev("held", 1.4, held=False, noticed_loss_at=T0 + 1.0, noticed_how="returned False"),
+              ev("release", 1.5, result="raised LockLost: release failed: LockNotOwnedError: not owned",
+                 told="exception")]
+    found = signals(events, T0)
+    assert [(s["at"], s["how"], s["via"]) for s in found] == [
+        (1.0, "false", "renew()"), (1.1, "exception", "thread _lock_renewer"),
+        (1.2, "log", "logger tooz.drivers.redis"), (1.3, "refused", "the fence"), (1.5, "exception", "release()")]
+    assert found[-1]["text"] == "LockNotOwnedError: not owned"  # the library's words, not the lab's wrapper
+    assert first_after(found, 1.15)["via"] == "logger tooz.drivers.redis"
+    assert first_after(found, 2.0) is None
+
+
+def test_a_quiet_holder_has_no_signal():
+    events = [ev("acquire", 0.0), ev("write", 1.3, outcome="committed"), ev("held", 1.4, held=False),
+              ev("release", 1.5, result="released")]
+    assert signals(events, T0) == []
+
+
+def lease_trial(found, lost=True, write="committed", granted_at=1.0, write_at=1.3, release="released"):
+    measures = {"fault_at": 0.0, "point": "before_write", "lost": lost,
+                "holder": {"write": write, "write_at": write_at, "release": release, "signals": found},
+                "contender": {"granted_at": granted_at if lost else None}}
+    return {"status": "ok", "measures": measures}
+
+
+def test_a_cell_says_nothing_when_nothing_was_said():
+    assert told_cell([lease_trial([]), lease_trial([])]) == "nothing 2/2"
+
+
+def test_a_cell_times_the_signal_from_the_other_runs_grant_and_places_it_against_the_stale_write():
+    late = [{"at": 1.5, "how": "exception", "via": "release()", "text": "LockNotOwnedError: not owned"}]
+    early = [{"at": 0.4, "how": "false", "via": "renew()", "text": ""}]
+    cell = told_cell([lease_trial(late, release="raised LockLost: x"), lease_trial(late, release="raised LockLost: x")])
+    assert cell == ("an exception from release(): `LockNotOwnedError: not owned`; +0.50 s, "
+                    "after its stale write committed 2/2")
+    assert told_cell([lease_trial(early)]) == "a False return from renew(); -0.60 s, before its stale write committed 1/1"
+    refused = [{"at": 1.3, "how": "refused", "via": "the fence", "text": "FenceRejected: token 1"}]
+    assert told_cell([lease_trial(refused, write="rejected")]) == (
+        "a refused write from the fence: `FenceRejected: token 1`; +0.30 s 1/1")
+
+
+def test_a_cell_for_a_lock_never_lost_or_never_recorded():
+    assert told_cell([lease_trial([], lost=False)]) == "not lost 1/1"
+    old = lease_trial([])
+    del old["measures"]["holder"]["signals"]
+    assert told_cell([old]) == "not recorded"
+    assert told_cell([]) == "not run"
+
+
+def test_release_cell_counts_what_release_said_after_a_loss():
+    said = [{"at": 1.5, "how": "false", "via": "release()", "text": ""}]
+    trials = [lease_trial(said, release="raised LockLost: the lease was no longer ours"),
+              lease_trial([], release="released"), lease_trial([], lost=False)]
+    assert release_cell(trials) == "a False return 1/2; claimed success 1/2"
+
+
+def test_plain_drops_what_differs_between_trials():
+    text = "Unable to heartbeat lock '<tooz.drivers.redis.RedisLock object at 0x7f9999738190>' on port=37027"
+    assert plain(text) == "Unable to heartbeat lock '<tooz.drivers.redis.RedisLock>' on port=…"
+    assert plain("Lock lock:locklab:locklab:run-1:pause/x/sigstop/0:lock expired") == "Lock <key> expired"
+    assert len(plain("x" * 500)) == 90
