@@ -5,6 +5,7 @@ Data flows one way: cli -> runner -> scenario -> (backend, faults, checkers) -> 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
@@ -74,6 +75,16 @@ def make_plan(backend_names: list[str], scenario_names: list[str], profile: str,
     return Plan(chosen, pending)
 
 
+def _keep_library_warnings(path: Path) -> logging.Handler:
+    """Lock libraries log warnings while the lab breaks their connections on purpose: keep them in the
+    run's folder, as evidence, instead of on the console."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
+    logging.getLogger().addHandler(handler)
+    return handler
+
+
 class Runner:
     """Runs one plan end to end; stops every server it started, whatever happens."""
 
@@ -104,10 +115,15 @@ class Runner:
             if folder is None:
                 folder = RunFolder.create(req.results_root, run_meta(req, services))
             self.folder = folder
+            library_log = _keep_library_warnings(folder.path / "libraries.log")
             self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials; "
                                f"servers: " + ", ".join(f"{n} {d['address']}" + (" (embedded)" if d["embedded"] else "")
                                                         for n, d in services.describe().items()))
-            self._run_plan(plan, services, folder)
+            try:
+                self._run_plan(plan, services, folder)
+            finally:
+                logging.getLogger().removeHandler(library_log)
+                library_log.close()
             return folder
         finally:
             self.stop.set()
@@ -128,7 +144,7 @@ class Runner:
                     self._run_scenario(scenario, specs, services, monitor, writes, folder,
                                        lambda task=task: progress.advance(task))
                     budget = scenario.wall_budget(self.request.profile)
-                    if budget and specs:
+                    if budget and any(spec.skip is None for spec in specs):
                         wall = time.monotonic() - start
                         progress.console.print(f"{scenario.name}: {wall:.1f} s for a {budget:.0f} s observation "
                                                f"window ({wall / budget:.2f}x)")

@@ -15,11 +15,6 @@ import sherlock
 from backends._lease import LeaseBackend
 from lab.clients import redis_client
 
-# Locks of runs the lab "killed": a killed process runs no finalizer, but sherlock's __del__
-# releases, so they are kept referenced until the process ends.
-_ABANDONED: list = []
-
-
 class _SherlockLease(LeaseBackend):
     """acquire(blocking=False), renew() from the keep-alive, release(); ownership read, never written."""
 
@@ -37,7 +32,9 @@ class _SherlockLease(LeaseBackend):
         return True
 
     def abandon(self) -> None:
-        _ABANDONED.append(self.lock)
+        # A killed process runs no finalizer, but sherlock's __del__ releases: forget the owner
+        # token, so that __del__ finds nothing of ours to release and the lease runs out on the server.
+        self.lock._owner = None
         super().abandon()
 
 

@@ -65,6 +65,7 @@ def test_sherlock_etcd_does_not_run_against_an_etcd_without_the_v2_api(tmp_path)
                                  str(tmp_path / "r")], capture_output=True, text=True, timeout=120)
         assert report.returncode == 0, report.stderr
         assert "| sherlock_etcd | does not run |" in (run / "REPORT.md").read_text()
+        assert (run / "libraries.log").exists()  # library warnings go there, never to the console
     finally:
         etcd.stop()
         shutil.rmtree(tmp, ignore_errors=True)
