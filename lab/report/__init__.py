@@ -59,6 +59,13 @@ def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
     meta = dict(folders[0].meta())
     if len(folders) > 1:
         meta["merged_with"] = [f"{f.run_id}: {f.meta().get('command', '')}" for f in folders[1:]]
+        # Packages a later run recorded and the first did not (the adapters' libraries) are shown too.
+        versions = dict(meta.get("versions", {}))
+        for folder in folders[1:]:
+            for name, version in folder.meta().get("versions", {}).items():
+                if versions.get(name) is None and version is not None:
+                    versions[name] = version
+        meta["versions"] = versions
     trials = [t for f in folders for t in f.trials()]
     return render(meta, trials, " + ".join(f.run_id for f in folders), charts)
 
