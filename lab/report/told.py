@@ -25,7 +25,8 @@ TEXT_LIMIT = 90
 def plain(text: str) -> str:
     """A signal's text without what differs from trial to trial (object addresses, keys, ports), cut short."""
     text = re.sub(r" (object )?at 0x[0-9a-f]+", "", text)
-    text = re.sub(r"(?:lock:)?locklab[:\-][^\s'\")]*", "<key>", text)
+    text = re.sub(r"\b(?:lock:)?locklab[:\-][^\s'\")]*", "<key>", text)
+    text = re.sub(r"^(\w+): \(.*", r"\1", text)  # an exception whose message is a tuple's repr: its name says it
     text = re.sub(r"port=\d+", "port=…", text)
     return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT - 1].rstrip() + "…"
 
@@ -41,7 +42,7 @@ def first_signal(measures: dict) -> dict | None:
 
 
 def told_cell(records: list[dict]) -> str:
-    """'an exception from release(): `...`, +0.02 s, after its write 3/3' / 'nothing 3/3' / 'not lost 2/2'."""
+    """'an exception from release(): `...`; 3/3, +0.02 s, after its stale write committed' / 'nothing 3/3'."""
     recorded = [r for r in records if r["status"] == "ok" and "signals" in r["measures"]["holder"]]
     if not recorded:
         return "not run" if not records else "not recorded"
@@ -50,14 +51,21 @@ def told_cell(records: list[dict]) -> str:
         return f"not lost {len(recorded)}/{len(recorded)}"
     firsts = [(r["measures"], first_signal(r["measures"])) for r in lost]
     kinds = Counter((s["how"], s["via"]) if s else None for _, s in firsts)
-    kind, n = sorted(kinds.items(), key=lambda kv: (-kv[1], str(kv[0])))[0]
+    ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    (kind, n), others = ranked[0], ranked[1:]
     if kind is None:
-        return f"nothing {n}/{len(lost)}"
-    same = [(m, s) for m, s in firsts if s and (s["how"], s["via"]) == kind]
-    delay = statistics.median(s["at"] - m["contender"]["granted_at"] for m, s in same)
-    text = plain(same[0][1]["text"])
-    return (f"{CHANNELS[kind[0]]} from {kind[1]}" + (f": `{text}`" if text else "")
-            + f"; {delay:+.2f} s{_against_write(same)} {n}/{len(lost)}")
+        text = f"nothing {n}/{len(lost)}"
+    else:
+        same = [(m, s) for m, s in firsts if s and (s["how"], s["via"]) == kind]
+        delay = statistics.median(s["at"] - m["contender"]["granted_at"] for m, s in same)
+        said = plain(same[0][1]["text"])
+        text = (f"{_kind(kind)}" + (f": `{said}`" if said else "")
+                + f"; {n}/{len(lost)}, {delay:+.2f} s{_against_write(same)}")
+    return text + "".join(f"; else {_kind(k)} {c}/{len(lost)}" for k, c in others)
+
+
+def _kind(kind: tuple[str, str] | None) -> str:
+    return "nothing" if kind is None else f"{CHANNELS[kind[0]]} from {kind[1]}"
 
 
 def _against_write(same: list[tuple[dict, dict]]) -> str:
@@ -70,7 +78,7 @@ def _against_write(same: list[tuple[dict, dict]]) -> str:
         return ", after its stale write committed"
     if after == 0 and len(stale) == len(same):
         return ", before its stale write committed"
-    return f", after its stale write committed in {after} of {len(same)}"
+    return f", after its stale write committed in {after} of them"
 
 
 def release_cell(records: list[dict]) -> str:
@@ -93,6 +101,8 @@ def release_cell(records: list[dict]) -> str:
 def section_told(frame: pd.DataFrame) -> str | None:
     relevant = frame[frame.scenario.isin([s for s, _ in FAULT_COLUMNS])]
     rows = []
+    stale = []  # (first signal, measures) of every trial whose stale write was accepted
+    fenced = []  # backends that refused a lapsed holder's write
     for backend in sorted(set(relevant.backend), key=backends.rank):
         mine = relevant[relevant.backend == backend].to_dict("records")
         if not any(r["status"] == "ok" and r["measures"].get("point") == "before_write"
@@ -100,8 +110,14 @@ def section_told(frame: pd.DataFrame) -> str | None:
             continue  # no lock held across writes, or trials recorded before signals were
         cells = [told_cell([r for r in mine if r["scenario"] == s]) for s, _ in FAULT_COLUMNS]
         rows.append([backend, *cells, release_cell(mine)])
+        stale += [(first_signal(r["measures"]), r["measures"]) for r in lost_trials(mine)
+                  if r["measures"]["lost"] and r["measures"]["holder"]["write"] == "committed"]
+        if any(r["measures"]["holder"]["write"] == "rejected" for r in lost_trials(mine)):
+            fenced.append(backend)
     if not rows:
         return None
+    before = sum(s is not None and s["at"] < m["holder"]["write_at"] for s, m in stale)
+    silent = sum(s is None for s, _ in stale)
     return "\n".join([
         "## What the holder was told when its lock was lost", "",
         "For every lock held across writes (on a connection or lease of its own), the first thing the holder's "
@@ -113,4 +129,9 @@ def section_told(frame: pd.DataFrame) -> str | None:
         "*from renew()* is the lab's keep-alive calling the library's own renew every TTL/3, which it does "
         "only where the library leaves renewal to its caller (`lab list` says which). The last column is what "
         "release() said afterwards, over all three faults. *not lost*: no other run got the lock.", "",
-        md_table(["backend", *[label for _, label in FAULT_COLUMNS], "release() after the loss"], rows), ""])
+        md_table(["backend", *[label for _, label in FAULT_COLUMNS], "release() after the loss"], rows), "",
+        f"In the {len(stale)} trials above whose stale write was accepted, the holder heard something before "
+        f"that write committed in {before}, only afterwards in {len(stale) - before - silent}, and nothing at all "
+        f"in {silent}: hearing is not stopping. Stale writes were refused only by the fence of "
+        + (", ".join(f"`{b}`" for b in fenced) or "no backend") + " (a token checked inside the write's "
+        "transaction).", ""])

@@ -69,7 +69,7 @@ def test_every_matrix_count_comes_from_the_trials():
             total = sum(t["status"] != "skipped" for t in records)
             if not verdicts:
                 errors = sum(t["status"] == "error" for t in records)
-                assert cell in ("n/a", "not run", f"error {errors}/{total}"), (backend, label, cell)
+                assert cell in ("n/a", "not run", "does not run", f"error {errors}/{total}"), (backend, label, cell)
                 continue
             for verdict, n in verdicts.items():
                 assert f"{verdict} {n}/{total}" in cell, (backend, label, cell)
@@ -147,3 +147,48 @@ def test_calibration_lines_and_kill_point_verdicts_come_from_the_trials():
             assert row[1] == f"{m['tried']} schedules tried, none failed", row
         else:
             assert f"after {m['tried']} schedules: {m['described']}" in row[1], row
+
+
+def test_every_told_cell_comes_from_the_trials():
+    """Recount the 'what the holder was told' table: trials where another run got the lock, first signal's channel."""
+    _, trials = reference()
+    words = {"exception": "an exception", "false": "a False return", "log": "a log line", "refused": "a refused write"}
+    faults = ["pause", "cut", "restart"]
+    rows = table(REPORT.read_text(), "## What the holder was told when its lock was lost")
+    assert len(rows) >= 10
+    for row in rows:
+        for scenario, cell in zip(faults, row[1:4]):
+            recorded = [t["measures"] for t in _ok(trials, scenario, backend=row[0])
+                        if "signals" in t["measures"]["holder"]]
+            lost = [m for m in recorded if m["contender"].get("granted_at") is not None]
+            if not lost:
+                assert cell == f"not lost {len(recorded)}/{len(recorded)}", (row[0], scenario, cell)
+                continue
+            firsts = Counter()
+            for m in lost:
+                after = [s for s in m["holder"]["signals"] if s["at"] >= m["fault_at"]]
+                firsts[(after[0]["how"], after[0]["via"]) if after else None] += 1
+            kind, n = sorted(firsts.items(), key=lambda kv: (-kv[1], str(kv[0])))[0]  # most common; ties by name
+            if kind is None:
+                assert cell.startswith(f"nothing {n}/{len(lost)}"), (row[0], scenario, cell)
+            else:
+                assert cell.startswith(f"{words[kind[0]]} from {kind[1]}"), (row[0], scenario, cell)
+                assert f"; {n}/{len(lost)}, " in cell, (row[0], scenario, cell)
+            for other, count in firsts.items():  # every rarer first signal is named with its count
+                if other != kind:
+                    named = "nothing" if other is None else f"{words[other[0]]} from {other[1]}"
+                    assert f"; else {named} {count}/{len(lost)}" in cell, (row[0], scenario, cell)
+
+
+def test_the_told_summary_line_is_recounted():
+    _, trials = reference()
+    stale = [t["measures"] for t in trials if t["scenario"] in ("pause", "cut", "restart") and t["status"] == "ok"
+             and "signals" in t["measures"]["holder"] and t["measures"]["point"] == "before_write"
+             and t["measures"]["contender"].get("granted_at") is not None and t["measures"]["lost"]
+             and t["measures"]["holder"]["write"] == "committed"]
+    before = sum(any(s["at"] >= m["fault_at"] and s["at"] < m["holder"]["write_at"] for s in m["holder"]["signals"])
+                 for m in stale)
+    heard = sum(any(s["at"] >= m["fault_at"] for s in m["holder"]["signals"]) for m in stale)
+    assert (f"In the {len(stale)} trials above whose stale write was accepted, the holder heard something before "
+            f"that write committed in {before}, only afterwards in {heard - before}, and nothing at all in "
+            f"{len(stale) - heard}") in REPORT.read_text()

@@ -48,12 +48,20 @@ def test_a_cell_times_the_signal_from_the_other_runs_grant_and_places_it_against
     late = [{"at": 1.5, "how": "exception", "via": "release()", "text": "LockNotOwnedError: not owned"}]
     early = [{"at": 0.4, "how": "false", "via": "renew()", "text": ""}]
     cell = told_cell([lease_trial(late, release="raised LockLost: x"), lease_trial(late, release="raised LockLost: x")])
-    assert cell == ("an exception from release(): `LockNotOwnedError: not owned`; +0.50 s, "
-                    "after its stale write committed 2/2")
-    assert told_cell([lease_trial(early)]) == "a False return from renew(); -0.60 s, before its stale write committed 1/1"
+    assert cell == ("an exception from release(): `LockNotOwnedError: not owned`; 2/2, +0.50 s, "
+                    "after its stale write committed")
+    assert told_cell([lease_trial(early)]) == "a False return from renew(); 1/1, -0.60 s, before its stale write committed"
     refused = [{"at": 1.3, "how": "refused", "via": "the fence", "text": "FenceRejected: token 1"}]
     assert told_cell([lease_trial(refused, write="rejected")]) == (
-        "a refused write from the fence: `FenceRejected: token 1`; +0.30 s 1/1")
+        "a refused write from the fence: `FenceRejected: token 1`; 1/1, +0.30 s")
+
+
+def test_a_cell_names_the_rarer_first_signals_too():
+    late = [{"at": 1.5, "how": "exception", "via": "release()", "text": "E"}]
+    early = [{"at": 0.4, "how": "false", "via": "renew()", "text": ""}]
+    cell = told_cell([lease_trial(late), lease_trial(early), lease_trial(late), lease_trial([])])
+    assert cell == ("an exception from release(): `E`; 2/4, +0.50 s, after its stale write committed; "
+                    "else a False return from renew() 1/4; else nothing 1/4")
 
 
 def test_a_cell_for_a_lock_never_lost_or_never_recorded():
@@ -76,3 +84,5 @@ def test_plain_drops_what_differs_between_trials():
     assert plain(text) == "Unable to heartbeat lock '<tooz.drivers.redis.RedisLock>' on port=…"
     assert plain("Lock lock:locklab:locklab:run-1:pause/x/sigstop/0:lock expired") == "Lock <key> expired"
     assert len(plain("x" * 500)) == 90
+    assert plain("ReleaseUnlockedLock: ('redlock:locklab:k', frozenset({<redis.client.Redis(...)>}))") == (
+        "ReleaseUnlockedLock")
