@@ -15,6 +15,7 @@ import sherlock
 from backends._lease import LeaseBackend
 from lab.clients import redis_client
 
+
 class _SherlockLease(LeaseBackend):
     """acquire(blocking=False), renew() from the keep-alive, release(); ownership read, never written."""
 
