@@ -41,6 +41,17 @@ def git_commit() -> str | None:
         return None
 
 
+def git_dirty() -> bool | None:
+    """Whether tracked files of the lab's checkout differ from its commit (None outside a checkout)."""
+    source = Path(lab.__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=5)
+        return bool(out.stdout.strip()) if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def machine() -> dict:
     return {"cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "platform": platform.platform(), "machine": platform.machine()}
@@ -53,5 +64,5 @@ def run_meta(request, services) -> dict:
         "backend_modules": request.extra_backends,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "services": services.describe(), "versions": package_versions(),
-        "git_commit": git_commit(), "machine": machine(), "executable": sys.executable,
+        "git_commit": git_commit(), "git_dirty": git_dirty(), "machine": machine(), "executable": sys.executable,
     }

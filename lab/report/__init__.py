@@ -14,7 +14,7 @@ from lab.report.company import section_kill, section_overlap, section_rules
 from lab.report.costs import section_conflicts, section_perf
 from lab.report.killpoints import section_killpoints
 from lab.report.matrix import section_matrix, section_why_not_leases
-from lab.report.meta import section_outcomes, section_provenance
+from lab.report.meta import commit_of, section_outcomes, section_provenance
 from lab.report.session import (
     case_lines,
     section_calibration,
@@ -58,7 +58,8 @@ def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
     """The report's text for one run or several merged (a later run's trial replaces an earlier one's)."""
     meta = dict(folders[0].meta())
     if len(folders) > 1:
-        meta["merged_with"] = [f"{f.run_id}: {f.meta().get('command', '')}" for f in folders[1:]]
+        meta["merged_with"] = [f"{f.run_id}: `{f.meta().get('command', '')}` at commit {commit_of(f.meta())}"
+                               for f in folders[1:]]
         # Packages a later run recorded and the first did not (the adapters' libraries) are shown too.
         versions = dict(meta.get("versions", {}))
         for folder in folders[1:]:

@@ -13,14 +13,20 @@ def section_outcomes(trials: list[dict]) -> str:
                       md_table(["scenario", "backend", "variant", "post case", "outcome"], rows), ""])
 
 
+def commit_of(meta: dict) -> str:
+    """The lab commit a run started on, and whether its tracked files had been changed since."""
+    return (meta.get("git_commit") or "unknown") + (" with uncommitted changes" if meta.get("git_dirty") else "")
+
+
 def section_provenance(meta: dict, run_id: str) -> str:
     services = meta.get("services", {})
     versions = meta.get("versions", {})
     machine = meta.get("machine", {})
+    commit = commit_of(meta)
     rows = [["run", run_id], ["command", f"`{meta.get('command', '')}`"],
             ["re-render with", f"`lab report {run_id.replace(' + ', ' ')} --output REPORT.md`"],
             ["profile", meta.get("profile", "")],
-            ["started (UTC)", meta.get("started", "")], ["lab commit", meta.get("git_commit") or "unknown"],
+            ["started (UTC)", meta.get("started", "")], ["lab commit", commit],
             ["machine", f"{machine.get('cores')} cores, {machine.get('memory_gib')} GiB, {machine.get('platform')}"]]
     for merged in meta.get("merged_with", []):
         rows.append(["merged with", merged])

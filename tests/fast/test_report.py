@@ -137,3 +137,10 @@ def test_a_matrix_cell_counts_errored_trials_too():
     ok = {"status": "ok", "verdict": "stale write rejected"}
     assert cell([ok, ok, {"status": "error", "reason": "x"}]) == "✓ stale write rejected 2/3, error 1/3"
     assert cell([{"status": "ok", "verdict": "stale write accepted"}]) == "✗ stale write accepted 1/1"
+
+
+def test_provenance_says_when_the_run_started_from_a_changed_checkout():
+    clean = render(META, [case_trial("A", "session", "idle_in_transaction")], "run-1")
+    assert "| lab commit | abc |" in clean
+    dirty = render({**META, "git_dirty": True}, [case_trial("A", "session", "idle_in_transaction")], "run-1")
+    assert "| lab commit | abc with uncommitted changes |" in dirty

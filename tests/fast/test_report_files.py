@@ -62,4 +62,4 @@ def test_several_runs_merge_with_the_later_trial_winning(tmp_path):
     write_report([first, second], out)
     text = out.read_text()
     assert "| cases | session | idle_in_transaction | A | held 1/1 |" in text
-    assert "| run | r1 + r2 |" in text and "| merged with | r2: lab run |" in text
+    assert "| run | r1 + r2 |" in text and "| merged with | r2: `lab run` at commit abc |" in text
