@@ -67,7 +67,7 @@ def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
                 if versions.get(name) is None and version is not None:
                     versions[name] = version
         meta["versions"] = versions
-    trials = [t for f in folders for t in f.trials()]
+    trials = [{**t, "run": f.run_id} for f in folders for t in f.trials()]  # a replay needs the trial's own run
     return render(meta, trials, " + ".join(f.run_id for f in folders), charts)
 
 

@@ -13,7 +13,7 @@ def trials_frame(trials: list[dict]) -> pd.DataFrame:
     """One row per trial (latest record per id), with its measures as a dict column."""
     records = sorted(latest_per_trial(trials), key=registry_order)
     frame = pd.DataFrame(records, columns=["id", "scenario", "backend", "variant", "index", "status",
-                                           "verdict", "reason", "measures"])
+                                           "verdict", "reason", "measures", "run"])
     return frame.reset_index(drop=True)
 
 

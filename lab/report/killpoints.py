@@ -20,7 +20,8 @@ def section_killpoints(frame: pd.DataFrame, run_id: str) -> str | None:
         kinds = ", ".join(sorted({v["kind"] for v in m["minimal"]["violations"]}))
         detail = m["minimal"]["violations"][0]["detail"]
         rows.append([trial.backend, f"**{kinds}** ({detail}), after {m['tried']} schedules: {m['described']}",
-                     f"`lab replay {run_id} {trial.backend}`", f"{m['seconds']:.0f} s"])
+                     f"`lab replay {trial.run if isinstance(trial.run, str) else run_id} {trial.backend}`",
+                     f"{m['seconds']:.0f} s"])
     return "\n".join([
         "## Kill points searched by hypothesis", "",
         "Hypothesis draws a fault schedule (kill point x fault x duration x runs x companies), runs it for real, "

@@ -192,3 +192,14 @@ def test_the_told_summary_line_is_recounted():
     assert (f"In the {len(stale)} trials above whose stale write was accepted, the holder heard something before "
             f"that write committed in {before}, only afterwards in {heard - before}, and nothing at all in "
             f"{len(stale) - heard}") in REPORT.read_text()
+
+
+def test_every_replay_command_names_the_run_that_holds_its_schedule():
+    folders, _ = reference()
+    commands = re.findall(r"`lab replay (\S+) (\S+)`", REPORT.read_text())
+    assert len(commands) >= 10
+    by_id = {f.run_id: f for f in folders}
+    for run_id, backend in commands:
+        assert run_id in by_id, run_id  # one run, never the merged "a + b" name
+        assert any(t["id"] == f"killpoints/{backend}/search/0" and t["status"] == "ok"
+                   for t in by_id[run_id].trials()), (run_id, backend)
