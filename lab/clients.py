@@ -40,11 +40,11 @@ def redact_text(text: str) -> str:
     return re.sub(r"(://[^:/@\s]*:)[^@\s]+@", r"\1***@", text)
 
 
-def first_line(exc: BaseException) -> str:
-    """The first line of a driver error, password-free: what a one-line error message shows."""
+def first_line(exc: BaseException | str) -> str:
+    """The first line of a driver error (or of any message), password-free: what a one-line error shows."""
     message = str(getattr(exc, "orig", None) or exc).strip()
     lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
-    return redact_text(lines[0] if lines else type(exc).__name__)
+    return redact_text(lines[0] if lines else "" if isinstance(exc, str) else type(exc).__name__)
 
 
 def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, **kwargs) -> Engine:

@@ -21,7 +21,7 @@ import time
 
 import psutil
 
-from lab.clients import redact_text
+from lab.clients import first_line
 
 _SPEC_KEYS = ("backend", "key", "options", "lock_settings", "write_settings", "pg_dsn", "redis_url",
               "etcd_endpoint", "table", "company", "rows", "run_id", "fault_point", "mode")
@@ -37,11 +37,6 @@ def _emit(event: str, **fields) -> None:
         sys.stdout.flush()
 
 
-def _first_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return redact_text(lines[0])[:300] if lines else ""
-
-
 class _LogRelay(logging.Handler):
     """Reports each distinct warning a library logs (the "log line" a holder may be told)."""
 
@@ -50,7 +45,7 @@ class _LogRelay(logging.Handler):
         self.seen: set[tuple[str, str]] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
-        message = _first_line(record.getMessage())
+        message = first_line(record.getMessage())[:300]
         if (record.name, message) not in self.seen:
             self.seen.add((record.name, message))
             _emit("log", logger=record.name, level=record.levelname, message=message)
@@ -59,7 +54,7 @@ class _LogRelay(logging.Handler):
 def _relay_thread_exception(args) -> None:
     """An exception that ends a library's background thread: only stderr would ever see it."""
     name = args.thread.name if args.thread is not None else "?"
-    _emit("thread_exception", thread=name, error=f"{args.exc_type.__name__}: {_first_line(str(args.exc_value))}")
+    _emit("thread_exception", thread=name, error=f"{args.exc_type.__name__}: {first_line(str(args.exc_value))[:300]}")
 
 
 def _listen_to_libraries() -> None:
