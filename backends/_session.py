@@ -32,7 +32,7 @@ class SessionLockBackend(Backend):
     def __init__(self, ctx: BackendContext, key: str):
         super().__init__(ctx, key)
         # The lock's own session, through a proxy when a fault cuts the lock's connection.
-        url = ctx.options.get("lock_pg_url") or ctx.services.pg_url
+        url = ctx.lock_services.pg_url
         self._lock_engine: Engine = pg_engine(url, ctx.lock_settings, pool_size=1, max_overflow=0)
         self._conn: Connection | None = None
         self._pid: int | None = None

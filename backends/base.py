@@ -43,11 +43,22 @@ class BackendContext:
     table: CompanyTable | None = None
     lock_settings: dict = field(default_factory=dict)  # server settings for the lock's own session
     options: dict = field(default_factory=dict)  # strategy knobs a scenario varies (isolation, lock_timeout_ms...)
+    routed: Services | None = None  # where the lock's own connection goes when a fault puts a proxy in its path
+
+    @property
+    def lock_services(self) -> Services:
+        """The addresses a backend opens its lock connection to: the one hook every proxy and cut uses."""
+        return self.routed if self.routed is not None else self.services
 
 
 @dataclass
 class RebuildResult:
-    """How one company rebuild ended: committed, failed (rolled back) or rejected (fenced)."""
+    """How one company rebuild ended: committed, failed (rolled back), rejected (fenced) or indeterminate.
+
+    indeterminate: the connection broke while COMMIT was in flight, so the client cannot know
+    whether it committed; `resolved` then says what a read on a fresh connection found:
+    "committed", "not committed", or "unknown" when that read failed too.
+    """
 
     outcome: str
     deleted: int | None = None
@@ -56,6 +67,7 @@ class RebuildResult:
     error: str | None = None
     sqlstate: str | None = None
     failed_attempts: list = field(default_factory=list)  # errors of attempts that were retried
+    resolved: str | None = None  # for "indeterminate" only: committed / not committed / unknown
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -76,7 +88,24 @@ class Backend(ABC):
     summary: ClassVar[str]
     capabilities: ClassVar[frozenset[str]] = frozenset()
     services: ClassVar[tuple[str, ...]] = ("postgres",)
+    # Which of its services holds the lock; a class that does not set it gets the one service
+    # that is not PostgreSQL, else PostgreSQL.
+    lock_service: ClassVar[str] = ""
+    # True when the lock connection is opened to ctx.lock_services (or, for a lock inside the write,
+    # through ctx.writes), so a proxy can carry it; a backend that cannot promise that says False.
+    lock_routable: ClassVar[bool] = True
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
+            others = [s for s in cls.services if s != "postgres"]
+            cls.lock_service = others[0] if len(others) == 1 else "postgres"
+
+    @classmethod
+    def holds_across_writes(cls) -> bool:
+        """True when the right is held between writes on a connection of its own (a session lock, a lease)."""
+        return bool({"session_lock", "lease_expiry"} & cls.capabilities)
 
     def __init__(self, ctx: BackendContext, key: str):
         self.ctx = ctx

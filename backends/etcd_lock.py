@@ -16,7 +16,7 @@ class EtcdLock(LeaseBackend):
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
-        endpoint = ctx.options.get("lock_etcd_endpoint") or ctx.services.etcd_endpoint
+        endpoint = ctx.lock_services.etcd_endpoint
         self.client = etcd_client(endpoint, timeout=self.ttl)
         # etcd leases count whole seconds; round up so the lease is never shorter than asked.
         self.lock = self.client.lock(f"locklab/{key}", ttl=max(1, int(-(-self.ttl // 1))))

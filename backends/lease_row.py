@@ -40,7 +40,7 @@ class LeaseRow(LeaseBackend):
         super().__init__(ctx, key)
         self._holder = secrets.token_hex(8)
         # The lease's own sessions (through a proxy when a fault cuts the lock service).
-        url = ctx.options.get("lock_pg_url") or ctx.services.pg_url
+        url = ctx.lock_services.pg_url
         self._engine = pg_engine(url, ctx.lock_settings, isolation_level="AUTOCOMMIT", pool_size=2,
                                  pool_pre_ping=True, connect_args={"connect_timeout": max(1, int(self.ttl))})
 

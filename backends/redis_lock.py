@@ -17,7 +17,7 @@ class RedisLock(LeaseBackend):
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
-        url = ctx.options.get("lock_redis_url") or ctx.services.redis_url
+        url = ctx.lock_services.redis_url
         # Socket timeouts of one TTL: a cut connection fails the call instead of hanging the run.
         self.client = redis_client(url, socket_timeout=self.ttl, socket_connect_timeout=self.ttl)
         # thread_local=False: the token must be visible to the keep-alive and release threads.

@@ -19,7 +19,7 @@ class RedlockLock(LeaseBackend):
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
-        urls = ctx.options.get("lock_redlock_urls") or ctx.services.redlock_urls
+        urls = ctx.lock_services.redlock_urls
         self.clients = [redis_client(u, socket_timeout=self.ttl, socket_connect_timeout=self.ttl) for u in urls]
         self.lock = Redlock(key=f"locklab:{key}", masters=set(self.clients), auto_release_time=self.ttl)
 

@@ -1,8 +1,8 @@
 """A lock holder in its own OS process, so a fault can stop it whole (SIGSTOP) like a GC pause.
 
 The parent sends one JSON spec on stdin; the holder acquires, runs the job for
-one company, and at the named fault point either stops itself (mode "stop": the
-parent resumes it with SIGCONT) or waits for a line on stdin (mode "wait").
+one company, and at the named fault point reports where it is and waits for a
+line on stdin, so the parent's fault strikes it there (a SIGSTOP, a cut, a restart).
 It reports every step as a JSON line on stdout, stamped with CLOCK_MONOTONIC,
 which is one clock for every process on the machine.
 """
@@ -19,12 +19,19 @@ import sys
 import threading
 import time
 
-import psutil
-
 from lab.clients import first_line
 
 _SPEC_KEYS = ("backend", "key", "options", "lock_settings", "write_settings", "pg_dsn", "redis_url",
-              "etcd_endpoint", "table", "company", "rows", "run_id", "fault_point", "mode")
+              "etcd_endpoint", "table", "company", "rows", "run_id", "fault_point")
+
+
+def _services(addresses: dict):
+    from sqlalchemy.engine import make_url
+
+    from lab.services import Services
+
+    return Services(pg_url=make_url(addresses["pg_dsn"]), redis_url=addresses["redis_url"],
+                    etcd_endpoint=addresses["etcd_endpoint"], redlock_urls=addresses.get("redlock_urls"))
 
 
 _EMIT_LOCK = threading.Lock()  # library threads report too: one line at a time
@@ -64,25 +71,21 @@ def _listen_to_libraries() -> None:
 
 def main() -> None:
     """The holder process: everything it does is reported, nothing is decided here."""
-    from sqlalchemy.engine import make_url
-
     import backends
     from backends.base import BackendContext
     from lab import pg
     from lab.clients import pg_engine
     from lab.errors import LockLost
-    from lab.services import Services
     from lab.workload import CompanyTable
 
     _listen_to_libraries()
     spec = json.loads(sys.stdin.readline())
-    url = make_url(spec["pg_dsn"])
-    services = Services(pg_url=url, redis_url=spec["redis_url"], etcd_endpoint=spec["etcd_endpoint"],
-                        redlock_urls=spec.get("redlock_urls"))
-    monitor = pg_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
-    writes = pg_engine(spec.get("writes_dsn") or url, spec["write_settings"], pool_pre_ping=True)
+    services = _services(spec)
+    routed = _services(spec["lock_addresses"]) if spec.get("lock_addresses") else None
+    monitor = pg_engine(services.pg_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+    writes = pg_engine(spec.get("writes_dsn") or services.pg_url, spec["write_settings"], pool_pre_ping=True)
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],
-                         spec["options"])
+                         spec["options"], routed=routed)
     if spec.get("backend_entry"):  # a plugin added with --backend-module is known only by its entry
         backends.REGISTRY.entries.setdefault(spec["backend"], spec["backend_entry"])
         sys.path.insert(0, os.getcwd())
@@ -92,10 +95,7 @@ def main() -> None:
         if name != spec["fault_point"]:
             return
         _emit("at_point", point=name, write_pid=pg.backend_pid(conn) if conn is not None else None)
-        if spec["mode"] == "stop":
-            os.kill(os.getpid(), signal.SIGSTOP)  # every thread stops, keep-alives included
-        else:
-            sys.stdin.readline()
+        sys.stdin.readline()  # the fault strikes here; the parent sends a line once it has healed
         _emit("resumed")
 
     try:
@@ -166,16 +166,6 @@ class HolderProcess:
                 return event
             if event["event"] in ("eof", "exit") and name not in ("eof", "exit"):
                 raise RuntimeError(f"holder ended before {name!r}: {self.stderr_tail()}")
-
-    def wait_stopped(self, timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while psutil.Process(self.proc.pid).status() != psutil.STATUS_STOPPED:
-            if time.monotonic() > deadline:
-                raise TimeoutError("holder did not stop itself")
-            time.sleep(0.005)
-
-    def resume(self) -> None:
-        self.proc.send_signal(signal.SIGCONT)
 
     def go(self) -> None:
         self.proc.stdin.write("go\n")

@@ -2,7 +2,10 @@
 
 While blackholed the proxy stops reading, so what the client sends waits in
 socket buffers and no answer comes back; restore() lets the buffered bytes flow
-again, as TCP retransmission would after a partition heals.
+again, as TCP retransmission would after a partition heals. It counts what it
+relays, per connection, so a cut can prove it carried the lock's connection and
+relayed nothing while it was down. Pumps wait with poll(), never select(), which
+breaks past 1024 descriptors.
 """
 
 from __future__ import annotations
@@ -10,6 +13,23 @@ from __future__ import annotations
 import select
 import socket
 import threading
+from dataclasses import dataclass
+
+_TICK = 0.1  # how often a waiting pump looks at the stop and flow flags
+
+
+@dataclass
+class Relayed:
+    """One relayed connection: the ports that identify it on each side, and the bytes each way."""
+
+    client_port: int  # the client's own port (what the client sees as its local address)
+    upstream_port: int  # the proxy's port towards the server (what the server sees as the client)
+    to_server: int = 0
+    to_client: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.to_server + self.to_client
 
 
 class BlackholeProxy:
@@ -18,21 +38,36 @@ class BlackholeProxy:
     def __init__(self, target_host: str, target_port: int):
         self.target = (target_host, target_port)
         self.port: int | None = None  # known once started: the kernel picks it, so no other bind can race us
+        self.connections: list[Relayed] = []
         self._flowing = threading.Event()
         self._flowing.set()
         self._closed = threading.Event()
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
+        self._gate = threading.Lock()  # a pump holds it from its flow check to its count
         self._listener: socket.socket | None = None
 
     def start(self) -> "BlackholeProxy":
         self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(_TICK)
         self.port = self._listener.getsockname()[1]
         threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
         return self
 
+    def relayed_bytes(self) -> int:
+        """Bytes relayed so far, both ways, over every connection."""
+        with self._lock:
+            return sum(c.total for c in self.connections)
+
+    def open_connections(self) -> list[Relayed]:
+        with self._lock:
+            return list(self.connections)
+
     def blackhole(self) -> None:
-        self._flowing.clear()
+        # Under the gate: once this returns, no pump is between its check and its send, so every
+        # byte counted afterwards was relayed during the cut.
+        with self._gate:
+            self._flowing.clear()
 
     def restore(self) -> None:
         self._flowing.set()
@@ -40,31 +75,47 @@ class BlackholeProxy:
     def _accept(self) -> None:
         while not self._closed.is_set():
             try:
-                ready, _, _ = select.select([self._listener], [], [], 0.1)
-                if not ready:
-                    continue
-                client, _ = self._listener.accept()
+                client, (_, client_port) = self._listener.accept()
                 upstream = socket.create_connection(self.target, timeout=5)
-                upstream.settimeout(None)
-            except OSError:
+            except (socket.timeout, TimeoutError):
                 continue
+            except OSError:
+                if self._closed.is_set():
+                    return
+                continue
+            client.settimeout(None)
+            upstream.settimeout(None)
+            record = Relayed(client_port, upstream.getsockname()[1])
             with self._lock:
                 self._sockets += [client, upstream]
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), name="proxy-pump", daemon=True).start()
+                self.connections.append(record)
+            for src, dst, way in ((client, upstream, "to_server"), (upstream, client, "to_client")):
+                threading.Thread(target=self._pump, args=(src, dst, record, way), name="proxy-pump",
+                                 daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, record: Relayed, way: str) -> None:
+        readable = select.poll()
+        readable.register(src, select.POLLIN)
         try:
             while not self._closed.is_set():
-                if not self._flowing.wait(0.1):
+                if not self._flowing.wait(_TICK):
                     continue  # blackholed: leave the bytes where they are
-                ready, _, _ = select.select([src], [], [], 0.1)
-                if not ready:
+                if not readable.poll(_TICK * 1000):
                     continue
                 data = src.recv(65536)
                 if not data:
                     break
-                dst.sendall(data)
+                while True:
+                    with self._gate:
+                        if self._flowing.is_set():
+                            dst.sendall(data)
+                            with self._lock:
+                                setattr(record, way, getattr(record, way) + len(data))
+                            break
+                    # The cut came while we read: hold these bytes until it heals, as a network would.
+                    if self._closed.is_set():
+                        return
+                    self._flowing.wait(_TICK)
         except OSError:
             pass
         finally:

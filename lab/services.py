@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import text
 from sqlalchemy.engine import URL
@@ -78,6 +79,31 @@ class Services:
     def is_embedded(self, service: str) -> bool:
         return service in self.embedded
 
+    def addresses(self, service: str) -> list[tuple[str, int]]:
+        """(host, port) of every server of a service (three for Redlock)."""
+        if service == "postgres":
+            return [(self.pg_url.host, self.pg_url.port or 5432)]
+        if service in ("redis", "redlock"):
+            urls = [self.redis_url] if service == "redis" else self.redlock_urls
+            return [(urlsplit(u).hostname, urlsplit(u).port or 6379) for u in urls]
+        host, _, port = self.etcd_endpoint.removeprefix("http://").rpartition(":")
+        return [(host or "127.0.0.1", int(port or 2379))]
+
+    def routed(self, service: str, ports: list[int]) -> "Services":
+        """These addresses with one service's servers reached through 127.0.0.1:ports (a proxy each).
+
+        User, password, database and options are kept: a proxy must not drop credentials.
+        The copy owns no server, so stopping it stops nothing.
+        """
+        if service == "postgres":
+            return replace(self, pg_url=self.pg_url.set(host="127.0.0.1", port=ports[0]), embedded={}, tmp=None)
+        if service == "redis":
+            return replace(self, redis_url=_via(self.redis_url, ports[0]), embedded={}, tmp=None)
+        if service == "redlock":
+            return replace(self, redlock_urls=[_via(u, p) for u, p in zip(self.redlock_urls, ports)],
+                           embedded={}, tmp=None)
+        return replace(self, etcd_endpoint=f"127.0.0.1:{ports[0]}", embedded={}, tmp=None)
+
     @property
     def pg_log(self) -> Path | None:
         """The PostgreSQL server log, readable only when the lab runs the server."""
@@ -120,6 +146,14 @@ class Services:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _via(url: str, port: int) -> str:
+    """A Redis URL pointed at 127.0.0.1:port, with its user, password, database and query kept."""
+    parts = urlsplit(url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = (userinfo + "@" if userinfo else "") + f"127.0.0.1:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def start_services(needed: Iterable[str], external: ExternalAddresses | None = None) -> Services:

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from urllib.parse import urlparse
 
 import backends
+from lab import faults
 from lab.checkers import company_state, lease_verdict
 from lab.errors import LabError
+from lab.faults import Target
 from lab.holder import HolderProcess
 from lab.job import run_job
-from lab.proxy import BlackholeProxy
 from lab.signals import signals
 from lab.workload import COMPANY_SIZE
 from scenarios.base import Scenario, Skip, TrialEnv
@@ -31,82 +31,45 @@ COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
 
 
-def lock_service(backend_cls) -> str:
-    """Which server the backend's lock lives on."""
-    for service in ("redis", "etcd", "redlock"):
-        if service in backend_cls.services:
-            return service
-    return "postgres"
+def _addresses(services) -> dict:
+    return {"pg_dsn": services.pg_url.render_as_string(hide_password=False), "redis_url": services.redis_url,
+            "etcd_endpoint": services.etcd_endpoint, "redlock_urls": services.redlock_urls}
 
 
-def lock_has_own_connection(backend_cls) -> bool:
-    """True when the lock is held across writes on a connection of its own (not inside the write)."""
-    return bool({"session_lock", "lease_expiry"} & backend_cls.capabilities)
-
-
-def lock_addresses(env: TrialEnv, service: str) -> list[tuple[str, int]]:
-    """host:port of every server holding the lock (three for Redlock)."""
-    if service == "postgres":
-        return [(env.services.pg_url.host, env.services.pg_url.port)]
-    if service in ("redis", "redlock"):
-        urls = [env.services.redis_url] if service == "redis" else env.services.redlock_urls
-        return [(urlparse(u).hostname, urlparse(u).port or 6379) for u in urls]
-    host, _, port = env.services.etcd_endpoint.rpartition(":")
-    return [(host, int(port))]
-
-
-def proxied_spec(env: TrialEnv, service: str, ports: list[int], own_connection: bool) -> dict:
-    """Spec changes that route the holder's lock connections through the proxies."""
-    if service == "redis":
-        return {"options": {"lock_redis_url": f"redis://127.0.0.1:{ports[0]}/0"}}
-    if service == "redlock":
-        return {"options": {"lock_redlock_urls": [f"redis://127.0.0.1:{p}/0" for p in ports]}}
-    if service == "etcd":
-        return {"options": {"lock_etcd_endpoint": f"127.0.0.1:{ports[0]}"}}
-    proxied = env.services.pg_url.set(host="127.0.0.1", port=ports[0]).render_as_string(hide_password=False)
-    # A session lock or lease row has its own connection; a lock inside the write travels with the write.
-    return {"options": {"lock_pg_url": proxied}} if own_connection else {"writes_dsn": proxied}
-
-
-def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
+def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
     cls = backends.load(env.spec.backend)
-    service = lock_service(cls)
-    if fault == "restart" and not env.services.is_embedded(service):
-        raise Skip(f"restart needs a {service} server the lab started; it never restarts yours")
+    fault = faults.load(fault_name)
+    reason = fault.cannot_run(cls, env.services)
+    if reason is not None:
+        raise Skip(reason)
     ttl = env.params["ttl_s"]
-    own_connection = lock_has_own_connection(cls)
     table = env.table()
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
     guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
-    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(), "options": {"ttl_s": ttl}, "lock_settings": guard,
-            "write_settings": guard, "pg_dsn": env.services.pg_url.render_as_string(hide_password=False),
-            "redis_url": env.services.redis_url, "etcd_endpoint": env.services.etcd_endpoint,
-            "redlock_urls": env.services.redlock_urls,
+    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(), "options": {"ttl_s": ttl},
+            "lock_settings": guard, "write_settings": guard, **_addresses(env.services),
             "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
-            "fault_point": "before_write" if own_connection else "after_delete",
-            "mode": "stop" if fault == "pause" else "wait"}
-    proxies = [BlackholeProxy(*a).start() for a in lock_addresses(env, service)] if fault == "cut" else []
-    if proxies:
-        change = proxied_spec(env, service, [p.port for p in proxies], own_connection)
-        spec["options"].update(change.get("options", {}))
-        spec.update({k: v for k, v in change.items() if k != "options"})
-    holder = HolderProcess(spec)
+            "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}
     contender = env.backend(table=table, options={"ttl_s": ttl}, key=spec["key"])
     pool = ThreadPoolExecutor(1)
+    holder, target = None, None
     try:
+        route = fault.route(env.services, cls)
+        if route.lock_services is not None:
+            spec["lock_addresses"] = _addresses(route.lock_services)
+        if route.writes_url is not None:
+            spec["writes_dsn"] = route.writes_url.render_as_string(hide_password=False)
+        holder = HolderProcess(spec)
         acquired = holder.wait_for("acquire", 30)
         if not acquired["granted"]:
             raise LabError("the holder could not take a fresh lock")
         effective_ttl = float(acquired.get("ttl") or ttl)
-        holder.wait_for("at_point", 30)
+        at_point = holder.wait_for("at_point", 30)
+        target = Target(env.services, env.monitor, cls, holder=holder, lock_pid=acquired.get("lock_pid"),
+                        write_pid=at_point.get("write_pid"))
         t_fault = time.monotonic()
-        if fault == "pause":
-            holder.wait_stopped()
-        elif fault == "cut":
-            for proxy in proxies:
-                proxy.blackhole()
-        else:
-            env.services.restart(service)
+        fault.inject(target)
+        evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict
         # Until one TTL (plus grace) after the fault struck: a restart itself takes part of that time.
         env.pause(max(0.0, t_fault + effective_ttl + HEAL_GRACE_S - time.monotonic()))
         # The contender keeps trying for one more TTL; the fault heals once it is in or has given up
@@ -115,27 +78,34 @@ def lease_fault_trial(env: TrialEnv, fault: str) -> dict:
         other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience)
         wait([other], timeout=patience + 0.5)
         t_heal = time.monotonic()
-        if fault == "pause":
-            holder.resume()
-        elif fault == "cut":
-            for proxy in proxies:
-                proxy.restore()
-        if fault != "pause":
-            holder.go()
+        evidence.update(fault.heal(target))
+        holder.go()
         events = holder.finish(timeout=30 + 3 * effective_ttl)
         job = other.result(timeout=30 + 3 * effective_ttl)
     finally:
-        holder.kill()
+        if target is not None:
+            fault.heal(target)  # idempotent: a failed trial must not leave a holder stopped or cut
+        if holder is not None:
+            holder.kill()
         pool.shutdown(wait=False, cancel_futures=True)
         contender.close()
-        for proxy in proxies:
-            proxy.stop()
-    measures = _measures(events, job, table, env, fault, spec["fault_point"], t_fault, t_heal, effective_ttl)
+        fault.close()
+    measures = _measures(events, job, table, env, fault_name, spec["fault_point"], t_fault, t_heal, effective_ttl,
+                         run_level=cls.holds_across_writes())
+    measures["evidence"] = evidence
     measures["contender"]["token"] = getattr(contender, "token", None)
     return measures
 
 
-def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl) -> dict:
+def _effective_outcome(write: dict) -> str:
+    """A write's outcome, with an indeterminate commit replaced by what reading the table resolved."""
+    outcome = write.get("outcome", "none")
+    if outcome == "indeterminate":
+        return {"committed": "committed", "not committed": "failed"}.get(write.get("resolved"), "indeterminate")
+    return outcome
+
+
+def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl, run_level: bool) -> dict:
     by_name = {e["event"]: e for e in events}
     t0 = by_name["acquire"]["t"]
     write = by_name.get("write", {})
@@ -150,7 +120,8 @@ def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl) -> di
     return {
         "fault": fault, "point": point, "ttl_s": ttl,
         "fault_at": round(t_fault - t0, 3), "healed_at": round(t_heal - t0, 3),
-        "holder": {"token": by_name["acquire"].get("token"), "write": write.get("outcome", "none"),
+        "holder": {"token": by_name["acquire"].get("token"), "write": _effective_outcome(write),
+                   "write_resolved": write.get("resolved"),
                    "write_error": write.get("error") or by_name.get("error", {}).get("error"),
                    "write_at": None if holder_write_at is None else round(holder_write_at - t0, 3),
                    "held_after": by_name.get("held", {}).get("held"),
@@ -163,6 +134,10 @@ def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl) -> di
         "lost": bool(got_in and holder_write_at is not None and contender_in_at < holder_write_at),
         "rows": COMPANY_SIZE, "rows_final": rows_final, "runs_in_final": runs_in,
         "company": company_state(COMPANY_SIZE, rows_final, runs_in),
+        # The fault took the lock away when another run got the right (its run-level grant, or its write
+        # through a lock inside the transaction), or when the holder's own write did not land.
+        "exercised": bool((run_level and job.acquired) or got_in
+                          or _effective_outcome(write) in ("failed", "rejected", "indeterminate")),
     }
 
 
@@ -176,3 +151,8 @@ class LeaseFaultScenario(Scenario):
 
     def verdict(self, measures: dict) -> str:
         return lease_verdict(measures["lost"], measures["holder"]["write"])
+
+    def safety(self, measures: dict, verdict: str) -> str:
+        if measures["lost"] and measures["holder"]["write"] == "indeterminate":
+            return "unknown"  # the holder's commit may or may not have landed, and the table could not say
+        return super().safety(measures, verdict)

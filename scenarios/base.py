@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
+from lab.checkers import is_violation
 from lab.errors import Interrupted
 from lab.services import Services
 from lab.workload import CompanyTable, table_name
@@ -63,11 +64,15 @@ class TrialEnv:
 
     def backend(self, name: str | None = None, *, lock_settings: dict | None = None,
                 table: CompanyTable | None = None, key: str | None = None,
-                options: dict | None = None, writes: Engine | None = None) -> Backend:
-        """A new instance of the trial's backend (a holder or a contender); writes defaults to the shared pool."""
+                options: dict | None = None, writes: Engine | None = None,
+                routed: Services | None = None) -> Backend:
+        """A new instance of the trial's backend (a holder or a contender); writes defaults to the shared pool.
+
+        routed: where its lock connection goes instead of the servers themselves (a fault's proxy).
+        """
         cls = load_backend(name or self.spec.backend)
         ctx = BackendContext(self.services, self.monitor, writes or self.writes, table,
-                             dict(lock_settings or {}), dict(options or {}))
+                             dict(lock_settings or {}), dict(options or {}), routed=routed)
         return cls(ctx, key or self.key())
 
     def contender_gets_in(self, **backend_kwargs) -> bool:
@@ -163,3 +168,14 @@ class Scenario(ABC):
     @abstractmethod
     def verdict(self, measures: dict) -> str:
         """The trial's outcome word, derived from its measures only."""
+
+    def safety(self, measures: dict, verdict: str) -> str:
+        """'unsafe' when the trial broke the lock's one job, 'safe' when it did not, 'unknown' when it cannot say."""
+        return "unsafe" if is_violation(verdict) else "safe"
+
+    def exercised(self, measures: dict) -> bool | None:
+        """Whether the fault took the lock (or the write's session) away; None when the scenario cannot say.
+
+        A cell that was never exercised is not a pass: the report shows it apart.
+        """
+        return measures.get("exercised")

@@ -36,6 +36,7 @@ class Calibrate(Scenario):
                     polls += 1
                     if contender.acquire():
                         got_at = time.monotonic() - t0
+                evidence = kill.confirm()  # FaultNotConfirmed: the trial is an error, not a verdict
             if got_at is not None:
                 contender.release()
             killed_at = kill.fired_at
@@ -45,6 +46,7 @@ class Calibrate(Scenario):
                 "got_at": None if got_at is None else round(got_at, 4),
                 "gap": None if got_at is None or killed_at is None else round(got_at - killed_at, 4),
                 "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid),
+                "evidence": evidence, "exercised": True,  # a confirmed termination ends the lock's session
             }
         finally:
             holder.close()
@@ -52,3 +54,8 @@ class Calibrate(Scenario):
 
     def verdict(self, measures: dict) -> str:
         return detected_within(measures["gap"], measures["poll"])
+
+    def safety(self, measures: dict, verdict: str) -> str:
+        # A killed session's lock is gone whenever the poller saw it, in time or late; a poller that never
+        # got it says nothing about the lock, only that the detector missed.
+        return "unknown" if measures["gap"] is None else "unsafe"

@@ -20,7 +20,7 @@ class PythonRedisLock(LeaseBackend):
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
-        url = ctx.options.get("lock_redis_url") or ctx.services.redis_url
+        url = ctx.lock_services.redis_url
         self.client = redis_client(url, socket_timeout=self.ttl, socket_connect_timeout=self.ttl)
         self.lock = redis_lock.Lock(self.client, f"locklab:{key}", expire=max(1, int(round(self.ttl))),
                                     auto_renewal=self.auto_renewal)

@@ -46,7 +46,7 @@ class SherlockRedisLock(_SherlockLease):
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
-        url = ctx.options.get("lock_redis_url") or ctx.services.redis_url
+        url = ctx.lock_services.redis_url
         self.client = redis_client(url, socket_timeout=self.ttl, socket_connect_timeout=self.ttl)
         self.lock = sherlock.RedisLock(f"locklab:{key}", client=self.client,
                                        expire=max(1, int(round(self.ttl))), timeout=0)
@@ -80,7 +80,7 @@ class SherlockEtcdLock(_SherlockLease):
         import etcd  # python-etcd, the v2 client sherlock's etcd lock is written for
 
         super().__init__(ctx, key)
-        endpoint = urlparse("//" + (ctx.options.get("lock_etcd_endpoint") or ctx.services.etcd_endpoint))
+        endpoint = urlparse("//" + ctx.lock_services.etcd_endpoint)
         self.client = etcd.Client(host=endpoint.hostname, port=endpoint.port or 2379, read_timeout=self.ttl)
         self.lock = sherlock.EtcdLock(f"locklab-{key}", client=self.client,
                                       expire=max(1, int(round(self.ttl))), timeout=0)

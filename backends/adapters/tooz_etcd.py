@@ -18,7 +18,7 @@ class ToozEtcdLock(ToozLease):
     services = ("postgres", "etcd")
 
     def _coordinator_url(self) -> str:
-        endpoint = self.ctx.options.get("lock_etcd_endpoint") or self.ctx.services.etcd_endpoint
+        endpoint = self.ctx.lock_services.etcd_endpoint
         ttl = max(1, int(-(-self.ttl // 1)))  # etcd leases count whole seconds
         return f"etcd3+http://{endpoint}?timeout={ttl}&lock_timeout={ttl}&membership_timeout={ttl}"
 

@@ -25,7 +25,7 @@ class ToozPostgresLock(Backend):
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
-        url = ctx.services.pg_url.set(drivername="postgresql").render_as_string(hide_password=False)
+        url = ctx.lock_services.pg_url.set(drivername="postgresql").render_as_string(hide_password=False)
         self.coordinator = coordination.get_coordinator(url, secrets.token_hex(8).encode())
         self.coordinator.start(start_heart=True)
         self.lock = self.coordinator.get_lock(key.encode())

@@ -18,9 +18,10 @@ class ToozRedisLock(ToozLease):
     services = ("postgres", "redis")
 
     def _coordinator_url(self) -> str:
-        parsed = urlparse(self.ctx.options.get("lock_redis_url") or self.ctx.services.redis_url)
+        parsed = urlparse(self.ctx.lock_services.redis_url)
         ttl = max(1, int(round(self.ttl)))
-        return f"redis://{parsed.hostname}:{parsed.port}?lock_timeout={ttl}&timeout={ttl}"
+        # netloc, not host:port: a password in the URL must reach tooz too.
+        return f"redis://{parsed.netloc}?lock_timeout={ttl}&timeout={ttl}"
 
     def _owned(self) -> bool:
         return self.lock._lock.owned()  # the redis-py lock tooz holds: read, never changed

@@ -3,9 +3,12 @@
 import psutil
 import pytest
 
+from lab.faults import FaultNotConfirmed
+from scenarios.base import Skip
 from scenarios.cut import Cut
 from scenarios.pause import Pause
 from scenarios.restart import Restart
+from tests.server import planted_backends
 from tests.server.helpers import trial_env
 
 pytestmark = pytest.mark.server
@@ -73,3 +76,45 @@ def test_a_cut_lock_connection(services, engines, backend, expected):
 def test_a_restarted_lock_server(services, engines, backend, expected):
     m, verdict = run(services, engines, Restart(), backend)
     assert verdict == expected, m
+
+
+# Issue 13, point 1: a cut proves it carried the lock's connection, or the trial is an error.
+@pytest.mark.parametrize("backend", ["session", "xact", "redis", "etcd", "redlock", "lease_row"])
+def test_every_cut_carries_its_confirmation(services, engines, backend):
+    m, _ = run(services, engines, Cut(), backend)
+    evidence = m["evidence"]
+    assert evidence["fault"] == "cut" and evidence["connections"] >= 1 and evidence["bytes_before"] > 0
+    assert evidence["relayed_during"] == 0
+    if backend in ("session", "xact"):
+        assert evidence["session_through_proxy"]  # the lock's own PostgreSQL session came through the proxy
+
+
+def plant(monkeypatch, cls) -> str:
+    import backends
+
+    monkeypatch.setitem(backends.REGISTRY.entries, cls.name, f"{cls.__module__}:{cls.__name__}")
+    return cls.name
+
+
+def test_a_cut_that_never_carried_the_lock_is_an_error_not_a_verdict(services, engines, monkeypatch):
+    name = plant(monkeypatch, planted_backends.IgnoresTheRoute)
+    with pytest.raises(FaultNotConfirmed, match="never carried the lock's connection"):
+        run(services, engines, Cut(), name)
+
+
+def test_a_backend_that_declares_its_lock_unroutable_does_not_run_the_cut(services, engines, monkeypatch):
+    name = plant(monkeypatch, planted_backends.DeclaredUnroutable)
+    with pytest.raises(Skip, match="cannot be routed through a proxy"):
+        run(services, engines, Cut(), name)
+
+
+# Issue 13, point 3: a fault that never took the lock away is recorded as not exercised.
+@pytest.mark.parametrize("scenario, backend, exercised", [
+    (Restart(), "etcd", False),  # etcd keeps the lease across a restart: never lost
+    (Cut(), "session_autocommit", False),  # the server never noticed the cut: held, not tested
+    (Pause(), "redis", True),
+])
+def test_each_trial_records_whether_its_fault_took_the_lock(services, engines, scenario, backend, exercised):
+    m, _ = run(services, engines, scenario, backend)
+    assert m["exercised"] is exercised
+    assert scenario.exercised(m) is exercised

@@ -1,0 +1,25 @@
+"""Faults: what the world does to a run's sessions, servers and processes, one module each.
+
+Every fault injects, confirms that it struck (the evidence goes into the trial) and
+heals. A new fault is one module plus one line in FAULTS. Scenarios and the kill-point
+search use these same names.
+"""
+
+from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
+from lab.faults.cut import Cut
+from lab.faults.pause import Pause
+from lab.faults.restart import Restart
+from lab.faults.session_timeout import SessionTimeout, idle_in_transaction_timeout, idle_session_timeout
+from lab.faults.terminate import TerminateSession, terminate_confirmed
+
+# Faults that strike a holder mid-hold, by name: a fresh instance per trial.
+FAULTS: dict[str, type[Fault]] = {"pause": Pause, "cut": Cut, "restart": Restart}
+
+
+def load(name: str) -> Fault:
+    return FAULTS[name]()
+
+
+__all__ = ["FAULTS", "Fault", "FaultNotConfirmed", "Route", "Target", "Cut", "Pause", "Restart",
+           "SessionTimeout", "TerminateSession", "idle_in_transaction_timeout", "idle_session_timeout",
+           "load", "terminate_confirmed"]

@@ -1,0 +1,70 @@
+"""What every fault is: inject, confirm, heal, as Jepsen's nemeses are, plus the evidence it struck.
+
+A fault that cannot confirm it struck its target raises FaultNotConfirmed: the trial
+becomes an error, never a verdict. heal() is idempotent and always runs, even when the
+trial fails, so no holder stays stopped and no connection stays cut.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from sqlalchemy.engine import Engine
+
+from lab.errors import LabError
+from lab.services import Services
+
+
+class FaultNotConfirmed(LabError):
+    """The fault was injected but nothing shows it reached its target."""
+
+
+@dataclass
+class Target:
+    """What a fault acts on in one trial: the servers, the holder and the sessions it holds."""
+
+    services: Services
+    monitor: Engine
+    backend_cls: type
+    holder: object | None = None  # a harness HolderProcess, for faults that act on the process
+    lock_pid: int | None = None  # PostgreSQL pid of the lock's own session, when there is one
+    write_pid: int | None = None  # PostgreSQL pid of the write transaction the holder is inside, if any
+    evidence: dict = field(default_factory=dict)
+
+
+@dataclass
+class Route:
+    """Addresses a holder must use so that a fault can reach its lock connection."""
+
+    lock_services: Services | None = None  # the lock's own connection (session lock, lease, Redis, etcd)
+    writes_url: object | None = None  # the writes' connection, when the lock lives inside the write
+
+
+class Fault:
+    """Base of every fault; subclasses set name and label and override what they need."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]  # the matrix column heading
+
+    def cannot_run(self, backend_cls, services: Services) -> str | None:
+        """Why this fault cannot strike this backend on these servers (recorded as n/a), or None."""
+        return None
+
+    def route(self, services: Services, backend_cls) -> Route:
+        """Addresses the holder must use (a cut puts a proxy in the path); by default the servers' own."""
+        return Route()
+
+    def inject(self, target: Target) -> None:
+        raise NotImplementedError
+
+    def confirm(self, target: Target) -> dict:
+        """Evidence that the fault struck its target; FaultNotConfirmed when there is none."""
+        raise NotImplementedError
+
+    def heal(self, target: Target) -> dict:
+        """Undo the fault (idempotent); returns evidence gathered while healing."""
+        return {}
+
+    def close(self) -> None:
+        """Release what route() set up (proxies); called once, after the trial."""

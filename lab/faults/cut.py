@@ -1,0 +1,73 @@
+"""The holder's lock connection blackholed by a loopback proxy (no RST, bytes stop), then restored.
+
+route() starts one proxy per server that holds the lock and gives the holder addresses
+through them, with every credential kept. confirm() proves the proxy carried the lock's
+connection: bytes relayed before the cut and, on PostgreSQL, the lock's own session
+connected from the proxy's port. heal() proves nothing was relayed during the cut.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
+from lab.proxy import BlackholeProxy
+from lab.services import Services
+
+
+def lock_lives_in_writes(backend_cls) -> bool:
+    """True when the lock is not held across writes on a connection of its own (it is the write's)."""
+    return not ({"session_lock", "lease_expiry"} & backend_cls.capabilities)
+
+
+class Cut(Fault):
+    name = "cut"
+    label = "lock connection cut past the TTL"
+
+    def __init__(self):
+        self.proxies: list[BlackholeProxy] = []
+        self._bytes_at_cut = 0
+
+    def cannot_run(self, backend_cls, services: Services) -> str | None:
+        if not backend_cls.lock_routable:
+            return f"{backend_cls.name} declares that its lock connection cannot be routed through a proxy"
+        return None
+
+    def route(self, services: Services, backend_cls) -> Route:
+        service = backend_cls.lock_service
+        self.proxies = [BlackholeProxy(host, port).start() for host, port in services.addresses(service)]
+        routed = services.routed(service, [p.port for p in self.proxies])
+        if service == "postgres" and lock_lives_in_writes(backend_cls):
+            return Route(writes_url=routed.pg_url)
+        return Route(lock_services=routed)
+
+    def inject(self, target: Target) -> None:
+        for proxy in self.proxies:
+            proxy.blackhole()
+
+    def confirm(self, target: Target) -> dict:
+        self._bytes_at_cut = sum(p.relayed_bytes() for p in self.proxies)
+        connections = [c for p in self.proxies for c in p.open_connections()]
+        evidence = {"fault": self.name, "connections": len(connections), "bytes_before": self._bytes_at_cut}
+        if not connections or self._bytes_at_cut == 0:
+            raise FaultNotConfirmed("the cut never carried the lock's connection: the proxy relayed no bytes")
+        pid = target.lock_pid if target.lock_pid is not None else target.write_pid
+        if target.backend_cls.lock_service == "postgres" and pid is not None:
+            with target.monitor.connect() as conn:
+                port = conn.execute(text("select client_port from pg_stat_activity where pid = :p"),
+                                    {"p": pid}).scalar()
+            if port not in {c.upstream_port for c in connections}:
+                raise FaultNotConfirmed(f"the lock's session (pid {pid}) does not come through the proxy "
+                                        f"(client port {port})")
+            evidence["session_through_proxy"] = pid
+        return evidence
+
+    def heal(self, target: Target) -> dict:
+        during = sum(p.relayed_bytes() for p in self.proxies) - self._bytes_at_cut
+        for proxy in self.proxies:
+            proxy.restore()
+        return {"relayed_during": during}
+
+    def close(self) -> None:
+        for proxy in self.proxies:
+            proxy.stop()

@@ -1,0 +1,61 @@
+"""pg_terminate_backend on one session, as a crash, a kill or a failover would end it.
+
+Confirmed when the server answered true and pg_stat_activity no longer shows the session.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from sqlalchemy.engine import Engine
+
+from lab import pg
+from lab.faults.base import FaultNotConfirmed
+
+
+def terminate_confirmed(monitor: Engine, pid: int | None, within: float = 5.0) -> dict:
+    """End session pid and prove it ended; FaultNotConfirmed when there is no session or it stays."""
+    if pid is None:
+        raise FaultNotConfirmed("terminate had no session to end")
+    if not pg.terminate(monitor, pid):
+        raise FaultNotConfirmed(f"pg_terminate_backend({pid}) returned false: no such session")
+    gone_after = pg.wait_gone(monitor, pid, within=within)
+    if gone_after is None:
+        raise FaultNotConfirmed(f"session {pid} was still in pg_stat_activity {within:g} s after its termination")
+    return {"fault": "terminate", "pid": pid, "gone_after_s": round(gone_after, 3)}
+
+
+class TerminateSession:
+    """pg_terminate_backend on one session at a set time after t0, from a timer thread."""
+
+    def __init__(self, monitor: Engine, pid: int, at: float, t0: float):
+        self.monitor, self.pid, self.at, self.t0 = monitor, pid, at, t0
+        self.fired_at: float | None = None
+        self.evidence: dict | None = None
+        self.error: str | None = None
+        self._timer = threading.Timer(max(0.0, t0 + at - time.monotonic()), self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        fired = time.monotonic() - self.t0
+        try:
+            self.evidence = terminate_confirmed(self.monitor, self.pid)
+            self.fired_at = fired
+        except FaultNotConfirmed as exc:
+            self.error = str(exc)
+
+    def confirm(self) -> dict:
+        """The evidence once fired (waits for the timer); FaultNotConfirmed when it did not fire or strike."""
+        self._timer.join(max(0.0, self.t0 + self.at - time.monotonic()) + 10)
+        if self.evidence is None:
+            raise FaultNotConfirmed(self.error or "the termination never fired")
+        return self.evidence
+
+    def __enter__(self) -> "TerminateSession":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # Heal: a fault that has not fired by the end of its trial never fires.
+        self._timer.cancel()
