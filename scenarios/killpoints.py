@@ -1,12 +1,16 @@
 """Hypothesis searches fault schedules for a backend and shrinks any that breaks it.
 
 A schedule names a point in run r0's job (after its acquire, after a delete, mid-insert
-at row k, before or after a commit, before its release), a fault that fires there
-(terminate its session, kill the run, pause it, cut its lock connection) for some
+at row k, before or after a commit, before its release), a fault that strikes there
+(terminate its session, kill the run, stall it, cut its lock connection) for some
 TTLs, and how many runs (2-4) rebuild how many companies (1-5). The other runs start
-once the fault has fired. The checkers then read the history and the final table;
-any violation fails the example, and hypothesis shrinks it to the smallest schedule
-that still fails. Runs are threads of this process, so the history has one clock.
+together, concurrently, once the fault has struck. The checkers then read the history and
+the final table; any violation fails the example, and hypothesis shrinks it to the smallest
+schedule that still fails. Runs are threads of this process, so the history has one clock.
+
+A schedule whose fault has no target (a terminate where the run holds no session, a cut
+that carried nothing) is not counted: it proves nothing about the lock. The verdict says
+how many schedules struck.
 """
 
 from __future__ import annotations
@@ -15,24 +19,28 @@ import itertools
 import threading
 import time
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 
 import backends
-from lab import pg
+from lab import faults, pg
 from lab.checkers import check_history
 from lab.clients import pg_engine
+from lab.faults import FaultNotConfirmed, Target
 from lab.history import History
 from lab.job import run_job
-from lab.proxy import BlackholeProxy
 from lab.workload import COMPANY_SIZE, Observer
-from scenarios._lease_faults import lock_addresses, lock_has_own_connection, lock_service, proxied_spec
 from scenarios.base import Scenario, TrialEnv
 
 POINTS = ("after_acquire", "after_delete", "mid_insert", "before_commit", "after_commit", "before_release")
-KINDS = ("terminate", "kill", "pause", "cut")
+# Points where run r0 is inside a write transaction, so a write session exists to strike.
+IN_WRITE = frozenset({"after_delete", "mid_insert", "before_commit"})
+# terminate: pg_terminate_backend on the session at hand; kill: the run stops for good, dropping its
+# connections unreleased; stall: the run's thread and its keep-alive stop for a while (an in-process
+# pause: the pause scenario's SIGSTOP needs a process of its own); cut: the cut fault's proxy.
+KINDS = ("terminate", "kill", "stall", "cut")
 DURATIONS = (0.5, 1.5, 2.5)  # in TTLs: shorter than the lease, then longer
 
 
@@ -47,23 +55,33 @@ def schedules():
         "split_at": st.integers(1, COMPANY_SIZE - 1)})
 
 
+def has_target(schedule: dict, backend_cls) -> bool:
+    """Whether the schedule's fault has anything of this backend's to strike at its point (by declaration)."""
+    if schedule["point"] in IN_WRITE or backend_cls.holds_across_writes():
+        if schedule["kind"] == "terminate" and schedule["point"] not in IN_WRITE:
+            return backend_cls.lock_service == "postgres"  # only a PostgreSQL lock session can be terminated
+        return True
+    return False
+
+
 def describe(schedule: dict) -> str:
     """A schedule in words, for the report."""
     where = f"mid-insert at row {schedule['split_at']}" if schedule["point"] == "mid_insert" else \
         schedule["point"].replace("_", " ")
     what = {"terminate": "its session terminated", "kill": "the run killed",
-            "pause": f"the run paused for {schedule['duration']:g} TTL",
+            "stall": f"the run stalled for {schedule['duration']:g} TTL",
+            "pause": f"the run paused for {schedule['duration']:g} TTL",  # the name in runs before 'stall'
             "cut": f"its lock connection cut for {schedule['duration']:g} TTL"}[schedule["kind"]]
     companies = f"{schedule['companies']} compan{'y' if schedule['companies'] == 1 else 'ies'}"
     return (f"{schedule['runs']} runs, {companies} each; run r0 {where}: {what}; "
-            f"the other runs start then")
+            f"the other runs start then, together")
 
 
 _example_ids = itertools.count()
 
 
 def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
-    """One schedule, for real: returns its history, the final table and the violations found."""
+    """One schedule, for real: returns its history, the final table, the violations and whether it struck."""
     cls = backends.load(env.spec.backend)
     table = env.table(f"kp{next(_example_ids)}")
     if schedule["point"] == "mid_insert":
@@ -71,47 +89,64 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
     companies = list(range(1, schedule["companies"] + 1))
     table.fill(env.writes, companies, COMPANY_SIZE)
     history, key = History(), env.key(f"kp{next(_example_ids)}")
-    own = lock_has_own_connection(cls)
-    proxies, victim_writes, options = [], None, {"ttl_s": ttl}
-    if schedule["kind"] == "cut":
-        service = lock_service(cls)
-        proxies = [BlackholeProxy(*a).start() for a in lock_addresses(env, service)]
-        change = proxied_spec(env, service, [p.port for p in proxies], own)
-        options.update(change.get("options", {}))
-        if "writes_dsn" in change:
-            victim_writes = pg_engine(change["writes_dsn"], pool_size=2, pool_pre_ping=True)
-    victim = env.backend(table=table, options=options, key=key, writes=victim_writes)
+    cut = faults.load("cut") if schedule["kind"] == "cut" else None
+    route = cut.route(env.services, cls) if cut is not None else faults.Route()
+    victim_writes = pg_engine(route.writes_url, pool_size=2, pool_pre_ping=True) if route.writes_url else None
+    victim = env.backend(table=table, options={"ttl_s": ttl}, key=key, writes=victim_writes,
+                         routed=route.lock_services)
     others = [env.backend(table=table, options={"ttl_s": ttl}, key=key) for _ in range(schedule["runs"] - 1)]
     fired = threading.Event()
+    struck: dict = {}
+    outcome: dict = {}
+
+    def strike(name, conn) -> dict:
+        """The fault, at its point; evidence that it struck, or FaultNotConfirmed."""
+        kind, pid = schedule["kind"], pg.backend_pid(conn) if conn is not None else victim.lock_pid
+        if kind == "terminate":
+            return faults.terminate_confirmed(env.monitor, pid)
+        if not (conn is not None or cls.holds_across_writes()):
+            raise FaultNotConfirmed(f"run r0 holds nothing at {name} for a {kind} to take away")
+        if kind == "kill":
+            if conn is not None:
+                faults.terminate_confirmed(env.monitor, pid)
+            victim.abandon()
+            return {"fault": "kill", "pid": pid}
+        if kind == "stall":
+            victim.suspend(schedule["duration"] * ttl)
+            return {"fault": "stall", "seconds": schedule["duration"] * ttl}
+        target = Target(env.services, env.monitor, cls, lock_pid=victim.lock_pid,
+                        write_pid=pg.backend_pid(conn) if conn is not None else None)
+        cut.inject(target)
+        try:
+            return cut.confirm(target)
+        except FaultNotConfirmed:
+            cut.heal(target)
+            raise
 
     def fault(name, conn):
         if outcome.get("r0") == "killed":
             raise RunKilled()  # a killed run does nothing more, whatever its driver said about the rollback
         if name != schedule["point"] or fired.is_set():
             return
-        kind, hold = schedule["kind"], schedule["duration"] * ttl
-        target = pg.backend_pid(conn) if conn is not None else victim.lock_pid
-        if kind in ("terminate", "kill") and target is not None:
-            pg.terminate(env.monitor, target)
-        if kind == "pause":
-            victim.suspend(hold)
-        for proxy in proxies:
-            proxy.blackhole()
-        history.add("injector", "fault_fired", kind=kind, point=name, target=target)
+        try:
+            struck.update(strike(name, conn), struck=True)
+        except FaultNotConfirmed as exc:
+            struck.update(struck=False, why=str(exc))
+        history.add("injector", "fault_fired", kind=schedule["kind"], point=name, struck=struck["struck"])
         fired.set()
-        if kind == "kill":
+        if schedule["kind"] == "kill":
             outcome["r0"] = "killed"
-            victim.abandon()
             raise RunKilled()
-        env.pause(hold)
-        for proxy in proxies:
-            proxy.restore()
-        history.add("injector", "fault_healed", kind=kind)
+        if schedule["kind"] in ("stall", "cut") and struck["struck"]:
+            env.pause(schedule["duration"] * ttl)
+            if cut is not None:
+                struck.update(cut.heal(Target(env.services, env.monitor, cls)))
+            history.add("injector", "fault_healed", kind=schedule["kind"])
 
-    outcome: dict = {}
     observers = [Observer(env.monitor, table, c, on_change=lambda c, n: history.add("observer", "observed",
                                                                                    company=c, count=n))
                  for c in companies]
+
     def victim_run():
         try:
             run_job(victim, companies, COMPANY_SIZE, "r0", fault, history=history)
@@ -120,23 +155,30 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
         finally:
             fired.set()  # a run that never reached the point lets the others go
 
+    patience = max(DURATIONS) * ttl + 1.0 if schedule["kind"] in ("stall", "cut") else 0.0
+    threads = []
     try:
         for observer in observers:
             observer.__enter__()
         thread = threading.Thread(target=victim_run, name="killpoint-r0", daemon=True)
         thread.start()
         fired.wait(30)
-        patience = max(DURATIONS) * ttl + 1.0 if schedule["kind"] in ("pause", "cut") else 0.0
-        for i, other in enumerate(others, start=1):
-            run_job(other, companies, COMPANY_SIZE, f"r{i}", history=history, patience=patience)
-        thread.join(30 + 3 * ttl)
+        # The other runs contend with each other too: all start at once.
+        threads = [threading.Thread(target=run_job, args=(other, companies, COMPANY_SIZE, f"r{i}"),
+                                    kwargs={"history": history, "patience": patience},
+                                    name=f"killpoint-r{i}", daemon=True)
+                   for i, other in enumerate(others, start=1)]
+        for t in threads:
+            t.start()
+        for t in [*threads, thread]:
+            t.join(30 + 3 * ttl)
     finally:
         for observer in observers:
             observer.__exit__(None, None, None)
         for backend in [victim, *others]:
             backend.close()
-        for proxy in proxies:
-            proxy.stop()
+        if cut is not None:
+            cut.close()
         if victim_writes is not None:
             victim_writes.dispose()
     with env.writes.connect() as conn:
@@ -144,7 +186,7 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
     events = history.to_list()
     violations = check_history(events, final, COMPANY_SIZE, "exclusion" in cls.capabilities)
     return {"schedule": schedule, "events": events, "final": {str(c): v for c, v in final.items()},
-            "violations": violations}
+            "violations": violations, "struck": bool(struck.get("struck")), "evidence": struck}
 
 
 class Killpoints(Scenario):
@@ -152,13 +194,15 @@ class Killpoints(Scenario):
     summary = "hypothesis searches kill points x faults x runs x companies; shrinks any schedule that breaks a backend"
     variants = ("search",)
     params = {
-        "quick": {"examples": 6, "shrink_s": 15.0, "ttl_s": 0.5, "trials": 1, "parallel": 1},
+        "quick": {"examples": 15, "shrink_s": 15.0, "ttl_s": 0.5, "trials": 1, "parallel": 1},
         "default": {"examples": 50, "shrink_s": 30.0, "ttl_s": 1.0, "trials": 1, "parallel": 1},
     }
 
     def run_trial(self, env: TrialEnv) -> dict:
         p, started = env.params, time.monotonic()
         tried, failures, best = [0], [0], {}
+        count = {"struck": 0, "not_struck": 0}
+        cls = backends.load(env.spec.backend)
 
         # No @seed: with one, hypothesis stops saving to the database, and the database is what
         # replays a failure first on the next run.
@@ -170,12 +214,15 @@ class Killpoints(Scenario):
             shrinking_over = best and time.monotonic() > best["found_at"] + p["shrink_s"]
             if shrinking_over and schedule != best["schedule"]:
                 return  # the shrink budget is spent: keep the smallest failure found so far
+            assume(has_target(schedule, cls))  # nothing to strike there: not a schedule worth counting
             tried[0] += 1
             result = run_example(env, schedule, p["ttl_s"])
+            count["struck" if result["struck"] else "not_struck"] += 1
             if result["violations"]:
                 failures[0] += 1
                 best.update(result, found_at=best.get("found_at", time.monotonic()))
                 raise AssertionError("; ".join(v["kind"] for v in result["violations"]))
+            assume(result["struck"])  # a fault that struck nothing is not counted as a schedule tried
 
         flaky = False
         try:
@@ -185,7 +232,7 @@ class Killpoints(Scenario):
         except Flaky:
             flaky = True  # a schedule failed once and passed on its replay: timing decided, report it so
         return {"examples": p["examples"], "tried": tried[0], "failing_seen": failures[0], "ttl_s": p["ttl_s"],
-                "flaky": flaky,
+                "flaky": flaky, **count, "exercised": count["struck"] > 0,
                 "seconds": round(time.monotonic() - started, 1),
                 "minimal": None if not best else {k: best[k] for k in ("schedule", "violations", "events", "final")},
                 "described": describe(best["schedule"]) if best else None}
@@ -199,7 +246,9 @@ class Killpoints(Scenario):
 
     def verdict(self, measures: dict) -> str:
         if measures["minimal"] is None:
-            return f"{measures['tried']} schedules tried, none failed"
+            if "struck" not in measures:  # a run from before faults confirmed they struck
+                return f"{measures['tried']} schedules tried, none failed"
+            return f"{measures['struck']} schedules struck, none failed"
         kinds = sorted({v["kind"] for v in measures["minimal"]["violations"]})
         return ("counterexample (did not fail on every replay): " if measures.get("flaky") else
                 "counterexample: ") + ", ".join(kinds)

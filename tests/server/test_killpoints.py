@@ -29,21 +29,23 @@ def kinds(result):
 
 
 def test_a_terminated_lock_session_lets_a_stale_write_through(services, engines):
-    assert kinds(example(services, engines, "session_autocommit", schedule())) == ["stale write accepted"]
+    # Five companies: r0 keeps writing after r1 is granted, whichever thread starts first.
+    result = example(services, engines, "session_autocommit", schedule(companies=5))
+    assert "stale write accepted" in kinds(result)
 
 
 def test_the_same_schedule_cannot_hurt_the_lock_inside_the_transaction(services, engines):
     assert kinds(example(services, engines, "xact", schedule(point="after_delete"))) == []
 
 
-def test_a_paused_run_without_a_lock_merges_two_rebuilds(services, engines):
-    result = example(services, engines, "none", schedule(point="after_delete", kind="pause", duration=1.5))
+def test_a_stalled_run_without_a_lock_merges_two_rebuilds(services, engines):
+    result = example(services, engines, "none", schedule(point="after_delete", kind="stall", duration=1.5))
     # The observer saw the doubled company too: 500 rows is a state no single rebuild leaves.
     assert kinds(result) == ["mixed rows", "torn state"] and result["final"]["1"]["rows"] == 500
 
 
-def test_a_pause_past_the_ttl_is_caught_for_redis_and_fenced_for_redis_fenced(services, engines):
-    paused = schedule(kind="pause", duration=2.5)
+def test_a_stall_past_the_ttl_is_caught_for_redis_and_fenced_for_redis_fenced(services, engines):
+    paused = schedule(kind="stall", duration=2.5)
     assert kinds(example(services, engines, "redis", paused)) == ["stale write accepted"]
     fenced = example(services, engines, "redis_fenced", paused)
     assert kinds(fenced) == [] and any(e["event"] == "write_rejected" for e in fenced["events"])
@@ -55,14 +57,45 @@ def test_a_kill_mid_insert_leaves_no_torn_company(services, engines):
     assert all(state["rows"] == 250 for state in result["final"].values())
 
 
+# Issue 13, point 4: a schedule whose fault has no target does not count; the other runs contend at once.
+def test_a_terminate_where_the_run_holds_no_session_does_not_strike(services, engines):
+    from backends import load
+    from scenarios.killpoints import has_target
+
+    nothing = schedule(point="after_acquire", kind="terminate")
+    assert not has_target(nothing, load("xact")) and has_target(nothing, load("session"))
+    result = example(services, engines, "xact", nothing)
+    assert result["struck"] is False and "no session" in result["evidence"]["why"]
+    assert example(services, engines, "session", nothing)["struck"] is True
+
+
+def test_the_other_runs_of_a_schedule_contend_concurrently(services, engines):
+    result = example(services, engines, "none", schedule(point="after_delete", kind="stall", runs=3))
+    events = result["events"]
+    started = {e["run"]: e["t"] for e in events if e["event"] == "acquire_requested" and e["run"] != "r0"}
+    first_done = min(e["t"] for e in events if e["event"] == "write_committed" and e["run"] != "r0")
+    assert set(started) == {"r1", "r2"} and max(started.values()) < first_done
+
+
 def test_the_search_shrinks_a_failure_for_an_unsafe_backend(services, engines, tmp_path):
     scenario = Killpoints()
-    params = {**scenario.profile_params("quick"), "examples": 6, "shrink_s": 5.0}
-    env = trial_env(services, engines, "killpoints", "session", "search", params)
+    params = {**scenario.profile_params("quick"), "examples": 20, "shrink_s": 5.0}
+    # A Redis lock that is not renewed: a stall or a cut past its TTL lets another run in every time.
+    env = trial_env(services, engines, "killpoints", "redis", "search", params)
     env.results_dir = tmp_path
     m = scenario.run_trial(env)
-    assert m["minimal"] is not None and scenario.verdict(m) == "counterexample: stale write accepted"
-    assert (tmp_path / "hypothesis" / "session").is_dir()  # failures kept with the run, to replay
+    assert m["minimal"] is not None and scenario.verdict(m).endswith("stale write accepted")
+    assert m["minimal"]["schedule"]["kind"] in ("stall", "cut") and m["minimal"]["schedule"]["duration"] > 1
+    assert (tmp_path / "hypothesis" / "redis").is_dir()  # failures kept with the run, to replay
+
+
+def test_a_search_that_finds_nothing_says_how_many_schedules_struck(services, engines, tmp_path):
+    scenario = Killpoints()
+    params = {**scenario.profile_params("quick"), "examples": 3}
+    env = trial_env(services, engines, "killpoints", "xact", "search", params)
+    m = scenario.run_trial(env)
+    assert m["minimal"] is None and m["struck"] >= 3
+    assert scenario.verdict(m) == f"{m['struck']} schedules struck, none failed"
 
 
 def test_lab_replay_reproduces_a_recorded_counterexample(tmp_path):
@@ -74,14 +107,15 @@ def test_lab_replay_reproduces_a_recorded_counterexample(tmp_path):
 
 
 def _run_then_replay(tmp_path, env):
-    run = subprocess.run([sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend", "session",
+    # No lock at all: two runs inside one company's write merge it every time, so the replay is certain.
+    run = subprocess.run([sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend", "none",
                           "--scenario", "killpoints", "--results", str(tmp_path / "r")],
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr
     (folder,) = (tmp_path / "r").iterdir()
     record = json.loads((folder / "trials.jsonl").read_text().splitlines()[-1])
     assert record["verdict"].startswith("counterexample")
-    replay = subprocess.run([sys.executable, "-m", "lab.cli", "replay", folder.name, "session",
+    replay = subprocess.run([sys.executable, "-m", "lab.cli", "replay", folder.name, "none",
                              "--results", str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=300)
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert "-> reproduced" in replay.stdout and "VIOLATION stale write accepted" in replay.stdout
+    assert "-> reproduced" in replay.stdout and "VIOLATION mixed rows" in replay.stdout
