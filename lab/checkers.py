@@ -83,25 +83,43 @@ def _commits(events: list[dict]) -> list[dict]:
     return sorted(out, key=lambda e: e["t"])
 
 
-def stale_writes(events: list[dict]) -> list[dict]:
-    """A company's committed writes out of grant order: the older holder's rebuild landed on the newer one's.
+def _grants_of_company(events: list[dict], company: int) -> list[tuple[float, str]]:
+    """(time, run) when each run got the right to write company, as the storage saw it.
 
-    If run B was granted after run A, B's write must be the one that survives: A's write committing
-    after B's is a stale write the storage accepted (what a fencing token exists to refuse).
+    A run that locked the company inside its write (a lock or fence in the transaction) got it
+    then; a run that never did got it with its run-level grant.
     """
     out = []
-    commits = _commits(events)
-    for i, later in enumerate(commits):
-        later_grant = _grant_of(events, later["run"], later["company"], later["t"])
-        for earlier in commits[:i]:
-            if earlier["company"] != later["company"] or earlier["run"] == later["run"]:
-                continue
-            earlier_grant = _grant_of(events, earlier["run"], earlier["company"], earlier["t"])
-            if later_grant is not None and earlier_grant is not None and later_grant < earlier_grant:
-                out.append({"kind": "stale write accepted", "run": later["run"], "company": later["company"],
-                            "detail": f"{later['run']} (granted {later_grant:.3f}s) committed at {later['t']:.3f}s, "
-                                      f"after {earlier['run']} (granted {earlier_grant:.3f}s) committed at "
-                                      f"{earlier['t']:.3f}s"})
+    for run in sorted({e["run"] for e in events}):
+        locks = [e["t"] for e in events if e["run"] == run and e["event"] == "company_locked"
+                 and e.get("company") == company]
+        out += [(t, run) for t in locks or [e["t"] for e in events if e["run"] == run
+                                           and e["event"] == "acquire_granted" and not e.get("company_scoped")]]
+    return sorted(out)
+
+
+def stale_writes(events: list[dict]) -> list[dict]:
+    """A write committed under a grant after another run was granted the company later.
+
+    If run A was granted, then run B was granted the same company, A's right had lapsed: a write of
+    A's committing after B's grant is a stale write the storage accepted (what a fencing token exists
+    to refuse), whatever B did next (committed, failed, or never wrote). B's grant is its lock on the
+    company inside its write when it took one (a fence B waited on behind A orders them), else its
+    run-level grant.
+    """
+    out = []
+    for write in _commits(events):
+        company, run = write["company"], write["run"]
+        mine = _grant_of(events, run, company, write["t"])
+        if mine is None:
+            continue
+        later = [(t, other) for t, other in _grants_of_company(events, company)
+                 if other != run and mine < t < write["t"]]
+        if later:
+            t, other = later[0]
+            out.append({"kind": "stale write accepted", "run": run, "company": company,
+                        "detail": f"{run} (granted {mine:.3f}s) committed at {write['t']:.3f}s, after "
+                                  f"{other} was granted the company at {t:.3f}s"})
     return out
 
 

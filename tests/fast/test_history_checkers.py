@@ -96,3 +96,20 @@ def test_a_waiter_granted_by_a_commit_recorded_late_is_not_an_overlap():
     truly_inside = late_record[:1] + [ev(0.30, "r1", "company_locked", company=1)] + late_record[1:2] + \
         late_record[3:]
     assert [v["kind"] for v in overlapping_writes(truly_inside)] == ["exclusion violated"]
+
+
+# Issue 13, point 5: r0 commits after r1's later grant, and r1 then fails or never writes.
+def test_a_stale_write_counts_even_when_the_later_holder_then_failed():
+    history = [ev(0.00, "r0", "acquire_granted"), ev(0.10, "r1", "acquire_granted"),
+               ev(0.12, "r1", "write_begun", company=1), ev(0.15, "r1", "write_failed", company=1),
+               ev(0.20, "r0", "write_begun", company=1), ev(0.24, "r0", "commit_requested", company=1),
+               ev(0.25, "r0", "write_committed", company=1)]
+    assert [(v["run"], v["company"]) for v in stale_writes(history)] == [("r0", 1)]
+
+
+def test_a_stale_write_counts_even_when_the_later_holder_never_wrote():
+    history = [ev(0.00, "r0", "acquire_granted"), ev(0.10, "r1", "acquire_granted"),
+               ev(0.11, "r1", "release", ok=True), ev(0.20, "r0", "write_committed", company=1)]
+    assert [(v["run"], v["company"]) for v in stale_writes(history)] == [("r0", 1)]
+    # ...and r0's write before r1's grant is not stale.
+    assert stale_writes([history[0], ev(0.05, "r0", "write_committed", company=1), *history[1:3]]) == []
