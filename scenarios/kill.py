@@ -52,6 +52,13 @@ class Kill(Scenario):
         holder = result.first.rebuilds[0] if result.first.rebuilds else None
         return {**result.measures(), **seen, "holder_error": holder.error if holder else None}
 
+    def exercised(self, measures: dict) -> bool:
+        """The kill took the lock away only if it lived in the killed session: run2 then got in.
+
+        A run-level lock lives on another session, so run2 is refused and the kill never reached the lock.
+        """
+        return measures["runs"][1]["outcome"] != "refused"
+
     def verdict(self, measures: dict) -> str:
         torn = torn_counts(measures["rows_seen"], measures["rows"])
         state = company_state(measures["rows"], measures["rows_final"], measures["runs_in_final"])

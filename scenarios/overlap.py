@@ -45,3 +45,7 @@ class Overlap(Scenario):
 
     def verdict(self, measures: dict) -> str:
         return company_state(measures["rows"], measures["rows_final"], measures["runs_in_final"])
+
+    def exercised(self, measures: dict) -> bool:
+        """Two rebuilds at once happened only if run2 got past its lock: a refused run2 tested exclusion alone."""
+        return measures["runs"][1]["outcome"] != "refused"

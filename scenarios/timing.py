@@ -22,7 +22,6 @@ from lab.workload import COMPANY_SIZE
 from scenarios.base import Scenario, TrialEnv
 
 COMPANY = 1
-BACKENDS = ("session", "session_autocommit", "xact", "lease_row", "redis", "etcd")
 # In units of the timeout / 10, the post's proportions: 10 s timeout, 5 s cron, 1 s events, 30 s window.
 CRON_PERIOD, EVENT_GAP, WINDOW = 5.0, 1.0, 30.0
 
@@ -53,8 +52,9 @@ class Timing(Scenario):
     }
 
     def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.name not in BACKENDS:
-            return f"the timing runs cover {', '.join(BACKENDS)}"
+        """Any lock a long run can hold while idle: across writes (a session lock, a lease) or inside one."""
+        if not (backend_cls.holds_across_writes() or "in_transaction" in backend_cls.capabilities):
+            return "no lock for a long run to hold: the timing runs need a session lock, a lease or a lock in the write"
         return None
 
     def wall_budget(self, profile: str) -> float:
@@ -77,9 +77,11 @@ class Timing(Scenario):
                 if self._short_run_gets_in(env, holder, timeout):
                     first = time.monotonic() - t0
                     break
+            state = holder.state()
             return {"trigger": env.spec.variant, "timeout_s": timeout, "window_s": WINDOW * scale,
                     "seed": seed, "attempts": tried, "first_got_at": None if first is None else round(first, 3),
-                    "holder_state_at_end": holder.state()}
+                    "holder_state_at_end": state, "handover": self._handover(holder, first, state),
+                    "exercised": first is not None or state == "gone"}
         finally:
             holder.stop()
 
@@ -91,8 +93,24 @@ class Timing(Scenario):
             return short.rebuild(COMPANY, COMPANY_SIZE, "short").outcome == "committed"
         return env.contender_gets_in(options={"ttl_s": timeout})
 
+    @staticmethod
+    def _handover(holder: "LongRun", first: float | None, state: str | None) -> str | None:
+        """How a short run got in: 'safe' after the long run's transaction ended and took its lock and work
+        with it (a lock inside the write: its session is gone), 'unsafe' while the long run still
+        believed it held (a run-level lock lives apart from its work), None when nobody got in."""
+        if first is None:
+            return None
+        return "safe" if holder.in_transaction and state == "gone" else "unsafe"
+
     def verdict(self, measures: dict) -> str:
-        return "overlapped" if measures["first_got_at"] is not None else "no overlap"
+        if measures["first_got_at"] is None:
+            return "no overlap"
+        if measures.get("handover") == "safe":
+            return "handed over after the holder's transaction ended"
+        return "overlapped"
+
+    def safety(self, measures: dict, verdict: str) -> str:
+        return "unsafe" if measures.get("handover") == "unsafe" else "safe"
 
 
 class LongRun:
