@@ -11,8 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from backends._writes import sqlstate
-from backends.base import Point, RebuildResult, describe_error, no_point
+from backends._writes import commit_failure
+from backends.base import Point, RebuildResult, no_point
 from lab.workload import SCHEMA, CompanyTable
 
 FENCES = f"{SCHEMA}.fences"
@@ -31,17 +31,24 @@ class FenceRejected(Exception):
 
 def fenced_write(engine: Engine, table: CompanyTable, company: int, rows: int, run_id: str, *,
                  lock_key: str, token: int, point: Point = no_point) -> RebuildResult:
-    """Rebuild one company if, and only if, no newer token has written it."""
+    """Rebuild one company if, and only if, no newer token has written it.
+
+    Outcomes as write_transaction's, plus "rejected" when the fence refuses the token.
+    """
+    deleted, committing = None, False
     try:
-        with engine.connect() as conn, conn.begin():
+        with engine.connect() as conn, conn.begin() as trans:
             point("begin", conn)
             if conn.execute(_ADVANCE, {"k": lock_key, "c": company, "t": token}).first() is None:
                 raise FenceRejected(f"token {token} is older than the company's fence")
             point("after_lock", conn)  # the fence row, locked until commit, now holds the company for us
             deleted = table.rebuild(conn, company, rows, run_id, point)
+            committing = True  # COMMIT goes out now: from here the server may commit without our hearing
+            trans.commit()
+            committing = False
         point("after_commit", None)
         return RebuildResult("committed", deleted=deleted)
     except FenceRejected as exc:
         return RebuildResult("rejected", error=f"FenceRejected: {exc}")
     except SQLAlchemyError as exc:
-        return RebuildResult("failed", error=describe_error(exc), sqlstate=sqlstate(exc))
+        return commit_failure(exc, engine, table, [company], run_id, committing=committing, deleted=deleted)

@@ -7,7 +7,7 @@ from typing import Callable
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from backends.base import Point, RebuildResult, describe_error, no_point
 from lab.workload import CompanyTable
@@ -20,6 +20,51 @@ def sqlstate(exc: BaseException) -> str | None:
     return getattr(getattr(exc, "orig", None), "pgcode", None)
 
 
+# SQLSTATEs that end the session rather than refuse the statement: 08 (connection exception)
+# and 57P01-57P03 (terminated by an administrator, a crash, a shutdown). PostgreSQL can send
+# 57P01 after a COMMIT it already made durable locally (a synchronous-replication wait cut
+# short), so at COMMIT they leave the outcome open, like a connection that just dropped.
+_SESSION_ENDED = ("08", "57P01", "57P02", "57P03")
+
+
+def commit_unknown(exc: BaseException) -> bool:
+    """Whether an error raised by COMMIT leaves its fate open: the connection broke, the server refused nothing.
+
+    A dropped connection surfaces from psycopg2 as OperationalError or InterfaceError with no
+    SQLSTATE; an error the server reported for the commit itself (40001 under SERIALIZABLE,
+    23xxx from a deferred constraint) is a definite failure.
+    """
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    code = sqlstate(exc)
+    return code is None or code.startswith(_SESSION_ENDED)
+
+
+def resolve_commit(engine: Engine, table: CompanyTable, companies: list[int], run_id: str) -> str:
+    """After a COMMIT whose answer never came: did it happen? Read the table on a fresh connection.
+
+    "committed" when a company's rows carry run_id (the transaction is all or nothing, so one
+    is enough), "not committed" when none does, "unknown" when the read fails as well. A run
+    that rebuilt the company after this one would hide the evidence: read at once.
+    """
+    try:
+        with engine.connect() as conn:
+            found = any(run_id in table.runs_in(conn, company) for company in companies)
+    except SQLAlchemyError:
+        return "unknown"
+    return "committed" if found else "not committed"
+
+
+def commit_failure(exc: SQLAlchemyError, engine: Engine, table: CompanyTable, companies: list[int],
+                   run_id: str, *, committing: bool, deleted: int | None, waited: float = 0.0) -> RebuildResult:
+    """The result of a write that raised: "failed", or "indeterminate" (resolved) when COMMIT was in flight."""
+    if committing and commit_unknown(exc):
+        resolved = resolve_commit(engine, table, companies, run_id)
+        return RebuildResult("indeterminate", deleted=deleted if resolved == "committed" else None, waited=waited,
+                             error=describe_error(exc), sqlstate=sqlstate(exc), resolved=resolved)
+    return RebuildResult("failed", waited=waited, error=describe_error(exc), sqlstate=sqlstate(exc))
+
+
 def write_transaction(engine: Engine, table: CompanyTable, companies: list[int], rows: int, run_id: str,
                       *, point: Point = no_point, lock_key: Callable[[int], str] | None = None,
                       isolation: str = "READ COMMITTED", lock_timeout_ms: int | None = None,
@@ -29,12 +74,15 @@ def write_transaction(engine: Engine, table: CompanyTable, companies: list[int],
     With lock_key, each company's pg_advisory_xact_lock is taken first, in its own
     statement, so that under READ COMMITTED the delete that follows a wait runs on a
     fresh snapshot (the post's rule 1).
+
+    An error before COMMIT is "failed" (rolled back); a broken connection while COMMIT was
+    in flight is "indeterminate", resolved by reading the table afterwards (commit_failure).
     """
-    waited, deleted = 0.0, 0
+    waited, deleted, committing = 0.0, 0, False
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level=isolation)
-            with conn.begin():
+            with conn.begin() as trans:
                 point("begin", conn)
                 if lock_timeout_ms is not None:
                     conn.execute(text(f"set local lock_timeout = {int(lock_timeout_ms)}"))
@@ -45,7 +93,11 @@ def write_transaction(engine: Engine, table: CompanyTable, companies: list[int],
                         waited += time.monotonic() - start
                         point("after_lock", conn)
                     deleted += table.rebuild(conn, company, rows, run_id, point, use_copy=use_copy)
+                committing = True  # COMMIT goes out now: from here the server may commit without our hearing
+                trans.commit()
+                committing = False
             point("after_commit", None)
         return RebuildResult("committed", deleted=deleted, waited=waited)
     except SQLAlchemyError as exc:
-        return RebuildResult("failed", waited=waited, error=describe_error(exc), sqlstate=sqlstate(exc))
+        return commit_failure(exc, engine, table, companies, run_id, committing=committing, deleted=deleted,
+                              waited=waited)

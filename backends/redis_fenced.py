@@ -1,19 +1,42 @@
-"""redis-py's Lock plus a fencing token from INCR, checked by PostgreSQL in the write transaction."""
+"""redis-py's Lock whose grant and fencing token come from one Lua script, checked by PostgreSQL in the write."""
 
 from __future__ import annotations
 
+import uuid
+
 from backends.redis_lock import RedisLock
+
+# Grant and token in one step: SET NX PX, and only when that set the key, INCR the counter.
+# Two round trips (lock.acquire(), then INCR) let a holder paused between them past the TTL
+# draw a token higher than the next holder's: its stale write passes the fence, the rightful
+# one is refused. Inside one script nothing can run in between.
+GRANT_AND_TOKEN = """
+if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return redis.call('incr', KEYS[2])
+end
+return false
+"""
 
 
 class RedisFencedLock(RedisLock):
     """Kleppmann's fix applied to Redis: the storage refuses a write with an older token."""
 
     name = "redis_fenced"
-    summary = "redis-py Lock + INCR fencing token, checked by PostgreSQL inside the write"
+    summary = "redis-py Lock, grant + INCR fencing token in one Lua script, checked by PostgreSQL inside the write"
     capabilities = frozenset({"lease_expiry", "fencing", "exclusion"})
 
+    def __init__(self, ctx, key):
+        super().__init__(ctx, key)
+        self.fence_key = f"locklab:{key}:fence"
+        self._grant = self.client.register_script(GRANT_AND_TOKEN)
+
     def _try_acquire(self) -> int | None:
-        if not self.lock.acquire():
+        token = uuid.uuid1().hex.encode()  # the same kind of token redis-py's Lock.acquire makes
+        ttl_ms = int(self.lock.timeout * 1000)
+        fence = self._grant(keys=[self.lock.name, self.fence_key], args=[token, ttl_ms])
+        if fence is None:
             return None
-        # A counter beside the lock: every grant gets a higher number (while Redis keeps its data).
-        return int(self.client.incr(f"locklab:{self.key}:fence"))
+        # Hand the token to redis-py's Lock: its reacquire, owned and release work on it unchanged.
+        self.lock.local.token = token
+        # Every grant gets a higher number (while Redis keeps its data).
+        return int(fence)

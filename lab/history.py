@@ -23,6 +23,9 @@ EVENTS = {
     "write_committed": "it committed",
     "write_rejected": "the storage refused it (fence)",
     "write_failed": "it rolled back (error, killed session)",
+    "write_indeterminate": "the connection broke while COMMIT was in flight, so the run cannot know whether it "
+                           "committed; resolved: what a fresh read of the table found (committed / not committed / "
+                           "unknown)",
     "release": "the run released (ok: whether release reported success)",
     "fault_fired": "the fault injector acted",
     "fault_healed": "the fault was undone",

@@ -24,7 +24,11 @@ class JobResult:
 
     @property
     def outcome(self) -> str:
-        """refused / committed / failed: how the run ended for its (first) company."""
+        """refused / committed / failed / rejected / indeterminate: how the run ended for its (first) company.
+
+        indeterminate: COMMIT was sent and the connection broke; the rebuild's `resolved` says
+        what the table showed afterwards (committed / not committed / unknown).
+        """
         if not self.acquired:
             return "refused"
         return self.rebuilds[0].outcome if self.rebuilds else "nothing to do"
@@ -35,7 +39,7 @@ class JobResult:
                 "deleted": first.deleted, "attempts": sum(r.attempts for r in self.rebuilds),
                 "failed_attempts": sum(len(r.failed_attempts) for r in self.rebuilds),
                 "error": first.error, "release": self.release,
-                "sqlstate": first.sqlstate,
+                "sqlstate": first.sqlstate, "resolved": first.resolved,
                 "started": round(self.started - t0, 3), "ended": round(self.ended - t0, 3)}
 
 
@@ -115,3 +119,5 @@ class _Recorder:
             self.add("write_rejected", company=self.company, error=result.error)
         elif result.outcome == "failed":
             self.add("write_failed", company=self.company, error=result.error)
+        elif result.outcome == "indeterminate":
+            self.add("write_indeterminate", company=self.company, error=result.error, resolved=result.resolved)
