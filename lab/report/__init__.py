@@ -67,13 +67,35 @@ def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
                 if versions.get(name) is None and version is not None:
                     versions[name] = version
         meta["versions"] = versions
+        meta.update(_merged_order([f.meta() for f in folders]))
     trials = [{**t, "run": f.run_id} for f in folders for t in f.trials()]  # a replay needs the trial's own run
     return render(meta, trials, " + ".join(f.run_id for f in folders), charts)
 
 
+def _merged_order(metas: list[dict]) -> dict:
+    """The order keys of several runs' meta.json merged, first run first; a key one run lacks is dropped
+    (the registries order that run), except capabilities, which merge per backend."""
+    merged: dict = {}
+    for key in ("backend_order", "scenario_order"):
+        if all(m.get(key) for m in metas):
+            merged[key] = list(dict.fromkeys(name for m in metas for name in m[key]))
+    if all(m.get("variants") for m in metas):
+        variants: dict = {}
+        for m in metas:
+            for scenario, names in m["variants"].items():
+                variants[scenario] = list(dict.fromkeys([*variants.get(scenario, []), *names]))
+        merged["variants"] = variants
+    capabilities: dict = {}
+    for m in metas:
+        capabilities.update(m.get("capabilities") or {})  # a later run's declaration wins, as its trials do
+    if capabilities:
+        merged["capabilities"] = capabilities
+    return merged
+
+
 def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = None) -> str:
     """The report's text; charts, when given, collects name -> draw(path) for the PNGs it links."""
-    frame = trials_frame(trials)
+    frame = trials_frame(trials, meta)
     charts = {} if charts is None else charts
     parts = [INTRO, section_summary(frame), section_matrix(frame, charts), section_told(frame),
              section_cases(frame), section_same_faults(frame), section_calibration(frame),
@@ -81,5 +103,5 @@ def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = No
              section_overlap(frame), section_kill(frame), section_rules(frame),
              section_conflicts(frame), section_perf(frame, charts), section_why_not_leases(frame),
              section_killpoints(frame, run_id), section_why_not(frame),
-             section_outcomes(trials), section_provenance(meta, run_id)]
+             section_outcomes(trials, meta), section_provenance(meta, run_id)]
     return "\n".join(part.rstrip() + "\n" for part in parts if part is not None)

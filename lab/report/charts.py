@@ -7,23 +7,40 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 
-def timing_chart(rows: list[tuple[str, float | None, float | None]], timeout: float, path: Path) -> None:
-    """One bar per row from the earliest to the latest first overlap; rows without overlap say so."""
+# A timing row's overlaps -> bar colour: unsafe red, handed over safely green, not recorded amber.
+HANDOVER_COLOURS = {"unsafe": "#c62828", "safe": "#2e7d32", "unknown": "#ef6c00"}
+
+
+def timing_chart(rows: list[tuple], timeout: float, path: Path) -> None:
+    """One bar per row from the earliest to the latest first overlap; rows without overlap say so.
+
+    A row is (label, low, high) or (label, low, high, handover) with handover "unsafe", "safe" or
+    "unknown" (the default: a run that did not record it)."""
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2), dpi=100)
-    for y, (_, low, high) in enumerate(reversed(rows)):
+    shown = []
+    for y, (_, low, high, *kind) in enumerate(reversed(rows)):
         if low is None:
             ax.text(timeout * 0.05, y, "no overlap", va="center", fontsize=8, color="#2e7d32")
         else:
-            ax.barh(y, max(high - low, timeout * 0.005), left=low, height=0.5, color="#c62828")
+            name = kind[0] if kind and kind[0] in HANDOVER_COLOURS else "unknown"
+            shown.append(name)
+            colour = HANDOVER_COLOURS[name]
+            ax.barh(y, max(high - low, timeout * 0.005), left=low, height=0.5, color=colour)
             ax.text(high + timeout * 0.02, y, f"{low:.2f} to {high:.2f} s", va="center", fontsize=8)
     ax.axvline(timeout, color="black", linestyle="--", linewidth=1)
     ax.text(timeout, len(rows) - 0.4, f" timeout {timeout:g} s", fontsize=8)
-    ax.set_yticks(range(len(rows)), [label for label, _, _ in reversed(rows)], fontsize=8)
+    ax.set_yticks(range(len(rows)), [row[0] for row in reversed(rows)], fontsize=8)
     ax.set_xlim(0, timeout * 3)
     ax.set_ylim(-0.7, len(rows) - 0.3)
+    words = {"unsafe": "unsafe overlap", "safe": "handed over safely", "unknown": "handover not recorded"}
+    handles = [matplotlib.patches.Patch(color=HANDOVER_COLOURS[k], label=words[k]) for k in HANDOVER_COLOURS
+               if k in shown]
+    if handles:
+        ax.legend(handles=handles, fontsize=7, loc="lower right")
     ax.set_xlabel("seconds after the long run took the lock (first short run to get it)")
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})
@@ -47,16 +64,30 @@ def ratio_chart(rows: list[tuple[str, float | None, float | None]], path: Path) 
     plt.close(fig)
 
 
-def matrix_chart(backends: list[str], faults: list[str], cells: list[list[str]], path: Path) -> None:
-    """The backends x faults matrix as colours: red failed, green kept whole, grey not applicable."""
-    colours = {"✗": 0.0, "✓": 1.0}
-    grid = [[colours.get(text[:1], 0.5) for text in row] for row in cells]
+# A matrix cell's mark (lab.report.matrix.Mark's name) -> (colour, symbol drawn on it).
+MARK_COLOURS = {
+    "FAILED": ("#c62828", "✗"),
+    "KEPT": ("#2e7d32", "✓"),
+    "NOT_EXERCISED": ("#b0c4de", "○"),  # light blue-grey: the fault never took the lock away
+    "UNKNOWN": ("#f9a825", "?"),
+}
+OTHER_COLOUR = "#bdbdbd"  # n/a, does not run, error, not run
+
+
+def matrix_chart(backends: list[str], faults: list[str], marks: list[list[str]], path: Path) -> None:
+    """The backends x faults matrix as colours: red failed, green kept whole, light blue-grey not exercised,
+    amber safety unknown, grey not applicable."""
+    palette = [colour for colour, _ in MARK_COLOURS.values()] + [OTHER_COLOUR]
+    index = {name: i for i, name in enumerate(MARK_COLOURS)}
+    grid = [[index.get(mark, len(MARK_COLOURS)) for mark in row] for row in marks]
     fig, ax = plt.subplots(figsize=(1.1 * len(faults) + 2.5, 0.4 * len(backends) + 1.8), dpi=100)
-    ax.imshow(grid, cmap=matplotlib.colors.ListedColormap(["#c62828", "#bdbdbd", "#2e7d32"]), vmin=0, vmax=1,
-              aspect="auto")
-    for i, row in enumerate(cells):
-        for j, text in enumerate(row):
-            ax.text(j, i, text[:1] if text[:1] in colours else "", ha="center", va="center", color="white", fontsize=9)
+    ax.imshow(grid, cmap=matplotlib.colors.ListedColormap(palette), vmin=-0.5, vmax=len(palette) - 0.5,
+              aspect="auto", interpolation="nearest")
+    for i, row in enumerate(marks):
+        for j, mark in enumerate(row):
+            symbol = MARK_COLOURS.get(mark, (None, ""))[1]
+            ax.text(j, i, symbol, ha="center", va="center", color="black" if mark == "NOT_EXERCISED" else "white",
+                    fontsize=9)
     ax.set_xticks(range(len(faults)), faults, rotation=35, ha="right", fontsize=7)
     ax.set_yticks(range(len(backends)), backends, fontsize=8)
     fig.tight_layout()

@@ -6,15 +6,37 @@ import statistics
 
 import pandas as pd
 
-from lab.outcomes import latest_per_trial, registry_order
+from lab.outcomes import RunOrder, latest_per_trial
+
+COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict", "reason", "measures", "run",
+           "safety", "exercised"]
 
 
-def trials_frame(trials: list[dict]) -> pd.DataFrame:
-    """One row per trial (latest record per id), with its measures as a dict column."""
-    records = sorted(latest_per_trial(trials), key=registry_order)
-    frame = pd.DataFrame(records, columns=["id", "scenario", "backend", "variant", "index", "status",
-                                           "verdict", "reason", "measures", "run"])
+def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
+    """One row per trial (latest record per id), with its measures as a dict column.
+
+    Two columns carry what the run's meta.json says (or the registries, for a run whose meta does not):
+    `backend_pos`, the backend's place in the run's order, and `capabilities`, what the backend declares.
+    A field an older run did not write (safety, exercised) is None.
+    """
+    order = RunOrder.of(meta)
+    records = sorted(latest_per_trial(trials), key=order.record_key)
+    frame = pd.DataFrame(records, columns=COLUMNS).astype({"safety": object, "exercised": object})
+    names = sorted(set(frame.backend), key=order.backend_key)
+    frame["backend_pos"] = [names.index(b) for b in frame.backend]
+    frame["capabilities"] = [tuple(sorted(order.capabilities_of(b))) for b in frame.backend]
     return frame.reset_index(drop=True)
+
+
+def ordered_backends(frame: pd.DataFrame) -> list[str]:
+    """The backends of a (filtered) frame in the run's order."""
+    pairs = sorted(set(zip(frame.backend_pos, frame.backend)))
+    return [name for _, name in pairs]
+
+
+def with_capability(frame: pd.DataFrame, capability: str) -> pd.DataFrame:
+    """The rows of backends that declare a capability (in the run's meta.json, else in the registry)."""
+    return frame[frame.capabilities.map(lambda caps: capability in caps).astype(bool)]
 
 
 def ok_trials(frame: pd.DataFrame, scenario: str) -> pd.DataFrame:

@@ -22,6 +22,8 @@ def run_line(run: dict) -> str:
         return f"{run['run']}: refused (another run holds the lock)"
     if run["outcome"] == "failed":
         return f"{run['run']}: failed ({run['error']}), waited {run['waited']:.1f}s"
+    if run["outcome"] == "indeterminate":  # the commit's result never came back
+        return f"{run['run']}: indeterminate (commit result unknown), waited {run['waited']:.1f}s"
     return f"{run['run']}: {run['outcome']}, waited {run['waited']:.1f}s, deleted {run['deleted']}"
 
 

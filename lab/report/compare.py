@@ -24,8 +24,8 @@ def _kinds(outcome: str | None) -> frozenset[str]:
 
 def compare(a: RunFolder, b: RunFolder) -> str:
     """A Markdown table of every (scenario, backend, variant) whose findings differ (counts aside)."""
-    left = {(r.scenario, r.backend, r.variant): r.outcome for r in outcome_rows(a.trials())}
-    right = {(r.scenario, r.backend, r.variant): r.outcome for r in outcome_rows(b.trials())}
+    left = {(r.scenario, r.backend, r.variant): r.outcome for r in outcome_rows(a.trials(), a.meta())}
+    right = {(r.scenario, r.backend, r.variant): r.outcome for r in outcome_rows(b.trials(), b.meta())}
     keys = list(left) + [k for k in right if k not in left]
     changed = [[*k, left.get(k, "not run"), right.get(k, "not run")] for k in keys
                if _kinds(left.get(k)) != _kinds(right.get(k))]

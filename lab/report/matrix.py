@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from enum import Enum
 
 import pandas as pd
 
-import backends
-from lab.checkers import is_violation
+from lab.outcomes import Safety, exercised_of, safety_of
 from lab.report.charts import matrix_chart
-from lab.report.common import md_table
+from lab.report.common import md_table, ordered_backends, with_capability
 
 # (scenario, variant) -> column heading, in the order a reader meets the faults in the post.
 FAULTS = [
@@ -25,29 +26,83 @@ FAULTS = [
     (("killpoints", "search"), "kill points searched by hypothesis"),
 ]
 
+# Calibration measures detection: every verdict there is a lost lock, said so in the cell.
+CALIBRATION_WORDS = {"within one poll": "lost within one poll", "late": "lost, detected late",
+                     "not detected": "lost, never detected"}
+NOT_EXERCISED = "○ not exercised:"
 
-def cell(records: list[dict]) -> str:
-    """'✗ stale write accepted 3/3' / '✓ held 3/3' / 'n/a' / 'not run'."""
+
+class Mark(Enum):
+    """What a matrix cell says about a backend under a fault."""
+
+    FAILED = "✗"  # some trial let another run in while the holder still believed it held
+    KEPT = "✓"  # every trial kept the company whole (and, where recorded, the fault took the lock away)
+    NOT_EXERCISED = "○"  # the fault struck, but in no trial did it take the lock away: proves nothing
+    UNKNOWN = "?"  # no failure, but some trial's safety could not be judged
+    NOT_APPLICABLE = "n/a"
+    DOES_NOT_RUN = "does not run"
+    ERROR = "error"
+    NOT_RUN = "not run"
+
+
+@dataclass(frozen=True)
+class Cell:
+    mark: Mark
+    text: str
+    exercised: int = 0  # ok trials whose fault took the lock away
+    not_exercised: int = 0  # ok trials whose fault did not
+    unrecorded: int = 0  # ok trials of a run that did not record it
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _verdict_word(record: dict) -> str:
+    verdict = record["verdict"]
+    return CALIBRATION_WORDS.get(verdict, verdict) if record.get("scenario") == "calibrate" else verdict
+
+
+def judge(records: list[dict]) -> Cell:
+    """A cell's mark and text from its trials' safety and exercised fields (unknown on older runs)."""
     if not records:
-        return "not run"
+        return Cell(Mark.NOT_RUN, "not run")
     ok = [r for r in records if r["status"] == "ok"]
     if not ok:
         skipped = [r for r in records if r["status"] == "skipped"]
         if skipped and all(str(r.get("reason") or "").startswith("does not run") for r in skipped):
-            return "does not run"  # the library cannot work against these servers; the reason is in Every outcome
-        return "n/a" if skipped else f"error {len(records)}/{len(records)}"
-    counts = Counter(r["verdict"] for r in ok)
-    unsafe = any(is_violation(v) for v in counts)
-    # Calibration measures detection: a lock lost within one poll is still a lost lock.
+            return Cell(Mark.DOES_NOT_RUN, "does not run")  # the library cannot work here; reason in Every outcome
+        if skipped:
+            return Cell(Mark.NOT_APPLICABLE, "n/a")
+        return Cell(Mark.ERROR, f"error {len(records)}/{len(records)}")
     total = len([r for r in records if r["status"] != "skipped"])
-    text = ", ".join(f"{('lost ' if v == 'within one poll' else '') + v} {n}/{total}"
-                     for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    counts = Counter(_verdict_word(r) for r in ok)
+    text = ", ".join(f"{v} {n}/{total}" for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     errors = sum(r["status"] == "error" for r in records)
     if errors:
         text += f", error {errors}/{total}"
-    if any(v == "within one poll" for v in counts):
-        unsafe = True
-    return ("✗ " if unsafe else "✓ ") + text
+    safety = [safety_of(r) for r in ok]
+    exercised = [exercised_of(r) for r in ok]
+    yes, no, unrecorded = exercised.count(True), exercised.count(False), exercised.count(None)
+    counted = {"exercised": yes, "not_exercised": no, "unrecorded": unrecorded}
+    if Safety.UNSAFE in safety:
+        return Cell(Mark.FAILED, f"✗ {text}", **counted)
+    if Safety.UNKNOWN in safety:
+        return Cell(Mark.UNKNOWN, f"? {text}, safety unknown {safety.count(Safety.UNKNOWN)}/{len(ok)}", **counted)
+    if no == len(ok):
+        return Cell(Mark.NOT_EXERCISED, f"{NOT_EXERCISED} {text}", **counted)
+    if yes == len(ok) or unrecorded == len(ok):
+        return Cell(Mark.KEPT, f"✓ {text}", **counted)  # all unrecorded: kept whole, exercised not claimed
+    return Cell(Mark.KEPT, f"✓ {text}, {yes}/{len(ok)} exercised", **counted)
+
+
+def cell(records: list[dict]) -> str:
+    """'✗ stale write accepted 3/3' / '✓ held 3/3' / '○ not exercised: held 2/2' / 'n/a' / 'not run'."""
+    return judge(records).text
+
+
+def fault_records(frame: pd.DataFrame, backend: str, scenario: str, variant: str) -> list[dict]:
+    return frame[(frame.scenario == scenario) & (frame.backend == backend)
+                 & frame.variant.isin([variant, "-"])].to_dict("records")
 
 
 def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | None:
@@ -55,62 +110,68 @@ def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | Non
                if not frame[(frame.scenario == key[0])].empty]
     if not columns:
         return None
-    names = sorted(set(frame.backend), key=backends.rank)
-    rows = []
-    for backend in names:
-        row = [backend]
-        for (scenario, variant), _ in columns:
-            records = frame[(frame.scenario == scenario) & (frame.backend == backend)
-                            & frame.variant.isin([variant, "-"])].to_dict("records")
-            row.append(cell(records))
-        rows.append(row)
+    rows, cells = [], []
+    for backend in ordered_backends(frame):
+        judged = [judge(fault_records(frame, backend, scenario, variant)) for (scenario, variant), _ in columns]
+        rows.append([backend, *[c.text for c in judged]])
+        cells.append(judged)
     if charts is not None:
         charts["matrix.png"] = lambda path: matrix_chart([r[0] for r in rows], [label for _, label in columns],
-                                                         [r[1:] for r in rows], path)
+                                                         [[c.mark.name for c in row] for row in cells], path)
+    flat = [c for row in cells for c in row]
+    unrecorded = sum(c.unrecorded for c in flat if c.mark is Mark.KEPT)
     return "\n".join([
         "## Every backend under every fault", "",
         "Each cell is the measured outcome with its trial count: ✗ marks a failure of the lock's one job "
         "(another run got in while the holder still believed it held: *lost*; the holder's write accepted after "
-        "that: *stale write accepted*; two rebuilds in one company: *merged*), ✓ everything that kept the "
-        "company whole (*held*, *stale write rejected* by the fence, *rolled back* with the transaction, "
-        "*intact*). *n/a*: the fault does not apply to that backend; *does not run*: the library cannot work "
+        "that: *stale write accepted*; two rebuilds in one company: *merged*; a killed lock session, however "
+        "soon detected: *lost within one poll*, *detected late*, *never detected*), ✓ a fault that took the "
+        "lock away while the company stayed whole (*held*, *stale write rejected* by the fence, *rolled back* "
+        "with the transaction, *intact*); *k/N exercised*: the fault took the lock away in only k trials. "
+        "○ *not exercised*: the fault struck but never took the lock away, so the cell proves nothing either "
+        "way. *n/a*: the fault does not apply to that backend; *does not run*: the library cannot work "
         "against the lab's servers (*Every outcome* gives both reasons). "
-        "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
+        + (f"{unrecorded} of the trials behind ✓ cells come from runs that did not record whether the fault "
+           "took the lock away: those cells say the company stayed whole, not that the fault was exercised. "
+           if unrecorded else "")
+        + "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
         md_table(["backend", *[label for _, label in columns]], rows), "",
-        "![the matrix as colours: red failed, green kept the company whole, grey not applicable](matrix.png)", ""])
+        "![the matrix as colours: red failed, green kept the company whole, light blue-grey not exercised "
+        "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
 
 
-LEASE_BACKENDS = ["redis", "redlock", "etcd", "redis_fenced", "etcd_fenced", "lease_row"]
+LEASE_FAULTS = [("pause", "paused past the TTL"), ("cut", "cut past the TTL"), ("restart", "lock server restarted")]
 POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the database must check a fencing token. "
                   "A lease row does, at an extra write per company and one hot row. (Reasoned, not run, in the post.)")
 
 
 def section_why_not_leases(frame: pd.DataFrame) -> str | None:
-    """The post's 'Redis, etcd or a lease row' row of Why not just...?, backed by the lease-fault trials."""
-    relevant = frame[frame.scenario.isin(["pause", "cut", "restart"]) & frame.backend.isin(LEASE_BACKENDS)]
+    """The post's 'Redis, etcd or a lease row' row of Why not just...?, backed by the lease-fault trials
+    of every backend whose right is a lease (capability `lease_expiry`)."""
+    relevant = with_capability(frame[frame.scenario.isin([s for s, _ in LEASE_FAULTS])], "lease_expiry")
     if relevant.empty:
         return None
     rows = []
-    for backend in [b for b in LEASE_BACKENDS if b in set(relevant.backend)]:
-        cells = [cell(relevant[(relevant.backend == backend) & (relevant.scenario == s)].to_dict("records"))
-                 for s in ("pause", "cut", "restart")]
-        rows.append([backend, *cells])
+    for backend in ordered_backends(relevant):
+        mine = relevant[relevant.backend == backend]
+        rows.append([backend, *[cell(mine[mine.scenario == s].to_dict("records")) for s, _ in LEASE_FAULTS]])
     return "\n".join([
         "## Why not just Redis, etcd or a lease row?", "",
-        f"The post: *{POST_LEASE_ROW}* Measured here: the holder is paused (SIGSTOP), cut off from its lock "
-        "service (a blackholing proxy) or sees the lock server restart, for longer than the TTL; a second run "
-        "takes the company; the holder then writes. Reproduce: `lab run --backend all --scenario pause,cut,restart`.",
-        "", md_table(["backend", "paused past the TTL", "cut past the TTL", "lock server restarted"], rows), "",
+        f"The post: *{POST_LEASE_ROW}* Measured here, for every backend whose right is a lease with a TTL: the "
+        "holder is paused (SIGSTOP), cut off from its lock service (a blackholing proxy) or sees the lock server "
+        "restart, for longer than the TTL; a second run takes the company; the holder then writes. Cells read as "
+        "in the matrix above. Reproduce: `lab run --backend all --scenario pause,cut,restart`.",
+        "", md_table(["backend", *[label for _, label in LEASE_FAULTS]], rows), "",
         *_token_evidence(relevant)])
 
 
 def _token_evidence(relevant: pd.DataFrame) -> list[str]:
     """What the fencing tokens were when a fenced backend's lock server restarted."""
     lines = []
-    restarted = relevant[(relevant.scenario == "restart") & (relevant.status == "ok")
-                         & relevant.backend.isin(["redis_fenced", "etcd_fenced", "lease_row"])]
-    for backend, group in restarted.groupby("backend", sort=False):
+    restarted = with_capability(relevant[(relevant.scenario == "restart") & (relevant.status == "ok")], "fencing")
+    for backend in ordered_backends(restarted):
+        group = restarted[restarted.backend == backend]
         pairs = ", ".join(f"{m['holder']['token']} then {m['contender'].get('token')}" for m in group.measures)
         lines.append(f"- {backend} across a restart: holder's token then the next holder's: {pairs}.")
     if lines:

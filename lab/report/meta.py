@@ -6,16 +6,20 @@ from lab.outcomes import outcome_rows
 from lab.report.common import md_table
 
 
-def section_outcomes(trials: list[dict]) -> str:
-    rows = [[r.scenario, r.backend, r.variant, r.case or "", r.outcome] for r in outcome_rows(trials)]
+def section_outcomes(trials: list[dict], meta: dict | None = None) -> str:
+    rows = [[r.scenario, r.backend, r.variant, r.case or "", r.outcome] for r in outcome_rows(trials, meta)]
     return "\n".join(["## Every outcome of this run", "",
                       "One row per scenario, backend and variant; *n/a* rows name what the backend lacks.", "",
                       md_table(["scenario", "backend", "variant", "post case", "outcome"], rows), ""])
 
 
 def commit_of(meta: dict) -> str:
-    """The lab commit a run started on, and whether its tracked files had been changed since."""
-    return (meta.get("git_commit") or "unknown") + (" with uncommitted changes" if meta.get("git_dirty") else "")
+    """The lab commit a run started on, and whether its tracked files had been changed since.
+
+    A run that did not record it (an older meta.json, or git could not tell) says unknown, never clean."""
+    dirty = meta.get("git_dirty")
+    state = {True: " with uncommitted changes", False: ""}.get(dirty, " (uncommitted changes: unknown)")
+    return (meta.get("git_commit") or "unknown") + state
 
 
 def section_provenance(meta: dict, run_id: str) -> str:

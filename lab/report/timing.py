@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from lab import published
+from lab.outcomes import Safety, handover_of
 from lab.report.charts import timing_chart
 from lab.report.common import md_table, ok_trials
 
 LABELS = {"session": "default", "session_autocommit": "AUTOCOMMIT"}
 
 
-def row_stats(firsts: list[float | None], timeout: float) -> dict:
+def row_stats(firsts: list[float | None], timeout: float, handovers: list | None = None) -> dict:
+    """A timing row's figures; handovers (Safety or None per trial, as lab.outcomes.handover_of) split the overlaps."""
     got = sorted(f for f in firsts if f is not None)
     unit = timeout / 10  # the post's "1 s", scaled with the timeout
+    handovers = [h for h in (handovers or []) if h is not None]
     return {"overlapped": len(got), "trials": len(firsts), "min": got[0] if got else None,
             "max": got[-1] if got else None, "within": sum(f <= timeout + unit for f in got),
-            "before_timeout": sum(f < timeout for f in got)}
+            "before_timeout": sum(f < timeout for f in got),
+            "unsafe": handovers.count(Safety.UNSAFE), "safe": handovers.count(Safety.SAFE),
+            "unrecorded": len(got) - handovers.count(Safety.UNSAFE) - handovers.count(Safety.SAFE)}
 
 
 def stats_line(s: dict, timeout: float) -> str:
@@ -35,6 +42,56 @@ def published_line(key) -> str:
     return f"{overlapped}/{trials} trials overlapped; min {low:.2f}s, max {high:.2f}s; {within} within 1s of the timeout"
 
 
+TOLERANCE = ("the post's seconds are scaled by our timeout / {post:g} s; min and max agree when within one unit "
+             "(timeout / 10 = {unit:g} s, the events' mean gap) of the post's; the count of overlaps, and of "
+             "overlaps within one unit of the timeout, when its proportion is within two binomial standard errors "
+             "of the post's (exactly, where the post saw all or none)")
+
+
+def _proportion_agrees(ours: int, n: int, post: int, post_n: int) -> bool:
+    if not n or not post_n:
+        return n == post_n or not (ours or post)
+    p = post / post_n
+    return abs(ours / n - p) <= 2 * math.sqrt(p * (1 - p) / n) + 1e-9
+
+
+def against_post(s: dict, key, timeout: float) -> list[str]:
+    """The figures of a row that differ from the post's beyond the tolerance (empty: it matches)."""
+    overlapped, trials, low, high, within = published.TIMING[key]
+    scale, unit = timeout / published.TIMING_TIMEOUT_S, timeout / 10
+    differs = []
+    if not _proportion_agrees(s["overlapped"], s["trials"], overlapped, trials):
+        differs.append(f"overlapped {s['overlapped']}/{s['trials']} vs {overlapped}/{trials}")
+    if overlapped and s["overlapped"]:
+        for name, ours, post in (("min", s["min"], low), ("max", s["max"], high)):
+            if abs(ours - post * scale) > unit + 1e-9:
+                differs.append(f"{name} {ours:.2f}s vs {post * scale:.2f}s")
+        if not _proportion_agrees(s["within"], s["overlapped"], within, overlapped):
+            differs.append(f"within {unit:g}s of the timeout {s['within']}/{s['overlapped']} vs {within}/{overlapped}")
+    return differs
+
+
+def handover_text(s: dict, in_transaction: bool) -> str:
+    """How the overlaps of a row came about: unsafe, handed over safely, or not recorded."""
+    if not s["overlapped"]:
+        return "no overlap"
+    parts = ["none before the timeout" if not s["before_timeout"] else f"**{s['before_timeout']} before the timeout**"]
+    if s["unsafe"]:
+        parts.append(f"**{s['unsafe']} unsafe**: another run got in while the holder still believed it held")
+    if s["safe"]:
+        ended = "transaction ended; its work rolled back" if in_transaction else "lease ended; its work refused"
+        parts.append(f"{s['safe']} handed over after the holder's {ended}")
+    if s["unrecorded"]:
+        parts.append(f"handover not recorded for {s['unrecorded']} (the run predates it)")
+    return "; ".join(parts)
+
+
+def chart_kind(s: dict) -> str:
+    if s["unsafe"]:
+        return "unsafe"
+    return "safe" if s["overlapped"] and s["safe"] == s["overlapped"] else "unknown"
+
+
 def section_timing(frame: pd.DataFrame, charts: dict) -> str | None:
     ok = ok_trials(frame, "timing")
     if ok.empty:
@@ -42,17 +99,18 @@ def section_timing(frame: pd.DataFrame, charts: dict) -> str | None:
     timeout = ok.measures.iloc[0]["timeout_s"]
     rows, bars = [], []
     for (backend, trigger), group in ok.groupby(["backend", "variant"], sort=False):
-        s = row_stats([m["first_got_at"] for m in group.measures], timeout)
+        s = row_stats([m["first_got_at"] for m in group.measures], timeout,
+                      [handover_of(m) for m in group.measures])
         key = (backend, trigger)
         label = f"{trigger}/{LABELS.get(backend, backend)}"
-        post = published_line(key) if key in published.TIMING else "-"
-        early = f"**{s['before_timeout']} before the timeout**" if s["before_timeout"] else "none before the timeout"
+        post, verdict = "-", "-"
         if key in published.TIMING:
-            same = s["overlapped"] * published.TIMING[key][1] == published.TIMING[key][0] * s["trials"]
-            early += ("; matches the post's count" if same else
-                      "; **differs from the post's count** (timer or scale: compare the timeout above)")
-        rows.append([label, stats_line(s, timeout), post, early])
-        bars.append((label, s["min"], s["max"]))
+            post = published_line(key)
+            differs = against_post(s, key, timeout)
+            verdict = "matches the post" if not differs else "**differs from the post**: " + "; ".join(differs)
+        rows.append([label, stats_line(s, timeout), post,
+                     handover_text(s, "in_transaction" in group.capabilities.iloc[0]), verdict])
+        bars.append((label, s["min"], s["max"], chart_kind(s)))
     charts["timing.png"] = lambda path: timing_chart(bars, timeout, path)
     return "\n".join([
         "## Timing runs: when does a second run get in?", "",
@@ -61,9 +119,14 @@ def section_timing(frame: pd.DataFrame, charts: dict) -> str | None:
         f"row); short runs try for it on a {timeout / 2:g} s cron grid or as random events about every "
         f"{timeout / 10:g} s, over {3 * timeout:g} s. All trials ran at once, each on its own key. The post "
         f"used a {published.TIMING_TIMEOUT_S:g} s timeout; at another scale read its seconds times "
-        f"{timeout / published.TIMING_TIMEOUT_S:g}. Reproduce: `lab run --scenario timing`.", "",
-        md_table(["row", "ours", "post", ""], rows), "",
-        "![first short run to get the lock, per row](timing.png)", ""])
+        f"{timeout / published.TIMING_TIMEOUT_S:g}. An overlap is *unsafe* when another run got in while the "
+        f"holder still believed it held; a *handover* after the holder's transaction or lease ended, its work "
+        f"rolled back or refused, is safe. *Against the post*: "
+        + TOLERANCE.format(post=published.TIMING_TIMEOUT_S, unit=timeout / 10)
+        + ". Reproduce: `lab run --scenario timing`.", "",
+        md_table(["row", "ours", "post", "overlaps", "against the post"], rows), "",
+        "![first short run to get the lock, per row: red unsafe, green handed over safely, amber handover not "
+        "recorded](timing.png)", ""])
 
 
 LOOKALIKES = {

@@ -13,8 +13,7 @@ from collections import Counter
 
 import pandas as pd
 
-import backends
-from lab.report.common import md_table
+from lab.report.common import md_table, ordered_backends
 from lab.signals import CHANNELS, first_after
 
 FAULT_COLUMNS = [("pause", "holder paused past the TTL"), ("cut", "lock connection cut past the TTL"),
@@ -103,7 +102,7 @@ def section_told(frame: pd.DataFrame) -> str | None:
     rows = []
     stale = []  # (first signal, measures) of every trial whose stale write was accepted
     fenced = []  # backends that refused a lapsed holder's write
-    for backend in sorted(set(relevant.backend), key=backends.rank):
+    for backend in ordered_backends(relevant):
         mine = relevant[relevant.backend == backend].to_dict("records")
         if not any(r["status"] == "ok" and r["measures"].get("point") == "before_write"
                    and "signals" in r["measures"]["holder"] for r in mine):

@@ -6,6 +6,7 @@ from lab import published
 from lab.report import case_lines, render
 
 META = {"command": "lab run", "profile": "quick", "started": "2026-01-01T00:00:00Z", "git_commit": "abc",
+        "git_dirty": False,
         "machine": {"cores": 2, "memory_gib": 24, "platform": "Linux"}, "versions": {"python": "3.11"},
         "services": {"postgres": {"address": "postgresql+psycopg2://postgres@127.0.0.1:5/postgres",
                                   "embedded": True, "version": "18.6"}}}
@@ -144,3 +145,11 @@ def test_provenance_says_when_the_run_started_from_a_changed_checkout():
     assert "| lab commit | abc |" in clean
     dirty = render({**META, "git_dirty": True}, [case_trial("A", "session", "idle_in_transaction")], "run-1")
     assert "| lab commit | abc with uncommitted changes |" in dirty
+
+
+def test_provenance_of_a_run_that_did_not_record_its_checkout_says_unknown_not_clean():
+    trials = [case_trial("A", "session", "idle_in_transaction")]
+    for unrecorded in ({k: v for k, v in META.items() if k != "git_dirty"}, {**META, "git_dirty": None}):
+        text = render(unrecorded, trials, "run-1")
+        assert "| lab commit | abc (uncommitted changes: unknown) |" in text
+        assert "| lab commit | abc |" not in text
