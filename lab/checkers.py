@@ -60,17 +60,6 @@ def is_violation(verdict: str) -> bool:
 
 # --- History checkers: pure functions of (history, final table) -> violations ---------------------------
 
-def _grant_of(events: list[dict], run: str, company: int, before: float) -> float | None:
-    """When run last got the right to write company before a time: its run-level grant, else its company lock."""
-    run_level = [e["t"] for e in events if e["run"] == run and e["event"] == "acquire_granted"
-                 and not e.get("company_scoped") and e["t"] <= before]
-    if run_level:
-        return max(run_level)
-    locks = [e["t"] for e in events if e["run"] == run and e["event"] == "company_locked"
-             and e.get("company") == company and e["t"] <= before]
-    return max(locks) if locks else None
-
-
 def _commits(events: list[dict]) -> list[dict]:
     """Committed writes, each stamped with the time its COMMIT was requested (the sound bound), in that order."""
     requested, out = {}, []
@@ -110,11 +99,11 @@ def stale_writes(events: list[dict]) -> list[dict]:
     out = []
     for write in _commits(events):
         company, run = write["company"], write["run"]
-        mine = _grant_of(events, run, company, write["t"])
+        grants = _grants_of_company(events, company)  # the writer's own grant is read the same way
+        mine = max((t for t, who in grants if who == run and t <= write["t"]), default=None)
         if mine is None:
             continue
-        later = [(t, other) for t, other in _grants_of_company(events, company)
-                 if other != run and mine < t < write["t"]]
+        later = [(t, other) for t, other in grants if other != run and mine < t < write["t"]]
         if later:
             t, other = later[0]
             out.append({"kind": "stale write accepted", "run": run, "company": company,

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import backends
 from lab import faults
 from lab.checkers import company_state, lease_verdict
+from lab.outcomes import Safety
 from lab.errors import LabError
 from lab.faults import Target
 from lab.holder import HolderProcess
@@ -152,7 +153,7 @@ class LeaseFaultScenario(Scenario):
     def verdict(self, measures: dict) -> str:
         return lease_verdict(measures["lost"], measures["holder"]["write"])
 
-    def safety(self, measures: dict, verdict: str) -> str:
+    def safety(self, measures: dict, verdict: str) -> Safety:
         if measures["lost"] and measures["holder"]["write"] == "indeterminate":
-            return "unknown"  # the holder's commit may or may not have landed, and the table could not say
+            return Safety.UNKNOWN  # the holder's commit may or may not have landed, and the table could not say
         return super().safety(measures, verdict)

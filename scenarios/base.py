@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
 from lab.checkers import is_violation
+from lab.outcomes import Safety
 from lab.errors import Interrupted
 from lab.services import Services
 from lab.workload import CompanyTable, table_name
@@ -169,9 +170,9 @@ class Scenario(ABC):
     def verdict(self, measures: dict) -> str:
         """The trial's outcome word, derived from its measures only."""
 
-    def safety(self, measures: dict, verdict: str) -> str:
+    def safety(self, measures: dict, verdict: str) -> Safety:
         """'unsafe' when the trial broke the lock's one job, 'safe' when it did not, 'unknown' when it cannot say."""
-        return "unsafe" if is_violation(verdict) else "safe"
+        return Safety.UNSAFE if is_violation(verdict) else Safety.SAFE
 
     def exercised(self, measures: dict) -> bool | None:
         """Whether the fault took the lock (or the write's session) away; None when the scenario cannot say.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from lab.outcomes import Safety
 from lab import pg
 from lab.checkers import detected_within
 from lab.faults import TerminateSession
@@ -55,7 +56,7 @@ class Calibrate(Scenario):
     def verdict(self, measures: dict) -> str:
         return detected_within(measures["gap"], measures["poll"])
 
-    def safety(self, measures: dict, verdict: str) -> str:
+    def safety(self, measures: dict, verdict: str) -> Safety:
         # A killed session's lock is gone whenever the poller saw it, in time or late; a poller that never
         # got it says nothing about the lock, only that the detector missed.
-        return "unknown" if measures["gap"] is None else "unsafe"
+        return Safety.UNKNOWN if measures["gap"] is None else Safety.UNSAFE

@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import backends
+from lab.outcomes import Safety
 from lab import pg
 from lab.clients import pg_engine
 from lab.workload import COMPANY_SIZE
@@ -109,8 +110,8 @@ class Timing(Scenario):
             return "handed over after the holder's transaction ended"
         return "overlapped"
 
-    def safety(self, measures: dict, verdict: str) -> str:
-        return "unsafe" if measures.get("handover") == "unsafe" else "safe"
+    def safety(self, measures: dict, verdict: str) -> Safety:
+        return Safety.UNSAFE if measures.get("handover") == "unsafe" else Safety.SAFE
 
 
 class LongRun:

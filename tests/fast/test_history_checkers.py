@@ -113,3 +113,13 @@ def test_a_stale_write_counts_even_when_the_later_holder_never_wrote():
     assert [(v["run"], v["company"]) for v in stale_writes(history)] == [("r0", 1)]
     # ...and r0's write before r1's grant is not stale.
     assert stale_writes([history[0], ev(0.05, "r0", "write_committed", company=1), *history[1:3]]) == []
+
+
+def test_a_fence_that_orders_two_writes_is_not_a_stale_write_for_either():
+    # r1 was granted the run first but locked company 2 (its fence row) only after r0's write of it
+    # committed: the storage ordered them, r1 overwrote r0, and neither write is stale.
+    history = [ev(0.00, "r0", "acquire_granted"), ev(0.56, "r1", "acquire_granted"),
+               ev(0.786, "r0", "company_locked", company=2), ev(0.788, "r0", "commit_requested", company=2),
+               ev(0.789, "r0", "write_committed", company=2), ev(0.790, "r1", "company_locked", company=2),
+               ev(0.792, "r1", "commit_requested", company=2), ev(0.793, "r1", "write_committed", company=2)]
+    assert stale_writes(history) == []
