@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("run", help="run id or folder")
     replay.add_argument("trial", help="trial id (killpoints/<backend>/search/0) or just the backend's name")
     replay.add_argument("--results", default="results", type=Path)
+    replay.add_argument("--tries", type=int, default=3,
+                        help="runs race after the fault, so try the schedule up to this many times (default 3)")
     _add_server_flags(replay)
 
     doctor = sub.add_parser("doctor", help="check a PostgreSQL for the hidden-expiry traps, read-only")
@@ -188,7 +190,7 @@ def cmd_replay(args, argv) -> int:
 
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
                                                     args.redlock_urls)
-    return replay(args.results, args.run, args.trial, external)
+    return replay(args.results, args.run, args.trial, external, tries=max(1, args.tries))
 
 
 def cmd_doctor(args, argv) -> int:

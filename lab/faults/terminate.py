@@ -32,25 +32,26 @@ class TerminateSession:
     def __init__(self, monitor: Engine, pid: int, at: float, t0: float):
         self.monitor, self.pid, self.at, self.t0 = monitor, pid, at, t0
         self.fired_at: float | None = None
-        self.evidence: dict | None = None
-        self.error: str | None = None
+        self.terminated = False
         self._timer = threading.Timer(max(0.0, t0 + at - time.monotonic()), self._fire)
         self._timer.daemon = True
 
     def _fire(self) -> None:
         fired = time.monotonic() - self.t0
-        try:
-            self.evidence = terminate_confirmed(self.monitor, self.pid)
-            self.fired_at = fired
-        except FaultNotConfirmed as exc:
-            self.error = str(exc)
+        self.terminated = pg.terminate(self.monitor, self.pid)
+        self.fired_at = fired
 
     def confirm(self) -> dict:
-        """The evidence once fired (waits for the timer); FaultNotConfirmed when it did not fire or strike."""
+        """Evidence that it struck, read once the trial's timing is done (so proving it costs the
+        trial nothing); FaultNotConfirmed when it did not fire or the session is still there."""
         self._timer.join(max(0.0, self.t0 + self.at - time.monotonic()) + 10)
-        if self.evidence is None:
-            raise FaultNotConfirmed(self.error or "the termination never fired")
-        return self.evidence
+        if self.fired_at is None:
+            raise FaultNotConfirmed("the termination never fired")
+        if not self.terminated:
+            raise FaultNotConfirmed(f"pg_terminate_backend({self.pid}) returned false: no such session")
+        if pg.wait_gone(self.monitor, self.pid, within=5.0) is None:
+            raise FaultNotConfirmed(f"session {self.pid} was still in pg_stat_activity after its termination")
+        return {"fault": "terminate", "pid": self.pid, "fired_at": round(self.fired_at, 4)}
 
     def __enter__(self) -> "TerminateSession":
         self._timer.start()

@@ -32,8 +32,16 @@ def test_no_short_run_gets_in_when_nothing_ends_the_lock(services, engines, back
 
 def test_a_lock_inside_an_idle_transaction_is_freed_by_the_timeout(services, engines):
     m, verdict = run(services, engines, Timing(), "xact", "event")
-    assert verdict == "overlapped" and m["first_got_at"] >= m["timeout_s"]
+    assert m["first_got_at"] >= m["timeout_s"]
     assert m["holder_state_at_end"] == "gone"  # the server ended the idle transaction, and its lock with it
+    # ...so the short run got in after the holder's work rolled back: a safe handover, not an overlap.
+    assert m["handover"] == "safe" and verdict == "handed over after the holder's transaction ended"
+    assert Timing().safety(m, verdict) == "safe"
+
+
+def test_a_session_lock_that_times_out_is_an_unsafe_overlap(services, engines):
+    m, verdict = run(services, engines, Timing(), "session", "event")
+    assert m["handover"] == "unsafe" and verdict == "overlapped" and Timing().safety(m, verdict) == "unsafe"
 
 
 def test_idle_session_timeout_leaves_a_default_connection_in_its_transaction(services, engines):
