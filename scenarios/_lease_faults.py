@@ -55,6 +55,7 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
     pool = ThreadPoolExecutor(1)
     holder, target = None, None
     try:
+        fault.prepare(env.services, cls)
         route = fault.route(env.services, cls)
         if route.lock_services is not None:
             spec["lock_addresses"] = _addresses(route.lock_services)
@@ -143,12 +144,25 @@ def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl, run_l
 
 
 class LeaseFaultScenario(Scenario):
-    """A scenario that is this trial shape with one fault; subclasses name the fault and their scales."""
+    """A scenario that is this trial shape with one fault; subclasses name the fault and their scales.
+
+    faults maps a variant to the fault it runs, for a scenario with more than one (restart: with
+    and without Redis' append-only file); a variant the fault cannot strike is n/a with its reason.
+    """
 
     fault: str
+    faults: dict[str, str] = {}
+
+    def fault_of(self, variant: str) -> str:
+        return self.faults.get(variant, self.fault)
+
+    def variant_skip(self, variant: str, backend_cls) -> str | None:
+        if variant not in self.faults:
+            return None
+        return faults.load(self.fault_of(variant)).applies_to(backend_cls)
 
     def run_trial(self, env: TrialEnv) -> dict:
-        return lease_fault_trial(env, self.fault)
+        return lease_fault_trial(env, self.fault_of(env.spec.variant))
 
     def verdict(self, measures: dict) -> str:
         return lease_verdict(measures["lost"], measures["holder"]["write"])

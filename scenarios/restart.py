@@ -1,5 +1,8 @@
 """The lock's server restarted while the holder holds: Redis forgets, PostgreSQL ends sessions, etcd keeps leases.
 
+Variant aof_always restarts a Redis that keeps an append-only file fsynced on every write, the
+configuration that keeps the lock and the fence counter across a restart.
+
 A restart reaches every session on that server, so these trials run one at a
 time, and only against servers the lab started itself.
 """
@@ -11,7 +14,8 @@ class Restart(LeaseFaultScenario):
     name = "restart"
     fault = "restart"
     summary = "the lock's server (PostgreSQL, Redis or etcd) restarted mid-hold; embedded servers only"
-    variants = ("server_restart",)
+    variants = ("server_restart", "aof_always")
+    faults = {"server_restart": "restart", "aof_always": "restart_aof"}
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},
         "default": {"ttl_s": 2.0, "trials": 2, "parallel": 1},

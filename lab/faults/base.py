@@ -47,9 +47,16 @@ class Fault:
     name: ClassVar[str]
     label: ClassVar[str]  # the matrix column heading
 
+    def applies_to(self, backend_cls) -> str | None:
+        """Why this fault cannot strike this backend by its declarations alone (n/a when planning), or None."""
+        return None
+
     def cannot_run(self, backend_cls, services: Services) -> str | None:
         """Why this fault cannot strike this backend on these servers (recorded as n/a), or None."""
-        return None
+        return self.applies_to(backend_cls)
+
+    def prepare(self, services: Services, backend_cls) -> None:
+        """Set up what the fault needs before the holder takes its lock (a server setting)."""
 
     def route(self, services: Services, backend_cls) -> Route:
         """Addresses the holder must use (a cut puts a proxy in the path); by default the servers' own."""

@@ -28,7 +28,7 @@ class Cut(Fault):
         self.proxies: list[BlackholeProxy] = []
         self._bytes_at_cut = 0
 
-    def cannot_run(self, backend_cls, services: Services) -> str | None:
+    def applies_to(self, backend_cls) -> str | None:
         if not backend_cls.lock_routable:
             return f"{backend_cls.name} declares that its lock connection cannot be routed through a proxy"
         return None

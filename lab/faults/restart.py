@@ -14,6 +14,9 @@ class Restart(Fault):
     label = "lock server restarted"
 
     def cannot_run(self, backend_cls, services: Services) -> str | None:
+        reason = self.applies_to(backend_cls)
+        if reason is not None:
+            return reason
         service = backend_cls.lock_service
         if not services.is_embedded(service):
             return f"restart needs a {service} server the lab started; it never restarts yours"

@@ -23,6 +23,7 @@ FAULTS = [
     (("pause", "sigstop"), "holder paused past the TTL"),
     (("cut", "blackhole"), "lock connection cut past the TTL"),
     (("restart", "server_restart"), "lock server restarted"),
+    (("restart", "aof_always"), "Redis restarted with appendfsync always"),
     (("killpoints", "search"), "kill points searched by hypothesis"),
 ]
 
@@ -107,7 +108,7 @@ def fault_records(frame: pd.DataFrame, backend: str, scenario: str, variant: str
 
 def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | None:
     columns = [(key, label) for key, label in FAULTS
-               if not frame[(frame.scenario == key[0])].empty]
+               if not frame[(frame.scenario == key[0]) & frame.variant.isin([key[1], "-"])].empty]
     if not columns:
         return None
     rows, cells = [], []

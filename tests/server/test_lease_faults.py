@@ -118,3 +118,27 @@ def test_each_trial_records_whether_its_fault_took_the_lock(services, engines, s
     m, _ = run(services, engines, scenario, backend)
     assert m["exercised"] is exercised
     assert scenario.exercised(m) is exercised
+
+
+# Issue 13, point 2: which Redis configuration keeps the fencing token monotonic across a restart.
+def test_an_append_only_redis_keeps_the_fence_counter_across_a_restart(services, engines):
+    scenario = Restart()
+    env = trial_env(services, engines, "restart", "redis_fenced", "aof_always", scenario.profile_params("quick"))
+    m = scenario.run_trial(env)
+    assert m["evidence"]["aof_enabled"] == 1 and m["evidence"]["pids_before"] != m["evidence"]["pids_after"]
+    assert m["contender"]["token"] > m["holder"]["token"]  # the counter came back: the next grant is higher
+    assert scenario.verdict(m) == "stale write rejected"
+    from lab.clients import redis_client
+
+    client = redis_client(services.redis_url)
+    try:
+        assert client.info("persistence")["aof_enabled"] == 0  # later trials meet the default Redis again
+    finally:
+        client.close()
+
+
+def test_the_append_only_variant_is_na_for_a_lock_not_in_redis():
+    from backends import load
+
+    assert "not in a single Redis" in Restart().variant_skip("aof_always", load("etcd_fenced"))
+    assert Restart().variant_skip("aof_always", load("redis_fenced")) is None
