@@ -14,7 +14,14 @@ from abc import abstractmethod
 
 from backends._fence import FENCES_DDL, fenced_write
 from backends._writes import write_transaction
-from backends.base import Backend, BackendContext, Point, RebuildResult, describe_error, no_point
+from backends.base import (
+    Backend,
+    BackendContext,
+    Point,
+    RebuildResult,
+    describe_error,
+    no_point,
+)
 from lab.errors import LockLost
 
 DEFAULT_TTL_S = 2.0

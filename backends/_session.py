@@ -13,9 +13,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from backends._writes import write_transaction
 from backends.base import Backend, BackendContext, Point, RebuildResult, no_point
-from lab.clients import pg_engine
 from lab.errors import LockLost
-from lab.pg import holds_advisory_lock
+from lab.servers.clients import pg_engine
+from lab.servers.pg import holds_advisory_lock
 
 _TRY_LOCK = text("select pg_try_advisory_lock(hashtextextended(:k, 0)), "
                  "hashtextextended(:k, 0), pg_backend_pid()")

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from backends.base import Point, RebuildResult, describe_error, no_point
-from lab.workload import CompanyTable
+from lab.harness.workload import CompanyTable
 
 _XACT_LOCK = text("select pg_advisory_xact_lock(hashtextextended(:k, 0))")
 

@@ -9,13 +9,20 @@ the reason instead of failing.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
-from sqlalchemy.engine import Connection, Engine
-
-from lab.services import Services
-from lab.workload import CompanyTable, no_point  # noqa: F401  (re-exported for backends)
+# The types a backend exchanges with the lab live one layer down, in lab.harness.contract, so the
+# harness (a run's job, a holder process) needs no backend; they are re-exported here and in
+# backends.api for plugin authors.
+from lab.harness.contract import (  # noqa: F401
+    POINTS,
+    BackendContext,
+    Point,
+    RebuildResult,
+    describe_error,
+)
+from lab.harness.workload import CompanyTable, no_point  # noqa: F401  (re-exported for backends)
+from lab.servers.services import Services
 
 # Capabilities a backend may declare, and what each promises.
 CAPABILITIES = {
@@ -26,60 +33,6 @@ CAPABILITIES = {
     "exclusion": "promises that two runs never rebuild the same company at once",
     "serializable": "no lock: SERIALIZABLE aborts one of two conflicting rebuilds and the run retries it",
 }
-
-# A hook called at named moments of a rebuild (begin, after_lock, before_delete, after_delete,
-# before_commit, after_commit) with the write's connection, so a scenario or a fault can act
-# at an exact point of the transaction (or end exactly that session).
-Point = Callable[[str, "Connection | None"], None]
-
-
-@dataclass
-class BackendContext:
-    """What a backend instance may use: the servers, shared pools, the table it rebuilds."""
-
-    services: Services
-    monitor: Engine  # AUTOCOMMIT pool for observing (pg_locks, pg_stat_activity) and faults
-    writes: Engine  # pool for the runs' write transactions, as the post's job had
-    table: CompanyTable | None = None
-    lock_settings: dict = field(default_factory=dict)  # server settings for the lock's own session
-    options: dict = field(default_factory=dict)  # strategy knobs a scenario varies (isolation, lock_timeout_ms...)
-    routed: Services | None = None  # where the lock's own connection goes when a fault puts a proxy in its path
-
-    @property
-    def lock_services(self) -> Services:
-        """The addresses a backend opens its lock connection to: the one hook every proxy and cut uses."""
-        return self.routed if self.routed is not None else self.services
-
-
-@dataclass
-class RebuildResult:
-    """How one company rebuild ended: committed, failed (rolled back), rejected (fenced) or indeterminate.
-
-    indeterminate: the connection broke while COMMIT was in flight, so the client cannot know
-    whether it committed; `resolved` then says what a read on a fresh connection found:
-    "committed", "not committed", or "unknown" when that read failed too.
-    """
-
-    outcome: str
-    deleted: int | None = None
-    waited: float = 0.0  # seconds spent waiting for the lock
-    attempts: int = 1
-    error: str | None = None
-    sqlstate: str | None = None
-    failed_attempts: list = field(default_factory=list)  # errors of attempts that were retried
-    resolved: str | None = None  # for "indeterminate" only: committed / not committed / unknown
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def describe_error(exc: BaseException) -> str:
-    """'OperationalError: first line of the message', the form the report prints."""
-    orig = getattr(exc, "orig", None)
-    shown = orig if orig is not None else exc
-    lines = [ln.strip() for ln in str(shown).splitlines() if ln.strip()]
-    return f"{type(shown).__name__}: {lines[0]}" if lines else type(shown).__name__
-
 
 class Backend(ABC):
     """A lock strategy, instantiated once per run (holder or contender) with its own key."""
@@ -95,6 +48,12 @@ class Backend(ABC):
     # through ctx.writes), so a proxy can carry it; a backend that cannot promise that says False.
     lock_routable: ClassVar[bool] = True
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
+
+    # What a run may read from any backend (a backend without them leaves them None):
+    token: int | None = None  # the fencing token of the current grant
+    ttl: float | None = None  # the lease's TTL as the lock's server granted it, in seconds
+    noticed_loss_at: float | None = None  # monotonic time the backend itself first saw its lock gone
+    noticed_loss_how: str | None = None  # what it saw then ("returned False", the exception)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backends._lease import LeaseBackend
-from lab.clients import etcd_client
+from lab.servers.clients import etcd_client
 
 
 class EtcdLock(LeaseBackend):

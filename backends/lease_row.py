@@ -8,8 +8,8 @@ from sqlalchemy import text
 
 from backends._fence import FENCES_DDL
 from backends._lease import LeaseBackend
-from lab.clients import pg_engine
-from lab.workload import SCHEMA
+from lab.harness.workload import SCHEMA
+from lab.servers.clients import pg_engine
 
 LEASES = f"{SCHEMA}.leases"
 LEASES_DDL = [f"create sequence if not exists {SCHEMA}.lease_tokens",

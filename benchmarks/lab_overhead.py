@@ -22,9 +22,9 @@ import psycopg2
 
 from backends.base import BackendContext
 from backends.none import NoLock
-from lab import pg
-from lab.services import start_services
-from lab.workload import CompanyTable, drop_schema, ensure_schema, table_name
+from lab.harness.workload import CompanyTable, drop_schema, ensure_schema, table_name
+from lab.servers import pg
+from lab.servers.services import start_services
 
 ROWS = 220
 

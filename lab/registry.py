@@ -7,6 +7,12 @@ import importlib
 from lab.errors import LabError
 
 
+def import_entry(entry: str) -> type:
+    """The class an entry "module:Class" names, imported now."""
+    module_name, _, class_name = entry.partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
 class Registry:
     """Registered names in a fixed order; classes are imported only when used."""
 
@@ -23,10 +29,10 @@ class Registry:
     def load(self, name: str) -> type:
         """The class registered under name."""
         try:
-            module_name, _, class_name = self.entries[name].partition(":")
+            entry = self.entries[name]
         except KeyError:
             raise LabError(f"unknown {self.kind} {name!r}; {self._choices()}") from None
-        return getattr(importlib.import_module(module_name), class_name)
+        return import_entry(entry)
 
     def resolve(self, spec: str) -> list[str]:
         """'all' or a comma-separated list of names -> registered names, in registry order."""

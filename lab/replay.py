@@ -6,13 +6,13 @@ import threading
 from pathlib import Path
 
 import backends
-from lab import pg
 from lab.errors import LabError
-from lab.history import timeline
-from lab.outcomes import latest_per_trial
+from lab.harness.history import timeline
+from lab.harness.outcomes import latest_per_trial
+from lab.harness.workload import drop_schema, ensure_schema
 from lab.results import RunFolder
-from lab.services import ExternalAddresses, start_services
-from lab.workload import drop_schema, ensure_schema
+from lab.servers import pg
+from lab.servers.services import ExternalAddresses, start_services
 from scenarios.base import TrialEnv, TrialSpec
 
 

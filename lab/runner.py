@@ -24,13 +24,18 @@ from rich.progress import (
 
 import backends
 import scenarios
-from backends.base import describe_error
-from lab import pg
 from lab.errors import Interrupted
+from lab.harness.contract import describe_error
+from lab.harness.workload import drop_schema, ensure_schema
 from lab.provenance import run_meta
 from lab.results import RunFolder
-from lab.services import SERVICE_NAMES, ExternalAddresses, Services, start_services
-from lab.workload import drop_schema, ensure_schema
+from lab.servers import pg
+from lab.servers.services import (
+    SERVICE_NAMES,
+    ExternalAddresses,
+    Services,
+    start_services,
+)
 from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
 
 

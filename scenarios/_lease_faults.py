@@ -18,14 +18,14 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import backends
 from lab import faults
-from lab.checkers import company_state, lease_verdict
-from lab.outcomes import Safety
 from lab.errors import LabError
 from lab.faults import Target
-from lab.holder import HolderProcess
-from lab.job import run_job
-from lab.signals import signals
-from lab.workload import COMPANY_SIZE
+from lab.harness.checkers import company_state, lease_verdict
+from lab.harness.holder import HolderProcess
+from lab.harness.job import run_job
+from lab.harness.outcomes import Safety
+from lab.harness.told import signals
+from lab.harness.workload import COMPANY_SIZE
 from scenarios.base import Scenario, Skip, TrialEnv
 
 COMPANY = 1
@@ -95,7 +95,7 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
     measures = _measures(events, job, table, env, fault_name, spec["fault_point"], t_fault, t_heal, effective_ttl,
                          run_level=cls.holds_across_writes())
     measures["evidence"] = evidence
-    measures["contender"]["token"] = getattr(contender, "token", None)
+    measures["contender"]["token"] = contender.token
     return measures
 
 

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from lab.errors import LabError
-from lab.job import JobResult, run_job
-from lab.workload import COMPANY_SIZE, Observer
+from lab.harness.job import JobResult, run_job
+from lab.harness.workload import COMPANY_SIZE, Observer
 from scenarios.base import TrialEnv
 
 COMPANY = 1

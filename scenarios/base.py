@@ -18,13 +18,11 @@ from sqlalchemy.engine import Engine
 
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
-from lab.checkers import is_violation
-from lab.outcomes import Safety
 from lab.errors import Interrupted
-from lab.services import Services
-from lab.workload import CompanyTable, table_name
-
-PROFILES = ("quick", "default", "full")
+from lab.harness.checkers import is_violation
+from lab.harness.outcomes import Safety
+from lab.harness.workload import CompanyTable, table_name
+from lab.servers.services import Services
 
 
 class Skip(Exception):

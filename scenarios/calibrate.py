@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from lab.outcomes import Safety
-from lab import pg
-from lab.checkers import detected_within
 from lab.faults import TerminateSession
+from lab.harness.checkers import detected_within
+from lab.harness.outcomes import Safety
+from lab.servers import pg
 from scenarios.base import Scenario, TrialEnv
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 from backends.base import describe_error
-from lab import pg
-from lab.checkers import lock_verdict
 from lab.errors import LockLost
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
+from lab.harness.checkers import lock_verdict
+from lab.servers import pg
 from scenarios.base import Scenario, Skip, TrialEnv
 
 # (backend, variant) -> the post's case letter.

@@ -13,7 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from lab.checkers import company_state
+from lab.harness.checkers import company_state
 from scenarios.base import Scenario, TrialEnv
 
 DESIGNS = ("no_index", "adjacent_ids", "spread_ids")
@@ -32,8 +32,9 @@ class Conflicts(Scenario):
     }
 
     def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.name not in ("xact", "serializable"):
-            return "sets SERIALIZABLE against the xact lock"
+        """SERIALIZABLE itself, or a lock taken inside each company's write (what it is set against)."""
+        if not ({"serializable", "in_transaction"} & backend_cls.capabilities):
+            return "sets SERIALIZABLE against a lock inside the write transaction"
         return None
 
     def variants_for(self, backend_cls) -> tuple[str, ...]:

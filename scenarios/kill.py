@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from lab import pg
-from lab.checkers import company_state, torn_counts
+from lab.harness.checkers import company_state, torn_counts
+from lab.servers import pg
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv
 

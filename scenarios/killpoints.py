@@ -25,13 +25,14 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 
 import backends
-from lab import faults, pg
-from lab.checkers import check_history
-from lab.clients import pg_engine
+from lab import faults
 from lab.faults import FaultNotConfirmed, Target
-from lab.history import History
-from lab.job import run_job
-from lab.workload import COMPANY_SIZE, Observer
+from lab.harness.checkers import check_history
+from lab.harness.history import History
+from lab.harness.job import run_job
+from lab.harness.workload import COMPANY_SIZE, Observer
+from lab.servers import pg
+from lab.servers.clients import pg_engine
 from scenarios.base import Scenario, TrialEnv
 
 POINTS = ("after_acquire", "after_delete", "mid_insert", "before_commit", "after_commit", "before_release")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from lab import pg
-from lab.clients import pg_engine
+from lab.servers import pg
+from lab.servers.clients import pg_engine
 from scenarios.base import Scenario, TrialEnv
 
 _TRY = text("select pg_try_advisory_lock(hashtextextended(:k, 0))")

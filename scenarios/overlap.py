@@ -7,7 +7,7 @@ mid-write: without a lock both commit and the company ends with 500 rows.
 from __future__ import annotations
 
 import backends
-from lab.checkers import company_state
+from lab.harness.checkers import company_state
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv
 

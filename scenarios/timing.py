@@ -16,10 +16,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import backends
-from lab.outcomes import Safety
-from lab import pg
-from lab.clients import pg_engine
-from lab.workload import COMPANY_SIZE
+from lab.harness.outcomes import Safety
+from lab.harness.workload import COMPANY_SIZE
+from lab.servers import pg
+from lab.servers.clients import pg_engine
 from scenarios.base import Scenario, TrialEnv
 
 COMPANY = 1

@@ -14,7 +14,7 @@ logging.getLogger("sqlalchemy.pool").propagate = False
 @pytest.fixture(scope="session")
 def services():
     """Real PostgreSQL, Redis (one, and three Redlock masters) and etcd on loopback, stopped (and their temp dir removed) at the end."""
-    from lab.services import start_services
+    from lab.servers.services import start_services
 
     with start_services(["postgres", "redis", "etcd", "redlock"]) as running:
         yield running
@@ -23,8 +23,8 @@ def services():
 @pytest.fixture(scope="session")
 def engines(services):
     import backends
-    from lab import pg
-    from lab.workload import drop_schema, ensure_schema
+    from lab.harness.workload import drop_schema, ensure_schema
+    from lab.servers import pg
 
     monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
     ensure_schema(monitor)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis_lock
 
 from backends._lease import LeaseBackend
-from lab.clients import redis_client
+from lab.servers.clients import redis_client
 
 
 class PythonRedisLock(LeaseBackend):

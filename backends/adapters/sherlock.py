@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import sherlock
 
 from backends._lease import LeaseBackend
-from lab.clients import redis_client
+from lab.servers.clients import redis_client
 
 
 class _SherlockLease(LeaseBackend):

@@ -14,8 +14,8 @@ from tooz import coordination
 
 from backends._writes import write_transaction
 from backends.base import Backend, Point, RebuildResult, no_point
-from lab import pg
 from lab.errors import LockLost
+from lab.servers import pg
 
 
 class ToozPostgresLock(Backend):

@@ -10,7 +10,11 @@ from lab.faults.cut import Cut
 from lab.faults.pause import Pause
 from lab.faults.restart import Restart
 from lab.faults.restart_aof import RestartWithAof
-from lab.faults.session_timeout import SessionTimeout, idle_in_transaction_timeout, idle_session_timeout
+from lab.faults.session_timeout import (
+    SessionTimeout,
+    idle_in_transaction_timeout,
+    idle_session_timeout,
+)
 from lab.faults.terminate import TerminateSession, terminate_confirmed
 
 # Faults that strike a holder mid-hold, by name: a fresh instance per trial.

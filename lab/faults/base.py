@@ -13,7 +13,7 @@ from typing import ClassVar
 from sqlalchemy.engine import Engine
 
 from lab.errors import LabError
-from lab.services import Services
+from lab.servers.services import Services
 
 
 class FaultNotConfirmed(LabError):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
-from lab.proxy import BlackholeProxy
-from lab.services import Services
+from lab.servers.proxy import BlackholeProxy
+from lab.servers.services import Services
 
 
 def lock_lives_in_writes(backend_cls) -> bool:

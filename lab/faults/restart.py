@@ -6,7 +6,7 @@ Confirmed by new server process ids: the old processes are gone, new ones answer
 from __future__ import annotations
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
-from lab.services import Services
+from lab.servers.services import Services
 
 
 class Restart(Fault):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import time
 
-from lab.clients import redis_client
 from lab.faults.base import FaultNotConfirmed, Target
 from lab.faults.restart import Restart
-from lab.services import Services
+from lab.servers.clients import redis_client
+from lab.servers.services import Services
 
 
 class RestartWithAof(Restart):

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 
-from lab import pg
-from lab.services import Services
+from lab.servers import pg
+from lab.servers.services import Services
 
 
 @dataclass(frozen=True)

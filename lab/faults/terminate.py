@@ -10,8 +10,8 @@ import time
 
 from sqlalchemy.engine import Engine
 
-from lab import pg
 from lab.faults.base import FaultNotConfirmed
+from lab.servers import pg
 
 
 def terminate_confirmed(monitor: Engine, pid: int | None, within: float = 5.0) -> dict:

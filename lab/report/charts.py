@@ -10,7 +10,6 @@ matplotlib.use("Agg")
 import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
-
 # A timing row's overlaps -> bar colour: unsafe red, handed over safely green, not recorded amber.
 HANDOVER_COLOURS = {"unsafe": "#c62828", "safe": "#2e7d32", "unknown": "#ef6c00"}
 

@@ -6,7 +6,7 @@ import statistics
 
 import pandas as pd
 
-from lab.outcomes import RunOrder, latest_per_trial
+from lab.harness.outcomes import RunOrder, latest_per_trial
 
 COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict", "reason", "measures", "run",
            "safety", "exercised"]
@@ -15,11 +15,11 @@ COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict",
 def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
     """One row per trial (latest record per id), with its measures as a dict column.
 
-    Two columns carry what the run's meta.json says (or the registries, for a run whose meta does not):
+    Two columns carry what the run's meta.json says (nothing known, for a run whose meta does not):
     `backend_pos`, the backend's place in the run's order, and `capabilities`, what the backend declares.
     A field an older run did not write (safety, exercised) is None.
     """
-    order = RunOrder.of(meta)
+    order = RunOrder.of(meta, trials)
     records = sorted(latest_per_trial(trials), key=order.record_key)
     frame = pd.DataFrame(records, columns=COLUMNS).astype({"safety": object, "exercised": object})
     names = sorted(set(frame.backend), key=order.backend_key)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from lab.outcomes import outcome_rows
+from lab.harness.outcomes import outcome_rows
 from lab.report.common import md_table
 from lab.results import RunFolder
 

@@ -6,7 +6,7 @@ import statistics
 
 import pandas as pd
 
-from lab import published
+from lab.report import published
 from lab.report.charts import ratio_chart
 from lab.report.common import md_table, ok_trials, seconds_summary
 

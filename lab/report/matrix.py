@@ -8,7 +8,7 @@ from enum import Enum
 
 import pandas as pd
 
-from lab.outcomes import Safety, exercised_of, safety_of
+from lab.harness.outcomes import Safety, exercised_of, safety_of
 from lab.report.charts import matrix_chart
 from lab.report.common import md_table, ordered_backends, with_capability
 

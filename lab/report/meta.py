@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab.outcomes import outcome_rows
+from lab.harness.outcomes import outcome_rows
 from lab.report.common import md_table
 
 

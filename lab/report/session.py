@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lab import published
-from lab.outcomes import outcome_text
+from lab.harness.outcomes import outcome_text
+from lab.report import published
 from lab.report.common import md_table, ok_trials, side_by_side
 from lab.report.matrix import CALIBRATION_WORDS as LOST_WORDS
 

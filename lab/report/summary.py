@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from lab.outcomes import Safety, outcome_text, safety_of
+from lab.harness.outcomes import Safety, outcome_text, safety_of
 from lab.report.common import md_table, ok_trials, ordered_backends
 from lab.report.matrix import FAULTS, Mark, fault_records, judge
 

@@ -6,8 +6,8 @@ import math
 
 import pandas as pd
 
-from lab import published
-from lab.outcomes import Safety, handover_of
+from lab.harness.outcomes import Safety, handover_of
+from lab.report import published
 from lab.report.charts import timing_chart
 from lab.report.common import md_table, ok_trials
 
@@ -15,7 +15,7 @@ LABELS = {"session": "default", "session_autocommit": "AUTOCOMMIT"}
 
 
 def row_stats(firsts: list[float | None], timeout: float, handovers: list | None = None) -> dict:
-    """A timing row's figures; handovers (Safety or None per trial, as lab.outcomes.handover_of) split the overlaps."""
+    """A timing row's figures; handovers (Safety or None per trial, as lab.harness.outcomes.handover_of) split the overlaps."""
     got = sorted(f for f in firsts if f is not None)
     unit = timeout / 10  # the post's "1 s", scaled with the timeout
     handovers = [h for h in (handovers or []) if h is not None]

@@ -13,8 +13,8 @@ from collections import Counter
 
 import pandas as pd
 
+from lab.harness.told import CHANNELS, first_after
 from lab.report.common import md_table, ordered_backends
-from lab.signals import CHANNELS, first_after
 
 FAULT_COLUMNS = [("pause", "holder paused past the TTL"), ("cut", "lock connection cut past the TTL"),
                  ("restart", "lock server restarted")]

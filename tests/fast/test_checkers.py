@@ -1,6 +1,6 @@
 """Checkers: each planted violation is caught, and a clean trial passes."""
 
-from lab.checkers import (
+from lab.harness.checkers import (
     company_state,
     detected_within,
     is_violation,

@@ -1,6 +1,6 @@
 """History checkers: each catches the violation planted in a synthetic history, and passes a clean one."""
 
-from lab.checkers import (
+from lab.harness.checkers import (
     check_history,
     false_releases,
     mixed_companies,

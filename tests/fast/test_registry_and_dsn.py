@@ -5,8 +5,8 @@ import pytest
 import backends
 import scenarios
 from backends.base import CAPABILITIES
-from lab.clients import parse_pg_dsn, redact, redact_text
 from lab.errors import LabError
+from lab.servers.clients import parse_pg_dsn, redact, redact_text
 
 
 def test_all_means_every_backend_in_registry_order():

@@ -2,11 +2,16 @@
 
 import copy
 
-from lab import published
-from lab.report import case_lines, render
+from lab.report import case_lines, published, render
 
 META = {"command": "lab run", "profile": "quick", "started": "2026-01-01T00:00:00Z", "git_commit": "abc",
         "git_dirty": False,
+        # What a run records of its backends' declarations (meta.json "capabilities").
+        "capabilities": {"xact": ["exclusion", "in_transaction"], "session": ["exclusion", "session_lock"],
+                         "session_autocommit": ["exclusion", "session_lock"],
+                         "redis": ["exclusion", "lease_expiry"], "etcd_fenced": ["exclusion", "fencing", "lease_expiry"],
+                         "redis_fenced": ["exclusion", "fencing", "lease_expiry"],
+                         "lease_row": ["exclusion", "fencing", "lease_expiry"]},
         "machine": {"cores": 2, "memory_gib": 24, "platform": "Linux"}, "versions": {"python": "3.11"},
         "services": {"postgres": {"address": "postgresql+psycopg2://postgres@127.0.0.1:5/postgres",
                                   "embedded": True, "version": "18.6"}}}
@@ -56,8 +61,8 @@ def test_rendering_is_deterministic_and_ignores_record_order():
 
 def test_what_a_run_records_about_its_servers_hides_passwords():
     """meta.json takes the servers from Services.describe(); the report prints versions, not addresses."""
-    from lab.clients import parse_pg_dsn
-    from lab.services import Services
+    from lab.servers.clients import parse_pg_dsn
+    from lab.servers.services import Services
 
     described = Services(pg_url=parse_pg_dsn("postgresql://app:s3cret@db:5432/x"),
                          redis_url="redis://:hunter2@cache:6379/0", redlock_urls=["redis://:pw3@a:1/0"],

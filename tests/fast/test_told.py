@@ -1,7 +1,7 @@
 """What a holder was told: signals read from planted holder events, and the report's cells built from them."""
 
+from lab.harness.told import first_after, signals
 from lab.report.told import plain, release_cell, told_cell
-from lab.signals import first_after, signals
 
 T0 = 100.0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 
-from lab import pg
+from lab.servers import pg
 from scenarios.base import TrialEnv, TrialSpec
 
 

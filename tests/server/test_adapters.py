@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from lab.embedded import EmbeddedEtcd
-from lab.services import Services
+from lab.servers.embedded import EmbeddedEtcd
+from lab.servers.services import Services
 from tests.server.helpers import shared_tmp, trial_env
 
 pytestmark = pytest.mark.server

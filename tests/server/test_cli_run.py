@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import published
+from lab.report import published
 from tests.server.helpers import alive, processes_under, shared_tmp
 
 pytestmark = pytest.mark.server

@@ -5,7 +5,7 @@ import pytest
 import backends
 from backends.base import BackendContext
 from lab.errors import LockLost
-from lab.workload import CompanyTable, table_name
+from lab.harness.workload import CompanyTable, table_name
 
 pytestmark = pytest.mark.server
 

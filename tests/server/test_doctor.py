@@ -8,8 +8,8 @@ import time
 import pytest
 from sqlalchemy import text
 
-from lab.clients import pg_engine
 from lab.doctor import run_doctor
+from lab.servers.clients import pg_engine
 
 pytestmark = pytest.mark.server
 
@@ -99,7 +99,7 @@ def test_it_writes_nothing_and_prints_no_password(planted):
 def test_the_session_is_read_only(planted):
     """The doctor's own engine settings: a write through them is refused by the server."""
     dsns, _ = planted
-    from lab.clients import parse_pg_dsn
+    from lab.servers.clients import parse_pg_dsn
 
     engine = pg_engine(parse_pg_dsn(dsns["doctor_clean"]), {"default_transaction_read_only": "on"})
     try:

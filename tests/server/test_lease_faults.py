@@ -24,7 +24,7 @@ def run(services, engines, scenario, backend):
 
 def no_holder_left() -> bool:
     me = psutil.Process()
-    return not [p for p in me.children(recursive=True) if "lab.holder" in " ".join(p.cmdline())]
+    return not [p for p in me.children(recursive=True) if "lab.harness.holder" in " ".join(p.cmdline())]
 
 
 @pytest.mark.parametrize("backend", ["redis", "etcd", "redlock", "session"])
@@ -128,7 +128,7 @@ def test_an_append_only_redis_keeps_the_fence_counter_across_a_restart(services,
     assert m["evidence"]["aof_enabled"] == 1 and m["evidence"]["pids_before"] != m["evidence"]["pids_after"]
     assert m["contender"]["token"] > m["holder"]["token"]  # the counter came back: the next grant is higher
     assert scenario.verdict(m) == "stale write rejected"
-    from lab.clients import redis_client
+    from lab.servers.clients import redis_client
 
     client = redis_client(services.redis_url)
     try:

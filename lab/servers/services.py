@@ -18,7 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 from sqlalchemy import text
 from sqlalchemy.engine import URL
 
-from lab.clients import (
+from lab.errors import ServiceError
+from lab.servers.clients import (
     etcd_client,
     first_line,
     parse_pg_dsn,
@@ -27,14 +28,13 @@ from lab.clients import (
     redact_text,
     redis_client,
 )
-from lab.embedded import (
+from lab.servers.embedded import (
     EmbeddedEtcd,
     EmbeddedPostgres,
     EmbeddedRedis,
     EmbeddedRedlockMasters,
     traversable_by_others,
 )
-from lab.errors import ServiceError
 
 SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock")
 ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT",

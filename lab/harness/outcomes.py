@@ -3,12 +3,11 @@
 `Safety` is the one vocabulary for whether a trial kept the lock's promise; `safety_of`,
 `exercised_of` and `handover_of` read it from a record, treating a field an older run did not
 write as unknown (None). `RunOrder` orders scenarios, backends and variants from the run's
-meta.json when it says, and from the registries only when it does not.
+meta.json, and from the run's own files when an older meta.json does not say.
 """
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
@@ -36,7 +35,7 @@ def safety_of(record: dict) -> Safety:
         except ValueError:
             return Safety.UNKNOWN
     # Imported here, so that the checkers can import Safety from this module.
-    from lab.checkers import is_violation
+    from lab.harness.checkers import is_violation
 
     verdict = record.get("verdict")
     if verdict is None:
@@ -82,35 +81,48 @@ class OutcomeRow:
 
 @dataclass(frozen=True)
 class RunOrder:
-    """Scenarios, backends and variants in the order the run's meta.json gives, else the registries'."""
+    """Scenarios, backends and variants in the order the run's meta.json gives.
+
+    A run whose meta.json predates that order falls back on the run's own files: scenarios and
+    variants in the order their first trial was written (the order the run executed them),
+    backends by name, no capabilities known. Nothing here consults today's registries, so a
+    saved run renders the same from a checkout where its backends no longer exist.
+    """
 
     backends: tuple[str, ...] | None = None
-    scenarios: tuple[str, ...] | None = None
+    scenarios: tuple[str, ...] = ()
     variants: dict = field(default_factory=dict, hash=False, compare=False)
     capabilities: dict = field(default_factory=dict, hash=False, compare=False)
 
     @classmethod
-    def of(cls, meta: dict | None) -> RunOrder:
+    def of(cls, meta: dict | None, trials: list[dict] = ()) -> RunOrder:
         meta = meta or {}
-        backend_order, scenario_order = meta.get("backend_order"), meta.get("scenario_order")
-        return cls(tuple(backend_order) if backend_order else None,
-                   tuple(scenario_order) if scenario_order else None,
-                   {s: tuple(v) for s, v in (meta.get("variants") or {}).items()},
+        seen_scenarios, seen_variants = [], {}
+        for record in trials:  # first appearance: the order in which the run wrote them
+            if record["scenario"] not in seen_scenarios:
+                seen_scenarios.append(record["scenario"])
+            variants = seen_variants.setdefault(record["scenario"], [])
+            if record["variant"] not in variants:
+                variants.append(record["variant"])
+        scenario_order = list(meta.get("scenario_order") or [])
+        scenario_order += [s for s in seen_scenarios if s not in scenario_order]
+        variants = {s: tuple(v) for s, v in seen_variants.items()}
+        variants.update({s: tuple(v) for s, v in (meta.get("variants") or {}).items()})
+        backend_order = meta.get("backend_order")
+        return cls(tuple(backend_order) if backend_order else None, tuple(scenario_order), variants,
                    {b: frozenset(c) for b, c in (meta.get("capabilities") or {}).items()})
 
     def backend_key(self, name: str) -> tuple:
         if self.backends is not None and name in self.backends:
             return (0, self.backends.index(name), "")
-        return (1, *_registry_backend_rank(name))
+        return (1, 0, name)
 
     def scenario_key(self, name: str) -> tuple:
-        names = self.scenarios if self.scenarios is not None else _registry_scenarios()
+        names = self.scenarios
         return (names.index(name), "") if name in names else (len(names), name)
 
     def variant_key(self, scenario: str, variant: str) -> tuple:
-        declared = self.variants.get(scenario)
-        if declared is None:
-            declared = _declared_variants(scenario)
+        declared = self.variants.get(scenario, ())
         return (declared.index(variant) if variant in declared else len(declared), variant)
 
     def record_key(self, record: dict) -> tuple:
@@ -119,42 +131,7 @@ class RunOrder:
                 self.variant_key(record["scenario"], record["variant"]), record["index"])
 
     def capabilities_of(self, backend: str) -> frozenset[str]:
-        if backend in self.capabilities:
-            return self.capabilities[backend]
-        return _registry_capabilities(backend)
-
-
-def _registry_backend_rank(name: str) -> tuple:
-    import backends
-
-    return backends.rank(name)
-
-
-@functools.lru_cache(maxsize=None)
-def _registry_scenarios() -> tuple[str, ...]:
-    import scenarios
-
-    return tuple(scenarios.names())
-
-
-@functools.lru_cache(maxsize=None)
-def _declared_variants(scenario: str) -> tuple[str, ...]:
-    try:
-        import scenarios
-
-        return tuple(scenarios.REGISTRY.load(scenario).variants)
-    except Exception:  # a scenario from an older run that no longer exists: alphabetical will do
-        return ()
-
-
-@functools.lru_cache(maxsize=None)
-def _registry_capabilities(backend: str) -> frozenset[str]:
-    try:
-        import backends
-
-        return frozenset(backends.load(backend).capabilities)
-    except Exception:  # not installed here, or gone: nothing known
-        return frozenset()
+        return self.capabilities.get(backend, frozenset())
 
 
 def latest_per_trial(trials: list[dict]) -> list[dict]:
@@ -163,11 +140,6 @@ def latest_per_trial(trials: list[dict]) -> list[dict]:
     for record in trials:
         last[record["id"]] = record
     return list(last.values())
-
-
-def registry_order(record: dict) -> tuple:
-    """Sort key from the registries alone (a run without order in its meta.json)."""
-    return RunOrder().record_key(record)
 
 
 def outcome_text(records: list[dict]) -> str:
@@ -185,7 +157,7 @@ def outcome_text(records: list[dict]) -> str:
 
 
 def outcome_rows(trials: list[dict], meta: dict | None = None) -> list[OutcomeRow]:
-    order = RunOrder.of(meta)
+    order = RunOrder.of(meta, trials)
     groups: dict[tuple, list[dict]] = {}
     for record in sorted(latest_per_trial(trials), key=order.record_key):
         groups.setdefault((record["scenario"], record["backend"], record["variant"]), []).append(record)

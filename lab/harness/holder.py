@@ -19,16 +19,16 @@ import sys
 import threading
 import time
 
-from lab.clients import first_line
+from lab.servers.clients import first_line
 
-_SPEC_KEYS = ("backend", "key", "options", "lock_settings", "write_settings", "pg_dsn", "redis_url",
+_SPEC_KEYS = ("backend", "backend_entry", "key", "options", "lock_settings", "write_settings", "pg_dsn", "redis_url",
               "etcd_endpoint", "table", "company", "rows", "run_id", "fault_point")
 
 
 def _services(addresses: dict):
     from sqlalchemy.engine import make_url
 
-    from lab.services import Services
+    from lab.servers.services import Services
 
     return Services(pg_url=make_url(addresses["pg_dsn"]), redis_url=addresses["redis_url"],
                     etcd_endpoint=addresses["etcd_endpoint"], redlock_urls=addresses.get("redlock_urls"))
@@ -71,12 +71,12 @@ def _listen_to_libraries() -> None:
 
 def main() -> None:
     """The holder process: everything it does is reported, nothing is decided here."""
-    import backends
-    from backends.base import BackendContext
-    from lab import pg
-    from lab.clients import pg_engine
     from lab.errors import LockLost
-    from lab.workload import CompanyTable
+    from lab.harness.contract import BackendContext
+    from lab.harness.workload import CompanyTable
+    from lab.registry import import_entry
+    from lab.servers import pg
+    from lab.servers.clients import pg_engine
 
     _listen_to_libraries()
     spec = json.loads(sys.stdin.readline())
@@ -86,10 +86,8 @@ def main() -> None:
     writes = pg_engine(spec.get("writes_dsn") or services.pg_url, spec["write_settings"], pool_pre_ping=True)
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],
                          spec["options"], routed=routed)
-    if spec.get("backend_entry"):  # a plugin added with --backend-module is known only by its entry
-        backends.REGISTRY.entries.setdefault(spec["backend"], spec["backend_entry"])
-        sys.path.insert(0, os.getcwd())
-    backend = backends.load(spec["backend"])(ctx, spec["key"])
+    sys.path.insert(0, os.getcwd())  # a plugin added with --backend-module lives in the current folder
+    backend = import_entry(spec["backend_entry"])(ctx, spec["key"])
 
     def at(name: str, conn=None) -> None:
         if name != spec["fault_point"]:
@@ -100,14 +98,14 @@ def main() -> None:
 
     try:
         granted = backend.acquire()
-        _emit("acquire", granted=granted, token=getattr(backend, "token", None),
-              ttl=getattr(backend, "ttl", None), lock_pid=backend.lock_pid)
+        _emit("acquire", granted=granted, token=backend.token,
+              ttl=backend.ttl, lock_pid=backend.lock_pid)
         if granted:
             at("before_write")
             result = backend.rebuild(spec["company"], spec["rows"], spec["run_id"], at)
             _emit("write", **result.to_dict())
-            _emit("held", held=backend.held(), noticed_loss_at=getattr(backend, "noticed_loss_at", None),
-                  noticed_how=getattr(backend, "noticed_loss_how", None))
+            _emit("held", held=backend.held(), noticed_loss_at=backend.noticed_loss_at,
+                  noticed_how=backend.noticed_loss_how)
             try:
                 backend.release()
                 _emit("release", result="released")
@@ -129,9 +127,9 @@ class HolderProcess:
         missing = [k for k in _SPEC_KEYS if k not in spec]
         if missing:
             raise ValueError(f"holder spec lacks {missing}")
-        from lab.processes import popen
+        from lab.servers.processes import popen
 
-        self.proc = popen([sys.executable, "-m", "lab.holder"], stdin=subprocess.PIPE,
+        self.proc = popen([sys.executable, "-m", "lab.harness.holder"], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.events: list[dict] = []
         self._queue: queue.Queue = queue.Queue()

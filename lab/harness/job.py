@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from backends.base import Backend, Point, RebuildResult, no_point
 from lab.errors import LockLost
-from lab.history import History
+from lab.harness.contract import Point, RebuildResult
+from lab.harness.history import History
+from lab.harness.workload import no_point
 
 
 @dataclass
@@ -43,7 +44,7 @@ class JobResult:
                 "started": round(self.started - t0, 3), "ended": round(self.ended - t0, 3)}
 
 
-def run_job(backend: Backend, companies: list[int], rows: int, run_id: str,
+def run_job(backend, companies: list[int], rows: int, run_id: str,
             point: Point = no_point, batch: bool = False, patience: float = 0.0,
             retry_every: float = 0.1, history: History | None = None) -> JobResult:
     """Run the job as the post's does: try for the lock, leave quietly if refused, else rebuild and release.
@@ -65,7 +66,7 @@ def run_job(backend: Backend, companies: list[int], rows: int, run_id: str,
         if job.acquired:
             job.granted_at = time.monotonic()
         record.add("acquire_granted" if job.acquired else "acquire_refused",
-                   token=getattr(backend, "token", None), company_scoped=record.company_scoped or None)
+                   token=backend.token, company_scoped=record.company_scoped or None)
         if not job.acquired:
             return job
         point("after_acquire", None)
@@ -92,7 +93,7 @@ def run_job(backend: Backend, companies: list[int], rows: int, run_id: str,
 class _Recorder:
     """Turns a run's points and results into history events (a no-op without a history)."""
 
-    def __init__(self, history: History | None, run_id: str, backend: Backend):
+    def __init__(self, history: History | None, run_id: str, backend):
         self.history, self.run_id, self.backend = history, run_id, backend
         self.company: int | None = None
         self.company_scoped = "in_transaction" in backend.capabilities
@@ -109,7 +110,7 @@ class _Recorder:
 
         def recorded(name, conn):
             if name in events:
-                self.add(events[name], company=self.company, token=getattr(self.backend, "token", None))
+                self.add(events[name], company=self.company, token=self.backend.token)
             point(name, conn)
 
         return recorded

@@ -13,8 +13,8 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from lab.clients import pg_engine
-from lab.services import Services
+from lab.servers.clients import pg_engine
+from lab.servers.services import Services
 
 _ADVISORY_HELD = text(
     "select count(*) from pg_locks where locktype = 'advisory' and granted and pid = :pid "

@@ -1,0 +1,21 @@
+"""The public API for writing a backend: everything a plugin needs, nothing underscored.
+
+    from backends.api import Backend, RebuildResult, LockLost, write_transaction, no_point
+
+A backend subclasses Backend, declares what it is (name, summary, capabilities, services,
+lock_service), opens its lock connection to `self.ctx.lock_services`, and implements acquire,
+rebuild, held and release. `lab check-backend NAME` checks its promises; README, "Write a
+backend", walks from an empty file to a report row.
+"""
+
+from backends._fence import FenceRejected, fenced_write
+from backends._writes import write_transaction
+from backends.base import CAPABILITIES, Backend, NoRunLock
+from lab.errors import LockLost
+from lab.harness.contract import POINTS, BackendContext, Point, RebuildResult, describe_error
+from lab.harness.workload import CompanyTable, no_point
+from lab.servers.clients import pg_engine, redis_client
+
+__all__ = ["Backend", "NoRunLock", "BackendContext", "RebuildResult", "Point", "POINTS", "CAPABILITIES",
+           "LockLost", "FenceRejected", "write_transaction", "fenced_write", "describe_error", "CompanyTable",
+           "no_point", "pg_engine", "redis_client"]
