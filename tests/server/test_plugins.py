@@ -87,3 +87,51 @@ def test_tooz_postgres_lock_is_the_posts_method_1(services, engines):
     assert [p["got"] for p in m["probes"]] == [False, True]
     assert m["server_said"] == "terminating connection due to idle-in-transaction timeout"
     assert m["release"].startswith("raised LockLost: tooz release failed: ToozError")  # what tooz told its caller
+
+
+def readme_example() -> str:
+    """The 'Write a backend' example, exactly as README.md shows it."""
+    import re
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    return re.search(r"```python\n# my_lock.py\n(.*?)```", readme, re.S).group(1)
+
+
+def test_the_readme_plugin_lands_in_every_column_it_qualifies_for(tmp_path):
+    """Written in a temp folder from the README, with no edit in the tree: checked, run, reported."""
+    import json
+
+    import scenarios
+    from lab.registry import import_entry
+
+    (tmp_path / "my_lock.py").write_text(readme_example())
+    tmp = shared_tmp(tmp_path)
+    try:
+        checked = lab("check-backend", "my_lock", "--backend-module", "my_lock:MyLock", cwd=tmp_path, tmp=tmp)
+        assert checked.returncode == 0 and "8 of 8 promises kept" in checked.stdout, checked.stdout + checked.stderr
+        run = lab("run", "--backend-module", "my_lock:MyLock", "--backend", "my_lock", "--scenario", "all",
+                  "--profile", "quick", "--results", str(tmp_path / "r"), cwd=tmp_path, tmp=tmp)
+        assert run.returncode == 0, run.stderr
+        (folder,) = (tmp_path / "r").iterdir()
+        trials = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+        ran = {(t["scenario"], t["variant"]) for t in trials if t["status"] == "ok"}
+        assert not [t for t in trials if t["status"] == "error"], [t["reason"] for t in trials if t["status"] == "error"]
+        # Every (scenario, variant) whose declarations admit this backend ran, chosen by declaration alone.
+        sys.path.insert(0, str(tmp_path))
+        try:
+            cls = import_entry("my_lock:MyLock")
+        finally:
+            sys.path.remove(str(tmp_path))
+        qualifies = {(name, variant) for name in scenarios.names() for scenario in [scenarios.load(name)]
+                     if scenario.applies_to(cls) is None for variant in scenario.variants_for(cls)
+                     if scenario.variant_skip(variant, cls) is None}
+        assert {("cases", "idle_session"), ("calibrate", "terminate"), ("cut", "blackhole"),
+                ("timing", "cron"), ("killpoints", "search")} <= qualifies
+        assert qualifies <= ran, qualifies - ran
+        report = lab("report", folder.name, "--results", str(tmp_path / "r"), cwd=tmp_path, tmp=tmp)
+        assert report.returncode == 0, report.stderr
+        text = (folder / "REPORT.md").read_text()
+        row = next(line for line in text.splitlines() if line.startswith("| my_lock |"))
+        assert "not run" not in row and "error" not in row
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
