@@ -73,6 +73,8 @@ class Cases(Scenario):
                 "held_after": held_after, "next_query": next_query, "next_query_error": next_error,
                 "release": release,
                 "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid),
+                # Whether the guard ended the lock's session, by the server's own word where it can be read.
+                "evidence": fault.struck(env.services, env.monitor, holder.lock_pid),
                 # The guard took the lock away only if it ended the lock's session.
                 "exercised": next_query != "alive" and not held_after,
             }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from lab.faults import terminate_confirmed
 from lab.harness.checkers import company_state, torn_counts
 from lab.servers import pg
 from scenarios._two_runs import two_runs
@@ -45,8 +46,9 @@ class Kill(Scenario):
                     break
                 env.pause(0.01)
             env.pause(env.params["work_s"])  # run1 "keeps working" with run2 queued behind it
-            pg.terminate(env.monitor, pg.backend_pid(conn))
-            seen["killed_at"] = round(time.monotonic() - t0, 3)
+            killed_at = round(time.monotonic() - t0, 3)
+            seen["evidence"] = terminate_confirmed(env.monitor, pg.backend_pid(conn))  # or the trial errors
+            seen["killed_at"] = killed_at
 
         result = two_runs(env, kill_after_delete, note_run2_pid)
         holder = result.first.rebuilds[0] if result.first.rebuilds else None

@@ -156,13 +156,28 @@ def outcome_text(records: list[dict]) -> str:
     return ", ".join(parts)
 
 
-def outcome_rows(trials: list[dict], meta: dict | None = None) -> list[OutcomeRow]:
+def outcome_groups(trials: list[dict], meta: dict | None = None) -> dict[tuple, list[dict]]:
+    """(scenario, backend, variant) -> its latest trial records, in the run's order."""
     order = RunOrder.of(meta, trials)
     groups: dict[tuple, list[dict]] = {}
     for record in sorted(latest_per_trial(trials), key=order.record_key):
         groups.setdefault((record["scenario"], record["backend"], record["variant"]), []).append(record)
+    return groups
+
+
+def findings(records: list[dict]) -> frozenset[str]:
+    """What a cell found, counts aside: its verdicts, and whether it errored or did not apply."""
+    found = {r["verdict"] for r in records if r["status"] == "ok"}
+    if any(r["status"] == "error" for r in records):
+        found.add("error")
+    if not found and any(r["status"] == "skipped" for r in records):
+        found.add("n/a")
+    return frozenset(found)
+
+
+def outcome_rows(trials: list[dict], meta: dict | None = None) -> list[OutcomeRow]:
     rows = []
-    for (scenario, backend, variant), records in groups.items():
+    for (scenario, backend, variant), records in outcome_groups(trials, meta).items():
         case = next((r["measures"].get("case") for r in records if r.get("measures")), None)
         rows.append(OutcomeRow(scenario, backend, variant, case, outcome_text(records)))
     return rows

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
-from lab.harness.outcomes import outcome_rows
+from lab.harness.outcomes import findings, outcome_groups, outcome_text
 from lab.report.common import md_table
 from lab.results import RunFolder
 
@@ -15,20 +13,18 @@ def _servers(folder: RunFolder) -> str:
                      for name, info in sorted(services.items()))
 
 
-def _kinds(outcome: str | None) -> frozenset[str]:
-    """The outcomes a cell holds, without their counts: 'lost 1/1' and 'lost 3/3' are the same finding."""
-    if outcome is None:
-        return frozenset({"not run"})
-    return frozenset(re.sub(r"\s+\d+/\d+", "", part).strip() for part in outcome.split(", "))
-
-
 def compare(a: RunFolder, b: RunFolder) -> str:
     """A Markdown table of every (scenario, backend, variant) whose findings differ (counts aside)."""
-    left = {(r.scenario, r.backend, r.variant): r.outcome for r in outcome_rows(a.trials(), a.meta())}
-    right = {(r.scenario, r.backend, r.variant): r.outcome for r in outcome_rows(b.trials(), b.meta())}
+    left, right = outcome_groups(a.trials(), a.meta()), outcome_groups(b.trials(), b.meta())
     keys = list(left) + [k for k in right if k not in left]
-    changed = [[*k, left.get(k, "not run"), right.get(k, "not run")] for k in keys
-               if _kinds(left.get(k)) != _kinds(right.get(k))]
+
+    def found(groups, key):  # compared as typed findings from the records, never by reading the text
+        return findings(groups[key]) if key in groups else frozenset({"not run"})
+
+    def shown(groups, key):
+        return outcome_text(groups[key]) if key in groups else "not run"
+
+    changed = [[*k, shown(left, k), shown(right, k)] for k in keys if found(left, k) != found(right, k)]
     same = len(keys) - len(changed)
     out = [f"# {a.run_id} against {b.run_id}", "",
            f"- A: {a.run_id}: {_servers(a)}, profile {a.meta().get('profile')}",
