@@ -4,7 +4,8 @@ A schedule names a point in run r0's job (after its acquire, after a delete, mid
 at row k, before or after a commit, before its release), a fault that strikes there
 (terminate its session, kill the run, stall it, cut its lock connection) for some
 TTLs, and how many runs (2-4) rebuild how many companies (1-5). The other runs start
-together, concurrently, once the fault has struck. The checkers then read the history and
+together once r0 holds the right and keep asking for it every 20 ms, as waiting contenders
+would, so whoever can get in after the fault gets in at once. The checkers then read the history and
 the final table; any violation fails the example, and hypothesis shrinks it to the smallest
 schedule that still fails. Runs are threads of this process, so the history has one clock.
 
@@ -43,6 +44,7 @@ IN_WRITE = frozenset({"after_delete", "mid_insert", "before_commit"})
 # pause: the pause scenario's SIGSTOP needs a process of its own); cut: the cut fault's proxy.
 KINDS = ("terminate", "kill", "stall", "cut")
 DURATIONS = (0.5, 1.5, 2.5)  # in TTLs: shorter than the lease, then longer
+POLL_S = 0.02  # how often a waiting run asks for the right again
 
 
 class RunKilled(Exception):
@@ -75,7 +77,7 @@ def describe(schedule: dict) -> str:
             "cut": f"its lock connection cut for {schedule['duration']:g} TTL"}[schedule["kind"]]
     companies = f"{schedule['companies']} compan{'y' if schedule['companies'] == 1 else 'ies'}"
     return (f"{schedule['runs']} runs, {companies} each; run r0 {where}: {what}; "
-            f"the other runs start then, together")
+            f"the other runs contend from r0's grant on")
 
 
 _example_ids = itertools.count()
@@ -96,7 +98,7 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
     victim = env.backend(table=table, options={"ttl_s": ttl}, key=key, writes=victim_writes,
                          routed=route.lock_services)
     others = [env.backend(table=table, options={"ttl_s": ttl}, key=key) for _ in range(schedule["runs"] - 1)]
-    fired = threading.Event()
+    fired, contending = threading.Event(), threading.Event()
     struck: dict = {}
     outcome: dict = {}
 
@@ -125,6 +127,8 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
             raise
 
     def fault(name, conn):
+        if name == "after_acquire":
+            contending.set()  # r0 holds the right: the other runs start polling for it now
         if outcome.get("r0") == "killed":
             raise RunKilled()  # a killed run does nothing more, whatever its driver said about the rollback
         if name != schedule["point"] or fired.is_set():
@@ -155,18 +159,21 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
             outcome["r0"] = "killed"
         finally:
             fired.set()  # a run that never reached the point lets the others go
+            contending.set()
 
-    patience = max(DURATIONS) * ttl + 1.0 if schedule["kind"] in ("stall", "cut") else 0.0
+    # The others poll for the right as long as the longest fault lasts, so whoever gets in after a loss
+    # gets in at once, as a contender already waiting would.
+    patience = max(DURATIONS) * ttl + 1.0
     threads = []
     try:
         for observer in observers:
             observer.__enter__()
         thread = threading.Thread(target=victim_run, name="killpoint-r0", daemon=True)
         thread.start()
-        fired.wait(30)
-        # The other runs contend with each other too: all start at once.
+        contending.wait(30)
+        # The other runs contend with r0 and with each other: all start at once, once r0 holds the right.
         threads = [threading.Thread(target=run_job, args=(other, companies, COMPANY_SIZE, f"r{i}"),
-                                    kwargs={"history": history, "patience": patience},
+                                    kwargs={"history": history, "patience": patience, "retry_every": POLL_S},
                                     name=f"killpoint-r{i}", daemon=True)
                    for i, other in enumerate(others, start=1)]
         for t in threads:

@@ -142,12 +142,19 @@ def _grants(events: list[dict]) -> list[tuple[float, str]]:
 
 
 def false_releases(events: list[dict]) -> list[dict]:
-    """A release that reported success although another run had been granted the right since."""
+    """A release that reported success although another run had been granted the right since.
+
+    The release is bounded by when it was requested: a grant to another run after that may be the
+    release itself working (the server frees the lock before our call returns and is recorded).
+    """
     grants = _grants(events)
     out = []
     for r in (e for e in events if e["event"] == "release" and e.get("ok")):
-        mine = [t for t, run in grants if run == r["run"] and t <= r["t"]]
-        if mine and any(run != r["run"] and max(mine) < t < r["t"] for t, run in grants):
+        asked = [e["t"] for e in events if e["run"] == r["run"] and e["event"] == "release_requested"
+                 and e["t"] <= r["t"]]
+        until = max(asked) if asked else r["t"]  # a history from before release_requested existed
+        mine = [t for t, run in grants if run == r["run"] and t <= until]
+        if mine and any(run != r["run"] and max(mine) < t < until for t, run in grants):
             out.append({"kind": "false release", "run": r["run"], "company": None,
                         "detail": "release reported success for a lock another run had taken"})
     return out

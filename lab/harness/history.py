@@ -26,6 +26,7 @@ EVENTS = {
     "write_indeterminate": "the connection broke while COMMIT was in flight, so the run cannot know whether it "
                            "committed; resolved: what a fresh read of the table found (committed / not committed / "
                            "unknown)",
+    "release_requested": "the run is about to call release()",
     "release": "the run released (ok: whether release reported success)",
     "fault_fired": "the fault injector acted",
     "fault_healed": "the fault was undone",

@@ -79,6 +79,7 @@ def run_job(backend, companies: list[int], rows: int, run_id: str,
                 record.outcome(result)
                 job.rebuilds.append(result)
         point("before_release", None)
+        record.add("release_requested")
         try:
             backend.release()
             job.release = "released"

@@ -123,3 +123,14 @@ def test_a_fence_that_orders_two_writes_is_not_a_stale_write_for_either():
                ev(0.789, "r0", "write_committed", company=2), ev(0.790, "r1", "company_locked", company=2),
                ev(0.792, "r1", "commit_requested", company=2), ev(0.793, "r1", "write_committed", company=2)]
     assert stale_writes(history) == []
+
+
+def test_a_grant_while_a_release_is_in_flight_is_that_release_working_not_a_false_one():
+    # r3's release freed the lock at the server, r2 got it, then r3's call returned and was recorded.
+    history = [ev(1.065, "r3", "acquire_granted"), ev(1.0885, "r3", "release_requested"),
+               ev(1.089, "r2", "acquire_granted"), ev(1.090, "r3", "release", ok=True)]
+    assert false_releases(history) == []
+    # A grant to r2 before r3 even asked to release: r3 had lost the lock, and its release lied.
+    lost = [history[0], ev(1.07, "r2", "acquire_granted"), ev(1.0885, "r3", "release_requested"),
+            ev(1.090, "r3", "release", ok=True)]
+    assert [v["run"] for v in false_releases(lost)] == ["r3"]
