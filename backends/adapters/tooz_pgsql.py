@@ -16,6 +16,7 @@ from backends._writes import write_transaction
 from backends.base import Backend, Point, RebuildResult, no_point
 from lab.errors import LockLost
 from lab.servers import pg
+from lab.servers.clients import pin_session
 
 
 class ToozPostgresLock(Backend):
@@ -43,6 +44,7 @@ class ToozPostgresLock(Backend):
             with conn.cursor() as cur:
                 for name, value in self.ctx.lock_settings.items():
                     cur.execute(f"set {name} = %s", (str(value),))
+                pin_session(cur, self.ctx.lock_settings)  # the server's own guards off, as on every lab session
         return bool(got)
 
     def held(self) -> bool:

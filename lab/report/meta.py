@@ -37,5 +37,12 @@ def section_provenance(meta: dict, run_id: str) -> str:
     for name, info in sorted(services.items()):
         kind = "embedded" if info.get("embedded") else "external"
         rows.append([f"server: {name}", f"{info.get('version')} ({kind})"])
+    settings = meta.get("pg_settings")
+    if settings:
+        given = ", ".join(f"{name} = {value}" for name, value in settings.get("server_gives", {}).items())
+        rows.append(["PostgreSQL gives a session", given or "-"])
+        rows.append(["set per database or role", "; ".join(settings.get("set_per_database_or_role") or []) or "none"])
+        rows.append(["every lab session pins to 0", ", ".join(settings.get("lab_sessions_pin") or [])
+                     + " (except what its scenario sets)"])
     rows += [[f"package: {name}", str(version)] for name, version in sorted(versions.items())]
     return "\n".join(["## Provenance", "", md_table(["what", "value"], rows), ""])

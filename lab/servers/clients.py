@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -47,18 +47,58 @@ def first_line(exc: BaseException | str) -> str:
     return redact_text(lines[0] if lines else "" if isinstance(exc, str) else type(exc).__name__)
 
 
-def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, **kwargs) -> Engine:
+# Settings a scenario may rely on. A server the lab did not start can set any of them per database or
+# per role; every lab session pins each one it is not given to 0 (off), so a verdict does not depend
+# on where the server came from. Names a server does not know (transaction_timeout before 17) are skipped.
+PINNED_SETTINGS = ("idle_in_transaction_session_timeout", "idle_session_timeout", "statement_timeout",
+                   "lock_timeout", "transaction_timeout")
+
+
+def pin_session(cursor, keep: Mapping[str, object] | None = None) -> list[str]:
+    """On a psycopg2 cursor: set to 0 every pinned setting not in keep that the server set to anything
+    else; returns the names it set. Lock libraries that open their own connection call this too."""
+    names = [n for n in PINNED_SETTINGS if n not in (keep or {})]
+    cursor.execute("select name from pg_settings where name = any(%s) and setting <> '0'", (names,))
+    changed = [name for (name,) in cursor.fetchall()]
+    for name in changed:
+        cursor.execute(f"set {name} = 0")  # name comes from PINNED_SETTINGS, never from input
+    return changed
+
+
+def _pin_on_connect(keep: Mapping[str, object] | None):
+    """A pool 'connect' hook: pin_session, then commit, so the new session is plain idle (psycopg2
+    opened a transaction for the SELECT)."""
+
+    def pin(dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            pin_session(cursor, keep)
+        finally:
+            cursor.close()
+        if not dbapi_connection.autocommit:
+            dbapi_connection.commit()
+
+    return pin
+
+
+def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, *, pin: bool = True,
+              **kwargs) -> Engine:
     """An engine whose every session starts with the given server settings (SET at connect time).
 
     Settings travel in libpq's startup options, so they hold for the whole session and
-    never open a transaction: the way the post's holder sets its own timeout.
+    never open a transaction: the way the post's holder sets its own timeout. Every other
+    setting of PINNED_SETTINGS is pinned to 0 (pin=False leaves the server's values, for
+    reading what the server would give a session).
     """
     connect_args = dict(kwargs.pop("connect_args", {}))
     connect_args.setdefault("connect_timeout", 5)
     connect_args.setdefault("application_name", "locklab")
     if settings:
         connect_args["options"] = " ".join(f"-c {name}={value}" for name, value in settings.items())
-    return create_engine(url, connect_args=connect_args, **kwargs)
+    engine = create_engine(url, connect_args=connect_args, **kwargs)
+    if pin:
+        event.listen(engine, "connect", _pin_on_connect(dict(settings or {})))
+    return engine
 
 
 def redis_client(url: str, **kwargs):

@@ -107,3 +107,24 @@ def holds_advisory_pair(monitor: Engine, pid: int, key1: int, key2: int) -> bool
         return conn.execute(text("select count(*) from pg_locks where locktype = 'advisory' and granted "
                                  "and pid = :pid and objsubid = 2 and classid = :a and objid = :b"),
                             {"pid": pid, "a": key1, "b": key2}).scalar() > 0
+
+
+def settings_in_force(url) -> dict:
+    """What the server gives a session that does not pin anything: each pinned setting's value and source,
+    and the per-database and per-role settings that touch them (pg_db_role_setting)."""
+    from lab.servers.clients import PINNED_SETTINGS
+
+    engine = pg_engine(url, pin=False, poolclass=None)
+    try:
+        with engine.connect() as conn:
+            values = {row.name: f"{row.setting}{row.unit or ''} ({row.source})" for row in conn.execute(
+                text("select name, setting, unit, source from pg_settings where name = any(:n) order by name"),
+                {"n": list(PINNED_SETTINGS)})}
+            scoped = [f"{row.db or 'every database'}/{row.role or 'every role'}: {item}" for row in conn.execute(
+                text("select d.datname as db, r.rolname as role, s.setconfig from pg_db_role_setting s "
+                     "left join pg_database d on d.oid = s.setdatabase left join pg_roles r on r.oid = s.setrole"))
+                for item in row.setconfig or [] if item.split("=", 1)[0] in PINNED_SETTINGS]
+            conn.rollback()
+        return {"server_gives": values, "set_per_database_or_role": scoped, "lab_sessions_pin": list(PINNED_SETTINGS)}
+    finally:
+        engine.dispose()
