@@ -86,7 +86,10 @@ def judge(records: list[dict]) -> Cell:
     yes, no, unrecorded = exercised.count(True), exercised.count(False), exercised.count(None)
     counted = {"exercised": yes, "not_exercised": no, "unrecorded": unrecorded}
     if Safety.UNSAFE in safety:
-        return Cell(Mark.FAILED, f"✗ {text}", **counted)
+        return Cell(Mark.FAILED, f"✗ {text}", **counted)  # a failure found stands, whatever else errored
+    if errors:  # the survivors of a partly errored cell are not a result
+        reason = next(str(r.get("reason") or "") for r in records if r["status"] == "error")
+        return Cell(Mark.ERROR, f"incomplete: error {errors}/{total} ({reason[:80]}); {text}", **counted)
     if Safety.UNKNOWN in safety:
         return Cell(Mark.UNKNOWN, f"? {text}, safety unknown {safety.count(Safety.UNKNOWN)}/{len(ok)}", **counted)
     if no == len(ok):

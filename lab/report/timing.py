@@ -98,7 +98,14 @@ def section_timing(frame: pd.DataFrame, charts: dict) -> str | None:
         return None
     timeout = ok.measures.iloc[0]["timeout_s"]
     rows, bars = [], []
+    errored = frame[(frame.scenario == "timing") & (frame.status == "error")]
     for (backend, trigger), group in ok.groupby(["backend", "variant"], sort=False):
+        failed = errored[(errored.backend == backend) & (errored.variant == trigger)]
+        if not failed.empty:  # the survivors of a partly errored row are not a result
+            rows.append([f"{trigger}/{LABELS.get(backend, backend)}",
+                         f"incomplete: {len(failed)} of {len(failed) + len(group)} trials errored "
+                         f"({str(failed.reason.iloc[0])[:80]})", "-", "-", "-"])
+            continue
         s = row_stats([m["first_got_at"] for m in group.measures], timeout,
                       [handover_of(m) for m in group.measures])
         key = (backend, trigger)

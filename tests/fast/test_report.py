@@ -141,7 +141,11 @@ def test_a_matrix_cell_counts_errored_trials_too():
     from lab.report.matrix import cell
 
     ok = {"status": "ok", "verdict": "stale write rejected"}
-    assert cell([ok, ok, {"status": "error", "reason": "x"}]) == "✓ stale write rejected 2/3, error 1/3"
+    # Issue 14: the survivors of a partly errored cell are not a result; a failure found still stands.
+    assert cell([ok, ok, {"status": "error", "reason": "x"}]) == \
+        "incomplete: error 1/3 (x); stale write rejected 2/3, error 1/3"
+    assert cell([{"status": "ok", "verdict": "stale write accepted"}, {"status": "error", "reason": "x"}]) == \
+        "✗ stale write accepted 1/2, error 1/2"
     assert cell([{"status": "ok", "verdict": "stale write accepted"}]) == "✗ stale write accepted 1/1"
 
 

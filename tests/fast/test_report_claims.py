@@ -298,3 +298,12 @@ def test_merged_runs_keep_their_order_only_when_every_run_recorded_it():
                             {"backend_order": ["redis", "xact"], "capabilities": {"xact": ["b"]}}])
     assert merged == {"backend_order": ["xact", "session", "redis"], "capabilities": {"xact": ["b"]}}
     assert "backend_order" not in _merged_order([{"backend_order": ["xact"]}, {}])
+
+
+def test_a_timing_row_with_errored_trials_says_incomplete_not_its_survivors():
+    trials = timing("session", "cron", [10.2, 10.4, 10.9])
+    trials[2] = {**trials[2], "status": "error", "reason": "remaining connection slots are reserved",
+                 "measures": None, "verdict": None}
+    row = timing_row(render(META, trials, "r"), "cron/default")
+    assert "incomplete: 1 of 3 trials errored (remaining connection slots are reserved)" in row
+    assert "overlapped" not in row
