@@ -138,7 +138,8 @@ def check_waiters(conn: Connection) -> Check:
 def run_doctor(dsn: str, hung_after_s: float = 3600) -> tuple[str, list[Check]]:
     """Connect read-only and run every check; ServiceError when the server cannot be reached."""
     url = parse_pg_dsn(dsn)
-    engine = pg_engine(url, {"default_transaction_read_only": "on"}, poolclass=None,
+    # pin=False: the doctor reports what the server gives a session, so it must not pin anything itself.
+    engine = pg_engine(url, {"default_transaction_read_only": "on"}, pin=False, poolclass=None,
                        connect_args={"application_name": "locklab-doctor"})
     try:
         try:

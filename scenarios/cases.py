@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from backends.base import describe_error
+from backends.base import Backend, describe_error
 from lab.errors import LockLost
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
 from lab.harness.checkers import lock_verdict
@@ -38,6 +38,11 @@ class Cases(Scenario):
         "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},
         "default": {"timeout_s": 3.0, "trials": 3, "parallel": 40},
     }
+
+    def variant_skip(self, variant: str, backend_cls) -> str | None:
+        if variant == "query_then_idle_in_transaction" and backend_cls.touch is Backend.touch:
+            return "the backend has no touch() to run one more query on its lock session"
+        return None
 
     def run_trial(self, env: TrialEnv) -> dict:
         timeout = env.params["timeout_s"]
