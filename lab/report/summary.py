@@ -163,7 +163,9 @@ def _perf_ratio(frame) -> str | None:
             parts.append("within noise: " + ", ".join(named(s) for s in noise))
         if slower:
             parts.append("slower: " + ", ".join(named(s) for s in slower))
-        head = f"measured: not the cheapest here, {ours}; " + "; ".join(parts)
+        # Nothing measurably faster: tied with what is within noise, not beaten by it.
+        verdict = "not the cheapest here" if faster else "tied for cheapest within the noise"
+        head = f"measured: {verdict}, {ours}; " + "; ".join(parts)
     return (f"{head} (medians, same run; {PERF_TOLERANCE}); vacuum and lost work on failure are reasoned, "
             f"not measured")
 
