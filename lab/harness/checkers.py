@@ -72,43 +72,56 @@ def _commits(events: list[dict]) -> list[dict]:
     return sorted(out, key=lambda e: e["t"])
 
 
-def _grants_of_company(events: list[dict], company: int) -> list[tuple[float, str]]:
-    """(time, run) when each run got the right to write company, as the storage saw it.
-
-    A run that locked the company inside its write (a lock or fence in the transaction) got it
-    then; a run that never did got it with its run-level grant.
-    """
-    out = []
-    for run in sorted({e["run"] for e in events}):
-        locks = [e["t"] for e in events if e["run"] == run and e["event"] == "company_locked"
-                 and e.get("company") == company]
-        out += [(t, run) for t in locks or [e["t"] for e in events if e["run"] == run
-                                           and e["event"] == "acquire_granted" and not e.get("company_scoped")]]
-    return sorted(out)
+def _right_of(events: list[dict], run: str, company: int, before: float) -> float | None:
+    """When run last got its right to write company before a time, in real time: its run-level grant,
+    else (a lock that exists only inside the write) its lock on the company."""
+    run_level = [e["t"] for e in events if e["run"] == run and e["event"] == "acquire_granted"
+                 and not e.get("company_scoped") and e["t"] <= before]
+    if run_level:
+        return max(run_level)
+    locks = [e["t"] for e in events if e["run"] == run and e["event"] == "company_locked"
+             and e.get("company") == company and e["t"] <= before]
+    return max(locks) if locks else None
 
 
 def stale_writes(events: list[dict]) -> list[dict]:
-    """A write committed under a grant after another run was granted the company later.
+    """A write that landed after a newer holder's right to the same company: the storage accepted it.
 
-    If run A was granted, then run B was granted the same company, A's right had lapsed: a write of
-    A's committing after B's grant is a stale write the storage accepted (what a fencing token exists
-    to refuse), whatever B did next (committed, failed, or never wrote). B's grant is its lock on the
-    company inside its write when it took one (a fence B waited on behind A orders them), else its
-    run-level grant.
+    Run B is newer than run A when B got its right later (real time). A's write is stale when, before
+    it committed, a newer run B
+    - committed its own write of the company (A's landed on B's newer rebuild), or
+    - held the company: where the storage locks or fences each company inside the write, from B's
+      lock on it (a newer run still waiting behind A's lock is ordered after A by the storage, and
+      one the fence refused never held it); elsewhere from B's run-level grant, whatever B did next
+      (committed, failed, or never wrote).
     """
+    storage_orders = any(e["event"] == "company_locked" for e in events)
+    runs = sorted({e["run"] for e in events})
+    commits = _commits(events)
     out = []
-    for write in _commits(events):
-        company, run = write["company"], write["run"]
-        grants = _grants_of_company(events, company)  # the writer's own grant is read the same way
-        mine = max((t for t, who in grants if who == run and t <= write["t"]), default=None)
+    for write in commits:
+        company, run, at = write["company"], write["run"], write["t"]
+        mine = _right_of(events, run, company, at)
         if mine is None:
             continue
-        later = [(t, other) for t, other in grants if other != run and mine < t < write["t"]]
-        if later:
-            t, other = later[0]
+        found = None
+        for other in (r for r in runs if r != run):
+            for theirs in (c for c in commits if c["run"] == other and c["company"] == company and c["t"] < at):
+                granted = _right_of(events, other, company, theirs["t"])
+                if granted is not None and granted > mine:
+                    found = f"after {other} (granted {granted:.3f}s) had committed its rebuild at {theirs['t']:.3f}s"
+            if found:
+                break
+            held = [e["t"] for e in events if e["run"] == other and mine < e["t"] < at
+                    and (e["event"] == "company_locked" and e.get("company") == company if storage_orders
+                         else e["event"] == "acquire_granted" and not e.get("company_scoped"))]
+            newer = [t for t in held if (_right_of(events, other, company, t) or 0) > mine]
+            if newer:
+                found = f"after {other} was granted the company at {newer[0]:.3f}s"
+                break
+        if found:
             out.append({"kind": "stale write accepted", "run": run, "company": company,
-                        "detail": f"{run} (granted {mine:.3f}s) committed at {write['t']:.3f}s, after "
-                                  f"{other} was granted the company at {t:.3f}s"})
+                        "detail": f"{run} (granted {mine:.3f}s) committed at {at:.3f}s, {found}"})
     return out
 
 

@@ -134,3 +134,25 @@ def test_a_grant_while_a_release_is_in_flight_is_that_release_working_not_a_fals
     lost = [history[0], ev(1.07, "r2", "acquire_granted"), ev(1.0885, "r3", "release_requested"),
             ev(1.090, "r3", "release", ok=True)]
     assert [v["run"] for v in false_releases(lost)] == ["r3"]
+
+
+def test_a_newer_holder_the_fence_refused_never_held_the_company():
+    # r0 fenced the company, stalled past its lease and committed; r1 was granted but waited behind r0's
+    # fence and was refused once r2 wrote: the storage kept the writes in grant order, nothing was stale.
+    history = [ev(0.008, "r0", "acquire_granted"), ev(0.012, "r0", "company_locked", company=1),
+               ev(1.022, "r1", "acquire_granted"), ev(1.023, "r1", "write_begun", company=1),
+               ev(2.031, "r2", "acquire_granted"), ev(2.517, "r0", "commit_requested", company=1),
+               ev(2.519, "r0", "write_committed", company=1), ev(2.520, "r2", "company_locked", company=1),
+               ev(2.523, "r2", "commit_requested", company=1), ev(2.525, "r2", "write_committed", company=1),
+               ev(2.526, "r1", "write_rejected", company=1)]
+    assert stale_writes(history) == []
+
+
+def test_a_fence_whose_tokens_went_backwards_lets_an_older_holder_overwrite_a_newer_one():
+    # The counter was reset (a restart without persistence): r1, granted later, drew a lower token and
+    # wrote first; r0 then passed the fence with its higher token and overwrote r1's newer rebuild.
+    history = [ev(0.00, "r0", "acquire_granted", token=5), ev(1.00, "r1", "acquire_granted", token=1),
+               ev(1.01, "r1", "company_locked", company=1), ev(1.02, "r1", "commit_requested", company=1),
+               ev(1.03, "r1", "write_committed", company=1), ev(2.00, "r0", "company_locked", company=1),
+               ev(2.01, "r0", "commit_requested", company=1), ev(2.02, "r0", "write_committed", company=1)]
+    assert [(v["run"], v["company"]) for v in stale_writes(history)] == [("r0", 1)]
