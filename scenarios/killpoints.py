@@ -4,8 +4,9 @@ A schedule names a point in run r0's job (after its acquire, after a delete, mid
 at row k, before or after a commit, before its release), a fault that strikes there
 (terminate its session, kill the run, stall it, cut its lock connection) for some
 TTLs, and how many runs (2-4) rebuild how many companies (1-5). The other runs start
-together once r0 holds the right and keep asking for it every 20 ms, as waiting contenders
-would, so whoever can get in after the fault gets in at once. The checkers then read the history and
+together: once r0 holds its run-level right, and keep asking for it every 20 ms as waiting
+contenders would, so whoever can get in after the fault gets in at once; where there is no
+run-level right (a lock inside the write, or none), once the fault has struck. The checkers then read the history and
 the final table; any violation fails the example, and hypothesis shrinks it to the smallest
 schedule that still fails. Runs are threads of this process, so the history has one clock.
 
@@ -88,7 +89,7 @@ def describe(schedule: dict) -> str:
             "cut": f"its lock connection cut for {schedule['duration']:g} TTL"}[schedule["kind"]]
     companies = f"{schedule['companies']} compan{'y' if schedule['companies'] == 1 else 'ies'}"
     return (f"{schedule['runs']} runs, {companies} each; run r0 {where}: {what}; "
-            f"the other runs contend from r0's grant on")
+            f"the other runs contend concurrently")
 
 
 _example_ids = itertools.count()
@@ -138,8 +139,8 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
             raise
 
     def fault(name, conn):
-        if name == "after_acquire":
-            contending.set()  # r0 holds the right: the other runs start polling for it now
+        if name == "after_acquire" and cls.holds_across_writes():
+            contending.set()  # r0 holds the run-level right: the other runs start polling for it now
         if outcome.get("r0") == "killed":
             raise RunKilled()  # a killed run does nothing more, whatever its driver said about the rollback
         if name != schedule["point"] or fired.is_set():
@@ -150,6 +151,7 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
             struck.update(struck=False, why=str(exc))
         history.add("injector", "fault_fired", kind=schedule["kind"], point=name, struck=struck["struck"])
         fired.set()
+        contending.set()  # no run-level right to wait for: the other runs start once the fault has struck
         if schedule["kind"] == "kill":
             outcome["r0"] = "killed"
             raise RunKilled()
