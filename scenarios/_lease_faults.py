@@ -32,11 +32,6 @@ COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
 
 
-def _addresses(services) -> dict:
-    return {"pg_dsn": services.pg_url.render_as_string(hide_password=False), "redis_url": services.redis_url,
-            "etcd_endpoint": services.etcd_endpoint, "redlock_urls": services.redlock_urls}
-
-
 def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
     cls = backends.load(env.spec.backend)
     fault = faults.load(fault_name)
@@ -48,7 +43,7 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
     guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
     spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(), "options": {"ttl_s": ttl},
-            "lock_settings": guard, "write_settings": guard, **_addresses(env.services),
+            "lock_settings": guard, "write_settings": guard, **env.services.to_addresses(),
             "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
             "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}
     contender = env.backend(table=table, options={"ttl_s": ttl}, key=spec["key"])
@@ -58,7 +53,7 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
         fault.prepare(env.services, cls)
         route = fault.route(env.services, cls)
         if route.lock_services is not None:
-            spec["lock_addresses"] = _addresses(route.lock_services)
+            spec["lock_addresses"] = route.lock_services.to_addresses()
         if route.writes_url is not None:
             spec["writes_dsn"] = route.writes_url.render_as_string(hide_password=False)
         holder = HolderProcess(spec)

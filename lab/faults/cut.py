@@ -15,11 +15,6 @@ from lab.servers.proxy import BlackholeProxy
 from lab.servers.services import Services
 
 
-def lock_lives_in_writes(backend_cls) -> bool:
-    """True when the lock is not held across writes on a connection of its own (it is the write's)."""
-    return not ({"session_lock", "lease_expiry"} & backend_cls.capabilities)
-
-
 class Cut(Fault):
     name = "cut"
     label = "lock connection cut past the TTL"
@@ -37,7 +32,7 @@ class Cut(Fault):
         service = backend_cls.lock_service
         self.proxies = [BlackholeProxy(host, port).start() for host, port in services.addresses(service)]
         routed = services.routed(service, [p.port for p in self.proxies])
-        if service == "postgres" and lock_lives_in_writes(backend_cls):
+        if service == "postgres" and not backend_cls.holds_across_writes():  # the lock is the write's
             return Route(writes_url=routed.pg_url)
         return Route(lock_services=routed)
 

@@ -25,14 +25,6 @@ _SPEC_KEYS = ("backend", "backend_entry", "key", "options", "lock_settings", "wr
               "etcd_endpoint", "table", "company", "rows", "run_id", "fault_point")
 
 
-def _services(addresses: dict):
-    from sqlalchemy.engine import make_url
-
-    from lab.servers.services import Services
-
-    return Services(pg_url=make_url(addresses["pg_dsn"]), redis_url=addresses["redis_url"],
-                    etcd_endpoint=addresses["etcd_endpoint"], redlock_urls=addresses.get("redlock_urls"))
-
 
 _EMIT_LOCK = threading.Lock()  # library threads report too: one line at a time
 
@@ -77,11 +69,12 @@ def main() -> None:
     from lab.registry import import_entry
     from lab.servers import pg
     from lab.servers.clients import pg_engine
+    from lab.servers.services import Services
 
     _listen_to_libraries()
     spec = json.loads(sys.stdin.readline())
-    services = _services(spec)
-    routed = _services(spec["lock_addresses"]) if spec.get("lock_addresses") else None
+    services = Services.from_addresses(spec)
+    routed = Services.from_addresses(spec["lock_addresses"]) if spec.get("lock_addresses") else None
     monitor = pg_engine(services.pg_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
     writes = pg_engine(spec.get("writes_dsn") or services.pg_url, spec["write_settings"], pool_pre_ping=True)
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],

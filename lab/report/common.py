@@ -35,7 +35,7 @@ def ordered_backends(frame: pd.DataFrame) -> list[str]:
 
 
 def with_capability(frame: pd.DataFrame, capability: str) -> pd.DataFrame:
-    """The rows of backends that declare a capability (in the run's meta.json, else in the registry)."""
+    """The rows of backends that declare a capability, as the run's meta.json records it."""
     return frame[frame.capabilities.map(lambda caps: capability in caps).astype(bool)]
 
 

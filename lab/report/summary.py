@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from lab.harness.outcomes import Safety, outcome_text, safety_of
-from lab.report.common import md_table, ok_trials, ordered_backends
+from lab.report.common import md_table, ok_trials, ordered_backends, with_capability
 from lab.report.matrix import FAULTS, Mark, fault_records, judge
 
 # (need, backend) in the order an engineer would look for them; then the ones to avoid.
@@ -173,7 +173,7 @@ def _perf_ratio(frame) -> str | None:
 def _serializable(frame) -> str | None:
     parts = []
     overlap = ok_trials(frame, "overlap")
-    rows = [m["rows_final"] for m in overlap[overlap.backend == "serializable"].measures]
+    rows = [m["rows_final"] for m in with_capability(overlap, "serializable").measures]
     if rows:
         parts.append(f"two rebuilds at once end at {', '.join(map(str, rows))} rows")
     conflicts = ok_trials(frame, "conflicts")

@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from lab.servers.clients import pg_engine
+from lab.servers.clients import PINNED_SETTINGS, pg_engine
 from lab.servers.services import Services
 
 _ADVISORY_HELD = text(
@@ -112,8 +112,6 @@ def holds_advisory_pair(monitor: Engine, pid: int, key1: int, key2: int) -> bool
 def settings_in_force(url) -> dict:
     """What the server gives a session that does not pin anything: each pinned setting's value and source,
     and the per-database and per-role settings that touch them (pg_db_role_setting)."""
-    from lab.servers.clients import PINNED_SETTINGS
-
     engine = pg_engine(url, pin=False, poolclass=None)
     try:
         with engine.connect() as conn:

@@ -16,7 +16,7 @@ from typing import Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import text
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 
 from lab.errors import ServiceError
 from lab.servers.clients import (
@@ -78,6 +78,17 @@ class Services:
 
     def is_embedded(self, service: str) -> bool:
         return service in self.embedded
+
+    def to_addresses(self) -> dict:
+        """The addresses as plain data (passwords included: for a holder process's stdin, never a file)."""
+        return {"pg_dsn": self.pg_url.render_as_string(hide_password=False), "redis_url": self.redis_url,
+                "etcd_endpoint": self.etcd_endpoint, "redlock_urls": self.redlock_urls}
+
+    @classmethod
+    def from_addresses(cls, addresses: dict) -> "Services":
+        """The inverse of to_addresses (a Services that owns no server)."""
+        return cls(pg_url=make_url(addresses["pg_dsn"]), redis_url=addresses["redis_url"],
+                   etcd_endpoint=addresses["etcd_endpoint"], redlock_urls=addresses.get("redlock_urls"))
 
     def addresses(self, service: str) -> list[tuple[str, int]]:
         """(host, port) of every server of a service (three for Redlock)."""

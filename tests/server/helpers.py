@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psutil
 
+from lab.harness.workload import CompanyTable, table_name
 from lab.servers import pg
 from scenarios.base import TrialEnv, TrialSpec
 
@@ -18,6 +19,15 @@ def trial_env(services, engines, scenario, backend, variant, params, index=0, ru
     monitor, writes = engines
     spec = TrialSpec(scenario, backend, variant, index)
     return TrialEnv(services, monitor, writes, run_id or f"test-{time.monotonic_ns()}", spec, params)
+
+
+def seeded_table(engines, label: str, company: int = 1, rows: int = 250) -> CompanyTable:
+    """A fresh company_rows table of the test's own, with one company already built."""
+    monitor, writes = engines
+    table = CompanyTable(table_name(label))
+    table.create(monitor)
+    table.seed(writes, company, rows)
+    return table
 
 
 def wait_session_gone(monitor, pid: int, within: float = 10.0) -> float:

@@ -5,7 +5,7 @@ import pytest
 import backends
 from backends.base import BackendContext
 from lab.errors import LockLost
-from lab.harness.workload import CompanyTable, table_name
+from tests.server.helpers import seeded_table
 
 pytestmark = pytest.mark.server
 
@@ -13,9 +13,7 @@ pytestmark = pytest.mark.server
 @pytest.fixture
 def make(services, engines, request):
     monitor, writes = engines
-    table = CompanyTable(table_name(f"contract_{request.node.name}"))
-    table.create(monitor)
-    table.seed(writes, 1, 250)
+    table = seeded_table(engines, f"contract_{request.node.name}")
     made = []
 
     def build(name, key):

@@ -13,8 +13,8 @@ from backends._fence import fenced_write
 from backends.base import BackendContext
 from backends.redis_fenced import RedisFencedLock
 from lab.errors import LockLost
-from lab.harness.workload import CompanyTable, table_name
 from lab.servers.clients import redis_client
+from tests.server.helpers import seeded_table
 
 pytestmark = pytest.mark.server
 
@@ -31,10 +31,7 @@ def wait_lapsed(client, name: str, within: float = 10.0) -> None:
 
 @pytest.fixture
 def setup(services, engines, request):
-    monitor, writes = engines
-    table = CompanyTable(table_name(f"redis_fenced_{request.node.name}"))
-    table.create(monitor)
-    table.seed(writes, 1, 250)
+    table = seeded_table(engines, f"redis_fenced_{request.node.name}")
     client = redis_client(services.redis_url)
     key = f"test-{request.node.name}-{time.monotonic_ns()}"
     yield table, client, key
