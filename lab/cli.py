@@ -260,11 +260,19 @@ def cmd_list(args, argv) -> int:
 
 
 def cmd_services(args, argv) -> int:
-    from lab.servers.services import SERVICE_NAMES, start_services
+    from lab.servers.services import ENV_VARS, SERVICE_NAMES, start_services
 
     with start_services(SERVICE_NAMES) as services:
         for name, info in services.describe().items():
             print(f"{name:<9} {info['address']}  (version {info['version']})")
+        # The passwords are random per start and live only in this process: this is the one place they
+        # are shown, to the person who asked, on their terminal; nothing is written to a file.
+        print("to point a run or a client at them (the passwords are printed here only):")
+        addresses = services.to_addresses()
+        values = {"postgres": addresses["pg_dsn"], "redis": addresses["redis_url"],
+                  "etcd": addresses["etcd_endpoint"], "redlock": ",".join(addresses["redlock_urls"])}
+        for name in SERVICE_NAMES:
+            print(f"  export {ENV_VARS[name]}='{values[name]}'")
         print(f"data and logs in {services.tmp}; Ctrl-C stops them", flush=True)
         try:
             signal.pause()

@@ -29,7 +29,10 @@ from lab.harness.contract import describe_error
 from lab.harness.workload import drop_schema, ensure_schema
 from lab.provenance import run_meta
 from lab.results import RunFolder
+from lab import waves as capacity_plan
 from lab.servers import pg
+from lab.servers.capacity import SessionSampler, read_capacity
+from lab.servers.clients import redact
 from lab.servers.services import (
     SERVICE_NAMES,
     ExternalAddresses,
@@ -71,6 +74,16 @@ class Plan:
     def total(self) -> int:
         return sum(len(specs) for specs in self.pending.values())
 
+    def cost(self, scenario: Scenario, spec: TrialSpec, profile: str) -> int:
+        """PostgreSQL sessions one trial holds at most."""
+        return scenario.pg_sessions(backends.load(spec.backend), profile)
+
+    def demands(self, profile: str) -> list[capacity_plan.Demand]:
+        """What each scenario's runnable trials ask of the server, for lab/waves.py."""
+        return [capacity_plan.Demand(s.name, tuple(self.cost(s, spec, profile) for spec in self.pending[s.name]
+                                                   if spec.skip is None), max(1, s.parallelism(profile)))
+                for s in self.scenarios]
+
 
 def make_plan(backend_names: list[str], scenario_names: list[str], profile: str,
               done: set[str] = frozenset()) -> Plan:
@@ -98,6 +111,7 @@ class Runner:
         self.console = console or Console(stderr=True)
         self.stop = threading.Event()
         self.folder: RunFolder | None = None  # set once the run's folder exists
+        self.waves: dict[str, capacity_plan.Wave] = {}  # scenario -> how many trials at once
 
     def execute(self) -> RunFolder:
         req = self.request
@@ -117,8 +131,16 @@ class Runner:
         given = {name for name in SERVICE_NAMES if req.external.given(name)}
         services = start_services(plan.services | given, req.external)
         try:
+            # Capacity before work: a server that cannot give one trial its sessions refuses the run here.
+            capacity = read_capacity(services.pg_url)
+            self.waves = {w.scenario: w for w in capacity_plan.fit(plan.demands(req.profile), capacity,
+                                                                   redact(services.pg_url))}
+            for wave in self.waves.values():
+                if wave.limited:
+                    self.console.print(capacity_plan.describe(wave, capacity))
             if folder is None:
                 folder = RunFolder.create(req.results_root, run_meta(req, services))
+            self._record_capacity(folder, capacity)
             self.folder = folder
             library_log = _keep_library_warnings(folder.path / "libraries.log")
             self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials; "
@@ -134,11 +156,25 @@ class Runner:
             self.stop.set()
             services.stop()
 
+    def _record_capacity(self, folder: RunFolder, capacity) -> None:
+        """meta.json keeps the server's limits and each scenario's plan (a resumed run adds its own)."""
+        meta = folder.meta()
+        meta.setdefault("capacity", []).append({"server": capacity.as_dict(),
+                                                "waves": {n: w.as_dict() for n, w in self.waves.items()}})
+        folder.write_meta(meta)
+
+    def _record_peak(self, folder: RunFolder, scenario: str, peak: int) -> None:
+        """What the scenario really used, beside what was planned: evidence that the plan held."""
+        meta = folder.meta()
+        meta["capacity"][-1]["waves"][scenario]["peak_sessions_on_server"] = peak
+        folder.write_meta(meta)
+
     def _run_plan(self, plan: Plan, services: Services, folder: RunFolder) -> None:
         monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
         ensure_schema(monitor)
         backends.prepare_storage(monitor, self.request.backends)
         self._mark_unrunnable(plan, services)
+        sampler = SessionSampler(services.pg_url)
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=self.console, transient=False) as progress:
@@ -146,14 +182,23 @@ class Runner:
                     specs = plan.pending[scenario.name]
                     task = progress.add_task(scenario.name, total=len(specs))
                     start = time.monotonic()
+                    wave = self.waves.get(scenario.name)
+                    sampler.take_peak()
                     self._run_scenario(scenario, specs, services, monitor, writes, folder,
-                                       lambda task=task: progress.advance(task))
-                    budget = scenario.wall_budget(self.request.profile)
-                    if budget and any(spec.skip is None for spec in specs):
+                                       lambda task=task: progress.advance(task),
+                                       capacity_plan.SessionBudget(wave.budget if wave else 1),
+                                       lambda spec, scenario=scenario: plan.cost(scenario, spec,
+                                                                                 self.request.profile))
+                    if wave is not None and not self.stop.is_set():
+                        self._record_peak(folder, scenario.name, sampler.take_peak())
+                    window = scenario.wall_budget(self.request.profile)
+                    if window and wave is not None:
                         wall = time.monotonic() - start
-                        progress.console.print(f"{scenario.name}: {wall:.1f} s for a {budget:.0f} s observation "
-                                               f"window ({wall / budget:.2f}x)")
+                        limited = f"; about {wave.waves} waves for the server's connections" if wave.limited else ""
+                        progress.console.print(f"{scenario.name}: {wall:.1f} s for a {window:.0f} s observation "
+                                               f"window ({wall / window:.2f}x{limited})")
         finally:
+            sampler.close()
             if not self.stop.is_set():
                 drop_schema(monitor)
             monitor.dispose()
@@ -176,7 +221,8 @@ class Runner:
                                            for spec in specs]
 
     def _run_scenario(self, scenario: Scenario, specs: list[TrialSpec], services: Services,
-                      monitor, writes, folder: RunFolder, advance) -> None:
+                      monitor, writes, folder: RunFolder, advance, budget: capacity_plan.SessionBudget,
+                      cost) -> None:
         params = scenario.profile_params(self.request.profile)
         runnable = []
         for spec in specs:
@@ -191,7 +237,7 @@ class Runner:
             futures: dict[Future, TrialSpec] = {}
             for spec in runnable:
                 env = TrialEnv(services, monitor, writes, folder.run_id, spec, params, self.stop, folder.path)
-                futures[pool.submit(self._run_trial, scenario, env)] = spec
+                futures[pool.submit(self._run_trial, scenario, env, budget, cost(spec))] = spec
             pending = set(futures)
             while pending:
                 # A short timeout keeps the main thread responsive to Ctrl-C.
@@ -208,9 +254,20 @@ class Runner:
         finally:
             pool.shutdown(wait=not self.stop.is_set(), cancel_futures=True)
 
-    def _run_trial(self, scenario: Scenario, env: TrialEnv) -> dict | None:
+    def _run_trial(self, scenario: Scenario, env: TrialEnv, budget: capacity_plan.SessionBudget,
+                   cost: int) -> dict | None:
         if self.stop.is_set():
             return None
+        try:
+            budget.take(cost, self.stop)  # wait for the server's sessions this trial will hold
+        except Interrupted:
+            return None
+        try:
+            return self._trial(scenario, env)
+        finally:
+            budget.give(cost)
+
+    def _trial(self, scenario: Scenario, env: TrialEnv) -> dict | None:
         started, t0 = time.time(), time.monotonic()
         try:
             measures = scenario.run_trial(env)

@@ -156,6 +156,12 @@ class Scenario(ABC):
         """Seconds the whole scenario should take when its trials overlap (None: no such bound)."""
         return None
 
+    def pg_sessions(self, backend_cls: type[Backend], profile: str) -> int:
+        """PostgreSQL sessions one trial of this backend holds at most: its lock's, its runs' writes, the
+        observer's. The runner fits trials at once to what the server allows (lab/waves.py); a run
+        records the peak it saw beside this, so an estimate too low shows in meta.json."""
+        return 4 if backend_cls.lock_service == "postgres" else 2
+
     def parallelism(self, profile: str) -> int:
         """How many trials may run at once: they wait on timers, so many, within the connection budget."""
         return self.profile_params(profile).get("parallel", 1)

@@ -41,6 +41,10 @@ class Conflicts(Scenario):
         # The false-conflict counts are a SERIALIZABLE effect; the lock joins the 10-company race.
         return self.variants if "serializable" in backend_cls.capabilities else ("ten_companies",)
 
+    def pg_sessions(self, backend_cls, profile: str) -> int:
+        """Eight concurrent writers (CONCURRENT) and the observer."""
+        return CONCURRENT + 2
+
     def run_trial(self, env: TrialEnv) -> dict:
         if env.spec.variant == "ten_companies":
             return self._ten_companies(env)

@@ -220,6 +220,10 @@ class Killpoints(Scenario):
         "default": {"examples": 50, "shrink_s": 30.0, "ttl_s": 1.0, "trials": 1, "parallel": 1},
     }
 
+    def pg_sessions(self, backend_cls, profile: str) -> int:
+        """Up to four runs, each with a lock session and a write session, and the observer."""
+        return 9
+
     def run_trial(self, env: TrialEnv) -> dict:
         p, started = env.params, time.monotonic()
         tried, failures, best = [0], [0], {}

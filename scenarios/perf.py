@@ -61,6 +61,10 @@ class Perf(Scenario):
                 self._tables[env.run_id] = table
             return self._tables[env.run_id]
 
+    def pg_sessions(self, backend_cls, profile: str) -> int:
+        """Up to eight workers, each in its own write transaction, and the observer."""
+        return 10
+
     def run_trial(self, env: TrialEnv) -> dict:
         variant, companies = env.spec.variant, env.params["companies"]
         table = self._table(env, companies)

@@ -58,6 +58,10 @@ class Timing(Scenario):
             return "no lock for a long run to hold: the timing runs need a session lock, a lease or a lock in the write"
         return None
 
+    def pg_sessions(self, backend_cls, profile: str) -> int:
+        """The long run's lock session and one short run's; a lock held elsewhere needs none here."""
+        return 2 if backend_cls.lock_service == "postgres" else 0
+
     def wall_budget(self, profile: str) -> float:
         """The observation window: the whole scenario should take about this long, not trials x window."""
         return WINDOW * self.profile_params(profile)["timeout_s"] / 10

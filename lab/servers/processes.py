@@ -85,14 +85,27 @@ def die_with_parent(death_signal: int = signal.SIGKILL) -> None:
 
 
 def spawn(argv: Sequence[str], log_path: Path, *, user: str | None = None,
-          cwd: Path | None = None, death_signal: int = signal.SIGKILL) -> subprocess.Popen:
-    """Start argv with stdout and stderr appended to log_path, dying with the lab."""
+          cwd: Path | None = None, death_signal: int = signal.SIGKILL,
+          stdin_text: str | None = None) -> subprocess.Popen:
+    """Start argv with stdout and stderr appended to log_path, dying with the lab.
+
+    stdin_text is written to the child's stdin, then closed: how a secret reaches a server
+    without appearing in its command line (which `ps` shows to every user) or in a file.
+    """
     log = open(log_path, "ab")
     try:
-        return popen(argv, death_signal, stdout=log, stderr=subprocess.STDOUT,
-                     stdin=subprocess.DEVNULL, cwd=cwd, user=user)
+        proc = popen(argv, death_signal, stdout=log, stderr=subprocess.STDOUT,
+                     stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE, cwd=cwd, user=user)
     finally:
         log.close()
+    if stdin_text is not None:
+        try:
+            proc.stdin.write(stdin_text.encode())
+        except BrokenPipeError:
+            pass  # the child exited at once; wait_ready reports why from its log
+        finally:
+            proc.stdin.close()
+    return proc
 
 
 def stop(proc: subprocess.Popen | None, first_signal: int = signal.SIGTERM,

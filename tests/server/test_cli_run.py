@@ -172,6 +172,21 @@ def test_services_up_stops_on_sigint_even_as_a_background_job(tmp_path):
     while "Ctrl-C stops them" not in (log.read_text() if log.exists() else ""):
         assert time.monotonic() < deadline, log.read_text()
         time.sleep(0.1)
+    # The person who asked gets working addresses, passwords included (and only here).
+    exports = dict(line.strip().removeprefix("export ").split("=", 1) for line in log.read_text().splitlines()
+                   if line.strip().startswith("export "))
+    assert set(exports) == {"LAB_PG_DSN", "LAB_REDIS_URL", "LAB_ETCD_ENDPOINT", "LAB_REDLOCK_URLS"}
+    import redis
+    from sqlalchemy import text
+
+    from lab.servers.clients import pg_engine
+    engine = pg_engine(exports["LAB_PG_DSN"].strip("'"), poolclass=None)
+    with engine.connect() as conn:
+        assert conn.execute(text("select 1")).scalar() == 1
+    engine.dispose()
+    client = redis.Redis.from_url(exports["LAB_REDIS_URL"].strip("'"))
+    assert client.ping()
+    client.close()
     os.kill(pid, signal.SIGINT)
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)

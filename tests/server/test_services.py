@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import text
@@ -22,11 +23,50 @@ def test_the_three_servers_are_real_and_local(services, engines):
     assert services.versions["redis"].startswith("6.")
     assert services.versions["etcd"].startswith("3.5")
     assert services.pg_url.host == "127.0.0.1"
-    assert services.redis_url.startswith("redis://127.0.0.1:")
+    assert urlsplit(services.redis_url).hostname == "127.0.0.1"
     assert services.etcd_endpoint.startswith("127.0.0.1:")
     with monitor.connect() as conn:
         assert int(conn.execute(text("show max_connections")).scalar()) >= 200
         assert conn.execute(text("show listen_addresses")).scalar() == "127.0.0.1"
+
+
+def test_embedded_servers_refuse_a_client_without_the_runs_password(services):
+    """Each run's PostgreSQL and Redis servers have a random password: without it, no connection."""
+    import psycopg2
+    import redis
+
+    url = services.pg_url
+    assert url.password and len(url.password) >= 24
+    with pytest.raises(psycopg2.OperationalError, match="password authentication failed"):
+        psycopg2.connect(host=url.host, port=url.port, user="postgres", password="wrong", dbname="postgres",
+                         connect_timeout=5)
+    with psycopg2.connect(host=url.host, port=url.port, user="postgres", password=url.password,
+                          dbname="postgres", connect_timeout=5) as conn:
+        with conn.cursor() as cur:
+            cur.execute("select password_encryption from (select current_setting('password_encryption') "
+                        "as password_encryption) s")
+            assert cur.fetchone()[0] == "scram-sha-256"
+    for address in [services.redis_url, *services.redlock_urls]:
+        parts = urlsplit(address)
+        assert parts.password and len(parts.password) >= 24
+        bare = redis.Redis(host=parts.hostname, port=parts.port, socket_connect_timeout=5)
+        with pytest.raises(redis.AuthenticationError):
+            bare.ping()
+        bare.close()
+    # Three masters, three passwords: one leaked URL opens one server.
+    assert len({urlsplit(u).password for u in services.redlock_urls}) == 3
+
+
+def test_no_password_appears_on_a_server_command_line(services):
+    """`ps` shows every user each process's arguments: the passwords must not be there."""
+    import psutil
+
+    secrets = [services.pg_url.password] + [urlsplit(u).password for u in [services.redis_url,
+                                                                             *services.redlock_urls]]
+    for server in services.embedded.values():
+        for pid in server.pids:
+            command = " ".join(psutil.Process(pid).cmdline())
+            assert not any(secret in command for secret in secrets), command
 
 
 def test_stop_leaves_no_process_and_no_temp_dir():
