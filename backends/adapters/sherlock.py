@@ -38,6 +38,13 @@ class _SherlockLease(LeaseBackend):
         self.lock._owner = None
         super().abandon()
 
+    def close(self) -> None:
+        # Whatever release() did is recorded by now; a lock object that outlives this backend must not
+        # try again from __del__ (which swallows only LockException, so a cut connection's error would
+        # print a traceback at some later garbage collection).
+        super().close()
+        self.lock._owner = None
+
 
 class SherlockRedisLock(_SherlockLease):
     name = "sherlock_redis"

@@ -1,0 +1,96 @@
+"""A user's servers give the same verdicts as the embedded ones: PostgreSQL 15 and Redis 7, set up by a
+cautious DBA (guards on idle sessions, few connections, passwords), against PostgreSQL 18 and Redis 6.2
+that the lab starts itself."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.server.helpers import shared_tmp
+from tests.system.conftest import DATABASE_GUARDS, MAX_CONNECTIONS
+
+pytestmark = pytest.mark.system
+
+SCENARIOS = "cases,calibrate,overlap,pause,cut,lookalikes"
+
+
+def lab(*args, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    tmp = shared_tmp(cwd)
+    try:
+        import os
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+        env["TMPDIR"] = str(tmp)
+        return subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True,
+                              cwd=cwd, env=env, timeout=timeout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_folder(result: subprocess.CompletedProcess, results: Path) -> Path:
+    assert result.returncode == 0, result.stderr[-3000:]
+    [folder] = [p for p in results.iterdir() if (p / "meta.json").is_file()]
+    return folder
+
+
+@pytest.fixture(scope="module")
+def two_runs(dba_servers, tmp_path_factory):
+    """The same quick run on embedded servers and on the DBA's, each in its own results folder."""
+    cwd = tmp_path_factory.mktemp("same")
+    common = ["run", "--profile", "quick", "--backend", "all", "--scenario", SCENARIOS]
+    embedded = run_folder(lab(*common, "--results", str(cwd / "embedded"), cwd=cwd), cwd / "embedded")
+    result = lab(*common, "--results", str(cwd / "dba"), "--pg-dsn", dba_servers.pg_dsn,
+                 "--redis-url", dba_servers.redis_url, cwd=cwd)
+    dba = run_folder(result, cwd / "dba")
+    report = lab("report", dba.name, "--results", str(cwd / "dba"), cwd=cwd)
+    assert report.returncode == 0, report.stderr
+    return embedded, dba, result
+
+
+def trials(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+
+
+def test_no_trial_errored_on_the_dbas_servers(two_runs):
+    _, dba, _ = two_runs
+    errored = [f"{t['id']}: {t.get('reason')}" for t in trials(dba) if t["status"] == "error"]
+    assert errored == []
+
+
+def test_every_verdict_matches_the_embedded_run(two_runs, tmp_path):
+    embedded, dba, _ = two_runs
+    shutil.copytree(embedded, tmp_path / embedded.name)
+    shutil.copytree(dba, tmp_path / dba.name)
+    compared = lab("report", "--compare", embedded.name, dba.name, "--results", str(tmp_path), cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert "\n0 outcomes differ" in compared.stdout, compared.stdout
+    # The only difference the header shows is where the servers came from and their versions.
+    assert "postgres 15." in compared.stdout and "redis 7." in compared.stdout
+
+
+def test_the_run_records_the_dbas_guards_and_the_servers_limits(two_runs):
+    _, dba, _ = two_runs
+    meta = json.loads((dba / "meta.json").read_text())
+    scoped = " ".join(meta["pg_settings"]["set_per_database_or_role"])
+    assert all(f"{name}={value}" in scoped for name, value in DATABASE_GUARDS.items()), scoped
+    [capacity] = meta["capacity"]
+    assert capacity["server"]["max_connections"] == MAX_CONNECTIONS and capacity["server"]["reserved"] == 3
+    peaks = {name: wave["peak_sessions_on_server"] for name, wave in capacity["waves"].items()}
+    assert max(peaks.values()) <= MAX_CONNECTIONS - 3, peaks
+
+
+def test_no_password_is_kept_anywhere_in_the_run_or_its_report(two_runs, dba_servers):
+    _, dba, result = two_runs
+    secrets = (dba_servers.pg_password, dba_servers.redis_password)
+    assert (dba / "REPORT.md").is_file()
+    for path in dba.rglob("*"):
+        if path.is_file():
+            content = path.read_text(errors="replace")
+            assert not any(secret in content for secret in secrets), path.name
+    assert not any(secret in result.stdout + result.stderr for secret in secrets)
