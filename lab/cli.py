@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", default="default", choices=["quick", "default", "full"])
     run.add_argument("--results", default="results", type=Path, help="folder that holds one folder per run")
     run.add_argument("--resume", metavar="RUN", help="finish an interrupted run: only its missing trials")
+    run.add_argument("--fault-command", action="append", default=[], metavar="FAULT=CMD",
+                     help="perform FAULT on a server the lab did not start by running your shell command CMD "
+                          "(repeatable); e.g. restart='systemctl restart postgresql'")
     _add_server_flags(run)
 
     report = sub.add_parser("report", help="write REPORT.md from a saved run (contacts no server)")
@@ -142,7 +145,8 @@ def cmd_run(args, argv) -> int:
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
                                                     args.redlock_urls)
     request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
-                         external=external, argv=argv, resume=args.resume)
+                         external=external, argv=argv, resume=args.resume,
+                         fault_commands=parse_fault_commands(args.fault_command))
     for spec in args.backend_module:
         request.extra_backends.append(spec)
         added = backends.add_module(spec)
@@ -166,6 +170,22 @@ def cmd_run(args, argv) -> int:
     print_outcomes(folder.trials())
     print(f"results: {folder.path}   next: lab report {folder.run_id}")
     return 0
+
+
+def parse_fault_commands(values: list[str]) -> dict[str, str]:
+    """FAULT=CMD pairs; LabError for a fault that takes no command or an empty one."""
+    from lab.faults import FAULTS, load
+
+    commandable = sorted(name for name in FAULTS if getattr(load(name), "commandable", False))
+    out = {}
+    for value in values:
+        fault, sep, command = value.partition("=")
+        if fault not in commandable:
+            raise LabError(f"--fault-command: no fault {fault!r} runs a command; choose from: {', '.join(commandable)}")
+        if not sep or not command.strip():
+            raise LabError(f"--fault-command {fault}: give the command after '=' ({fault}=CMD)")
+        out[fault] = command
+    return out
 
 
 def print_outcomes(trials: list[dict]) -> None:

@@ -52,6 +52,7 @@ class RunRequest:
     argv: list[str] = field(default_factory=list)
     resume: str | None = None
     extra_backends: list[str] = field(default_factory=list)  # --backend-module specs, re-registered on resume
+    fault_commands: dict[str, str] = field(default_factory=dict)  # --fault-command: the user's own fault commands
 
 
 @dataclass
@@ -130,6 +131,7 @@ class Runner:
         # An address the user gave is checked even when no chosen backend needs it.
         given = {name for name in SERVICE_NAMES if req.external.given(name)}
         services = start_services(plan.services | given, req.external)
+        services.fault_commands = dict(req.fault_commands)
         try:
             # Capacity before work: a server that cannot give one trial its sessions refuses the run here.
             capacity = read_capacity(services.pg_url)

@@ -13,7 +13,7 @@ from scenarios._lease_faults import LeaseFaultScenario
 class Restart(LeaseFaultScenario):
     name = "restart"
     fault = "restart"
-    summary = "the lock's server (PostgreSQL, Redis or etcd) restarted mid-hold; embedded servers only"
+    summary = "the lock's server (PostgreSQL, Redis or etcd) restarted mid-hold; yours only with --fault-command restart=CMD"
     variants = ("server_restart", "aof_always")
     faults = {"server_restart": "restart", "aof_always": "restart_aof"}
     params = {

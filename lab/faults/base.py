@@ -46,6 +46,8 @@ class Fault:
 
     name: ClassVar[str]
     label: ClassVar[str]  # the matrix column heading
+    # True when, on a server the lab did not start, the user's `--fault-command NAME=CMD` performs it
+    commandable: ClassVar[bool] = False
 
     def applies_to(self, backend_cls) -> str | None:
         """Why this fault cannot strike this backend by its declarations alone (n/a when planning), or None."""

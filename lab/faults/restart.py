@@ -1,36 +1,95 @@
-"""The lock's server restarted in place (same port, same data): only servers the lab started.
+"""The lock's server restarted (same address, same data): by the lab, or by the user's own command.
 
-Confirmed by new server process ids: the old processes are gone, new ones answer.
+On a server the lab started, it restarts the process and confirms by new server process ids.
+On a server it did not start, it runs the command given with `--fault-command restart=CMD`
+(a cluster manager's restart, `systemctl restart`, `docker restart`) and confirms by a new
+server identity read over the server's own protocol (lab/servers/identity.py). Without a
+command such a cell is n/a: the lab never restarts a server on its own initiative.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
+
 from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.servers.clients import redact_text
+from lab.servers.identity import changed, try_identity
 from lab.servers.services import Services
+
+COMMAND_TIMEOUT = 120.0  # the user's command itself
+BACK_WITHIN = 60.0  # the server answering again, as a different process
 
 
 class Restart(Fault):
     name = "restart"
     label = "lock server restarted"
+    commandable = True
 
     def cannot_run(self, backend_cls, services: Services) -> str | None:
         reason = self.applies_to(backend_cls)
         if reason is not None:
             return reason
         service = backend_cls.lock_service
-        if not services.is_embedded(service):
-            return f"restart needs a {service} server the lab started; it never restarts yours"
-        return None
+        if services.is_embedded(service) or (self.commandable and self.name in services.fault_commands):
+            return None
+        unless = f" unless given --fault-command {self.name}=CMD" if self.commandable else ""
+        return f"restart needs a {service} server the lab started; it never restarts yours{unless}"
 
     def inject(self, target: Target) -> None:
-        server = target.services.embedded[target.backend_cls.lock_service]
-        target.evidence["pids_before"] = list(server.pids)
-        target.services.restart(target.backend_cls.lock_service)
+        service = target.backend_cls.lock_service
+        if target.services.is_embedded(service):
+            server = target.services.embedded[service]
+            target.evidence["pids_before"] = list(server.pids)
+            target.services.restart(service)
+            return
+        before, why = try_identity(target.services, service)
+        if before is None:
+            raise FaultNotConfirmed(f"{service} did not answer before the restart command: {why}")
+        target.evidence["identity_before"] = before
+        target.evidence["command_exit"] = run_fault_command(target.services, self.name, service)
 
     def confirm(self, target: Target) -> dict:
-        server = target.services.embedded[target.backend_cls.lock_service]
-        before, after = target.evidence.get("pids_before", []), list(server.pids)
-        if not after or set(before) & set(after):
-            raise FaultNotConfirmed(f"{target.backend_cls.lock_service} kept server pids {before} -> {after}")
-        return {"fault": self.name, "service": target.backend_cls.lock_service, "pids_before": before,
-                "pids_after": after}
+        service = target.backend_cls.lock_service
+        if target.services.is_embedded(service):
+            server = target.services.embedded[service]
+            before, after = target.evidence.get("pids_before", []), list(server.pids)
+            if not after or set(before) & set(after):
+                raise FaultNotConfirmed(f"{service} kept server pids {before} -> {after}")
+            return {"fault": self.name, "service": service, "pids_before": before, "pids_after": after}
+        return self._confirm_external(target, service)
+
+    def _confirm_external(self, target: Target, service: str) -> dict:
+        """Wait until the server answers as a new process; every part of it must have restarted."""
+        before = target.evidence["identity_before"]
+        deadline, after, why = time.monotonic() + BACK_WITHIN, None, None
+        while time.monotonic() < deadline:
+            after, why = try_identity(target.services, service)
+            if after is not None and len(changed(before, after, service)) == len(before if service in
+                                                                                  ("redis", "redlock") else [1]):
+                return {"fault": self.name, "service": service,
+                        "command": redact_text(target.services.fault_commands[self.name]),
+                        "command_exit": target.evidence["command_exit"], "identity_before": before,
+                        "identity_after": after}
+            time.sleep(0.2)
+        raise FaultNotConfirmed(f"after the restart command {service} " + (
+            f"still answers as the same server ({after})" if after is not None else f"did not answer: {why}")
+            + f" within {BACK_WITHIN:.0f} s")
+
+
+def run_fault_command(services: Services, fault: str, service: str) -> int:
+    """Run the user's command for this fault; FaultNotConfirmed when it fails. It learns which service
+    and which addresses (host:port, no password) from LAB_FAULT_SERVICE and LAB_FAULT_ADDRESSES."""
+    command = services.fault_commands[fault]
+    env = dict(os.environ, LAB_FAULT=fault, LAB_FAULT_SERVICE=service,
+               LAB_FAULT_ADDRESSES=",".join(f"{h}:{p}" for h, p in services.addresses(service)))
+    try:
+        result = subprocess.run(["/bin/sh", "-c", command], env=env, capture_output=True, text=True,
+                                timeout=COMMAND_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise FaultNotConfirmed(f"the {fault} command ran longer than {COMMAND_TIMEOUT:.0f} s") from None
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise FaultNotConfirmed(f"the {fault} command exited {result.returncode}: {redact_text(tail[0])}")
+    return result.returncode

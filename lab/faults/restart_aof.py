@@ -21,6 +21,7 @@ from lab.servers.services import Services
 class RestartWithAof(Restart):
     name = "restart_aof"
     label = "Redis restarted with appendfsync always"
+    commandable = False  # it sets the server's persistence itself, so it needs a Redis the lab started
 
     def __init__(self):
         self._server = None

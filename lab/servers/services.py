@@ -75,6 +75,9 @@ class Services:
     embedded: dict = field(default_factory=dict)  # service name -> Embedded* server
     versions: dict = field(default_factory=dict)
     tmp: Path | None = None
+    # fault -> the user's own shell command that performs it on servers the lab did not start
+    # (`--fault-command restart=CMD`); faults on embedded servers never use it.
+    fault_commands: dict = field(default_factory=dict)
 
     def is_embedded(self, service: str) -> bool:
         return service in self.embedded

@@ -1,0 +1,81 @@
+"""Who a server is right now: what changes when it restarts, read over its own protocol.
+
+A restart the lab did not perform itself (a user's command, a cluster manager's switchover)
+is confirmed by comparing these before and after: PostgreSQL's postmaster start time, each
+Redis server's run_id, etcd's process start time and leader. No process id is needed, so it
+works on servers on other hosts.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+
+from sqlalchemy import text
+
+from lab.servers.clients import etcd_client, first_line, pg_engine, redis_client
+from lab.servers.services import Services
+
+TIMEOUT = 3.0
+
+
+def server_identity(services: Services, service: str) -> dict:
+    """What identifies the running server(s) of a service; raises when a server does not answer."""
+    if service == "postgres":
+        engine = pg_engine(services.pg_url, poolclass=None, isolation_level="AUTOCOMMIT",
+                           connect_args={"connect_timeout": int(TIMEOUT)})
+        try:
+            with engine.connect() as conn:
+                row = conn.execute(text("select pg_postmaster_start_time()::text as started, "
+                                        "coalesce(inet_server_addr()::text, 'local') as address, "
+                                        "pg_is_in_recovery() as standby")).mappings().one()
+            return dict(row)
+        finally:
+            engine.dispose()
+    if service in ("redis", "redlock"):
+        urls = [services.redis_url] if service == "redis" else services.redlock_urls
+        out = {}
+        for i, url in enumerate(urls):
+            client = redis_client(url, socket_timeout=TIMEOUT)
+            try:
+                info = client.info("server")
+                out[f"server{i}"] = {"run_id": info["run_id"], "uptime_s": info["uptime_in_seconds"]}
+            finally:
+                client.close()
+        return out
+    client = etcd_client(services.etcd_endpoint, timeout=TIMEOUT)
+    try:
+        status = client.status()
+        leader = status.leader.id if hasattr(status.leader, "id") else str(status.leader)
+        term = status.raft_term
+    finally:
+        client.close()
+    return {"process_start_time": _etcd_start_time(services.etcd_endpoint), "leader": leader, "raft_term": term}
+
+
+def _etcd_start_time(endpoint: str) -> str | None:
+    """process_start_time_seconds from the member's /metrics (served on its client port)."""
+    url = endpoint if endpoint.startswith("http") else f"http://{endpoint}"
+    try:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=TIMEOUT) as response:  # noqa: S310 - the user's endpoint
+            for line in response.read().decode().splitlines():
+                if line.startswith("process_start_time_seconds"):
+                    return line.split()[-1]
+    except OSError:
+        return None
+    return None
+
+
+def changed(before: dict, after: dict, service: str) -> list[str]:
+    """The parts of a service that came back as a different server (each Redlock master counts alone)."""
+    if service in ("redis", "redlock"):
+        return [name for name in before if after.get(name, {}).get("run_id") != before[name]["run_id"]]
+    keys = ("started",) if service == "postgres" else ("process_start_time", "leader")
+    return [service] if any(before.get(k) != after.get(k) for k in keys) else []
+
+
+def try_identity(services: Services, service: str) -> tuple[dict | None, str | None]:
+    """server_identity, or (None, why) while the server does not answer (it is restarting)."""
+    try:
+        return server_identity(services, service), None
+    except Exception as exc:  # any failure to answer means "not back yet" to a caller that polls
+        return None, first_line(exc)
