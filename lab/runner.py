@@ -82,7 +82,8 @@ class Plan:
     def demands(self, profile: str) -> list[capacity_plan.Demand]:
         """What each scenario's runnable trials ask of the server, for lab/waves.py."""
         return [capacity_plan.Demand(s.name, tuple(self.cost(s, spec, profile) for spec in self.pending[s.name]
-                                                   if spec.skip is None), max(1, s.parallelism(profile)))
+                                                   if spec.skip is None), max(1, s.parallelism(profile)),
+                                     s.pg_reserve(profile))
                 for s in self.scenarios]
 
 
@@ -233,18 +234,22 @@ class Runner:
                 advance()
             else:
                 runnable.append(spec)
-        pool = ThreadPoolExecutor(max_workers=max(1, scenario.parallelism(self.request.profile)),
-                                  thread_name_prefix=scenario.name)
+        workers = max(1, scenario.parallelism(self.request.profile))
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=scenario.name)
+        queue = capacity_plan.Dispatch([(spec, cost(spec)) for spec in runnable], budget)
         try:
-            futures: dict[Future, TrialSpec] = {}
-            for spec in runnable:
-                env = TrialEnv(services, monitor, writes, folder.run_id, spec, params, self.stop, folder.path)
-                futures[pool.submit(self._run_trial, scenario, env, budget, cost(spec))] = spec
-            pending = set(futures)
-            while pending:
+            in_flight: dict[Future, tuple[TrialSpec, int]] = {}
+            while (queue and not self.stop.is_set()) or in_flight:
+                # Start what fits: a trial whose sessions are not free yet waits without holding a worker,
+                # and a later one that fits (a Redis lock's, which needs none) goes first.
+                for spec, sessions in [] if self.stop.is_set() else queue.ready(workers - len(in_flight)):
+                    env = TrialEnv(services, monitor, writes, folder.run_id, spec, params, self.stop, folder.path)
+                    in_flight[pool.submit(self._run_trial, scenario, env)] = (spec, sessions)
                 # A short timeout keeps the main thread responsive to Ctrl-C.
-                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                finished, _ = wait(set(in_flight), timeout=0.2, return_when=FIRST_COMPLETED)
                 for future in finished:
+                    _, sessions = in_flight.pop(future)
+                    budget.give(sessions)
                     record = future.result()
                     if record is not None and not self.stop.is_set():
                         folder.append(record)
@@ -256,18 +261,10 @@ class Runner:
         finally:
             pool.shutdown(wait=not self.stop.is_set(), cancel_futures=True)
 
-    def _run_trial(self, scenario: Scenario, env: TrialEnv, budget: capacity_plan.SessionBudget,
-                   cost: int) -> dict | None:
+    def _run_trial(self, scenario: Scenario, env: TrialEnv) -> dict | None:
         if self.stop.is_set():
             return None
-        try:
-            budget.take(cost, self.stop)  # wait for the server's sessions this trial will hold
-        except Interrupted:
-            return None
-        try:
-            return self._trial(scenario, env)
-        finally:
-            budget.give(cost)
+        return self._trial(scenario, env)
 
     def _trial(self, scenario: Scenario, env: TrialEnv) -> dict | None:
         started, t0 = time.time(), time.monotonic()

@@ -3,8 +3,8 @@
 A scenario says how many trials it would run at once and how many PostgreSQL sessions
 one trial of a backend holds at most (a Redis lock's timing trial holds none). The
 runner gives each scenario a budget of the sessions the server allows the lab: a trial
-waits for its share before it starts, so a small server runs the scenario in waves
-instead of refusing sessions mid-trial. When not even one trial fits, the run is
+starts only when its share is free (without holding a worker while it waits), so a small
+server runs the scenario in waves instead of refusing sessions mid-trial. When not even one trial fits, the run is
 refused in one line naming both numbers.
 """
 
@@ -14,7 +14,7 @@ import math
 import threading
 from dataclasses import dataclass
 
-from lab.errors import Interrupted, LabError
+from lab.errors import LabError
 from lab.servers.capacity import Capacity
 
 # Sessions the lab keeps outside any trial: the base of its monitor and writes pools (8 each),
@@ -29,6 +29,7 @@ class Demand:
     scenario: str
     costs: tuple[int, ...]  # PostgreSQL sessions each runnable trial holds at most
     wanted: int  # trials the scenario would run at once
+    reserve: int = 0  # sessions kept aside for its trials' short-lived connections
 
     @property
     def unconstrained(self) -> int:
@@ -58,15 +59,17 @@ class Wave:
 
 def fit(demands: list[Demand], capacity: Capacity, where: str) -> list[Wave]:
     """One Wave per scenario with runnable trials; LabError when one trial cannot fit at all."""
-    room = capacity.available - LAB_OVERHEAD
     waves = []
     for demand in demands:
         if not demand.costs:
             continue
+        room = capacity.available - LAB_OVERHEAD - demand.reserve
         biggest = max(demand.costs)
         if room < biggest:
+            kept = f", {demand.reserve} for its short-lived connections" if demand.reserve else ""
             raise LabError(f"PostgreSQL at {where} has too few free connections: scenario {demand.scenario} needs "
-                           f"{biggest + LAB_OVERHEAD} ({biggest} for one trial, {LAB_OVERHEAD} for the lab's pools), "
+                           f"{biggest + LAB_OVERHEAD + demand.reserve} ({biggest} for one trial{kept}, "
+                           f"{LAB_OVERHEAD} for the lab's pools), "
                            f"the server allows {max(0, capacity.available)} ({capacity.describe()})")
         own = math.ceil(len(demand.costs) / demand.wanted)
         over_budget = math.ceil(sum(demand.costs) / room) if demand.unconstrained > room else 1
@@ -87,20 +90,41 @@ class SessionBudget:
 
     def __init__(self, total: int):
         self.total = total
-        self._free = total
-        self._cond = threading.Condition()
+        self.free = total
+        self._lock = threading.Lock()
 
-    def take(self, cost: int, stop: threading.Event) -> None:
-        """Wait until cost sessions are free and take them; Interrupted when the run is stopped first."""
+    def try_take(self, cost: int) -> bool:
+        """Take cost sessions if they are free now (a trial costing more than the whole budget waits for
+        all of it)."""
         cost = min(cost, self.total)
-        with self._cond:
-            while self._free < cost:
-                if stop.is_set():
-                    raise Interrupted()
-                self._cond.wait(0.2)
-            self._free -= cost
+        with self._lock:
+            if self.free < cost:
+                return False
+            self.free -= cost
+            return True
 
     def give(self, cost: int) -> None:
-        with self._cond:
-            self._free += min(cost, self.total)
-            self._cond.notify_all()
+        with self._lock:
+            self.free += min(cost, self.total)
+
+
+class Dispatch:
+    """The trials of a scenario still to start, in plan order, each with its session cost."""
+
+    def __init__(self, trials: list[tuple[object, int]], budget: SessionBudget):
+        self._waiting = list(trials)
+        self._budget = budget
+
+    def __bool__(self) -> bool:
+        return bool(self._waiting)
+
+    def ready(self, slots: int) -> list[tuple[object, int]]:
+        """Up to `slots` trials whose sessions are free now, taken from the budget, earliest first."""
+        started, still = [], []
+        for trial in self._waiting:
+            if len(started) < slots and self._budget.try_take(trial[1]):
+                started.append(trial)
+            else:
+                still.append(trial)
+        self._waiting = still
+        return started

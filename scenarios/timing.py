@@ -59,8 +59,20 @@ class Timing(Scenario):
         return None
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
-        """The long run's lock session and one short run's; a lock held elsewhere needs none here."""
-        return 2 if backend_cls.lock_service == "postgres" else 0
+        """The long run's lock session, for the whole trial; a lock held elsewhere needs none here.
+
+        A short run connects for some 10 ms once per attempt. At the post's scale (an attempt about
+        once a second) those overlap rarely and share pg_reserve; scaled down to attempts ten times a
+        second they overlap as often as not, so each trial counts one more session instead."""
+        if backend_cls.lock_service != "postgres":
+            return 0
+        return 1 if self._post_scale(profile) else 2
+
+    def pg_reserve(self, profile: str) -> int:
+        return 10 if self._post_scale(profile) else 0
+
+    def _post_scale(self, profile: str) -> bool:
+        return self.profile_params(profile)["timeout_s"] >= 10
 
     def wall_budget(self, profile: str) -> float:
         """The observation window: the whole scenario should take about this long, not trials x window."""

@@ -44,5 +44,23 @@ def section_provenance(meta: dict, run_id: str) -> str:
         rows.append(["set per database or role", "; ".join(settings.get("set_per_database_or_role") or []) or "none"])
         rows.append(["every lab session pins to 0", ", ".join(settings.get("lab_sessions_pin") or [])
                      + " (except what its scenario sets)"])
+    rows += capacity_rows(meta)
     rows += [[f"package: {name}", str(version)] for name, version in sorted(versions.items())]
     return "\n".join(["## Provenance", "", md_table(["what", "value"], rows), ""])
+
+
+def capacity_rows(meta: dict) -> list[list[str]]:
+    """The server's connection limits as the run found them, and each scenario its trials had to fit in
+    (planned sessions beside the peak the server really had). Older runs did not record them: no rows."""
+    rows = []
+    for plan in meta.get("capacity") or []:
+        server = plan.get("server", {})
+        rows.append(["PostgreSQL connections", f"max_connections {server.get('max_connections')}, "
+                     f"{server.get('reserved')} reserved for other roles, {server.get('available')} free for the lab"])
+        for name, wave in sorted((plan.get("waves") or {}).items()):
+            if wave.get("would_use_sessions", 0) > wave.get("session_budget", 0):
+                peak = wave.get("peak_sessions_on_server")
+                rows.append([f"fitted: {name}", f"would hold {wave['would_use_sessions']} sessions at once; ran its "
+                             f"trials within {wave['session_budget']} (about {wave.get('waves')} waves)"
+                             + (f", peak on the server {peak}" if peak is not None else "")])
+    return rows

@@ -1,12 +1,10 @@
 """Capacity before work: a scenario's trials share the sessions the server allows, or the run is refused."""
 
-import threading
-
 import pytest
 
-from lab.errors import Interrupted, LabError
+from lab.errors import LabError
 from lab.servers.capacity import Capacity
-from lab.waves import LAB_OVERHEAD, Demand, SessionBudget, describe, fit
+from lab.waves import LAB_OVERHEAD, Demand, Dispatch, SessionBudget, describe, fit
 
 SMALL = Capacity(max_connections=100, reserved=3, in_use=1, role_left=None, database_left=None)
 
@@ -40,31 +38,61 @@ def test_a_role_or_database_limit_is_the_tighter_one():
     assert database.available == 6
 
 
-def test_the_budget_never_lets_trials_hold_more_than_it_has():
-    budget, stop = SessionBudget(5), threading.Event()
-    holding, peak, lock = [0], [0], threading.Lock()
-
-    def trial():
-        budget.take(2, stop)
-        with lock:
-            holding[0] += 2
-            peak[0] = max(peak[0], holding[0])
-        stop.wait(0.02)
-        with lock:
-            holding[0] -= 2
-        budget.give(2)
-
-    threads = [threading.Thread(target=trial) for _ in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
-    assert peak[0] == 4  # two trials of two sessions fit in five; a third never got in
+def test_trials_start_in_plan_order_as_their_sessions_come_free_and_cheap_ones_pass_the_queue():
+    budget = SessionBudget(5)
+    queue = Dispatch([("pg1", 2), ("pg2", 2), ("pg3", 2), ("redis1", 0), ("pg4", 2), ("redis2", 0)], budget)
+    first = queue.ready(slots=10)
+    # Two PostgreSQL trials fit in five sessions; the third waits, and the Redis trials behind it start.
+    assert [name for name, _ in first] == ["pg1", "pg2", "redis1", "redis2"] and budget.free == 1
+    assert queue.ready(slots=10) == []  # nothing came free
+    budget.give(2)  # pg1 finished
+    assert queue.ready(slots=10) == [("pg3", 2)]
+    budget.give(2)
+    budget.give(2)
+    assert queue.ready(slots=10) == [("pg4", 2)] and not queue
 
 
-def test_a_waiting_trial_leaves_when_the_run_stops():
-    budget, stop = SessionBudget(1), threading.Event()
-    budget.take(1, stop)
-    stop.set()
-    with pytest.raises(Interrupted):
-        budget.take(1, stop)
+def test_workers_limit_what_starts_even_when_sessions_are_free():
+    budget = SessionBudget(100)
+    queue = Dispatch([(f"t{i}", 1) for i in range(10)], budget)
+    assert len(queue.ready(slots=3)) == 3 and budget.free == 97
+
+
+def test_a_trial_bigger_than_the_budget_waits_for_all_of_it():
+    budget = SessionBudget(4)
+    assert budget.try_take(10) and budget.free == 0
+    assert not budget.try_take(1)
+    budget.give(10)
+    assert budget.free == 4
+
+
+def test_the_reports_provenance_shows_the_limits_and_each_fitted_scenario():
+    from lab.report.meta import capacity_rows
+
+    [wave] = fit([Demand("timing", (2, 0) * 340, 240)], SMALL, "db")
+    meta = {"capacity": [{"server": SMALL.as_dict(),
+                          "waves": {"timing": {**wave.as_dict(), "peak_sessions_on_server": 61}}}]}
+    rows = dict(capacity_rows(meta))
+    assert rows["PostgreSQL connections"] == "max_connections 100, 3 reserved for other roles, 97 free for the lab"
+    assert rows["fitted: timing"] == ("would hold 480 sessions at once; ran its trials within 77 (about 9 waves), "
+                                      "peak on the server 61")
+    assert capacity_rows({}) == []  # a run from before capacity was recorded renders as it did
+
+
+def test_sessions_kept_for_short_lived_connections_come_out_of_the_budget():
+    [wave] = fit([Demand("timing", (1, 0) * 340, 240, reserve=10)], SMALL, "db")
+    assert wave.budget == 97 - LAB_OVERHEAD - 10
+    tiny = Capacity(max_connections=32, reserved=3, in_use=1, role_left=None, database_left=None)
+    with pytest.raises(LabError, match=r"needs 31 \(1 for one trial, 10 for its short-lived connections, 20 for"):
+        fit([Demand("timing", (1,), 240, reserve=10)], tiny, "db")
+
+
+def test_timing_at_the_posts_scale_holds_one_session_per_trial_and_keeps_ten_for_short_runs():
+    import backends
+    import scenarios
+
+    timing = scenarios.load("timing")
+    session, redis = backends.load("session"), backends.load("redis")
+    assert (timing.pg_sessions(session, "default"), timing.pg_reserve("default")) == (1, 10)
+    assert (timing.pg_sessions(session, "quick"), timing.pg_reserve("quick")) == (2, 0)
+    assert timing.pg_sessions(redis, "default") == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +27,51 @@ DATABASE_GUARDS = {"idle_session_timeout": "1s", "idle_in_transaction_session_ti
 ROLE_GUARDS = {"statement_timeout": "5s", "lock_timeout": "2s"}
 
 
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (it is its own CA), made with the openssl command."""
+    key, cert = folder / "server.key", folder / "server.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    return key, cert
+
+
+def _postgres_tls_only(postgres, conn, key: Path, cert: Path) -> None:
+    """TLS on, and pg_hba refusing any connection without it: a component that drops sslmode fails."""
+    import pwd
+
+    from sqlalchemy import text
+
+    for source, name in ((key, "server.key"), (cert, "server.crt")):
+        target = postgres.data / name
+        shutil.copy(source, target)
+        if postgres.user is not None:
+            entry = pwd.getpwnam(postgres.user)
+            os.chown(target, entry.pw_uid, entry.pw_gid)
+        target.chmod(0o600)
+    (postgres.data / "pg_hba.conf").write_text("hostssl all all 127.0.0.1/32 scram-sha-256\n"
+                                               "hostnossl all all 0.0.0.0/0 reject\n")
+    conn.execute(text("alter system set ssl = on"))
+    conn.execute(text("select pg_reload_conf()"))
+
+
+def _redis_tls_only(client, key: Path, cert: Path) -> int:
+    """A TLS port for the lab, and the plain port closed; returns the TLS port."""
+    from lab.servers.processes import free_port
+
+    port = free_port()
+    client.config_set("tls-cert-file", str(cert))
+    client.config_set("tls-key-file", str(key))
+    client.config_set("tls-ca-cert-file", str(cert))
+    client.config_set("tls-auth-clients", "no")
+    client.config_set("tls-port", str(port))
+    return port
+
+
 @dataclass
 class DbaServers:
-    pg_dsn: str  # the application role's, not a superuser's
-    redis_url: str  # an ACL user with a password; the default user is off
+    pg_dsn: str  # the application role's, not a superuser's; TLS required (sslmode=require)
+    redis_url: str  # rediss://: TLS, an ACL user with a password; the default user is off
     pg_password: str
     redis_password: str
     pg_version: str
@@ -64,6 +106,7 @@ def dba_servers():
     try:
         postgres.start()
         server.start()
+        key, cert = _certificate(root)
         admin = pg_engine(postgres.dsn, pin=False, poolclass=None, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(text(f"create role app login password '{app_pg}'"))  # noqa: S608 - our own random token
@@ -73,15 +116,18 @@ def dba_servers():
             for name, value in ROLE_GUARDS.items():
                 conn.execute(text(f"alter role app set {name} = '{value}'"))
             pg_version = conn.execute(text("show server_version")).scalar()
+            _postgres_tls_only(postgres, conn, key, cert)
         admin.dispose()
         client = redis.Redis(host="127.0.0.1", port=server.port, password=server.password)
         client.execute_command("ACL", "SETUSER", "app", "on", f">{app_redis}", "~*", "&*", "+@all")
         redis_version = client.info("server")["redis_version"]
+        tls_port = _redis_tls_only(client, key, cert)
         client.execute_command("ACL", "SETUSER", "default", "off")
+        client.config_set("port", "0")  # the plain port closes; this connection stays until closed
         client.close()
-        yield DbaServers(f"postgresql://app:{app_pg}@127.0.0.1:{postgres.port}/appdb",
-                         f"redis://app:{app_redis}@127.0.0.1:{server.port}/0", app_pg, app_redis,
-                         pg_version, redis_version)
+        yield DbaServers(f"postgresql://app:{app_pg}@127.0.0.1:{postgres.port}/appdb?sslmode=require",
+                         f"rediss://app:{app_redis}@127.0.0.1:{tls_port}/0?ssl_ca_certs={cert}",
+                         app_pg, app_redis, pg_version, redis_version)
     finally:
         server.stop()
         postgres.stop()
