@@ -82,8 +82,7 @@ class Plan:
     def demands(self, profile: str) -> list[capacity_plan.Demand]:
         """What each scenario's runnable trials ask of the server, for lab/waves.py."""
         return [capacity_plan.Demand(s.name, tuple(self.cost(s, spec, profile) for spec in self.pending[s.name]
-                                                   if spec.skip is None), max(1, s.parallelism(profile)),
-                                     s.pg_reserve(profile))
+                                                   if spec.skip is None), max(1, s.parallelism(profile)))
                 for s in self.scenarios]
 
 
@@ -166,10 +165,11 @@ class Runner:
                                                 "waves": {n: w.as_dict() for n, w in self.waves.items()}})
         folder.write_meta(meta)
 
-    def _record_peak(self, folder: RunFolder, scenario: str, peak: int) -> None:
+    def _record_peak(self, folder: RunFolder, scenario: str, peak: tuple[int, dict]) -> None:
         """What the scenario really used, beside what was planned: evidence that the plan held."""
         meta = folder.meta()
-        meta["capacity"][-1]["waves"][scenario]["peak_sessions_on_server"] = peak
+        wave = meta["capacity"][-1]["waves"][scenario]
+        wave["peak_sessions_on_server"], wave["peak_by_application"] = peak
         folder.write_meta(meta)
 
     def _run_plan(self, plan: Plan, services: Services, folder: RunFolder) -> None:
@@ -264,9 +264,6 @@ class Runner:
     def _run_trial(self, scenario: Scenario, env: TrialEnv) -> dict | None:
         if self.stop.is_set():
             return None
-        return self._trial(scenario, env)
-
-    def _trial(self, scenario: Scenario, env: TrialEnv) -> dict | None:
         started, t0 = time.time(), time.monotonic()
         try:
             measures = scenario.run_trial(env)

@@ -29,7 +29,6 @@ class Demand:
     scenario: str
     costs: tuple[int, ...]  # PostgreSQL sessions each runnable trial holds at most
     wanted: int  # trials the scenario would run at once
-    reserve: int = 0  # sessions kept aside for its trials' short-lived connections
 
     @property
     def unconstrained(self) -> int:
@@ -63,13 +62,11 @@ def fit(demands: list[Demand], capacity: Capacity, where: str) -> list[Wave]:
     for demand in demands:
         if not demand.costs:
             continue
-        room = capacity.available - LAB_OVERHEAD - demand.reserve
+        room = capacity.available - LAB_OVERHEAD
         biggest = max(demand.costs)
         if room < biggest:
-            kept = f", {demand.reserve} for its short-lived connections" if demand.reserve else ""
             raise LabError(f"PostgreSQL at {where} has too few free connections: scenario {demand.scenario} needs "
-                           f"{biggest + LAB_OVERHEAD + demand.reserve} ({biggest} for one trial{kept}, "
-                           f"{LAB_OVERHEAD} for the lab's pools), "
+                           f"{biggest + LAB_OVERHEAD} ({biggest} for one trial, {LAB_OVERHEAD} for the lab's pools), "
                            f"the server allows {max(0, capacity.available)} ({capacity.describe()})")
         own = math.ceil(len(demand.costs) / demand.wanted)
         over_budget = math.ceil(sum(demand.costs) / room) if demand.unconstrained > room else 1

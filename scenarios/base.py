@@ -162,11 +162,6 @@ class Scenario(ABC):
         records the peak it saw beside this, so an estimate too low shows in meta.json."""
         return 4 if backend_cls.lock_service == "postgres" else 2
 
-    def pg_reserve(self, profile: str) -> int:
-        """Sessions to keep aside for connections its trials open for a moment (none by default: a trial's
-        pg_sessions counts every connection it opens)."""
-        return 0
-
     def parallelism(self, profile: str) -> int:
         """How many trials may run at once: they wait on timers, so many, within the connection budget."""
         return self.profile_params(profile).get("parallel", 1)

@@ -34,7 +34,8 @@ from pg_roles r, pg_database d
 where r.rolname = current_user and d.datname = current_database()
 """)
 
-_IN_USE = text("select count(*) from pg_stat_activity where backend_type = 'client backend'")
+_IN_USE = text("select coalesce(nullif(application_name, ''), '(none)') as app, count(*) as n from pg_stat_activity "
+               "where backend_type = 'client backend' group by 1")
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class SessionSampler:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._peak = 0
+        self._peak_by_app: dict[str, int] = {}
         self._thread = threading.Thread(target=self._loop, name="session-sampler", daemon=True)
         self._thread.start()
 
@@ -104,18 +106,21 @@ class SessionSampler:
         while not self._stop.is_set():
             try:
                 with self._engine.connect() as conn:
-                    count = conn.execute(_IN_USE).scalar()
+                    by_app = {row.app: row.n for row in conn.execute(_IN_USE)}
                 with self._lock:
-                    self._peak = max(self._peak, count)
+                    if sum(by_app.values()) > self._peak:
+                        self._peak, self._peak_by_app = sum(by_app.values()), by_app
             except Exception:  # a restart fault ends this session too; the next sample reconnects
                 pass
             self._stop.wait(self._every)
 
-    def take_peak(self) -> int:
-        """The most sessions seen since the last call (this sampler's own included), and start afresh."""
+    def take_peak(self) -> tuple[int, dict[str, int]]:
+        """The most sessions seen since the last call (this sampler's own included) and, at that moment,
+        how many each application_name had; then start afresh."""
         with self._lock:
-            peak, self._peak = self._peak, 0
-        return peak
+            peak, by_app = self._peak, self._peak_by_app
+            self._peak, self._peak_by_app = 0, {}
+        return peak, by_app
 
     def close(self) -> None:
         self._stop.set()

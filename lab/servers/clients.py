@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Mapping
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import NullPool
 
 from lab.errors import LabError
 
@@ -53,10 +55,14 @@ def first_line(exc: BaseException | str) -> str:
 PINNED_SETTINGS = ("idle_in_transaction_session_timeout", "idle_session_timeout", "statement_timeout",
                    "lock_timeout", "transaction_timeout")
 
+_KNOWN: dict[tuple, frozenset] = {}  # (host, port, database, user) -> the pinned names that server knows
+_KNOWN_LOCK = threading.Lock()
+
 
 def pin_session(cursor, keep: Mapping[str, object] | None = None) -> list[str]:
     """On a psycopg2 cursor: set to 0 every pinned setting not in keep that the server set to anything
-    else; returns the names it set. Lock libraries that open their own connection call this too."""
+    else; returns the names it set. For lock libraries that open their own connection (the lab's own
+    sessions pin in their startup packet instead, see pg_engine)."""
     names = [n for n in PINNED_SETTINGS if n not in (keep or {})]
     cursor.execute("select name from pg_settings where name = any(%s) and setting <> '0'", (names,))
     changed = [name for (name,) in cursor.fetchall()]
@@ -65,40 +71,54 @@ def pin_session(cursor, keep: Mapping[str, object] | None = None) -> list[str]:
     return changed
 
 
-def _pin_on_connect(keep: Mapping[str, object] | None):
-    """A pool 'connect' hook: pin_session, then commit, so the new session is plain idle (psycopg2
-    opened a transaction for the SELECT)."""
+def known_settings(url: URL, connect_args: Mapping[str, object]) -> frozenset:
+    """Which PINNED_SETTINGS this server knows, asked once per server and database, then remembered.
 
-    def pin(dbapi_connection, _record) -> None:
-        cursor = dbapi_connection.cursor()
-        try:
-            pin_session(cursor, keep)
-        finally:
-            cursor.close()
-        if not dbapi_connection.autocommit:
-            dbapi_connection.commit()
+    The asking session pins the three every supported server knows in its startup packet, so a
+    database's idle guard cannot end it before it has answered."""
+    key = (url.host, url.port, url.database, url.username)
+    with _KNOWN_LOCK:
+        if key in _KNOWN:
+            return _KNOWN[key]
+    args = dict(connect_args, options=_options({n: 0 for n in ("idle_in_transaction_session_timeout",
+                                                                "statement_timeout", "lock_timeout")}))
+    engine = create_engine(url, connect_args=args, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            names = frozenset(conn.execute(text("select name from pg_settings where name = any(:n)"),
+                                           {"n": list(PINNED_SETTINGS)}).scalars())
+    finally:
+        engine.dispose()
+    with _KNOWN_LOCK:
+        _KNOWN[key] = names
+    return names
 
-    return pin
+
+def _options(settings: Mapping[str, object]) -> str:
+    return " ".join(f"-c {name}={value}" for name, value in settings.items())
 
 
 def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, *, pin: bool = True,
               **kwargs) -> Engine:
-    """An engine whose every session starts with the given server settings (SET at connect time).
+    """An engine whose every session starts with the given server settings.
 
-    Settings travel in libpq's startup options, so they hold for the whole session and
-    never open a transaction: the way the post's holder sets its own timeout. Every other
-    setting of PINNED_SETTINGS is pinned to 0 (pin=False leaves the server's values, for
-    reading what the server would give a session).
+    Settings travel in libpq's startup options, so they hold from the session's first moment and
+    never open a transaction: the way the post's holder sets its own timeout. Every other setting of
+    PINNED_SETTINGS the server knows is pinned to 0 the same way: startup options outrank what
+    ALTER DATABASE or ALTER ROLE set, and a database's 1 s idle guard cannot end a session that a
+    busy client has not yet used (a query after connecting would race it). pin=False leaves the
+    server's values, for reading what the server would give a session.
     """
+    url = make_url(url) if isinstance(url, str) else url
     connect_args = dict(kwargs.pop("connect_args", {}))
     connect_args.setdefault("connect_timeout", 5)
     connect_args.setdefault("application_name", "locklab")
-    if settings:
-        connect_args["options"] = " ".join(f"-c {name}={value}" for name, value in settings.items())
-    engine = create_engine(url, connect_args=connect_args, **kwargs)
+    startup = dict(settings or {})
     if pin:
-        event.listen(engine, "connect", _pin_on_connect(dict(settings or {})))
-    return engine
+        startup.update({name: 0 for name in sorted(known_settings(url, connect_args)) if name not in startup})
+    if startup:
+        connect_args["options"] = _options(startup)
+    return create_engine(url, connect_args=connect_args, **kwargs)
 
 
 def redis_client(url: str, **kwargs):

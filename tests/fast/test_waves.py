@@ -79,20 +79,10 @@ def test_the_reports_provenance_shows_the_limits_and_each_fitted_scenario():
     assert capacity_rows({}) == []  # a run from before capacity was recorded renders as it did
 
 
-def test_sessions_kept_for_short_lived_connections_come_out_of_the_budget():
-    [wave] = fit([Demand("timing", (1, 0) * 340, 240, reserve=10)], SMALL, "db")
-    assert wave.budget == 97 - LAB_OVERHEAD - 10
-    tiny = Capacity(max_connections=32, reserved=3, in_use=1, role_left=None, database_left=None)
-    with pytest.raises(LabError, match=r"needs 31 \(1 for one trial, 10 for its short-lived connections, 20 for"):
-        fit([Demand("timing", (1,), 240, reserve=10)], tiny, "db")
-
-
-def test_timing_at_the_posts_scale_holds_one_session_per_trial_and_keeps_ten_for_short_runs():
+def test_a_timing_trial_counts_its_long_run_and_its_short_run_on_postgresql_and_nothing_elsewhere():
     import backends
     import scenarios
 
     timing = scenarios.load("timing")
-    session, redis = backends.load("session"), backends.load("redis")
-    assert (timing.pg_sessions(session, "default"), timing.pg_reserve("default")) == (1, 10)
-    assert (timing.pg_sessions(session, "quick"), timing.pg_reserve("quick")) == (2, 0)
-    assert timing.pg_sessions(redis, "default") == 0
+    assert timing.pg_sessions(backends.load("session"), "default") == 2
+    assert timing.pg_sessions(backends.load("redis"), "default") == 0

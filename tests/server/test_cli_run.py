@@ -193,3 +193,28 @@ def test_services_up_stops_on_sigint_even_as_a_background_job(tmp_path):
     assert not alive(pid) and log.read_text().strip().endswith("stopped")
     assert processes_under(tmp) == [] and list(tmp.iterdir()) == []
     tmp.rmdir()
+
+
+def test_a_server_with_too_few_free_connections_is_refused_in_one_line(services, engines, tmp_path):
+    """A role whose CONNECTION LIMIT leaves less than one trial needs: exit 2, one line with both numbers,
+    before any result folder is written."""
+    from sqlalchemy import text
+
+    from lab.servers.embedded import new_password
+
+    monitor, _ = engines
+    password = new_password()
+    with monitor.connect() as conn:
+        conn.execute(text(f"create role lab_limited login connection limit 15 password '{password}'"))
+    try:
+        dsn = services.pg_url.set(username="lab_limited", password=password).render_as_string(hide_password=False)
+        result = lab("run", "--profile", "quick", "--backend", "session", "--scenario", "cases", "--pg-dsn", dsn,
+                     cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        [line] = result.stderr.strip().splitlines()
+        assert "too few free connections: scenario cases needs 24 (4 for one trial, 20 for the lab's pools)" in line
+        assert "the server allows 15" in line and "CONNECTION LIMIT leaves 15" in line
+        assert password not in line and not (tmp_path / "results").exists()
+    finally:
+        with monitor.connect() as conn:
+            conn.execute(text("drop role lab_limited"))
