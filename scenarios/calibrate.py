@@ -31,12 +31,16 @@ class Calibrate(Scenario):
             # A second process polls on its own 50 ms grid, not one aligned with the kill:
             # each trial gets a different, reproducible phase within the interval.
             phase = p["poll"] * ((env.spec.index * 0.618) % 1.0)
+            refused_at: list[float] = []  # when each poll that found the lock taken started (s after t0)
             with TerminateSession(env.monitor, holder.lock_pid, p["kill_at"], t0) as kill:
                 while got_at is None and polls * p["poll"] <= p["kill_at"] + p["give_up"]:
                     env.wait_until(t0, phase + polls * p["poll"])
                     polls += 1
+                    started = time.monotonic() - t0
                     if contender.acquire():
                         got_at = time.monotonic() - t0
+                    else:
+                        refused_at.append(started)
                 evidence = kill.confirm()  # FaultNotConfirmed: the trial is an error, not a verdict
             if got_at is not None:
                 contender.release()
@@ -46,6 +50,8 @@ class Calibrate(Scenario):
                 "killed_at": None if killed_at is None else round(killed_at, 4),
                 "got_at": None if got_at is None else round(got_at, 4),
                 "gap": None if got_at is None or killed_at is None else round(got_at - killed_at, 4),
+                # The server's part of the gap: the last refusal after the kill (None: none after it).
+                "still_held_at": _last_refusal_after(refused_at, killed_at),
                 "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid),
                 "evidence": evidence, "exercised": True,  # a confirmed termination ends the lock's session
             }
@@ -54,9 +60,17 @@ class Calibrate(Scenario):
             contender.close()
 
     def verdict(self, measures: dict) -> str:
-        return detected_within(measures["gap"], measures["poll"])
+        return detected_within(measures["gap"], measures["poll"], measures.get("still_held_at", "unrecorded"))
 
     def safety(self, measures: dict, verdict: str) -> Safety:
         # A killed session's lock is gone whenever the poller saw it, in time or late; a poller that never
         # got it says nothing about the lock, only that the detector missed.
         return Safety.UNKNOWN if measures["gap"] is None else Safety.UNSAFE
+
+
+def _last_refusal_after(refused_at: list[float], killed_at: float | None) -> float | None:
+    """Seconds from the kill to the start of the last poll that still found the lock taken."""
+    if killed_at is None:
+        return None
+    after = [t - killed_at for t in refused_at if t >= killed_at]
+    return round(max(after), 4) if after else None

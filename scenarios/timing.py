@@ -5,7 +5,7 @@ the post's guard (idle_in_transaction_session_timeout of one timeout); lease
 backends get a TTL of the same length. Short runs try for the same lock on a
 5 s cron grid (a random phase per trial) or as Poisson events about once a
 second, over three timeouts. A trial records when the first short run got in.
-Every trial only waits on timers, so all of them run at once, each on its own key.
+Every trial only waits on timers, so many run at once, each on its own key.
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ class Timing(Scenario):
     variants = ("cron", "event")
     params = {
         "quick": {"timeout_s": 1.0, "trials": 5, "parallel": 60},
-        "default": {"timeout_s": 10.0, "trials": 20, "parallel": 240},
+        # 120 at once, not 240: with 240, lease renewals starved on this 2-core machine (etcd leases lost at
+        # release, gRPC timeouts) whenever the mix leaned towards lease trials, a verdict about the client.
+        "default": {"timeout_s": 10.0, "trials": 20, "parallel": 120},
     }
 
     def applies_to(self, backend_cls) -> str | None:

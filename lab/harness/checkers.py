@@ -10,14 +10,20 @@ def lock_verdict(acquired: bool, contender_got: list[bool]) -> str:
     return "lost" if any(contender_got) else "held"
 
 
-def detected_within(gap: float | None, poll: float) -> str:
-    """Calibration: did the poller get a killed holder's lock by the end of the next poll?
+def detected_within(gap: float | None, poll: float, still_held_at: float | None | str = "unrecorded") -> str:
+    """Calibration: did the server free a killed holder's lock by the end of the next poll?
 
-    The next poll starts at most one interval after the kill and takes up to one more,
-    so 'within one poll' means a gap of at most two intervals (2.10 s for a kill at 2.00 s).
+    still_held_at: how long after the kill the last poll that found the lock still taken started
+    (None: no poll after the kill failed). With it, 'late' means the server still held the lock a
+    full interval after the kill; a poller that merely woke late on a busy client is not the
+    server's delay, and its lag shows in the gap. Runs that did not record it fall back to the gap:
+    the next poll starts at most one interval after the kill and takes up to one more, so 'within
+    one poll' means a gap of at most two intervals (2.10 s for a kill at 2.00 s).
     """
     if gap is None:
         return "not detected"
+    if still_held_at != "unrecorded":
+        return "late" if still_held_at is not None and still_held_at > poll else "within one poll"
     return "within one poll" if gap <= 2 * poll else "late"
 
 
