@@ -191,7 +191,8 @@ class Runner:
                                        lambda task=task: progress.advance(task),
                                        capacity_plan.SessionBudget(wave.budget if wave else 1),
                                        lambda spec, scenario=scenario: plan.cost(scenario, spec,
-                                                                                 self.request.profile))
+                                                                                 self.request.profile),
+                                       wave is not None and wave.limited)
                     if wave is not None and not self.stop.is_set():
                         self._record_peak(folder, scenario.name, sampler.take_peak())
                     window = scenario.wall_budget(self.request.profile)
@@ -225,7 +226,7 @@ class Runner:
 
     def _run_scenario(self, scenario: Scenario, specs: list[TrialSpec], services: Services,
                       monitor, writes, folder: RunFolder, advance, budget: capacity_plan.SessionBudget,
-                      cost) -> None:
+                      cost, limited: bool) -> None:
         params = scenario.profile_params(self.request.profile)
         runnable = []
         for spec in specs:
@@ -236,7 +237,7 @@ class Runner:
                 runnable.append(spec)
         workers = max(1, scenario.parallelism(self.request.profile))
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=scenario.name)
-        queue = capacity_plan.Dispatch([(spec, cost(spec)) for spec in runnable], budget)
+        queue = capacity_plan.Dispatch([(spec, cost(spec)) for spec in runnable], budget, scarce_first=limited)
         try:
             in_flight: dict[Future, tuple[TrialSpec, int]] = {}
             while (queue and not self.stop.is_set()) or in_flight:

@@ -108,8 +108,11 @@ class SessionBudget:
 class Dispatch:
     """The trials of a scenario still to start, in plan order, each with its session cost."""
 
-    def __init__(self, trials: list[tuple[object, int]], budget: SessionBudget):
-        self._waiting = list(trials)
+    def __init__(self, trials: list[tuple[object, int]], budget: SessionBudget, scarce_first: bool = False):
+        """scarce_first: when the server's sessions are what limits the scenario, the trials that need them
+        go first (stable, so in plan order among equals) and those that need none fill the other workers;
+        in plan order they could take every free worker while sessions stood idle."""
+        self._waiting = sorted(trials, key=lambda trial: -trial[1]) if scarce_first else list(trials)
         self._budget = budget
 
     def __bool__(self) -> bool:

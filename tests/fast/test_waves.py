@@ -52,6 +52,15 @@ def test_trials_start_in_plan_order_as_their_sessions_come_free_and_cheap_ones_p
     assert queue.ready(slots=10) == [("pg4", 2)] and not queue
 
 
+def test_when_sessions_are_scarce_the_trials_needing_them_get_the_workers_first():
+    budget = SessionBudget(4)
+    trials = [("redis1", 0), ("pg1", 2), ("redis2", 0), ("pg2", 2), ("pg3", 2), ("redis3", 0)]
+    in_plan_order = Dispatch(trials, SessionBudget(4)).ready(slots=3)
+    assert [name for name, _ in in_plan_order] == ["redis1", "pg1", "redis2"]  # two free sessions left idle
+    scarce_first = Dispatch(trials, budget, scarce_first=True)
+    assert [name for name, _ in scarce_first.ready(slots=3)] == ["pg1", "pg2", "redis1"] and budget.free == 0
+
+
 def test_workers_limit_what_starts_even_when_sessions_are_free():
     budget = SessionBudget(100)
     queue = Dispatch([(f"t{i}", 1) for i in range(10)], budget)
