@@ -15,7 +15,7 @@ import time
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.servers.clients import redact_text
-from lab.servers.identity import changed, try_identity
+from lab.servers.identity import restarted, try_identity
 from lab.servers.services import Services
 
 COMMAND_TIMEOUT = 120.0  # the user's command itself
@@ -66,13 +66,12 @@ class Restart(Fault):
         deadline, after, why = time.monotonic() + BACK_WITHIN, None, None
         while time.monotonic() < deadline:
             after, why = try_identity(target.services, service)
-            if after is not None and len(changed(before, after, service)) == len(before if service in
-                                                                                  ("redis", "redlock") else [1]):
+            if after is not None and restarted(before, after, service):
                 return {"fault": self.name, "service": service,
                         "command": redact_text(target.services.fault_commands[self.name]),
                         "command_exit": target.evidence["command_exit"], "identity_before": before,
                         "identity_after": after}
-            time.sleep(0.2)
+            time.sleep(0.2)  # no event says a server is back: ask again
         raise FaultNotConfirmed(f"after the restart command {service} " + (
             f"still answers as the same server ({after})" if after is not None else f"did not answer: {why}")
             + f" within {BACK_WITHIN:.0f} s")

@@ -65,12 +65,12 @@ def _etcd_start_time(endpoint: str) -> str | None:
     return None
 
 
-def changed(before: dict, after: dict, service: str) -> list[str]:
-    """The parts of a service that came back as a different server (each Redlock master counts alone)."""
+def restarted(before: dict, after: dict, service: str) -> bool:
+    """Whether every server of the service came back as a different process (each Redlock master too)."""
     if service in ("redis", "redlock"):
-        return [name for name in before if after.get(name, {}).get("run_id") != before[name]["run_id"]]
+        return all(after.get(name, {}).get("run_id") != server["run_id"] for name, server in before.items())
     keys = ("started",) if service == "postgres" else ("process_start_time", "leader")
-    return [service] if any(before.get(k) != after.get(k) for k in keys) else []
+    return any(before.get(k) != after.get(k) for k in keys)
 
 
 def try_identity(services: Services, service: str) -> tuple[dict | None, str | None]:
