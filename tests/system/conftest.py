@@ -56,7 +56,7 @@ def _postgres_tls_only(postgres, conn, key: Path, cert: Path) -> None:
 
 
 def _redis_tls_only(client, key: Path, cert: Path) -> int:
-    """A TLS port for the lab, and the plain port closed; returns the TLS port."""
+    """Open a TLS port for the lab and return it (the fixture closes the plain port once done with it)."""
     from lab.servers.processes import free_port
 
     port = free_port()
