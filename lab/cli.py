@@ -283,6 +283,8 @@ def cmd_services(args, argv) -> int:
     from lab.servers.services import ENV_VARS, SERVICE_NAMES, start_services
 
     with start_services(SERVICE_NAMES) as services:
+        if services.swept:
+            print(f"removed the temp dirs of lab runs that were killed: {', '.join(services.swept)}")
         for name, info in services.describe().items():
             print(f"{name:<9} {info['address']}  (version {info['version']})")
         # The passwords are random per start and live only in this process: this is the one place they

@@ -5,7 +5,6 @@ Data flows one way: cli -> runner -> scenario -> (backend, faults, checkers) -> 
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import traceback
@@ -28,6 +27,8 @@ from lab.errors import Interrupted
 from lab.harness.contract import describe_error
 from lab.harness.workload import drop_schema, ensure_schema
 from lab.provenance import run_meta
+from lab.progress import ScenarioProgress
+from lab.quiet import LibraryNoise
 from lab.results import RunFolder
 from lab import waves as capacity_plan
 from lab.servers import pg
@@ -94,16 +95,6 @@ def make_plan(backend_names: list[str], scenario_names: list[str], profile: str,
     return Plan(chosen, pending)
 
 
-def _keep_library_warnings(path: Path) -> logging.Handler:
-    """Lock libraries log warnings while the lab breaks their connections on purpose: keep them in the
-    run's folder, as evidence, instead of on the console."""
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
-    logging.getLogger().addHandler(handler)
-    return handler
-
-
 class Runner:
     """Runs one plan end to end; stops every server it started, whatever happens."""
 
@@ -132,6 +123,8 @@ class Runner:
         given = {name for name in SERVICE_NAMES if req.external.given(name)}
         services = start_services(plan.services | given, req.external)
         services.fault_commands = dict(req.fault_commands)
+        if services.swept:
+            self.console.print(f"removed the temp dirs of lab runs that were killed: {', '.join(services.swept)}")
         try:
             # Capacity before work: a server that cannot give one trial its sessions refuses the run here.
             capacity = read_capacity(services.pg_url)
@@ -144,15 +137,15 @@ class Runner:
                 folder = RunFolder.create(req.results_root, run_meta(req, services))
             self._record_capacity(folder, capacity)
             self.folder = folder
-            library_log = _keep_library_warnings(folder.path / "libraries.log")
             self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials; "
                                f"servers: " + ", ".join(f"{n} {d['address']}" + (" (embedded)" if d["embedded"] else "")
                                                         for n, d in services.describe().items()))
-            try:
-                self._run_plan(plan, services, folder)
-            finally:
-                logging.getLogger().removeHandler(library_log)
-                library_log.close()
+            with LibraryNoise(folder.path / "libraries.log") as noise:
+                try:
+                    self._run_plan(plan, services, folder)
+                finally:
+                    if noise.summary():
+                        self.console.print(noise.summary())
             return folder
         finally:
             self.stop.set()
@@ -180,19 +173,20 @@ class Runner:
         sampler = SessionSampler(services.pg_url)
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=self.console, transient=False) as progress:
+                          TimeElapsedColumn(), console=self.console, transient=False,
+                          disable=not self.console.is_terminal) as progress:
                 for scenario in plan.scenarios:
                     specs = plan.pending[scenario.name]
-                    task = progress.add_task(scenario.name, total=len(specs))
+                    shown = ScenarioProgress(self.console, progress, scenario.name, len(specs))
                     start = time.monotonic()
                     wave = self.waves.get(scenario.name)
                     sampler.take_peak()
-                    self._run_scenario(scenario, specs, services, monitor, writes, folder,
-                                       lambda task=task: progress.advance(task),
+                    self._run_scenario(scenario, specs, services, monitor, writes, folder, shown,
                                        capacity_plan.SessionBudget(wave.budget if wave else 1),
                                        lambda spec, scenario=scenario: plan.cost(scenario, spec,
                                                                                  self.request.profile),
                                        wave is not None and wave.limited)
+                    shown.finish()
                     if wave is not None and not self.stop.is_set():
                         self._record_peak(folder, scenario.name, sampler.take_peak())
                     window = scenario.wall_budget(self.request.profile)
@@ -225,14 +219,16 @@ class Runner:
                                            for spec in specs]
 
     def _run_scenario(self, scenario: Scenario, specs: list[TrialSpec], services: Services,
-                      monitor, writes, folder: RunFolder, advance, budget: capacity_plan.SessionBudget,
+                      monitor, writes, folder: RunFolder, shown: ScenarioProgress,
+                      budget: capacity_plan.SessionBudget,
                       cost, limited: bool) -> None:
         params = scenario.profile_params(self.request.profile)
         runnable = []
         for spec in specs:
             if spec.skip is not None:
-                folder.append(_record(spec, "skipped", reason=spec.skip))
-                advance()
+                record = _record(spec, "skipped", reason=spec.skip)
+                folder.append(record)
+                shown.advance(record)
             else:
                 runnable.append(spec)
         workers = max(1, scenario.parallelism(self.request.profile))
@@ -254,7 +250,8 @@ class Runner:
                     record = future.result()
                     if record is not None and not self.stop.is_set():
                         folder.append(record)
-                    advance()
+                    shown.advance(record)
+                shown.tick()
         except BaseException:
             # Wake every waiting trial now; what is in flight is not recorded.
             self.stop.set()

@@ -78,6 +78,7 @@ class Services:
     # fault -> the user's own shell command that performs it on servers the lab did not start
     # (`--fault-command restart=CMD`); faults on embedded servers never use it.
     fault_commands: dict = field(default_factory=dict)
+    swept: list = field(default_factory=list)  # temp dirs of dead lab processes removed at start
 
     def is_embedded(self, service: str) -> bool:
         return service in self.embedded
@@ -207,10 +208,41 @@ def _temp_base() -> Path:
                        f"set TMPDIR to a directory every user can traverse")
 
 
+OWNER_FILE = "owner.pid"  # "<pid> <process start time>" of the lab process that made the temp dir
+
+
+def _owner_alive(folder: Path) -> bool:
+    """Whether the lab process that made this temp dir still runs (a reused pid has another start time)."""
+    import psutil
+
+    try:
+        pid, started = (folder / OWNER_FILE).read_text().split()
+        return abs(psutil.Process(int(pid)).create_time() - float(started)) < 1.0
+    except (OSError, ValueError, psutil.Error):
+        return False
+
+
+def sweep_abandoned(base: Path) -> list[str]:
+    """Remove the temp dirs of lab processes that are gone (a SIGKILL skips every cleanup; the servers
+    die with the lab, their data does not). Only dirs with an owner file, whose owner is dead."""
+    removed = []
+    for folder in sorted(base.glob("locklab-*")):
+        if (folder / OWNER_FILE).is_file() and not _owner_alive(folder):
+            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(f"{folder} ({size / 2**20:.0f} MB)")
+    return removed
+
+
 def _start_embedded(services: Services, name: str) -> None:
     if services.tmp is None:
-        services.tmp = Path(tempfile.mkdtemp(prefix="locklab-", dir=_temp_base()))
+        import psutil
+
+        base = _temp_base()
+        services.swept = sweep_abandoned(base)
+        services.tmp = Path(tempfile.mkdtemp(prefix="locklab-", dir=base))
         services.tmp.chmod(0o755)
+        (services.tmp / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
     server = {"postgres": EmbeddedPostgres, "redis": EmbeddedRedis, "etcd": EmbeddedEtcd,
               "redlock": EmbeddedRedlockMasters}[name](services.tmp)
     services.embedded[name] = server

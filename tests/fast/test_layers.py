@@ -19,7 +19,7 @@ LAYERS = {
     "scenarios": ("scenarios",),
     "report": ("lab.report",),
     "top": ("lab.cli", "lab.runner", "lab.replay", "lab.doctor", "lab.provenance", "lab.contract",
-            "lab.waves"),
+            "lab.waves", "lab.quiet", "lab.progress"),
 }
 # Which layers each may import. The report reads results and the harness's vocabulary, never a
 # server, a backend or a scenario: a saved run renders from its folder alone.

@@ -218,3 +218,23 @@ def test_a_server_with_too_few_free_connections_is_refused_in_one_line(services,
     finally:
         with monitor.connect() as conn:
             conn.execute(text("drop role lab_limited"))
+
+
+def test_a_piped_run_is_quiet_and_says_where_each_scenario_stands(tmp_path):
+    """Not a terminal (CI, `| tee`): a line when each scenario starts and ends, and nothing from a lock
+    library on the console, whatever the kill points do to the adapters; libraries.log keeps it."""
+    import re
+
+    result = lab("run", "--profile", "quick", "--backend", "all", "--scenario", "killpoints,pause", cwd=tmp_path,
+                 timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    console = result.stdout + result.stderr
+    assert "Traceback" not in console and "Exception ignored" not in console
+    assert "background thread" not in console
+    for scenario in ("killpoints", "pause"):
+        assert re.search(rf"^{scenario}: \d+ trials$", result.stderr, re.M), result.stderr
+        assert re.search(rf"^{scenario}: done in [\d.]+ s, \d+ trials", result.stderr, re.M), result.stderr
+    [run] = (tmp_path / "results").iterdir()
+    kept = (run / "libraries.log").read_text()
+    counted = re.search(r"^(\d+) messages from lock libraries", result.stderr, re.M)
+    assert (counted is None) == (kept == "")

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -98,8 +99,26 @@ def test_a_killed_lab_takes_its_servers_with_it():
     while left and time.monotonic() < deadline:
         left = [p for p in left if alive(p)]
         time.sleep(0.1)
-    shutil.rmtree(left_behind, ignore_errors=True)
     assert left == []
+    # Its temp dir stayed behind; the next lab to start embedded servers removes it, and says so.
+    assert Path(left_behind).is_dir()
+    try:
+        with start_services(["redis"]) as again:
+            assert [entry.split(" (")[0] for entry in again.swept] == [left_behind]
+            assert not Path(left_behind).exists()
+            assert again.tmp.exists()  # its own, which a sweep must never take
+    finally:
+        shutil.rmtree(left_behind, ignore_errors=True)
+
+
+def test_a_sweep_leaves_the_temp_dirs_of_live_labs_and_of_unknown_owners(services, tmp_path):
+    from lab.servers.services import sweep_abandoned
+
+    unknown = tmp_path / "locklab-unknown"
+    unknown.mkdir()  # no owner file: perhaps another tool's, never ours to remove
+    removed = sweep_abandoned(services.tmp.parent)
+    assert services.tmp.exists() and not any(str(services.tmp) in entry for entry in removed)  # ours: alive
+    assert sweep_abandoned(tmp_path) == [] and unknown.exists()
 
 
 @pytest.mark.parametrize("given, service", [
