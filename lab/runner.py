@@ -178,7 +178,6 @@ class Runner:
                 for scenario in plan.scenarios:
                     specs = plan.pending[scenario.name]
                     shown = ScenarioProgress(self.console, progress, scenario.name, len(specs))
-                    start = time.monotonic()
                     wave = self.waves.get(scenario.name)
                     sampler.take_peak()
                     self._run_scenario(scenario, specs, services, monitor, writes, folder, shown,
@@ -191,7 +190,7 @@ class Runner:
                         self._record_peak(folder, scenario.name, sampler.take_peak())
                     window = scenario.wall_budget(self.request.profile)
                     if window and wave is not None:
-                        wall = time.monotonic() - start
+                        wall = time.monotonic() - shown.started
                         limited = f"; about {wave.waves} waves for the server's connections" if wave.limited else ""
                         progress.console.print(f"{scenario.name}: {wall:.1f} s for a {window:.0f} s observation "
                                                f"window ({wall / window:.2f}x{limited})")

@@ -58,11 +58,10 @@ class Wave:
 
 def fit(demands: list[Demand], capacity: Capacity, where: str) -> list[Wave]:
     """One Wave per scenario with runnable trials; LabError when one trial cannot fit at all."""
-    waves = []
+    waves, room = [], capacity.available - LAB_OVERHEAD
     for demand in demands:
         if not demand.costs:
             continue
-        room = capacity.available - LAB_OVERHEAD
         biggest = max(demand.costs)
         if room < biggest:
             raise LabError(f"PostgreSQL at {where} has too few free connections: scenario {demand.scenario} needs "

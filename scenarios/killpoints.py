@@ -48,6 +48,9 @@ DURATIONS = (0.5, 1.5, 2.5)  # in TTLs: shorter than the lease, then longer
 POLL_S = 0.02  # how often a waiting run asks for the right again
 
 
+MAX_RUNS = 4  # runs in one schedule, at most
+
+
 class RunKilled(Exception):
     """Raised inside run r0 at its kill point: the run stops there, as a killed process would."""
 
@@ -55,7 +58,7 @@ class RunKilled(Exception):
 def schedules():
     return st.fixed_dictionaries({
         "point": st.sampled_from(POINTS), "kind": st.sampled_from(KINDS),
-        "duration": st.sampled_from(DURATIONS), "runs": st.integers(2, 4), "companies": st.integers(1, 5),
+        "duration": st.sampled_from(DURATIONS), "runs": st.integers(2, MAX_RUNS), "companies": st.integers(1, 5),
         "split_at": st.integers(1, COMPANY_SIZE - 1)})
 
 
@@ -221,8 +224,8 @@ class Killpoints(Scenario):
     }
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
-        """Up to four runs, each with a lock session and a write session, and the observer."""
-        return 9
+        """Up to MAX_RUNS runs, each with a lock session and a write session, and the observer."""
+        return 2 * MAX_RUNS + 1
 
     def run_trial(self, env: TrialEnv) -> dict:
         p, started = env.params, time.monotonic()
