@@ -13,6 +13,7 @@ REGISTRY = Registry("scenario", {
     "pause": "scenarios.pause:Pause",
     "cut": "scenarios.cut:Cut",
     "restart": "scenarios.restart:Restart",
+    "failover": "scenarios.failover:Failover",
     "timing": "scenarios.timing:Timing",
     "lookalikes": "scenarios.lookalikes:Lookalikes",
     "killpoints": "scenarios.killpoints:Killpoints",

@@ -87,7 +87,7 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
         pool.shutdown(wait=False, cancel_futures=True)
         contender.close()
         fault.close()
-    measures = _measures(events, job, table, env, fault_name, spec["fault_point"], t_fault, t_heal, effective_ttl,
+    measures = holder_measures(events, job, table, env, fault_name, spec["fault_point"], t_fault, t_heal, effective_ttl,
                          run_level=cls.holds_across_writes())
     measures["evidence"] = evidence
     measures["contender"]["token"] = contender.token
@@ -102,9 +102,12 @@ def _effective_outcome(write: dict) -> str:
     return outcome
 
 
-def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl, run_level: bool) -> dict:
+def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl, run_level: bool) -> dict:
+    """What the holder and the contender did and what the company ended as, times from the holder's grant
+    (from its first event when no grant ever came back to it: a holder without a grant cannot lose one)."""
     by_name = {e["event"]: e for e in events}
-    t0 = by_name["acquire"]["t"]
+    granted = bool(by_name.get("acquire", {}).get("granted"))
+    t0 = by_name["acquire"]["t"] if "acquire" in by_name else events[0]["t"]
     write = by_name.get("write", {})
     contender_rebuild = job.rebuilds[0] if job.rebuilds else None
     # The contender got in when its rebuild committed; its job ends right after that commit.
@@ -117,7 +120,8 @@ def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl, run_l
     return {
         "fault": fault, "point": point, "ttl_s": ttl,
         "fault_at": round(t_fault - t0, 3), "healed_at": round(t_heal - t0, 3),
-        "holder": {"token": by_name["acquire"].get("token"), "write": _effective_outcome(write),
+        "holder": {"granted": granted, "token": by_name.get("acquire", {}).get("token"),
+                   "write": _effective_outcome(write),
                    "write_resolved": write.get("resolved"),
                    "write_error": write.get("error") or by_name.get("error", {}).get("error"),
                    "write_at": None if holder_write_at is None else round(holder_write_at - t0, 3),
@@ -128,7 +132,7 @@ def _measures(events, job, table, env, fault, point, t_fault, t_heal, ttl, run_l
         "contender": {"acquired": job.acquired, "write": contender_rebuild.outcome if contender_rebuild else "none",
                       "granted_at": None if job.granted_at is None else round(job.granted_at - t0, 3),
                       "in_at": None if contender_in_at is None else round(contender_in_at - t0, 3)},
-        "lost": bool(got_in and holder_write_at is not None and contender_in_at < holder_write_at),
+        "lost": bool(granted and got_in and holder_write_at is not None and contender_in_at < holder_write_at),
         "rows": COMPANY_SIZE, "rows_final": rows_final, "runs_in_final": runs_in,
         "company": company_state(COMPANY_SIZE, rows_final, runs_in),
         # The fault took the lock away when another run got the right (its run-level grant, or its write

@@ -19,6 +19,19 @@ from lab.servers import pg
 from lab.servers.clients import pin_session
 
 
+def _tooz_url(url) -> str:
+    """The URL as tooz reads it. tooz passes only host, port, dbname, user and password to psycopg2, so a
+    multi-host URL (a primary and its standby) becomes libpq's comma lists in tooz's host and port
+    options; target_session_attrs cannot reach libpq through tooz, so it connects to the first node
+    that answers, which after a crash of the primary is the promoted standby."""
+    hosts = url.query.get("host")
+    if url.host is not None or not hosts:
+        return url.set(drivername="postgresql").render_as_string(hide_password=False)
+    hosts = [hosts] if isinstance(hosts, str) else list(hosts)
+    query = {"host": ",".join(h.rpartition(":")[0] for h in hosts), "port": ",".join(h.rpartition(":")[2] for h in hosts)}
+    return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
+
+
 class ToozPostgresLock(Backend):
     name = "tooz_pgsql"
     summary = "OpenStack tooz PostgreSQL lock (coordinator with heartbeat); no fencing"
@@ -26,7 +39,7 @@ class ToozPostgresLock(Backend):
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
-        url = ctx.lock_services.pg_url.set(drivername="postgresql").render_as_string(hide_password=False)
+        url = _tooz_url(ctx.lock_services.pg_url)
         self.coordinator = coordination.get_coordinator(url, secrets.token_hex(8).encode())
         self.coordinator.start(start_heart=True)
         self.lock = self.coordinator.get_lock(key.encode())

@@ -64,7 +64,7 @@ def _listen_to_libraries() -> None:
 def main() -> None:
     """The holder process: everything it does is reported, nothing is decided here."""
     from lab.errors import LockLost
-    from lab.harness.contract import BackendContext
+    from lab.harness.contract import BackendContext, describe_error
     from lab.harness.workload import CompanyTable
     from lab.registry import import_entry
     from lab.servers import pg
@@ -105,7 +105,7 @@ def main() -> None:
             except LockLost as exc:
                 _emit("release", result=f"raised LockLost: {exc}", told=exc.told)
     except Exception as exc:  # reported, so the parent records what happened rather than a hang
-        _emit("error", error=f"{type(exc).__name__}: {exc}")
+        _emit("error", error=describe_error(exc))  # the driver's first line: no SQL text, no parameters
     finally:
         backend.close()
         monitor.dispose()

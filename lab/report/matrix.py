@@ -24,6 +24,9 @@ FAULTS = [
     (("cut", "blackhole"), "lock connection cut past the TTL"),
     (("restart", "server_restart"), "lock server restarted"),
     (("restart", "aof_always"), "Redis restarted with appendfsync always"),
+    (("failover", "async"), "PostgreSQL failed over (async)"),
+    (("failover", "async_lagging"), "failed over, standby behind (async)"),
+    (("failover", "sync_lagging"), "failed over, standby behind (sync)"),
     (("killpoints", "search"), "kill points searched by hypothesis"),
 ]
 

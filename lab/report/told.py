@@ -17,7 +17,7 @@ from lab.harness.told import CHANNELS, first_after
 from lab.report.common import md_table, ordered_backends
 
 FAULT_COLUMNS = [("pause", "holder paused past the TTL"), ("cut", "lock connection cut past the TTL"),
-                 ("restart", "lock server restarted")]
+                 ("restart", "lock server restarted"), ("failover", "PostgreSQL failed over")]
 TEXT_LIMIT = 90
 
 
@@ -31,8 +31,10 @@ def plain(text: str) -> str:
 
 
 def lost_trials(records: list[dict]) -> list[dict]:
-    """Trials where another run was granted the lock while the holder still had it (and recorded signals)."""
+    """Trials where another run was granted the lock while the holder still had it (and recorded signals).
+    A holder whose grant never came back to it (a commit waiting for a lost standby) had nothing to lose."""
     return [r for r in records if r["status"] == "ok" and "signals" in r["measures"]["holder"]
+            and r["measures"]["holder"].get("granted", True)
             and r["measures"]["contender"].get("granted_at") is not None]
 
 
@@ -97,8 +99,16 @@ def release_cell(records: list[dict]) -> str:
     return "; ".join(f"{k} {n}/{total}" for k, n in sorted(said.items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
 
 
+def _all(count: int) -> str:
+    return "its one fault" if count == 1 else f"all {NUMBERS.get(count, count)} faults"
+
+
+NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+
+
 def section_told(frame: pd.DataFrame) -> str | None:
-    relevant = frame[frame.scenario.isin([s for s, _ in FAULT_COLUMNS])]
+    columns = [(s, label) for s, label in FAULT_COLUMNS if s in set(frame.scenario)]  # the faults these runs ran
+    relevant = frame[frame.scenario.isin([s for s, _ in columns])]
     rows = []
     stale = []  # (first signal, measures) of every trial whose stale write was accepted
     fenced = []  # backends that refused a lapsed holder's write
@@ -107,7 +117,7 @@ def section_told(frame: pd.DataFrame) -> str | None:
         if not any(r["status"] == "ok" and r["measures"].get("point") == "before_write"
                    and "signals" in r["measures"]["holder"] for r in mine):
             continue  # no lock held across writes, or trials recorded before signals were
-        cells = [told_cell([r for r in mine if r["scenario"] == s]) for s, _ in FAULT_COLUMNS]
+        cells = [told_cell([r for r in mine if r["scenario"] == s]) for s, _ in columns]
         rows.append([backend, *cells, release_cell(mine)])
         stale += [(first_signal(r["measures"]), r["measures"]) for r in lost_trials(mine)
                   if r["measures"]["lost"] and r["measures"]["holder"]["write"] == "committed"]
@@ -127,8 +137,8 @@ def section_told(frame: pd.DataFrame) -> str | None:
         "ahead anyway, since a renewal thread's news does not stop the writing code unless it checks. "
         "*from renew()* is the lab's keep-alive calling the library's own renew every TTL/3, which it does "
         "only where the library leaves renewal to its caller (`lab list` says which). The last column is what "
-        "release() said afterwards, over all three faults. *not lost*: no other run got the lock.", "",
-        md_table(["backend", *[label for _, label in FAULT_COLUMNS], "release() after the loss"], rows), "",
+        f"release() said afterwards, over {_all(len(columns))}. *not lost*: no other run got the lock.", "",
+        md_table(["backend", *[label for _, label in columns], "release() after the loss"], rows), "",
         f"In the {len(stale)} trials above whose stale write was accepted, the holder heard something before "
         f"that write committed in {before}, only afterwards in {len(stale) - before - silent}, and nothing at all "
         f"in {silent}: hearing is not stopping. Stale writes were refused only by the fence of "

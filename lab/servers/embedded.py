@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -83,10 +84,14 @@ class EmbeddedPostgres(_OneProcess):
     name = "postgres"
 
     def __init__(self, root: Path, copy_binaries: bool | None = None, *, bin_dir: Path | None = None,
-                 max_connections: int = MAX_CONNECTIONS):
+                 max_connections: int = MAX_CONNECTIONS, settings: dict | None = None, name: str = "postgres",
+                 password: str | None = None):
         """copy_binaries: None copies only when the server's user cannot reach the wheel.
-        bin_dir: another installation's initdb and postgres (the test tier's distribution packages)."""
-        self.root = root / "postgres"
+        bin_dir: another installation's initdb and postgres (the test tier's distribution packages,
+        or the run's own server's binaries, already where the server's user can reach them).
+        settings: more server settings for its command line (a primary's synchronous_standby_names).
+        name: its folder under root; password: the cluster's, when its data comes from another's backup."""
+        self.root = root / name
         self.data = self.root / "data"
         self.log_path = self.root / "server.log"
         self.port = free_port()
@@ -95,7 +100,8 @@ class EmbeddedPostgres(_OneProcess):
         self.bin_dir = bin_dir
         self.bin = bin_dir or self._binaries(copy_binaries)
         self.max_connections = max_connections
-        self.password = new_password()
+        self.settings = dict(settings or {})
+        self.password = password or new_password()
 
     @property
     def dsn(self) -> str:
@@ -133,6 +139,8 @@ class EmbeddedPostgres(_OneProcess):
                 "-h", "127.0.0.1", "-p", str(self.port), "-k", "",
                 "-c", f"max_connections={self.max_connections}",
                 "-c", "log_line_prefix=%m [%p] "]
+        for setting, value in self.settings.items():
+            argv += ["-c", f"{setting}={value}"]
         # SIGQUIT is PostgreSQL's immediate shutdown: the right death for an orphaned server.
         self.proc = spawn(argv, self.log_path, user=self.user, death_signal=signal.SIGQUIT)
         wait_ready(self._ping, self.proc, "embedded PostgreSQL", self.log_path)
@@ -150,7 +158,7 @@ class EmbeddedPostgres(_OneProcess):
         self._as_server_user(pwfile)
         argv = [str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", f"--pwfile={pwfile}",
                 "--auth=scram-sha-256", "--encoding=UTF8", "--no-sync", "--no-instructions"]
-        if self.bin_dir is None:  # the wheel's PostgreSQL 18; a distribution's 15 has no -c in initdb
+        if self.major_version() >= 16:  # initdb -c and scram_iterations came in 16 (Debian's 15 has neither)
             argv += ["-c", f"scram_iterations={SCRAM_ITERATIONS}"]
         try:
             result = subprocess.run(argv, capture_output=True, text=True, user=self.user, timeout=120)
@@ -159,6 +167,15 @@ class EmbeddedPostgres(_OneProcess):
         if result.returncode != 0:
             tail = (result.stderr or result.stdout).strip().splitlines()[-1:]
             raise ServiceError(f"initdb failed: {' '.join(tail)}")
+
+    def major_version(self) -> int:
+        """The major version of these binaries, from `postgres --version` (which runs even as root)."""
+        result = subprocess.run([str(self.bin / "postgres"), "--version"], capture_output=True, text=True,
+                                timeout=30)
+        found = re.search(r"PostgreSQL\) (\d+)", result.stdout)
+        if found is None:
+            raise ServiceError(f"{self.bin / 'postgres'} --version said {result.stdout.strip()!r}")
+        return int(found.group(1))
 
     def _ping(self) -> str:
         import psycopg2
@@ -172,6 +189,11 @@ class EmbeddedPostgres(_OneProcess):
     def stop(self) -> None:
         # SIGINT is PostgreSQL's fast shutdown: roll back, end sessions, exit.
         stop(self.proc, signal.SIGINT)
+        self.proc = None
+
+    def crash(self) -> None:
+        """Immediate shutdown (SIGQUIT): no checkpoint, sessions cut at once, as when a host dies."""
+        stop(self.proc, signal.SIGQUIT)
         self.proc = None
 
     def restart(self) -> None:

@@ -1,0 +1,64 @@
+"""The lock's PostgreSQL failed over: the primary crashed (immediate shutdown), its standby promoted.
+
+It strikes a primary/standby pair the lab started (lab/servers/cluster.py). confirm() proves the
+failover happened: the old primary's process is gone, the node that now takes writes is the
+former standby, out of recovery, on a later timeline; and it records what the new primary has of
+the advisory locks (they are kept in memory, never replicated) and how far behind the standby was.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.servers.cluster import in_recovery, timeline
+from lab.servers.services import Services
+
+
+class Failover(Fault):
+    name = "failover"
+    label = "PostgreSQL failed over to its standby"
+
+    def applies_to(self, backend_cls) -> str | None:
+        if backend_cls.lock_service != "postgres":
+            return f"its lock is on {backend_cls.lock_service}: a PostgreSQL failover does not reach it"
+        return None
+
+    def cannot_run(self, backend_cls, services: Services) -> str | None:
+        reason = self.applies_to(backend_cls)
+        if reason is None and not hasattr(services.embedded.get("postgres"), "fail_over"):
+            reason = "failover needs a primary and a standby the lab started; it never fails over yours"
+        return reason
+
+    def inject(self, target: Target) -> None:
+        pair = target.services.embedded["postgres"]
+        primary = pair.engine(pair.primary)
+        try:
+            target.evidence["timeline_before"] = timeline(primary)
+        finally:
+            primary.dispose()
+        target.evidence["lag_at_failover"] = pair.lag()
+        target.evidence["old_primary_pids"] = list(pair.primary.pids)
+        pair.fail_over()
+
+    def confirm(self, target: Target) -> dict:
+        pair = target.services.embedded["postgres"]
+        if pair.primary.pids:
+            raise FaultNotConfirmed(f"the old primary still runs (pid {pair.primary.pids})")
+        with target.monitor.connect() as conn:  # the multi-host monitor: whichever node takes writes now
+            port = conn.execute(text("select inet_server_port()")).scalar()
+            advisory = conn.execute(text("select count(*) from pg_locks where locktype = 'advisory'")).scalar()
+        if port != pair.standby.port:
+            raise FaultNotConfirmed(f"writes go to port {port}, not to the promoted standby's {pair.standby.port}")
+        standby = pair.engine(pair.standby)
+        try:
+            recovering, now = in_recovery(standby), timeline(standby)
+        finally:
+            standby.dispose()
+        before = target.evidence["timeline_before"]
+        if recovering or now <= before:
+            raise FaultNotConfirmed(f"the standby is {'still in recovery' if recovering else 'out of recovery'} "
+                                    f"on timeline {now} (the primary's was {before})")
+        return {"fault": self.name, "timeline_before": before, "timeline_after": now,
+                "old_primary_pids": target.evidence["old_primary_pids"], "new_primary_port": port,
+                "advisory_locks_on_new_primary": int(advisory), **target.evidence["lag_at_failover"]}
