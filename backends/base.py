@@ -32,6 +32,7 @@ CAPABILITIES = {
     "lease_expiry": "the right is a lease with a TTL that lapses unless renewed",
     "exclusion": "promises that two runs never rebuild the same company at once",
     "serializable": "no lock: SERIALIZABLE aborts one of two conflicting rebuilds and the run retries it",
+    "replica_ack": "with option wait_replicas=N, takes a grant only once N replicas have it (Redis WAIT)",
 }
 
 class Backend(ABC):
@@ -54,6 +55,7 @@ class Backend(ABC):
     ttl: float | None = None  # the lease's TTL as the lock's server granted it, in seconds
     noticed_loss_at: float | None = None  # monotonic time the backend itself first saw its lock gone
     noticed_loss_how: str | None = None  # what it saw then ("returned False", the exception)
+    grant_note: str | None = None  # why a grant the server gave was given back at once (no replica had it)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -23,7 +23,7 @@ class RedisFencedLock(RedisLock):
 
     name = "redis_fenced"
     summary = "redis-py Lock, grant + INCR fencing token in one Lua script, checked by PostgreSQL inside the write"
-    capabilities = frozenset({"lease_expiry", "fencing", "exclusion"})
+    capabilities = frozenset({"lease_expiry", "fencing", "exclusion", "replica_ack"})
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
@@ -38,5 +38,7 @@ class RedisFencedLock(RedisLock):
             return None
         # Hand the token to redis-py's Lock: its reacquire, owned and release work on it unchanged.
         self.lock.local.token = token
+        if not self._replicated():
+            return None
         # Every grant gets a higher number (while Redis keeps its data).
         return int(fence)

@@ -11,7 +11,7 @@ class RedisLock(LeaseBackend):
 
     name = "redis"
     summary = "redis-py Lock (SET NX PX, random token, Lua release) with a TTL; no fencing"
-    capabilities = frozenset({"lease_expiry", "exclusion"})
+    capabilities = frozenset({"lease_expiry", "exclusion", "replica_ack"})
     services = ("postgres", "redis")
     renews = False  # redis-py does not extend a lock by itself; most callers never do
 
@@ -24,7 +24,22 @@ class RedisLock(LeaseBackend):
         self.lock = self.client.lock(f"locklab:{key}", timeout=self.ttl, blocking=False, thread_local=False)
 
     def _try_acquire(self) -> int | None:
-        return 0 if self.lock.acquire() else None
+        return 0 if self.lock.acquire() and self._replicated() else None
+
+    def _replicated(self) -> bool:
+        """With option wait_replicas=N: WAIT until N replicas have the grant, for a quarter of the TTL; if
+        fewer do, give the grant back and refuse it. WAIT narrows Redis' failover window; it does not make
+        replication synchronous (a replica that acknowledged can still lose the key at failover)."""
+        wanted = int(self.ctx.options.get("wait_replicas", 0))
+        if not wanted:
+            return True
+        timeout_ms = max(1, int(self.ttl * 250))
+        acked = self.client.wait(wanted, timeout_ms)
+        if acked >= wanted:
+            return True
+        self.grant_note = f"WAIT {wanted} {timeout_ms}: {acked} replica(s) acknowledged the grant; given back"
+        self.lock.release()
+        return False
 
     def _renew(self) -> bool:
         return bool(self.lock.reacquire())  # raises LockNotOwnedError once the key is someone else's

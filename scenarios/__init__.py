@@ -14,6 +14,7 @@ REGISTRY = Registry("scenario", {
     "cut": "scenarios.cut:Cut",
     "restart": "scenarios.restart:Restart",
     "failover": "scenarios.failover:Failover",
+    "redis_failover": "scenarios.redis_failover:RedisFailover",
     "timing": "scenarios.timing:Timing",
     "lookalikes": "scenarios.lookalikes:Lookalikes",
     "killpoints": "scenarios.killpoints:Killpoints",

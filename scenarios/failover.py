@@ -19,25 +19,23 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
+
+from sqlalchemy import text
 
 import backends
 from lab import faults
 from lab.errors import LabError
-from lab.faults import Target
-from lab.harness.checkers import lease_verdict
 from lab.harness.holder import HolderProcess
-from lab.harness.job import run_job
-from lab.harness.workload import COMPANY_SIZE, ensure_schema
+from lab.harness.workload import ensure_schema
 from lab.servers.clients import pg_engine
 from lab.servers.cluster import PostgresPair
-from scenarios._lease_faults import COMPANY, HEAL_GRACE_S, LeaseFaultScenario, holder_measures
+from scenarios._failover_trial import GRANT_WITHIN_S, NEVER_ACKNOWLEDGED, failover_trial, failover_verdict
+from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import Skip, TrialEnv
 
-NEVER_ACKNOWLEDGED = "grant never acknowledged"
-GRANT_WITHIN_S = 30.0
+__all__ = ["Failover", "NEVER_ACKNOWLEDGED"]
 
 
 class Failover(LeaseFaultScenario):
@@ -73,8 +71,17 @@ class Failover(LeaseFaultScenario):
                                connect_args={"application_name": "locklab-writes"})
             ensure_schema(monitor)
             backends.prepare_storage(monitor, [env.spec.backend])
-            return failover_trial(replace(env, services=cluster, monitor=monitor, writes=writes), pair,
-                                  lagging=env.spec.variant.endswith("lagging"))
+
+            def hold_back() -> dict:
+                pair.wait_caught_up()  # the company exists on both nodes before anything is held back
+                evidence = {"replication": "synchronous" if pair.synchronous else "asynchronous"}
+                if env.spec.variant.endswith("lagging"):
+                    evidence["link_carried_before_cut"] = pair.hold_back()
+                return evidence
+
+            return failover_trial(replace(env, services=cluster, monitor=monitor, writes=writes),
+                                  faults.load(self.fault), before_holder=hold_back,
+                                  grant=lambda holder: _grant_or_commit_wait(holder, pair))
         finally:
             for engine in (monitor, writes):
                 if engine is not None:
@@ -83,72 +90,12 @@ class Failover(LeaseFaultScenario):
             shutil.rmtree(root, ignore_errors=True)
 
     def verdict(self, measures: dict) -> str:
-        if measures.get("grant") == NEVER_ACKNOWLEDGED:
-            return NEVER_ACKNOWLEDGED
-        return lease_verdict(measures["lost"], measures["holder"]["write"])
-
-
-def failover_trial(env: TrialEnv, pair: PostgresPair, lagging: bool) -> dict:
-    """The lease-fault trial shape with a failover as the fault, and a grant that may never come back."""
-    cls = backends.load(env.spec.backend)
-    fault = faults.load("failover")
-    ttl = env.params["ttl_s"]
-    table = env.table()
-    table.seed(env.writes, COMPANY, COMPANY_SIZE)
-    pair.wait_caught_up()  # the company exists on both nodes before anything is held back
-    guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
-    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(), "options": {"ttl_s": ttl},
-            "lock_settings": guard, "write_settings": guard, **env.services.to_addresses(),
-            "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
-            "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}
-    contender = env.backend(table=table, options={"ttl_s": ttl}, key=spec["key"])
-    evidence = {"replication": "synchronous" if pair.synchronous else "asynchronous"}
-    if lagging:
-        evidence["link_carried_before_cut"] = pair.hold_back()
-    pool = ThreadPoolExecutor(1)
-    holder = HolderProcess(spec)
-    try:
-        granted, waiting = _grant_or_commit_wait(holder, pair)
-        if waiting is not None:
-            evidence["grant_waiting"] = waiting
-        elif not granted["granted"]:
-            raise LabError("the holder could not take a fresh lock")
-        else:
-            holder.wait_for("at_point", 30)
-        target = Target(env.services, env.monitor, cls, holder=holder)
-        t_fault = time.monotonic()
-        fault.inject(target)
-        evidence.update(fault.confirm(target))  # FaultNotConfirmed makes this trial an error, never a verdict
-        env.pause(max(0.0, t_fault + ttl + HEAL_GRACE_S - time.monotonic()))
-        patience = ttl + 1.0
-        other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience)
-        wait([other], timeout=patience + 0.5)
-        t_heal = time.monotonic()
-        if waiting is None:
-            holder.go()
-        events = holder.finish(timeout=30 + 3 * ttl)
-        job = other.result(timeout=30 + 3 * ttl)
-    finally:
-        holder.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
-        contender.close()
-    measures = holder_measures(events, job, table, env, "failover", spec["fault_point"], t_fault, t_heal, ttl,
-                               run_level=cls.holds_across_writes())
-    measures["evidence"] = evidence
-    measures["contender"]["token"] = contender.token
-    measures["grant"] = NEVER_ACKNOWLEDGED if waiting is not None else "acknowledged"
-    holder_token, contender_token = measures["holder"]["token"], contender.token
-    if waiting is None and job.acquired and holder_token is not None and contender_token is not None:
-        # A fencing token only protects if the next holder's is higher; a lost grant can hand it out again.
-        measures["token_reused"] = contender_token <= holder_token
-    return measures
+        return failover_verdict(measures)
 
 
 def _grant_or_commit_wait(holder: HolderProcess, pair: PostgresPair) -> tuple[dict | None, dict | None]:
     """The holder's acquire event, or, under synchronous replication with the standby cut off, evidence
     that its grant is a commit waiting for the standby (pg_stat_activity's wait_event SyncRep)."""
-    from sqlalchemy import text
-
     primary = pair.engine(pair.primary)
     deadline = time.monotonic() + GRANT_WITHIN_S
     try:

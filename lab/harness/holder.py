@@ -92,7 +92,7 @@ def main() -> None:
     try:
         granted = backend.acquire()
         _emit("acquire", granted=granted, token=backend.token,
-              ttl=backend.ttl, lock_pid=backend.lock_pid)
+              ttl=backend.ttl, lock_pid=backend.lock_pid, note=backend.grant_note)
         if granted:
             at("before_write")
             result = backend.rebuild(spec["company"], spec["rows"], spec["run_id"], at)

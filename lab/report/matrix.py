@@ -27,6 +27,9 @@ FAULTS = [
     (("failover", "async"), "PostgreSQL failed over (async)"),
     (("failover", "async_lagging"), "failed over, standby behind (async)"),
     (("failover", "sync_lagging"), "failed over, standby behind (sync)"),
+    (("redis_failover", "caught_up"), "Redis failed over, replica caught up"),
+    (("redis_failover", "behind"), "Redis failed over, replica behind"),
+    (("redis_failover", "behind_wait"), "Redis failed over, replica behind, WAIT 1"),
     (("killpoints", "search"), "kill points searched by hypothesis"),
 ]
 

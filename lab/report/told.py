@@ -17,7 +17,8 @@ from lab.harness.told import CHANNELS, first_after
 from lab.report.common import md_table, ordered_backends
 
 FAULT_COLUMNS = [("pause", "holder paused past the TTL"), ("cut", "lock connection cut past the TTL"),
-                 ("restart", "lock server restarted"), ("failover", "PostgreSQL failed over")]
+                 ("restart", "lock server restarted"), ("failover", "PostgreSQL failed over"),
+                 ("redis_failover", "Redis failed over")]
 TEXT_LIMIT = 90
 
 

@@ -207,15 +207,19 @@ class EmbeddedRedis(_OneProcess):
 
     name = "redis"
 
-    def __init__(self, root: Path, name: str = "redis", server: Path | None = None):
-        """server: another redis-server binary (the test tier's distribution package)."""
+    def __init__(self, root: Path, name: str = "redis", server: Path | None = None, *,
+                 password: str | None = None, config: list[str] | None = None):
+        """server: another redis-server binary (the test tier's distribution package).
+        password: a primary's, for its replica; config: more configuration lines (replicaof, masterauth),
+        given on stdin with the password."""
         self.root = root / name
+        self.config = list(config or [])
         self.server = server
         self.log_path = self.root / "server.log"
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         self.appendfsync_always = False  # start with an append-only file fsynced on every write
-        self.password = new_password()
+        self.password = password or new_password()
 
     @property
     def url(self) -> str:
@@ -229,7 +233,8 @@ class EmbeddedRedis(_OneProcess):
         # "-": the rest of the configuration comes from stdin, where the password stays out of `ps`.
         argv = [str(server), "-", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", *persistence,
                 "--dir", str(self.root), "--daemonize", "no", "--logfile", ""]
-        self.proc = spawn(argv, self.log_path, cwd=self.root, stdin_text=f"requirepass {self.password}\n")
+        config = "".join(f"{line}\n" for line in [f"requirepass {self.password}", *self.config])
+        self.proc = spawn(argv, self.log_path, cwd=self.root, stdin_text=config)
         wait_ready(self._ping, self.proc, "embedded Redis", self.log_path)
 
     def _ping(self) -> bool:
@@ -252,13 +257,14 @@ class EmbeddedRedis(_OneProcess):
 
 
 class EmbeddedRedlockMasters:
-    """Three independent redis-servers, the masters of the Redlock algorithm."""
+    """Independent redis-servers, the masters of the Redlock algorithm: three for a run, five (the
+    algorithm's own recommendation) where a scenario starts its own."""
 
     name = "redlock"
     COUNT = 3
 
-    def __init__(self, root: Path):
-        self.masters = [EmbeddedRedis(root, f"redlock{i}") for i in range(self.COUNT)]
+    def __init__(self, root: Path, count: int = COUNT, prefix: str = "redlock"):
+        self.masters = [EmbeddedRedis(root, f"{prefix}{i}") for i in range(count)]
 
     @property
     def urls(self) -> list[str]:
@@ -277,7 +283,7 @@ class EmbeddedRedlockMasters:
             master.stop()
 
     def restart(self) -> None:
-        """All three forget every key: the quorum is gone with them."""
+        """Every master forgets every key: the quorum is gone with them."""
         for master in self.masters:
             master.restart()
 

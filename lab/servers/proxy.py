@@ -72,6 +72,10 @@ class BlackholeProxy:
     def restore(self) -> None:
         self._flowing.set()
 
+    @property
+    def blackholed(self) -> bool:
+        return not self._flowing.is_set()
+
     def _accept(self) -> None:
         while not self._closed.is_set():
             try:

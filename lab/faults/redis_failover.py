@@ -1,0 +1,42 @@
+"""The lock's Redis failed over by hand: its replica promoted with REPLICAOF NO ONE, the old primary cut off.
+
+It strikes a primary/replica pair the lab started (lab/servers/redis_replica.py). confirm() proves
+the replica now answers as a primary and records which keys the old primary had that the new
+one lacks: a lock key among them is a grant the failover forgot.
+"""
+
+from __future__ import annotations
+
+from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.servers.services import Services
+
+
+class RedisFailover(Fault):
+    name = "redis_failover"
+    label = "Redis failed over to its replica"
+
+    def applies_to(self, backend_cls) -> str | None:
+        if backend_cls.lock_service != "redis":
+            return f"its lock is on {backend_cls.lock_service}: a Redis failover does not reach it"
+        return None
+
+    def cannot_run(self, backend_cls, services: Services) -> str | None:
+        reason = self.applies_to(backend_cls)
+        if reason is None and not hasattr(services.embedded.get("redis"), "promote"):
+            reason = "a Redis failover needs a primary and a replica the lab started; it never fails over yours"
+        return reason
+
+    def inject(self, target: Target) -> None:
+        pair = target.services.embedded["redis"]
+        if not pair.link.blackholed:
+            pair.hold_back()  # the primary is cut off from its replica, as a partition would
+        target.evidence["offsets_at_failover"] = pair.offsets()
+        target.evidence["missing_on_new_primary"] = pair.missing_on_replica()
+        target.evidence["role_after"] = pair.promote()
+
+    def confirm(self, target: Target) -> dict:
+        role = target.evidence.get("role_after")
+        if role != "master":
+            raise FaultNotConfirmed(f"after REPLICAOF NO ONE the replica reports role {role!r}")
+        return {"fault": self.name, "new_primary_role": role, **target.evidence["offsets_at_failover"],
+                "missing_on_new_primary": target.evidence["missing_on_new_primary"]}

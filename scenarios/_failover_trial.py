@@ -1,0 +1,112 @@
+"""One trial shape for a replicated lock service failing over while a holder holds.
+
+As the lease-fault trial (scenarios/_lease_faults.py): a holder process takes the lock and stops at
+its fault point; the fault fails the service over; after one TTL a contender asks; the holder goes
+on and writes. Two things differ. The servers are the trial's own (a primary and a standby or
+replica, started by the scenario), and the contender may ask another address than the holder
+(the promoted replica, when the holder's client does not follow a failover). And a grant may never
+come back: a commit that waits for a synchronous standby, or a WAIT that no replica answers, ends
+without one; such a holder never believed it held, and the trial says so instead of failing.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Callable
+
+import backends
+from lab.errors import LabError
+from lab.faults import Fault, Target
+from lab.harness.checkers import lease_verdict
+from lab.harness.holder import HolderProcess
+from lab.harness.job import run_job
+from lab.harness.workload import COMPANY_SIZE
+from lab.servers.services import Services
+from scenarios._lease_faults import COMPANY, HEAL_GRACE_S, holder_measures
+from scenarios.base import TrialEnv
+
+NEVER_ACKNOWLEDGED = "grant never acknowledged"
+GRANT_WITHIN_S = 30.0
+
+# What a scenario may do around the holder: before it asks (hold a replica back), once it holds
+# (let the replica catch up first); each returns evidence for the trial.
+Hook = Callable[[], dict]
+# How the trial learns the holder's grant: (its acquire event, None), or (None, evidence that the grant
+# is waiting on a replica and will never be acknowledged before the fault).
+GrantWait = Callable[[HolderProcess], tuple[dict | None, dict | None]]
+
+
+def acquire_event(holder: HolderProcess) -> tuple[dict | None, dict | None]:
+    """The plain case: the holder's acquire answers."""
+    return holder.wait_for("acquire", GRANT_WITHIN_S), None
+
+
+def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services | None = None,
+                   before_holder: Hook | None = None, once_held: Hook | None = None,
+                   grant: GrantWait = acquire_event, holder_options: dict | None = None) -> dict:
+    """Run the trial on env's servers (the scenario's own); the contender asks contender_services if given.
+    holder_options: the holder's own lock options beyond the TTL (the contender gets the TTL alone)."""
+    cls = backends.load(env.spec.backend)
+    ttl = env.params["ttl_s"]
+    options = {"ttl_s": ttl}
+    table = env.table()
+    table.seed(env.writes, COMPANY, COMPANY_SIZE)
+    guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
+    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(),
+            "options": {**options, **(holder_options or {})},
+            "lock_settings": guard, "write_settings": guard, **env.services.to_addresses(),
+            "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
+            "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}
+    evidence = before_holder() if before_holder is not None else {}
+    pool = ThreadPoolExecutor(1)
+    holder = HolderProcess(spec)
+    contender = None
+    try:
+        granted, waiting = grant(holder)
+        if waiting is not None:
+            evidence["grant_waiting"] = waiting
+        elif not granted["granted"]:
+            raise LabError("the holder could not take a fresh lock")
+        else:
+            holder.wait_for("at_point", 30)
+            if once_held is not None:
+                evidence.update(once_held())
+        target = Target(env.services, env.monitor, cls, holder=holder)
+        t_fault = time.monotonic()
+        fault.inject(target)
+        evidence.update(fault.confirm(target))  # FaultNotConfirmed makes this trial an error, never a verdict
+        # A client made after the failover (some libraries write as soon as they start: not to a replica).
+        contender = env.backend(table=table, options=options, key=spec["key"], routed=contender_services)
+        env.pause(max(0.0, t_fault + ttl + HEAL_GRACE_S - time.monotonic()))
+        patience = ttl + 1.0
+        other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience)
+        wait([other], timeout=patience + 0.5)
+        t_heal = time.monotonic()
+        if waiting is None:
+            holder.go()
+        events = holder.finish(timeout=30 + 3 * ttl)
+        job = other.result(timeout=30 + 3 * ttl)
+    finally:
+        holder.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        if contender is not None:
+            contender.close()
+        fault.close()
+    measures = holder_measures(events, job, table, env, fault.name, spec["fault_point"], t_fault, t_heal, ttl,
+                               run_level=cls.holds_across_writes())
+    measures["evidence"] = evidence
+    measures["contender"]["token"] = contender.token
+    measures["grant"] = NEVER_ACKNOWLEDGED if waiting is not None else "acknowledged"
+    holder_token, contender_token = measures["holder"]["token"], contender.token
+    if waiting is None and job.acquired and cls.capabilities >= {"fencing"} and None not in (holder_token,
+                                                                                           contender_token):
+        # A fencing token protects only if the next holder's is higher; a forgotten grant can hand it out again.
+        measures["token_reused"] = contender_token <= holder_token
+    return measures
+
+
+def failover_verdict(measures: dict) -> str:
+    if measures.get("grant") == NEVER_ACKNOWLEDGED:
+        return NEVER_ACKNOWLEDGED
+    return lease_verdict(measures["lost"], measures["holder"]["write"])

@@ -1,0 +1,96 @@
+"""The lock's Redis fails over to its replica mid-hold, the old primary cut off with the holder on its side.
+
+Each trial gets a primary and a replica of its own (lab/servers/redis_replica.py). The holder
+takes its lock on the primary and stops at its fault point; the primary is cut off from the
+replica, the replica promoted (lab/faults/redis_failover.py), and a contender asks the new primary,
+as a Sentinel-aware client would after the failover. The holder's client stays on the old primary.
+
+Variants:
+- caught_up: the replica had every byte, the lock key included, when the primary was cut off.
+- behind: the link was cut before the holder asked, so the replica never got the key (confirmed
+  before the failover): Redis' asynchronous replication window, made certain.
+- behind_wait: the same, with the holder's lock waiting for one replica to acknowledge its grant
+  (Redis WAIT) before it believes it; only locks that can (capability replica_ack). The contender
+  does not wait: after the failover its new primary has no replica left to answer a WAIT, so a
+  contender that waited could not take the lock at all until a replica joined.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from lab import faults
+from lab.faults import FaultNotConfirmed
+from lab.harness.holder import HolderProcess
+from lab.servers.redis_replica import RedisWithReplica
+from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_verdict
+from scenarios._lease_faults import LeaseFaultScenario
+from scenarios.base import Skip, TrialEnv
+
+
+class RedisFailover(LeaseFaultScenario):
+    name = "redis_failover"
+    fault = "redis_failover"
+    summary = "the lock's Redis failed over to its replica (REPLICAOF NO ONE) with the holder on the old primary"
+    variants = ("caught_up", "behind", "behind_wait")
+    params = {
+        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},
+        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 4},
+    }
+
+    def variant_skip(self, variant: str, backend_cls) -> str | None:
+        reason = faults.load(self.fault).applies_to(backend_cls)
+        if reason is None and variant == "behind_wait" and "replica_ack" not in backend_cls.capabilities:
+            reason = "its library has no way to wait for a replica's acknowledgement (Redis WAIT)"
+        return reason
+
+    def pg_sessions(self, backend_cls, profile: str) -> int:
+        return 2  # the runs' writes and the observer, on the run's PostgreSQL
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        if env.services.tmp is None:
+            raise Skip("a Redis failover needs a primary and a replica the lab started; it never fails over yours")
+        root = Path(tempfile.mkdtemp(prefix="redis-failover-", dir=env.services.tmp))
+        pair = RedisWithReplica(root)
+        variant = env.spec.variant
+        try:
+            pair.start()
+            servers = replace(env.services, redis_url=pair.primary.url, embedded={"redis": pair}, tmp=None)
+            new_primary = replace(servers, redis_url=pair.replica.url, embedded={})
+
+            def before_holder() -> dict:
+                return {"link_carried_before_cut": pair.hold_back()} if variant.startswith("behind") else {}
+
+            def once_held() -> dict:
+                if variant == "caught_up":
+                    pair.wait_in_sync()
+                    missing = pair.missing_on_replica()
+                    if missing:
+                        raise FaultNotConfirmed(f"the replica lacks {missing} although it caught up")
+                    return {"link_carried_before_cut": pair.hold_back()}
+                missing = pair.missing_on_replica()
+                if not missing:
+                    raise FaultNotConfirmed("the replica has every key the primary has: the link was not held back")
+                return {"replica_lacked": missing}
+
+            return failover_trial(replace(env, services=servers), faults.load(self.fault),
+                                  contender_services=new_primary, before_holder=before_holder, once_held=once_held,
+                                  grant=_grant_or_given_back,
+                                  holder_options={"wait_replicas": 1} if variant == "behind_wait" else None)
+        finally:
+            pair.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+    def verdict(self, measures: dict) -> str:
+        return failover_verdict(measures)
+
+
+def _grant_or_given_back(holder: HolderProcess) -> tuple[dict | None, dict | None]:
+    """The holder's acquire event, or, when its lock gave a grant back because no replica had it, what it said."""
+    event = holder.wait_for("acquire", GRANT_WITHIN_S)
+    if not event["granted"] and event.get("note"):
+        return None, {"given_back": event["note"]}
+    return event, None

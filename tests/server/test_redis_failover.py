@@ -1,0 +1,68 @@
+"""A Redis lock across a failover to a replica: real primary and replica pairs, one per trial."""
+
+import shutil
+from dataclasses import replace
+
+import pytest
+
+import backends
+from lab.faults import FaultNotConfirmed, RedisFailover, Target
+from lab.servers.redis_replica import RedisWithReplica
+from scenarios._failover_trial import NEVER_ACKNOWLEDGED
+from scenarios.redis_failover import RedisFailover as RedisFailoverScenario
+from tests.server.helpers import processes_under, trial_env
+from tests.server.test_lease_faults import no_holder_left
+
+pytestmark = pytest.mark.server
+
+
+def run(services, engines, backend, variant):
+    scenario = RedisFailoverScenario()
+    assert scenario.variant_skip(variant, backends.load(backend)) is None
+    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
+    measures = scenario.run_trial(env)
+    assert no_holder_left()
+    assert not list(services.tmp.glob("redis-failover-*")), "a trial left its pair's files behind"
+    assert not [p for p in processes_under(services.tmp) if "redis-failover-" in p], "a trial left a server running"
+    return measures, scenario.verdict(measures)
+
+
+def test_a_replica_that_never_got_the_grant_hands_out_the_same_fencing_token(services, engines):
+    m, verdict = run(services, engines, "redis_fenced", "behind")
+    assert any(key.endswith(":fence") for key in m["evidence"]["replica_lacked"])  # the INCR never reached it
+    assert m["evidence"]["new_primary_role"] == "master"
+    assert m["token_reused"] is True and m["contender"]["token"] == m["holder"]["token"]
+    assert verdict == "stale write accepted"
+
+
+def test_a_caught_up_replica_keeps_the_counter_so_the_fence_refuses_the_old_holder(services, engines):
+    m, verdict = run(services, engines, "redis_fenced", "caught_up")
+    assert m["token_reused"] is False
+    assert verdict == "stale write rejected"
+
+
+def test_without_a_fence_even_a_caught_up_failover_lets_two_holders_write(services, engines):
+    m, verdict = run(services, engines, "redis", "caught_up")
+    assert m["lost"] is True and verdict == "stale write accepted"  # the old primary still says the holder holds
+
+
+def test_wait_for_one_replica_gives_back_a_grant_no_replica_has(services, engines):
+    m, verdict = run(services, engines, "redis", "behind_wait")
+    assert m["evidence"]["grant_waiting"]["given_back"].startswith("WAIT 1 ")
+    assert m["holder"]["granted"] is False and m["contender"]["acquired"] is True
+    assert verdict == NEVER_ACKNOWLEDGED
+
+
+def test_the_fault_refuses_to_confirm_a_replica_that_was_not_promoted(services):
+    root = services.tmp / "redis-failover-unconfirmed"
+    pair = RedisWithReplica(root)
+    try:
+        pair.start()
+        fault = RedisFailover()
+        target = Target(replace(services, embedded={"redis": pair}, tmp=None), None, backends.load("redis"))
+        with pytest.raises(FaultNotConfirmed, match="role 'slave'"):
+            target.evidence["role_after"] = pair.client(pair.replica).info("replication")["role"]
+            fault.confirm(target)
+    finally:
+        pair.stop()
+        shutil.rmtree(root, ignore_errors=True)
