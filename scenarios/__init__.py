@@ -15,6 +15,7 @@ REGISTRY = Registry("scenario", {
     "restart": "scenarios.restart:Restart",
     "failover": "scenarios.failover:Failover",
     "redis_failover": "scenarios.redis_failover:RedisFailover",
+    "redlock_restart": "scenarios.redlock_restart:RedlockRestart",
     "timing": "scenarios.timing:Timing",
     "lookalikes": "scenarios.lookalikes:Lookalikes",
     "killpoints": "scenarios.killpoints:Killpoints",

@@ -1,4 +1,5 @@
-"""One trial shape for a replicated lock service failing over while a holder holds.
+"""One trial shape for a lock service of several servers losing one while a holder holds (a failover,
+a restarted Redlock master).
 
 As the lease-fault trial (scenarios/_lease_faults.py): a holder process takes the lock and stops at
 its fault point; the fault fails the service over; after one TTL a contender asks; the holder goes
@@ -44,9 +45,12 @@ def acquire_event(holder: HolderProcess) -> tuple[dict | None, dict | None]:
 
 def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services | None = None,
                    before_holder: Hook | None = None, once_held: Hook | None = None,
-                   grant: GrantWait = acquire_event, holder_options: dict | None = None) -> dict:
+                   grant: GrantWait = acquire_event, holder_options: dict | None = None,
+                   ask_after: float | None = None, patience: float | None = None) -> dict:
     """Run the trial on env's servers (the scenario's own); the contender asks contender_services if given.
-    holder_options: the holder's own lock options beyond the TTL (the contender gets the TTL alone)."""
+    holder_options: the holder's own lock options beyond the TTL (the contender gets the TTL alone).
+    ask_after: seconds from the fault to the contender's first try (default one TTL and a grace), and
+    patience how long it keeps trying (default one more TTL): 0 and 0 ask once, while the lease lives."""
     cls = backends.load(env.spec.backend)
     ttl = env.params["ttl_s"]
     options = {"ttl_s": ttl}
@@ -78,8 +82,8 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
         evidence.update(fault.confirm(target))  # FaultNotConfirmed makes this trial an error, never a verdict
         # A client made after the failover (some libraries write as soon as they start: not to a replica).
         contender = env.backend(table=table, options=options, key=spec["key"], routed=contender_services)
-        env.pause(max(0.0, t_fault + ttl + HEAL_GRACE_S - time.monotonic()))
-        patience = ttl + 1.0
+        env.pause(max(0.0, t_fault + (ttl + HEAL_GRACE_S if ask_after is None else ask_after) - time.monotonic()))
+        patience = ttl + 1.0 if patience is None else patience
         other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience)
         wait([other], timeout=patience + 0.5)
         t_heal = time.monotonic()

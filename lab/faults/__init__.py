@@ -10,6 +10,7 @@ from lab.faults.cut import Cut
 from lab.faults.failover import Failover
 from lab.faults.pause import Pause
 from lab.faults.redis_failover import RedisFailover
+from lab.faults.redlock_restart import RedlockMasterRestart
 from lab.faults.restart import Restart
 from lab.faults.restart_aof import RestartWithAof
 from lab.faults.session_timeout import (
@@ -21,13 +22,14 @@ from lab.faults.terminate import TerminateSession, terminate_confirmed
 
 # Faults that strike a holder mid-hold, by name: a fresh instance per trial.
 FAULTS: dict[str, type[Fault]] = {"pause": Pause, "cut": Cut, "restart": Restart, "restart_aof": RestartWithAof,
-                                   "failover": Failover, "redis_failover": RedisFailover}
+                                   "failover": Failover, "redis_failover": RedisFailover,
+                                   "redlock_restart": RedlockMasterRestart}
 
 
 def load(name: str) -> Fault:
     return FAULTS[name]()
 
 
-__all__ = ["FAULTS", "Fault", "FaultNotConfirmed", "Route", "Target", "Cut", "Failover", "RedisFailover", "Pause", "Restart", "RestartWithAof",
+__all__ = ["FAULTS", "Fault", "FaultNotConfirmed", "Route", "Target", "Cut", "Failover", "RedisFailover", "RedlockMasterRestart", "Pause", "Restart", "RestartWithAof",
            "SessionTimeout", "TerminateSession", "idle_in_transaction_timeout", "idle_session_timeout",
            "load", "terminate_confirmed"]

@@ -30,6 +30,8 @@ FAULTS = [
     (("redis_failover", "caught_up"), "Redis failed over, replica caught up"),
     (("redis_failover", "behind"), "Redis failed over, replica behind"),
     (("redis_failover", "behind_wait"), "Redis failed over, replica behind, WAIT 1"),
+    (("redlock_restart", "no_persistence"), "a Redlock master that granted restarted empty"),
+    (("redlock_restart", "appendfsync_always"), "that master restarted with appendfsync always"),
     (("killpoints", "search"), "kill points searched by hypothesis"),
 ]
 
