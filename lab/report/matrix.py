@@ -153,7 +153,17 @@ def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | Non
         "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
 
 
-LEASE_FAULTS = [("pause", "paused past the TTL"), ("cut", "cut past the TTL"), ("restart", "lock server restarted")]
+LEASE_FAULTS = [("pause", "paused past the TTL"), ("cut", "cut past the TTL"), ("restart", "lock server restarted"),
+                ("failover", "PostgreSQL failed over"), ("redis_failover", "Redis failed over"),
+                ("redlock_restart", "a Redlock master restarted"),
+                ("etcd_partition", "etcd partitioned or its leader killed")]
+# The faults of replicated lock services; each column sums its scenario's variants (the matrix has them apart).
+CLUSTER_FAULTS = ("failover", "redis_failover", "redlock_restart", "etcd_partition")
+
+
+def lease_faults_run(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """The lease faults these runs ran, in the table's order."""
+    return [(s, label) for s, label in LEASE_FAULTS if s in set(frame.scenario)]
 POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the database must check a fencing token. "
                   "A lease row does, at an extra write per company and one hot row. (Reasoned, not run, in the post.)")
 
@@ -161,20 +171,27 @@ POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the databas
 def section_why_not_leases(frame: pd.DataFrame) -> str | None:
     """The post's 'Redis, etcd or a lease row' row of Why not just...?, backed by the lease-fault trials
     of every backend whose right is a lease (capability `lease_expiry`)."""
-    relevant = with_capability(frame[frame.scenario.isin([s for s, _ in LEASE_FAULTS])], "lease_expiry")
+    columns = lease_faults_run(frame)
+    relevant = with_capability(frame[frame.scenario.isin([s for s, _ in columns])], "lease_expiry")
     if relevant.empty:
         return None
     rows = []
     for backend in ordered_backends(relevant):
         mine = relevant[relevant.backend == backend]
-        rows.append([backend, *[cell(mine[mine.scenario == s].to_dict("records")) for s, _ in LEASE_FAULTS]])
+        rows.append([backend, *[cell(mine[mine.scenario == s].to_dict("records")) for s, _ in columns]])
+    clusters = [s for s, _ in columns if s in CLUSTER_FAULTS]
     return "\n".join([
         "## Why not just Redis, etcd or a lease row?", "",
         f"The post: *{POST_LEASE_ROW}* Measured here, for every backend whose right is a lease with a TTL: the "
         "holder is paused (SIGSTOP), cut off from its lock service (a blackholing proxy) or sees the lock server "
-        "restart, for longer than the TTL; a second run takes the company; the holder then writes. Cells read as "
-        "in the matrix above. Reproduce: `lab run --backend all --scenario pause,cut,restart`.",
-        "", md_table(["backend", *[label for _, label in LEASE_FAULTS]], rows), "",
+        "restart, for longer than the TTL; a second run takes the company; the holder then writes. "
+        + ("In the replicated columns the lock service loses a server instead: a PostgreSQL standby or a Redis "
+           "replica promoted (with the replica caught up or held behind), a Redlock master that granted "
+           "restarted, an etcd member partitioned or its leader killed; each column sums its variants, which the "
+           "matrix shows apart. " if clusters else "")
+        + "Cells read as in the matrix above. Reproduce: "
+        f"`lab run --backend all --scenario {','.join(s for s, _ in columns)}`.",
+        "", md_table(["backend", *[label for _, label in columns]], rows), "",
         *_token_evidence(relevant)])
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from lab.harness.outcomes import Safety, outcome_text, safety_of
 from lab.report.common import md_table, ok_trials, ordered_backends, with_capability
-from lab.report.matrix import FAULTS, Mark, fault_records, judge
+from lab.report.matrix import FAULTS, Mark, fault_records, judge, lease_faults_run
 
 # (need, backend) in the order an engineer would look for them; then the ones to avoid.
 # A need whose backend the run did not measure is left out.
@@ -185,12 +185,13 @@ def _serializable(frame) -> str | None:
 
 
 def _leases(frame) -> str | None:
-    rows = frame[frame.scenario.isin(["pause", "cut", "restart"]) & (frame.status == "ok")]
+    names = [s for s, _ in lease_faults_run(frame)]
+    rows = frame[frame.scenario.isin(names) & (frame.status == "ok")]
     if rows.empty:
         return None
     accepted = rows[rows.verdict == "stale write accepted"].backend.unique().tolist()
     rejected = rows[rows.verdict == "stale write rejected"].backend.unique().tolist()
-    return (f"measured (pause, cut, restart): stale writes accepted by {', '.join(accepted) or 'none'}; "
+    return (f"measured ({', '.join(names)}): stale writes accepted by {', '.join(accepted) or 'none'}; "
             f"refused by the fence for {', '.join(rejected) or 'none'}; see the lease section")
 
 
