@@ -7,54 +7,64 @@ The run's writes go through other pooled sessions, as in the post's job.
 
 from __future__ import annotations
 
-from sqlalchemy import text
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
-
 from backends._writes import write_transaction
 from backends.base import Backend, BackendContext, Point, RebuildResult, no_point
 from lab.errors import LockLost
-from lab.servers.clients import pg_engine
+from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.drivers import DRIVERS, LockSession, open_session
 from lab.servers.pg import holds_advisory_lock
 
-_TRY_LOCK = text("select pg_try_advisory_lock(hashtextextended(:k, 0)), "
-                 "hashtextextended(:k, 0), pg_backend_pid()")
-_UNLOCK = text("select pg_advisory_unlock(hashtextextended(:k, 0))")
+_TRY_LOCK = "select pg_try_advisory_lock(hashtextextended(:k, 0)), hashtextextended(:k, 0), pg_backend_pid()"
+_UNLOCK = "select pg_advisory_unlock(hashtextextended(:k, 0))"
+
+# Drivers with no transaction of their own to commit after acquiring (method 2 has no form there).
+_NO_OPEN_TRANSACTION = {"asyncpg": "asyncpg opens no transaction by itself, so there is nothing to commit",
+                        "django": "Django's connection is in autocommit mode, so there is nothing to commit"}
 
 
 class SessionLockBackend(Backend):
-    """Base for the three session-lock methods; subclasses set the two flags below."""
+    """Base for the three session-lock methods; subclasses set the two flags below.
+
+    The lock's connection is made by the trial's driver (option `driver`), in that driver's default
+    mode or its autocommit mode: method 1 on asyncpg is not the post's case A, because asyncpg leaves
+    no transaction open."""
 
     capabilities = frozenset({"session_lock", "exclusion"})
+    drivers = tuple(DRIVERS)
     autocommit: bool = False
     commit_after_acquire: bool = False
 
     def __init__(self, ctx: BackendContext, key: str):
         super().__init__(ctx, key)
-        # The lock's own session, through a proxy when a fault cuts the lock's connection.
-        url = ctx.lock_services.pg_url
-        self._lock_engine: Engine = pg_engine(url, ctx.lock_settings, pool_size=1, max_overflow=0)
-        self._conn: Connection | None = None
+        self.driver = ctx.options.get("driver", DEFAULT_DRIVER)
+        self._session: LockSession | None = None  # opened at the first acquire, as the post's job does
         self._pid: int | None = None
         self._key_int: int | None = None
+
+    @classmethod
+    def driver_skip(cls, driver: str) -> str | None:
+        if cls.commit_after_acquire and driver in _NO_OPEN_TRANSACTION:
+            return _NO_OPEN_TRANSACTION[driver]
+        if cls.autocommit and driver == "django_atomic":
+            return "inside transaction.atomic() Django's connection is never in autocommit mode"
+        return super().driver_skip(driver)
 
     @property
     def lock_pid(self) -> int | None:
         return self._pid
 
-    def _connection(self) -> Connection:
-        if self._conn is None:
-            conn = self._lock_engine.connect()
-            if self.autocommit:
-                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-            self._conn = conn
-        return self._conn
+    def _connection(self) -> LockSession:
+        if self._session is None:
+            # The lock's own session, through a proxy when a fault cuts the lock's connection.
+            self._session = open_session(self.driver, self.ctx.lock_services.pg_url, self.ctx.lock_settings,
+                                         self.autocommit)
+        return self._session
 
     def acquire(self) -> bool:
-        conn = self._connection()
-        got, self._key_int, self._pid = conn.execute(_TRY_LOCK, {"k": self.key}).one()
+        session = self._connection()
+        got, self._key_int, self._pid = session.one(_TRY_LOCK, {"k": self.key})
         if self.commit_after_acquire:
-            conn.commit()
+            session.commit()
         return bool(got)
 
     def held(self) -> bool:
@@ -63,16 +73,16 @@ class SessionLockBackend(Backend):
         return holds_advisory_lock(self.ctx.monitor, self._pid, self._key_int)
 
     def touch(self) -> None:
-        self._connection().execute(text("select 1"))
+        self._connection().one("select 1", {})
 
     def release(self) -> None:
-        if self._conn is None:
+        if self._session is None:
             raise LockLost("release without acquire")
         try:
-            released = self._conn.execute(_UNLOCK, {"k": self.key}).scalar()
+            released = self._session.one(_UNLOCK, {"k": self.key})[0]
             if not self.autocommit:
-                self._conn.commit()
-        except SQLAlchemyError as exc:
+                self._session.commit()
+        except Exception as exc:  # each driver raises its own error for a dead session
             raise LockLost(f"the lock's session is gone, so the lock went with it ({type(exc).__name__})") from exc
         if not released:
             raise LockLost("pg_advisory_unlock returned false: this session did not hold the lock", told="false")
@@ -82,9 +92,9 @@ class SessionLockBackend(Backend):
         return write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point)
 
     def close(self) -> None:
-        if self._conn is not None:
-            # invalidate(), not close(): close() would return the session, lock and all, to the pool.
-            self._conn.invalidate()
-            self._conn.close()
-            self._conn = None
-        self._lock_engine.dispose()
+        if self._session is not None:
+            # Dropped, never returned to a pool: a pooled session would keep the lock for its next user.
+            try:
+                self._session.drop()
+            finally:
+                self._session = None

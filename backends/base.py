@@ -22,6 +22,7 @@ from lab.harness.contract import (  # noqa: F401
     describe_error,
 )
 from lab.harness.workload import CompanyTable, no_point  # noqa: F401  (re-exported for backends)
+from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
 
 # Capabilities a backend may declare, and what each promises.
@@ -49,6 +50,9 @@ class Backend(ABC):
     # through ctx.writes), so a proxy can carry it; a backend that cannot promise that says False.
     lock_routable: ClassVar[bool] = True
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
+    # The drivers its lock's PostgreSQL connection can be made with (lab/servers/drivers.py); the lab's
+    # own SQLAlchemy engine on psycopg2 unless it says more.
+    drivers: ClassVar[tuple[str, ...]] = (DEFAULT_DRIVER,)
 
     # What a run may read from any backend (a backend without them leaves them None):
     token: int | None = None  # the fencing token of the current grant
@@ -71,6 +75,14 @@ class Backend(ABC):
     def __init__(self, ctx: BackendContext, key: str):
         self.ctx = ctx
         self.key = key
+
+    @classmethod
+    def driver_skip(cls, driver: str) -> str | None:
+        """Why this lock has no form on that driver (n/a), or None."""
+        if driver in cls.drivers:
+            return None
+        return (f"its PostgreSQL connections are made with {' or '.join(cls.drivers)} only (by the lab's engine "
+                f"or its library); the driver axis covers the session-lock methods")
 
     @classmethod
     def cannot_run(cls, services: Services) -> str | None:

@@ -21,6 +21,7 @@ import backends
 import scenarios
 from lab.errors import LabError
 from lab.harness.outcomes import outcome_rows
+from lab.servers import drivers
 from lab.servers.services import ExternalAddresses
 
 EXIT_USAGE = 2
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scenario", default=None,
                      help="all, or comma-separated names; default: the core set marked * in 'lab list'")
     run.add_argument("--profile", default="default", choices=["quick", "default", "full"])
+    run.add_argument("--driver", default=None,
+                     help="how a session lock's PostgreSQL connection is made: all, or comma-separated drivers "
+                          "(see 'lab list'); default psycopg2")
     run.add_argument("--results", default="results", type=Path, help="folder that holds one folder per run")
     run.add_argument("--resume", metavar="RUN", help="finish an interrupted run: only its missing trials")
     run.add_argument("--fault-command", action="append", default=[], metavar="FAULT=CMD",
@@ -156,6 +160,7 @@ def cmd_run(args, argv) -> int:
     if not args.resume:
         request.backends = backends.resolve(args.backend)
         request.scenarios = scenarios.resolve(args.scenario)
+        request.drivers = drivers.resolve(args.driver)
     runner = Runner(request)
     try:
         folder = runner.execute()
@@ -276,6 +281,10 @@ def cmd_list(args, argv) -> int:
     for name in scenarios.names():
         mark = "*" if name in scenarios.DEFAULT_RUN else " "
         print(f"{mark} {name:<{width}} {scenarios.load(name).summary}")
+    print("drivers of a session lock's connection (--driver; ! = not installed: pip install -e '.[drivers]'):")
+    for name, (_, what) in drivers.DRIVERS.items():
+        absent = drivers.missing(name)
+        print(f"{'!' if absent else ' '} {name:<{width}} {what}" + (f" (needs {', '.join(absent)})" if absent else ""))
     return 0
 
 

@@ -59,16 +59,27 @@ def machine() -> dict:
             "platform": platform.platform(), "machine": platform.machine()}
 
 
-def declarations(backend_names: list[str], scenario_names: list[str]) -> dict:
+def declarations(backend_names: list[str], scenario_names: list[str], drivers: list[str] | None = None) -> dict:
     """What rendering needs to know about the backends and scenarios of a run, so that a report
-    renders from the run's folder alone, even where that backend or scenario no longer exists."""
+    renders from the run's folder alone, even where that backend or scenario no longer exists.
+    A backend on another driver is a row of its own ("session@asyncpg"), declared like its backend."""
     import backends
     import scenarios
+    from lab.servers.drivers import DEFAULT
 
     classes = {name: backends.load(name) for name in backend_names}
     chosen = {name: scenarios.load(name) for name in scenario_names}
+    order = []
+    for name in sorted(backend_names, key=backends.rank):
+        order += [name] if DEFAULT in (drivers or [DEFAULT]) else []
+        if classes[name].lock_service == "postgres":
+            order += [f"{name}@{d}" for d in drivers or [] if d != DEFAULT]
+        elif DEFAULT not in (drivers or [DEFAULT]):
+            order.append(name)
+    classes.update({label: classes[label.partition("@")[0]] for label in order if "@" in label})
     return {
-        "backend_order": sorted(backend_names, key=backends.rank),
+        "backend_order": order,
+        **({"drivers": list(drivers)} if drivers and drivers != [DEFAULT] else {}),
         "scenario_order": [name for name in scenarios.names() if name in chosen],
         "variants": {name: list(s.variants) for name, s in chosen.items()},
         "capabilities": {name: sorted(cls.capabilities) for name, cls in classes.items()},
@@ -78,7 +89,7 @@ def declarations(backend_names: list[str], scenario_names: list[str]) -> dict:
 
 def run_meta(request, services) -> dict:
     return {
-        **declarations(request.backends, request.scenarios),
+        **declarations(request.backends, request.scenarios, request.drivers),
         # Passwords in a DSN or URL on the command line never reach a file meant to be committed.
         "command": "lab " + " ".join(redact_text(arg) for arg in request.argv),
         "backends": request.backends, "scenarios": request.scenarios, "profile": request.profile,

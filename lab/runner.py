@@ -34,6 +34,7 @@ from lab import waves as capacity_plan
 from lab.servers import pg
 from lab.servers.capacity import SessionSampler, read_capacity
 from lab.servers.clients import redact
+from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import (
     SERVICE_NAMES,
     ExternalAddresses,
@@ -54,6 +55,7 @@ class RunRequest:
     resume: str | None = None
     extra_backends: list[str] = field(default_factory=list)  # --backend-module specs, re-registered on resume
     fault_commands: dict[str, str] = field(default_factory=dict)  # --fault-command: the user's own fault commands
+    drivers: list[str] = field(default_factory=lambda: [DEFAULT_DRIVER])  # --driver: the lock connection's driver
 
 
 @dataclass
@@ -88,10 +90,11 @@ class Plan:
 
 
 def make_plan(backend_names: list[str], scenario_names: list[str], profile: str,
-              done: set[str] = frozenset()) -> Plan:
+              done: set[str] = frozenset(), drivers: list[str] | None = None) -> Plan:
     classes = [backends.load(name) for name in backend_names]
     chosen = [scenarios.load(name) for name in scenario_names]
-    pending = {s.name: [spec for spec in s.plan(classes, profile) if spec.id not in done] for s in chosen}
+    pending = {s.name: [spec for spec in s.plan_drivers(classes, profile, drivers or [DEFAULT_DRIVER])
+                        if spec.id not in done] for s in chosen}
     return Plan(chosen, pending)
 
 
@@ -111,12 +114,13 @@ class Runner:
             folder = RunFolder.open(req.results_root, req.resume)
             meta = folder.meta()
             req.backends, req.scenarios, req.profile = meta["backends"], meta["scenarios"], meta["profile"]
+            req.drivers = meta.get("drivers") or [DEFAULT_DRIVER]
             for spec in meta.get("backend_modules", []):
                 backends.add_module(spec)
             done = {r["id"] for r in folder.trials() if r["status"] != "error"}
         else:
             folder, done = None, set()
-        plan = make_plan(req.backends, req.scenarios, req.profile, done)
+        plan = make_plan(req.backends, req.scenarios, req.profile, done, req.drivers)
 
         # Servers first: a bad address must fail before anything is written under results/.
         # An address the user gave is checked even when no chosen backend needs it.
@@ -283,8 +287,11 @@ class Runner:
 def _record(spec: TrialSpec, status: str, *, measures: dict | None = None, verdict: str | None = None,
             reason: str | None = None, started: float | None = None, duration: float | None = None,
             trace: str | None = None, safety: str | None = None, exercised: bool | None = None) -> dict:
-    record = {"id": spec.id, "scenario": spec.scenario, "backend": spec.backend, "variant": spec.variant,
+    # A backend on another driver than the default is its own row everywhere: "session@asyncpg".
+    record = {"id": spec.id, "scenario": spec.scenario, "backend": spec.label, "variant": spec.variant,
               "index": spec.index, "status": status}
+    if spec.driver != DEFAULT_DRIVER:
+        record["driver"] = spec.driver
     optional = {"measures": measures, "verdict": verdict, "reason": reason, "trace": trace, "safety": safety,
                 "exercised": exercised,
                 "started": None if started is None else round(started, 3),

@@ -58,7 +58,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
     guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
     spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(),
-            "options": {**options, **(holder_options or {})},
+            "options": env.options({**options, **(holder_options or {})}),
             "lock_settings": guard, "write_settings": guard, **env.services.to_addresses(),
             "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
             "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}

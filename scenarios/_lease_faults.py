@@ -42,7 +42,8 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
     table = env.table()
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
     guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
-    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(), "options": {"ttl_s": ttl},
+    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(),
+            "options": env.options({"ttl_s": ttl}),
             "lock_settings": guard, "write_settings": guard, **env.services.to_addresses(),
             "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
             "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,6 +22,7 @@ from lab.errors import Interrupted
 from lab.harness.checkers import is_violation
 from lab.harness.outcomes import Safety
 from lab.harness.workload import CompanyTable, table_name
+from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
 
 
@@ -38,10 +39,16 @@ class TrialSpec:
     variant: str
     index: int
     skip: str | None = None
+    driver: str = DEFAULT_DRIVER  # how the lock's PostgreSQL connection is made (lab/servers/drivers.py)
+
+    @property
+    def label(self) -> str:
+        """The backend as results name it: with its driver when that is not the default."""
+        return self.backend if self.driver == DEFAULT_DRIVER else f"{self.backend}@{self.driver}"
 
     @property
     def id(self) -> str:
-        return f"{self.scenario}/{self.backend}/{self.variant}/{self.index}"
+        return f"{self.scenario}/{self.label}/{self.variant}/{self.index}"
 
 
 @dataclass
@@ -57,6 +64,11 @@ class TrialEnv:
     stop: threading.Event = field(default_factory=threading.Event)
     results_dir: Path | None = None  # the run's folder, for files a trial keeps (hypothesis' examples)
 
+    def options(self, options: dict | None = None) -> dict:
+        """A backend's options for this trial: the given ones, and its driver when not the default."""
+        driver = {} if self.spec.driver == DEFAULT_DRIVER else {"driver": self.spec.driver}
+        return {**driver, **(options or {})}
+
     def key(self, suffix: str = "lock") -> str:
         """A lock name no other trial, run or user of the database shares."""
         return f"locklab:{self.run_id}:{self.spec.id}:{suffix}"
@@ -71,7 +83,7 @@ class TrialEnv:
         """
         cls = load_backend(name or self.spec.backend)
         ctx = BackendContext(self.services, self.monitor, writes or self.writes, table,
-                             dict(lock_settings or {}), dict(options or {}), routed=routed)
+                             dict(lock_settings or {}), self.options(options), routed=routed)
         return cls(ctx, key or self.key())
 
     def contender_gets_in(self, **backend_kwargs) -> bool:
@@ -128,6 +140,22 @@ class Scenario(ABC):
     def variant_skip(self, variant: str, backend_cls: type[Backend]) -> str | None:
         """None when this variant can run the backend, else the reason it cannot (recorded as n/a)."""
         return None
+
+    def plan_drivers(self, backend_classes: list[type[Backend]], profile: str,
+                     drivers: list[str]) -> list[TrialSpec]:
+        """plan() once per driver: a backend whose lock is on PostgreSQL runs on each driver it can use
+        (n/a with the reason where it cannot); one whose lock is elsewhere has no driver axis and runs once."""
+        specs = []
+        for driver in drivers:
+            on_pg = [c for c in backend_classes if c.lock_service == "postgres"]
+            axis = backend_classes if driver == DEFAULT_DRIVER else on_pg
+            runnable = [c for c in axis if c.driver_skip(driver) is None]
+            specs += [replace(spec, driver=driver) for spec in self.plan(runnable, profile)]
+            specs += [TrialSpec(self.name, c.name, "-", 0, skip=c.driver_skip(driver), driver=driver)
+                      for c in axis if c.driver_skip(driver) is not None]
+        if DEFAULT_DRIVER not in drivers:  # locks with no driver axis still run, once
+            specs += self.plan([c for c in backend_classes if c.lock_service != "postgres"], profile)
+        return specs
 
     def plan(self, backend_classes: list[type[Backend]], profile: str) -> list[TrialSpec]:
         """Every trial of this scenario for these backends, skipped ones included.

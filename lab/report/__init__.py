@@ -12,6 +12,7 @@ from pathlib import Path
 from lab.report.common import trials_frame
 from lab.report.company import section_kill, section_overlap, section_rules
 from lab.report.costs import section_conflicts, section_perf
+from lab.report.drivers import section_drivers
 from lab.report.killpoints import section_killpoints
 from lab.report.matrix import section_matrix, section_why_not_leases
 from lab.report.meta import commit_of, section_outcomes, section_provenance
@@ -98,7 +99,7 @@ def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = No
     frame = trials_frame(trials, meta)
     charts = {} if charts is None else charts
     parts = [INTRO, section_summary(frame), section_matrix(frame, charts), section_told(frame),
-             section_cases(frame), section_same_faults(frame), section_calibration(frame),
+             section_cases(frame), section_drivers(frame), section_same_faults(frame), section_calibration(frame),
              section_timing(frame, charts), section_lookalikes(frame),
              section_overlap(frame), section_kill(frame), section_rules(frame),
              section_conflicts(frame), section_perf(frame, charts), section_why_not_leases(frame),

@@ -36,3 +36,18 @@ def test_list_names_every_backend_and_scenario(tmp_path):
     for name in backends.names():
         assert f"  {name} " in result.stdout
     assert "* cases " in result.stdout and "  killpoints " in result.stdout
+
+
+def test_unknown_driver_is_one_line_listing_the_drivers(tmp_path):
+    result = lab("run", "--driver", "psycopg,nope", "--results", str(tmp_path / "r"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lab: error: unknown driver 'nope'; drivers: psycopg2, psycopg, asyncpg, sqlalchemy+psycopg, "
+        "sqlalchemy+asyncpg, django, django_atomic"]
+    assert not (tmp_path / "r").exists()
+
+
+def test_list_shows_the_driver_axis(tmp_path):
+    result = lab("list", cwd=tmp_path)
+    assert "drivers of a session lock's connection" in result.stdout
+    assert "asyncpg" in result.stdout and "django_atomic" in result.stdout
