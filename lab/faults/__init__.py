@@ -7,6 +7,8 @@ search use these same names.
 
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.faults.cut import Cut
+from lab.faults.etcd_leader_kill import EtcdLeaderKill
+from lab.faults.etcd_partition import EtcdPartition, EtcdPartitionLeader
 from lab.faults.failover import Failover
 from lab.faults.pause import Pause
 from lab.faults.redis_failover import RedisFailover
@@ -23,6 +25,8 @@ from lab.faults.terminate import TerminateSession, terminate_confirmed
 # Faults that strike a holder mid-hold, by name: a fresh instance per trial.
 FAULTS: dict[str, type[Fault]] = {"pause": Pause, "cut": Cut, "restart": Restart, "restart_aof": RestartWithAof,
                                    "failover": Failover, "redis_failover": RedisFailover,
+                                   "etcd_partition": EtcdPartition, "etcd_partition_leader": EtcdPartitionLeader,
+                                   "etcd_leader_kill": EtcdLeaderKill,
                                    "redlock_restart": RedlockMasterRestart}
 
 

