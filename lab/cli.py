@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("run", help="run id or folder")
     replay.add_argument("trial", help="trial id (killpoints/<backend>/search/0) or just the backend's name")
     replay.add_argument("--results", default="results", type=Path)
+    replay.add_argument("--png", type=Path, metavar="FILE",
+                        help="also draw the replayed history as a timeline picture (one lane per run)")
     replay.add_argument("--tries", type=int, default=3,
                         help="runs race after the fault, so try the schedule up to this many times (default 3)")
     _add_server_flags(replay)
@@ -246,7 +248,7 @@ def cmd_replay(args, argv) -> int:
 
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
                                                     args.redlock_urls)
-    return replay(args.results, args.run, args.trial, external, tries=max(1, args.tries))
+    return replay(args.results, args.run, args.trial, external, tries=max(1, args.tries), png=args.png)
 
 
 def cmd_doctor(args, argv) -> int:

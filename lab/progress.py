@@ -16,15 +16,31 @@ HEARTBEAT_S = 30.0
 class ScenarioProgress:
     """One scenario's progress, on a rich Progress bar and, without a terminal, as lines."""
 
-    def __init__(self, console, progress, name: str, total: int):
+    def __init__(self, console, progress, name: str, total: int, estimate: float | None = None,
+                 at_once: int = 1):
+        """estimate: the scenario's own guess of its seconds, from its profile's timers and trial counts."""
         self.console, self.progress, self.name, self.total = console, progress, name, total
+        self.estimate, self.at_once = estimate, max(1, at_once)
         self.plain = not console.is_terminal
-        self.task = progress.add_task(name, total=total)
+        self.task = progress.add_task(name, total=total, left=self._left(0.0))
         self.done = 0
         self.outcomes: Counter = Counter()
         self.started = self.last_line = time.monotonic()
         if self.plain:
-            self._line(f"{name}: {total} trials")
+            self._line(f"{name}: {total} trials" + (f", about {_duration(estimate)}" if estimate else ""))
+
+    def _left(self, elapsed: float) -> str:
+        """Time left: the estimate until a first round of trials has finished, then their observed pace."""
+        if self.total == 0:
+            return ""
+        done = getattr(self, "done", 0)
+        if done >= min(self.at_once, self.total):
+            left = elapsed / done * (self.total - done)
+        elif self.estimate is not None:
+            left = max(0.0, self.estimate - elapsed)
+        else:
+            return ""
+        return f"~{_duration(left)} left" if done < self.total else ""
 
     def advance(self, record: dict | None) -> None:
         """One trial finished (record None: it was interrupted and not kept)."""
@@ -35,9 +51,13 @@ class ScenarioProgress:
         self.tick()
 
     def tick(self) -> None:
-        """Called often while the scenario runs: a heartbeat line when the last line is 30 s old."""
+        """Called often while the scenario runs: the time left, and a heartbeat line when the last is 30 s old."""
+        elapsed = time.monotonic() - self.started
+        self.progress.update(self.task, left=self._left(elapsed))
         if self.plain and time.monotonic() - self.last_line >= HEARTBEAT_S:
-            self._line(f"{self.name}: {self.done}/{self.total} trials after {time.monotonic() - self.started:.0f} s")
+            left = self._left(elapsed)
+            self._line(f"{self.name}: {self.done}/{self.total} trials after {elapsed:.0f} s"
+                       + (f", {left}" if left else ""))
 
     def finish(self) -> None:
         if self.plain:
@@ -48,3 +68,7 @@ class ScenarioProgress:
     def _line(self, text: str) -> None:
         self.console.print(text, highlight=False)
         self.last_line = time.monotonic()
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"

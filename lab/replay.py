@@ -24,7 +24,8 @@ def find_trial(folder: RunFolder, trial: str) -> dict:
     raise LabError(f"no trial {wanted!r} in {folder.path}")
 
 
-def replay(results: Path, run: str, trial: str, external: ExternalAddresses, tries: int = 3) -> int:
+def replay(results: Path, run: str, trial: str, external: ExternalAddresses, tries: int = 3,
+           png: Path | None = None) -> int:
     """Re-run a recorded schedule until it shows the recorded violations again, at most `tries` times.
 
     The runs after the fault race each other, so one pass may miss a failure that is real; the
@@ -62,6 +63,11 @@ def replay(results: Path, run: str, trial: str, external: ExternalAddresses, tri
     for v in result["violations"]:
         print(f"VIOLATION {v['kind']}: {v['detail']}")
     same = recorded == now
+    if png is not None:
+        from lab.report.charts import timeline_chart
+
+        timeline_chart(result["events"], f"replay of {record['id']} (try {attempt})", png)
+        print(f"timeline: {png}")
     print(f"recorded: {', '.join(recorded)}; replayed: {', '.join(now) or 'none'} -> "
           + (f"reproduced (try {attempt} of {tries})" if same else f"NOT reproduced in {tries} tries"))
     return 0 if same else 1

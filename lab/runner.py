@@ -177,12 +177,19 @@ class Runner:
         sampler = SessionSampler(services.pg_url)
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=self.console, transient=False,
+                          TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
+                          transient=False,
                           disable=not self.console.is_terminal) as progress:
                 for scenario in plan.scenarios:
                     specs = plan.pending[scenario.name]
-                    shown = ScenarioProgress(self.console, progress, scenario.name, len(specs))
                     wave = self.waves.get(scenario.name)
+                    runnable = [spec for spec in specs if spec.skip is None]
+                    at_once = max(1, scenario.parallelism(self.request.profile))
+                    if wave is not None and wave.limited:
+                        at_once = max(1, -(-at_once // wave.waves))
+                    shown = ScenarioProgress(self.console, progress, scenario.name, len(specs),
+                                             scenario.estimate_seconds(self.request.profile, len(runnable), at_once)
+                                             if runnable else None, at_once)
                     sampler.take_peak()
                     self._run_scenario(scenario, specs, services, monitor, writes, folder, shown,
                                        capacity_plan.SessionBudget(wave.budget if wave else 1),

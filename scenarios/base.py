@@ -180,6 +180,21 @@ class Scenario(ABC):
             specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable)
         return skipped + specs
 
+    def trial_seconds(self, profile: str) -> float:
+        """About how long one trial takes, from the profile's timers (a TTL waited out twice, a guard's
+        timeout and the probe after it, a hold): what the progress estimate multiplies. A scenario whose
+        trials last otherwise says so."""
+        p = self.profile_params(profile)
+        return (1.0 + 2 * p.get("ttl_s", 0) + p.get("timeout_s", 0) * 5 / 3 + p.get("hold_s", 0)
+                + p.get("kill_at", 0) + p.get("give_up", 0) + p.get("work_s", 0))
+
+    def estimate_seconds(self, profile: str, trials: int, at_once: int) -> float:
+        """About how long trials trials take, at_once at a time; a scenario with a wall budget takes that."""
+        budget = self.wall_budget(profile)
+        if budget is not None:
+            return budget
+        return -(-trials // max(1, at_once)) * self.trial_seconds(profile)
+
     def wall_budget(self, profile: str) -> float | None:
         """Seconds the whole scenario should take when its trials overlap (None: no such bound)."""
         return None

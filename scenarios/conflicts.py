@@ -41,6 +41,10 @@ class Conflicts(Scenario):
         # The false-conflict counts are a SERIALIZABLE effect; the lock joins the 10-company race.
         return self.variants if "serializable" in backend_cls.capabilities else ("ten_companies",)
 
+    def trial_seconds(self, profile: str) -> float:
+        """Filling the table of companies, then eight (or ten) rebuilds at once, retried."""
+        return 1.0 + self.profile_params(profile)["table_companies"] / 100
+
     def pg_sessions(self, backend_cls, profile: str) -> int:
         """Eight concurrent writers (CONCURRENT) and the observer."""
         return CONCURRENT + 2

@@ -223,6 +223,11 @@ class Killpoints(Scenario):
         "default": {"examples": 50, "shrink_s": 30.0, "ttl_s": 1.0, "trials": 1, "parallel": 1},
     }
 
+    def trial_seconds(self, profile: str) -> float:
+        """A search: its examples, each a few TTLs of runs and faults, then the shrinking budget."""
+        p = self.profile_params(profile)
+        return p["examples"] * (2 * p["ttl_s"] + 0.3) + p["shrink_s"]
+
     def pg_sessions(self, backend_cls, profile: str) -> int:
         """Up to MAX_RUNS runs, each with a lock session and a write session, and the observer."""
         return 2 * MAX_RUNS + 1

@@ -23,6 +23,7 @@ from lab.report.session import (
     section_same_faults,
 )
 from lab.report.summary import section_summary, section_why_not
+from lab.report.timelines import section_timelines
 from lab.report.timing import section_lookalikes, section_timing
 from lab.report.told import section_told
 from lab.results import RunFolder
@@ -103,6 +104,6 @@ def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = No
              section_timing(frame, charts), section_lookalikes(frame),
              section_overlap(frame), section_kill(frame), section_rules(frame),
              section_conflicts(frame), section_perf(frame, charts), section_why_not_leases(frame),
-             section_killpoints(frame, run_id), section_why_not(frame),
+             section_killpoints(frame, run_id), section_timelines(frame, charts), section_why_not(frame),
              section_outcomes(trials, meta), section_provenance(meta, run_id)]
     return "\n".join(part.rstrip() + "\n" for part in parts if part is not None)

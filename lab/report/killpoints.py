@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from lab.report.common import md_table, ok_trials
+from lab.report.timelines import slug
 
 
 def passed(m: dict) -> str:
@@ -29,9 +30,10 @@ def section_killpoints(frame: pd.DataFrame, run_id: str) -> str | None:
             continue
         kinds = ", ".join(sorted({v["kind"] for v in m["minimal"]["violations"]}))
         detail = m["minimal"]["violations"][0]["detail"]
+        picture = slug(trial.scenario, trial.backend, trial.variant)
         rows.append([trial.backend, f"**{kinds}** ({detail}), after {m['tried']} schedules: {m['described']}",
-                     f"`lab replay {trial.run if isinstance(trial.run, str) else run_id} {trial.backend}`",
-                     f"{m['seconds']:.0f} s"])
+                     f"`lab replay {trial.run if isinstance(trial.run, str) else run_id} {trial.backend}`; "
+                     f"[timeline]({picture})", f"{m['seconds']:.0f} s"])
     return "\n".join([
         "## Kill points searched by hypothesis", "",
         "Hypothesis draws a fault schedule (kill point x fault x duration x runs x companies), runs it for real, "

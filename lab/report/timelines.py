@@ -1,0 +1,137 @@
+"""Timelines you can look at: what each run did, and when, in one failing trial.
+
+One picture for every kill-point counterexample and for the first failing trial of every ✗ cell of
+the matrix. The events come from the trial's record alone (trials.jsonl): a kill-point history as
+recorded, or the times a scenario measured (the fault's, the holder's grant and write, the
+contender's grant and write, the probes). A trial shape with no times recorded gets no picture.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from lab.harness.outcomes import Safety, safety_of
+from lab.report.common import ordered_backends
+from lab.report.matrix import FAULTS, Mark, fault_records, judge
+
+WRITE_EVENT = {"committed": "write_committed", "rejected": "write_rejected", "failed": "write_failed",
+               "indeterminate": "write_indeterminate"}
+
+
+def events_of(record: dict) -> list[dict] | None:
+    """The trial's events as {t, run, event, label}, on its own clock; None for a shape without times."""
+    m = record.get("measures") or {}
+    if m.get("minimal"):  # a kill-point counterexample: its recorded history
+        return [dict(e) for e in m["minimal"]["events"]]
+    if "fault_at" in m and "holder" in m and "contender" in m:
+        return _lease_shape(m)
+    if "runs" in m and all("started" in r for r in m["runs"]):
+        return _two_runs(m)
+    if "probes" in m:
+        return _probes(m)
+    if "got_at" in m and "killed_at" in m:
+        return [{"t": 0.0, "run": "holder", "event": "acquire_granted"},
+                {"t": m["killed_at"], "run": "fault", "event": "fault_fired", "label": "session killed"},
+                {"t": m["got_at"], "run": "poller", "event": "acquire_granted"}]
+    return None
+
+
+def _lease_shape(m: dict) -> list[dict]:
+    """The holder/contender trials: times are from the holder's grant (or its first event)."""
+    holder, contender = m["holder"], m["contender"]
+    events = [{"t": m["fault_at"], "run": "fault", "event": "fault_fired", "label": m.get("fault")},
+              {"t": m["healed_at"], "run": "fault", "event": "fault_healed"}]
+    if holder.get("granted", True):
+        events.append({"t": 0.0, "run": "holder", "event": "acquire_granted", "label": _token(holder)})
+    if holder.get("noticed_loss_at") is not None:
+        events.append({"t": holder["noticed_loss_at"], "run": "holder", "event": "loss_noticed"})
+    for signal in holder.get("signals") or []:
+        events.append({"t": signal["at"], "run": "holder", "event": "told", "label": signal.get("via")})
+    if holder.get("write_at") is not None and holder.get("write") in WRITE_EVENT:
+        events.append({"t": holder["write_at"], "run": "holder", "event": WRITE_EVENT[holder["write"]]})
+    if contender.get("granted_at") is not None:
+        events.append({"t": contender["granted_at"], "run": "contender", "event": "acquire_granted",
+                       "label": _token(contender)})
+    if contender.get("in_at") is not None and contender.get("write") in WRITE_EVENT:
+        events.append({"t": contender["in_at"], "run": "contender", "event": WRITE_EVENT[contender["write"]]})
+    return events
+
+
+def _token(side: dict) -> str | None:
+    return None if side.get("token") is None else f"token {side['token']}"
+
+
+def _two_runs(m: dict) -> list[dict]:
+    """Two runs of the job (overlap, kill, rules): when each began and how its write ended."""
+    events = []
+    for run in m["runs"]:
+        events.append({"t": run["started"], "run": run["run"], "event": "acquire_requested"})
+        outcome = "acquire_refused" if run["outcome"] == "refused" else WRITE_EVENT.get(run["outcome"])
+        if outcome:
+            events.append({"t": run["ended"], "run": run["run"], "event": outcome})
+    if m.get("killed_at") is not None:
+        events.append({"t": m["killed_at"], "run": "fault", "event": "fault_fired", "label": "session killed"})
+    return events
+
+
+def _probes(m: dict) -> list[dict]:
+    """The cases scenario: the holder's grant, the guard's timeout, a second session's probes."""
+    events = [{"t": 0.0, "run": "holder", "event": "acquire_granted"}]
+    if m.get("timeout_s") is not None:
+        events.append({"t": m["timeout_s"], "run": "fault", "event": "fault_fired", "label": m.get("setting")})
+    for probe in m["probes"]:
+        events.append({"t": probe["at"], "run": "prober",
+                       "event": "acquire_granted" if probe["got"] else "acquire_refused"})
+    return events
+
+
+def slug(*parts: str) -> str:
+    return "timeline-" + "-".join(re.sub(r"[^a-z0-9]+", "_", p.lower()).strip("_") for p in parts) + ".png"
+
+
+def failing_trials(frame: pd.DataFrame) -> list[tuple[str, dict]]:
+    """(what it explains, record) for the first unsafe trial of every ✗ matrix cell, then every kill-point
+    counterexample, in the report's order."""
+    found = []
+    columns = [(key, label) for key, label in FAULTS
+               if not frame[(frame.scenario == key[0]) & frame.variant.isin([key[1], "-"])].empty]
+    for backend in ordered_backends(frame):
+        for (scenario, variant), label in columns:
+            records = fault_records(frame, backend, scenario, variant)
+            if judge(records).mark is not Mark.FAILED:
+                continue
+            first = next(r for r in records if r["status"] == "ok" and safety_of(r) is Safety.UNSAFE)
+            if scenario != "killpoints":
+                found.append((f"`{backend}` under *{label}*: {first['verdict']}", first))
+    for record in frame[(frame.scenario == "killpoints") & (frame.status == "ok")].to_dict("records"):
+        if (record["measures"] or {}).get("minimal"):
+            found.append((f"`{record['backend']}`: kill-point counterexample, {record['verdict']}", record))
+    return found
+
+
+def section_timelines(frame: pd.DataFrame, charts: dict | None) -> str | None:
+    from lab.report.charts import timeline_chart
+
+    shown, without = [], []
+    for caption, record in failing_trials(frame):
+        events = events_of(record)
+        if not events:
+            without.append(caption)
+            continue
+        name = slug(record["scenario"], record["backend"], record["variant"])
+        if charts is not None:
+            charts[name] = lambda path, events=events, title=record["id"]: timeline_chart(events, title, path)
+        shown.append(f"{caption} (`{record['id']}`)\n\n![{record['id']}]({name})\n")
+    if not shown and not without:
+        return None
+    return "\n".join([
+        "## Timelines of the failures", "",
+        "For the first failing trial of every ✗ cell of the matrix, and for every kill-point counterexample: one "
+        "lane per run, on the trial's own clock (seconds from the holder's grant, or from the start of the "
+        "history). Marks: asked, granted ▲, refused ×, write committed ■ (blue), refused by the fence ■ "
+        "(orange), rolled back ■ (red), commit unknown ■ (grey), the fault ▼ red and healed ▼ green, the "
+        "holder told ★ or noticing its loss ◆, the observer's counts.", "",
+        *shown,
+        *([f"No times recorded for: {'; '.join(without)}.", ""] if without else [])])

@@ -1,0 +1,42 @@
+"""Progress without a terminal: a start line with the estimate, an end line with counts; and the estimate itself."""
+
+import io
+
+from rich.console import Console
+from rich.progress import Progress, TextColumn
+
+import scenarios
+from lab.progress import ScenarioProgress
+
+
+def plain_progress(total, estimate, at_once=1):
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=200)
+    progress = Progress(TextColumn("{task.fields[left]}"), console=console, disable=True)
+    return out, ScenarioProgress(console, progress, "pause", total, estimate, at_once)
+
+
+def test_a_scenario_starts_with_its_estimate_and_ends_with_its_counts():
+    out, shown = plain_progress(2, 75.0)
+    shown.advance({"status": "ok", "safety": "unsafe"})
+    shown.advance({"status": "error"})
+    shown.finish()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "pause: 2 trials, about 75 s"
+    assert lines[-1].startswith("pause: done in ") and lines[-1].endswith("2 trials (error 1, unsafe 1)")
+
+
+def test_time_left_is_the_estimate_until_a_round_of_trials_finished_then_their_pace():
+    _, shown = plain_progress(10, 100.0, at_once=2)
+    assert shown._left(30.0) == "~70 s left"
+    shown.done = 2  # the first round took 30 s for 2 trials: 8 more at that pace
+    assert shown._left(30.0) == "~2 min left"
+
+
+def test_estimates_come_from_the_profile_timers_and_the_trials_at_once():
+    pause = scenarios.load("pause")
+    one = pause.trial_seconds("default")
+    assert one == 1.0 + 2 * pause.profile_params("default")["ttl_s"]
+    assert pause.estimate_seconds("default", 24, 12) == 2 * one
+    timing = scenarios.load("timing")
+    assert timing.estimate_seconds("default", 500, 120) == timing.wall_budget("default")  # one window, not 500

@@ -1,0 +1,38 @@
+"""Timelines are recomputed from trials.jsonl alone, and every picture REPORT.md shows is committed beside it."""
+
+import re
+
+from lab.report.common import trials_frame
+from lab.report.timelines import events_of, failing_trials
+from tests.fast.test_reference_report import ROOT, reference
+
+
+def test_a_lease_trials_timeline_is_its_measured_times():
+    record = {"measures": {"fault": "pause", "fault_at": 0.07, "healed_at": 2.38,
+                           "holder": {"token": 3, "write": "committed", "write_at": 2.39, "noticed_loss_at": None,
+                                      "signals": [{"at": 2.5, "how": "exception", "via": "release()", "text": ""}]},
+                           "contender": {"granted_at": 2.3, "in_at": 2.35, "write": "committed", "token": 4}}}
+    events = {(e["run"], e["event"]): e["t"] for e in events_of(record)}
+    assert events == {("fault", "fault_fired"): 0.07, ("fault", "fault_healed"): 2.38,
+                      ("holder", "acquire_granted"): 0.0, ("holder", "told"): 2.5,
+                      ("holder", "write_committed"): 2.39, ("contender", "acquire_granted"): 2.3,
+                      ("contender", "write_committed"): 2.35}
+
+
+def test_a_holder_that_was_never_granted_has_no_grant_on_its_lane():
+    record = {"measures": {"fault_at": 0.1, "healed_at": 1.0, "holder": {"granted": False, "write": "none"},
+                           "contender": {"granted_at": 1.2, "in_at": 1.3, "write": "committed"}}}
+    assert ("holder", "acquire_granted") not in {(e["run"], e["event"]) for e in events_of(record)}
+
+
+def test_the_reference_reports_timelines_come_from_its_trials_and_are_committed():
+    folders, trials = reference()
+    frame = trials_frame(trials, folders[0].meta())
+    failing = failing_trials(frame)
+    assert failing, "the reference runs have failing cells"
+    for _, record in failing:
+        if record["scenario"] == "killpoints":  # recomputed: exactly the recorded history
+            assert events_of(record) == record["measures"]["minimal"]["events"]
+    report = (ROOT / "REPORT.md").read_text()
+    pictures = re.findall(r"\]\((timeline-[^)]+\.png)\)", report)
+    assert pictures and all((ROOT / p).is_file() for p in pictures)
