@@ -309,3 +309,17 @@ def test_a_timing_row_with_errored_trials_says_incomplete_not_its_survivors():
     row = timing_row(render(META, trials, "r"), "cron/default")
     assert "incomplete: 1 of 3 trials errored (remaining connection slots are reserved)" in row
     assert "overlapped" not in row
+
+
+def test_a_cost_row_whose_repetitions_straddle_the_posts_ratio_gets_no_verdict():
+    ratio = published.PERF_SECONDS["per_company_lock"] / published.PERF_SECONDS["one_transaction_for_all"]
+    base = perf("one_transaction_for_all", [1.0, 1.0, 1.0])
+    # Paired per repetition: 0.6x, 1.3x and 2.9x the post's ratio. The median is 1.3x (not close), yet one
+    # repetition lies below the post's: the spread is wider than the difference it would claim.
+    planted = render(META, base + perf("per_company_lock", [ratio * 0.6, ratio * 1.3, ratio * 2.9]), "r")
+    assert "within noise: ours spans 0.93-4.52, no verdict" in planted
+    assert "| differs" not in planted
+    # Paired ratios, not ratios of medians: a baseline that drifted with its repetition cancels out.
+    drifting = render(META, perf("one_transaction_for_all", [1.0, 2.0, 3.0])
+                      + perf("per_company_lock", [ratio, 2 * ratio, 3 * ratio]), "r")
+    assert f"| {ratio:.2f} ({ratio:.2f}-{ratio:.2f}) | close |" in drifting
