@@ -7,13 +7,18 @@ evidence and the SQL it ran, so an operator can re-run it by hand.
 
 from __future__ import annotations
 
+import os
+import queue
+import socket
+import threading
 from dataclasses import asdict, dataclass, field
 
 from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from lab.errors import ServiceError
 from lab.servers.clients import first_line, parse_pg_dsn, pg_engine, redact
+from lab.servers.pooler_settings import refusal
 
 GUARDS = ("idle_in_transaction_session_timeout", "idle_session_timeout")
 LINUX_KEEPALIVE = (7200, 75, 9)  # tcp_keepalive_time, intvl, probes when the server leaves them at 0
@@ -98,25 +103,102 @@ def check_keepalives(conn: Connection) -> Check:
     return Check("TCP keepalives", "warn" if total > 3600 else "pass", summary, evidence, [sql])
 
 
-def check_pooler(conn: Connection, dsn_host: str | None, dsn_port: int | None) -> Check:
-    pid_sql = "select pg_backend_pid()"
+POOLER_WAIT_S = 2.0  # how long a client may wait for a server session before the check says why
+_PID_SQL = "select pg_backend_pid()"
+
+
+class _Pending:
+    """One client's query in a daemon thread: a pooler that queues a client for a server session
+    must not hang the doctor (PgBouncer waits up to 120 s by default)."""
+
+    def __init__(self, fn):
+        self._done: queue.Queue = queue.Queue(1)
+        threading.Thread(target=self._call, args=(fn,), name="doctor-client", daemon=True).start()
+
+    def _call(self, fn) -> None:
+        try:
+            self._done.put((True, fn()))
+        except BaseException as exc:  # handed back to the doctor's thread
+            self._done.put((False, exc))
+
+    def result(self, timeout: float) -> tuple[bool, object]:
+        """(True, value) when the query answered within timeout, (False, None) while it still waits."""
+        try:
+            ok, value = self._done.get(timeout=timeout)
+        except queue.Empty:
+            return False, None
+        if not ok:
+            raise value
+        return True, value
+
+
+def _hang_up(conn: Connection, waiting: _Pending) -> None:
+    """End a client the pooler keeps queueing: shut its socket (a cancel request does not reach a queued
+    client), let its query fail in its thread, and throw the connection away."""
+    fd = conn.connection.dbapi_connection.fileno()
+    with socket.socket(fileno=os.dup(fd)) as sock:
+        sock.shutdown(socket.SHUT_RDWR)
+    try:
+        waiting.result(10)
+    except Exception:  # the query's own end: "server closed the connection"
+        pass
+    conn.invalidate()
+
+
+def _pid(conn: Connection) -> int:
+    return conn.execute(text(_PID_SQL)).scalar()
+
+
+def check_pooler(engine: Engine, conn: Connection, dsn_host: str | None, dsn_port: int | None,
+                 refused: str | None = None) -> Check:
+    """Transaction pooling, seen with two clients: one client's transaction stays open while the other's
+    next one runs. Without a pooler each client keeps its own server session; a transaction pooler
+    gives the second client the session the first one's last transaction used, or moves the first
+    one's next transaction to another session (or makes it wait). One client alone cannot see it."""
     addr_sql = "select inet_server_addr()::text as addr, inet_server_port() as port"
-    first = conn.execute(text(pid_sql)).scalar()
+    sql = [_PID_SQL, addr_sql]
+    first = _pid(conn)
     conn.commit()
-    second = conn.execute(text(pid_sql)).scalar()
-    conn.commit()
+    evidence = [f"client 1, a transaction: server session pid {first}"]
+    other = engine.connect()
+    try:
+        waiting = _Pending(lambda: _pid(other))
+        answered, open_pid = waiting.result(POOLER_WAIT_S)
+        if not answered:
+            _hang_up(other, waiting)
+            return Check("connection pooler", "warn", f"a second client got no server session within "
+                         f"{POOLER_WAIT_S:.0f} s while the first stayed connected: a pooler with no server session "
+                         f"to spare (session pooling with a full pool?)", evidence, sql)
+        evidence.append(f"client 2, a transaction kept open: pid {open_pid}")
+        pending = _Pending(lambda: _pid(conn))
+        answered, second = pending.result(POOLER_WAIT_S)
+        waited = not answered
+        if waited:
+            other.rollback()  # frees the server session client 1's transaction waits for
+            answered, second = pending.result(30)
+        conn.commit()
+        evidence.append(f"client 1, its next transaction while client 2's stayed open: pid {second}"
+                        + (f" (it waited until client 2's ended, {POOLER_WAIT_S:.0f} s)" if waited else ""))
+    finally:
+        if not other.invalidated:
+            other.rollback()
+        other.close()
     where = _rows(conn, addr_sql)[0]
-    evidence = [f"backend pid in two consecutive transactions: {first}, {second}",
-                f"server sees this session on {where['addr']}:{where['port']}; the DSN names {dsn_host}:{dsn_port}"]
-    if first != second:
-        return Check("connection pooler", "fail", "consecutive transactions ran on different server sessions: "
-                     "transaction pooling (e.g. pgbouncer), where session advisory locks do not work; "
-                     "use transaction-level locks", evidence, [pid_sql, addr_sql])
-    if where["port"] is not None and dsn_port is not None and where["port"] != dsn_port:
-        return Check("connection pooler", "warn", "the server listens on another port than the DSN names: "
-                     "something (a pooler or proxy) sits in between", evidence, [pid_sql, addr_sql])
+    conn.commit()
+    evidence.append(f"server sees this session on {where['addr']}:{where['port']}; the DSN names {dsn_host}:{dsn_port}")
+    if refused:
+        evidence.append(f"the server refused the options startup parameter ({refused}): a pooler such as "
+                        f"PgBouncer; the doctor's settings went with each transaction (SET LOCAL)")
+    if waited or open_pid == first or second != first:
+        return Check("connection pooler", "fail", "transaction pooling (e.g. PgBouncer pool_mode = transaction): "
+                     "one client's transactions run on server sessions that other clients' transactions use, so a "
+                     "session advisory lock stays behind on a session anyone may get; use transaction-level locks "
+                     "(pg_advisory_xact_lock) or a lease row", evidence, sql)
+    if refused or (where["port"] is not None and dsn_port is not None and where["port"] != dsn_port):
+        return Check("connection pooler", "warn", "something (a pooler or proxy) sits in between, and it gives each "
+                     "client a server session of its own (session pooling, no transaction pooling seen)", evidence, sql)
     return Check("connection pooler", "pass", "one session per connection, no sign of a pooler in between",
-                 evidence, [pid_sql, addr_sql])
+                 evidence, sql)
 
 
 def check_waiters(conn: Connection) -> Check:
@@ -148,9 +230,15 @@ def run_doctor(dsn: str, hung_after_s: float = 3600) -> tuple[str, list[Check]]:
             raise ServiceError(f"postgres at {redact(url)} is unreachable: {first_line(exc)}") from None
         with conn:
             version = conn.execute(text("show server_version")).scalar()
+            # Read-only is the doctor's promise: a pooler that drops the startup options silently must not void it.
+            read_only = conn.execute(text("show transaction_read_only")).scalar()
             conn.commit()
+            if read_only != "on":
+                raise ServiceError(f"postgres at {redact(url)}: the doctor's session is not read-only "
+                                   f"(transaction_read_only = {read_only}): something in between drops its settings "
+                                   f"(a pooler that ignores the options startup parameter?); the doctor will not run")
             checks = [check_guards(conn), check_holders(conn, hung_after_s), check_keepalives(conn),
-                      check_pooler(conn, url.host, url.port), check_waiters(conn)]
+                      check_pooler(engine, conn, url.host, url.port, refusal(engine)), check_waiters(conn)]
             conn.rollback()
     finally:
         engine.dispose()

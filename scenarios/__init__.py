@@ -17,6 +17,7 @@ REGISTRY = Registry("scenario", {
     "failover": "scenarios.failover:Failover",
     "redis_failover": "scenarios.redis_failover:RedisFailover",
     "redlock_restart": "scenarios.redlock_restart:RedlockRestart",
+    "pooler": "scenarios.pooler:Pooler",
     "timing": "scenarios.timing:Timing",
     "lookalikes": "scenarios.lookalikes:Lookalikes",
     "killpoints": "scenarios.killpoints:Killpoints",

@@ -11,6 +11,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
 from lab.errors import LabError
+from lab.servers.pooler_settings import fall_back_when_refused
 
 
 def parse_pg_dsn(dsn: str) -> URL:
@@ -76,13 +77,13 @@ def known_settings(url: URL, connect_args: Mapping[str, object]) -> frozenset:
 
     The asking session pins the three every supported server knows in its startup packet, so a
     database's idle guard cannot end it before it has answered."""
-    key = (url.host, url.port, url.database, url.username)
+    key = (url.host, url.port, url.query.get("host"), url.database, url.username)  # query: a multi-host URL
     with _KNOWN_LOCK:
         if key in _KNOWN:
             return _KNOWN[key]
-    args = dict(connect_args, options=_options({n: 0 for n in ("idle_in_transaction_session_timeout",
-                                                                "statement_timeout", "lock_timeout")}))
-    engine = create_engine(url, connect_args=args, poolclass=NullPool)
+    asking = {n: 0 for n in ("idle_in_transaction_session_timeout", "statement_timeout", "lock_timeout")}
+    engine = create_engine(url, connect_args=dict(connect_args, options=_options(asking)), poolclass=NullPool)
+    fall_back_when_refused(engine, asking)  # a pooler refuses startup options: SET LOCAL instead
     try:
         with engine.connect() as conn:
             names = frozenset(conn.execute(text("select name from pg_settings where name = any(:n)"),
@@ -108,6 +109,9 @@ def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, *, p
     ALTER DATABASE or ALTER ROLE set, and a database's 1 s idle guard cannot end a session that a
     busy client has not yet used (a query after connecting would race it). pin=False leaves the
     server's values, for reading what the server would give a session.
+
+    A pooler that refuses the options startup parameter (PgBouncer) gets the settings per
+    transaction instead (lab/servers/pooler_settings.py); a direct connection is unchanged.
     """
     url = make_url(url) if isinstance(url, str) else url
     connect_args = dict(kwargs.pop("connect_args", {}))
@@ -118,7 +122,10 @@ def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, *, p
         startup.update({name: 0 for name in sorted(known_settings(url, connect_args)) if name not in startup})
     if startup:
         connect_args["options"] = _options(startup)
-    return create_engine(url, connect_args=connect_args, **kwargs)
+    engine = create_engine(url, connect_args=connect_args, **kwargs)
+    if startup:
+        fall_back_when_refused(engine, startup)
+    return engine
 
 
 def redis_client(url: str, **kwargs):

@@ -1,0 +1,198 @@
+"""Every PostgreSQL lock, and its writes, through PgBouncer: session pooling, and transaction pooling with
+more clients than server sessions.
+
+A transaction pooler gives a server session to whichever client's transaction comes next. A session
+advisory lock stays on the server session its client's transaction ran on; once that transaction ends,
+other clients' transactions run there, inside the lock. Each trial starts its own PgBouncer in front of
+the run's embedded PostgreSQL, runs two runs of the job through it (the second while the first holds),
+and shows from pg_locks and pg_stat_activity on a direct monitor session who holds the lock, whether
+the second run gets it, whether a client that never took it can free it, and what the holder's held()
+and release() say.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar
+
+import backends
+from lab.errors import LabError
+from lab.harness.checkers import check_history, company_state, lease_verdict, overlapping_writes
+from lab.harness.history import History
+from lab.harness.job import run_job
+from lab.harness.workload import COMPANY_SIZE, Observer
+from lab.servers.clients import pg_engine
+from lab.servers.pgbouncer import MISSING, PgBouncer, find_pgbouncer
+from lab.servers.pooler_settings import refusal
+from scenarios._pool_evidence import PoolView, Probes, bystander_unlock_all, sessions_moved
+from scenarios.base import Scenario, Skip, TrialEnv
+
+MODES = {"session_mode": "session", "transaction_mode": "transaction"}
+# Transaction pooling: two server sessions for a trial's dozen clients. Session pooling cannot move a
+# session between clients, and a client beyond its pool waits for one to leave: room for all of them.
+POOL_SIZE = {"session": 16, "transaction": 2}
+PROBE_CLIENTS, PROBE_ROUNDS = 3, 2
+COMPANY = 1
+EXTERNAL = ("needs a PostgreSQL the lab started: its own PgBouncer keeps the server's password in a file, which the "
+            "lab writes only for a password that dies with the run (--pg-dsn at your own pooler runs the rest through it)")
+
+
+class Pooler(Scenario):
+    name = "pooler"
+    summary = ("every PostgreSQL lock and its writes through the lab's own PgBouncer, session and transaction "
+               "pooling, more clients than server sessions")
+    variants = tuple(MODES)
+    params = {
+        "quick": {"hold_s": 1.0, "trials": 1, "parallel": 6},
+        "default": {"hold_s": 2.0, "trials": 3, "parallel": 6},
+    }
+    search_path: ClassVar[str | None] = None  # where to look for pgbouncer; None: PATH, then /usr/sbin
+
+    def applies_to(self, backend_cls) -> str | None:
+        if backend_cls.lock_service != "postgres":
+            return f"its lock is in {backend_cls.lock_service}, which a PostgreSQL pooler does not touch"
+        if not backend_cls.lock_routable:
+            return f"{backend_cls.name} declares that its lock connection cannot be routed through a pooler"
+        return None
+
+    def variant_skip(self, variant: str, backend_cls) -> str | None:
+        if find_pgbouncer(self.search_path) is None:
+            return f"does not run: {MISSING}"
+        return None
+
+    def pg_sessions(self, backend_cls, profile: str) -> int:
+        """At most the pooler's server sessions, and the observer's."""
+        return max(POOL_SIZE.values()) + 1
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        server = env.services.embedded.get("postgres")
+        if server is None:
+            raise Skip(EXTERNAL)
+        binary = find_pgbouncer(self.search_path)
+        if binary is None:
+            raise Skip(f"does not run: {MISSING}")
+        mode = MODES[env.spec.variant]
+        with PgBouncer(env.services.tmp, env.services.pg_url, mode, pool_size=POOL_SIZE[mode],
+                       os_user=server.user, binary=binary) as bouncer:
+            return {"pool_mode": mode, "pool_size": POOL_SIZE[mode], **through_pooler(env, bouncer)}
+
+    def verdict(self, measures: dict) -> str:
+        if not measures["company"].startswith("intact"):
+            return measures["company"]  # merged or short: worse than any lock word
+        return lease_verdict(measures["lost"], measures["holder"]["write"])
+
+    def exercised(self, measures: dict) -> bool:
+        """Whether the pooler moved transactions between server sessions while the first run held its right:
+        a session pooler never does, so its cells prove only that it changed nothing."""
+        return measures["exercised"]
+
+
+def granted_while_held(events: list[dict]) -> bool:
+    """Whether run2 got its run-level right after run1 got its own and before run1 asked to release it."""
+    granted = {e["run"]: e["t"] for e in events if e["event"] == "acquire_granted"}
+    if "run1" not in granted or "run2" not in granted:
+        return False
+    release = next((e["t"] for e in events if e["run"] == "run1" and e["event"] == "release_requested"), math.inf)
+    return granted["run1"] < granted["run2"] < release
+
+
+def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
+    """Two runs of the trial's backend, lock and writes through the pooler; run2 starts while run1 holds
+    (before its write for a lock held across writes, after its delete for a lock inside the write)."""
+    cls = backends.load(env.spec.backend)
+    run_level = cls.holds_across_writes()
+    routed = env.services.routed("postgres", [bouncer.port])
+    writes = pg_engine(routed.pg_url, pool_size=2, max_overflow=2, connect_args={"application_name": "locklab-writes"})
+    table = env.table()
+    table.seed(env.writes, COMPANY, COMPANY_SIZE)
+    pool, history, seen = PoolView(env.monitor, bouncer), History(), {}
+    first, second = (env.backend(table=table, routed=routed, writes=writes) for _ in range(2))
+    probes = Probes(routed.pg_url, PROBE_CLIENTS)
+    started, second_done = threading.Event(), threading.Event()
+
+    def first_point(name, conn):
+        if name == "begin" and run_level:
+            seen["held_before_write"] = first.held()  # what a careful holder would ask before writing
+        if name != ("after_acquire" if run_level else "after_delete"):
+            return
+        seen["probes"] = probes.run(PROBE_ROUNDS)
+        seen["at_hold"], seen["clients"] = pool.sessions(), pool.clients()
+        started.set()
+        # A run2 still going after the hold waits behind run1 on the pool's last server session: a client
+        # more would wait for one as well, so the bystander comes only once run2 is done.
+        if second_done.wait(env.params["hold_s"]):
+            seen["bystander"] = bystander_unlock_all(routed.pg_url, pool)
+            seen["held_after_bystander"] = first.held() if run_level else None
+
+    def second_point(name, conn):
+        if name == "after_acquire" and run_level:
+            seen["both"] = {"first_held": first.held(), "second_held": second.held(), "sessions": pool.sessions()}
+
+    closed = []
+
+    def close_second():  # once: not every library's close() may be called twice
+        if not closed:
+            closed.append(True)
+            second.close()
+
+    def second_run():
+        try:
+            return run_job(second, [COMPANY], COMPANY_SIZE, "run2", second_point, history=history)
+        finally:
+            # A finished run leaves, as the post's job exits: method 1's refused run would otherwise keep a
+            # transaction, and with it one of the pool's two server sessions, until the trial ends.
+            close_second()
+            second_done.set()
+
+    t0 = time.monotonic()
+    try:
+        with Observer(env.monitor, table, COMPANY) as observer, ThreadPoolExecutor(2) as workers:
+            run1 = workers.submit(run_job, first, [COMPANY], COMPANY_SIZE, "run1", first_point, history=history)
+            if not started.wait(30) and not run1.done():
+                raise LabError("run1 never reached the point where run2 should start")
+            run2 = workers.submit(second_run)
+            jobs = [run1.result(), run2.result()]
+        with env.writes.connect() as conn:
+            final = {"rows": table.count(conn, COMPANY), "runs": table.runs_in(conn, COMPANY)}
+        refused = refusal(writes)
+    finally:
+        first.close()
+        close_second()
+        probes.close()
+        writes.dispose()
+    return {"runs": [job.summary(t0) for job in jobs], "rows": COMPANY_SIZE, "rows_seen": observer.seen,
+            "settings": f"per transaction: the pooler refused startup options ({refused})" if refused
+            else "startup options",
+            **_measures(cls, history.to_list(), final, jobs, (first, second), seen)}
+
+
+def _measures(cls, events: list[dict], final: dict, jobs: list, runs: tuple, seen: dict) -> dict:
+    """What the trial showed: the lock's one job, and the pooler's evidence of who held what."""
+    (job1, job2), (first, second) = jobs, runs
+    sessions = {s["pid"] for s in seen.get("at_hold", [])}
+    lock_sessions = sorted(s["pid"] for s in seen.get("at_hold", []) if s["advisory_locks"])
+    probes, both, bystander = seen.get("probes") or [], seen.get("both", {}), seen.get("bystander")
+    return {
+        "rows_final": final["rows"], "runs_in_final": final["runs"],
+        "company": company_state(COMPANY_SIZE, final["rows"], final["runs"]),
+        # run2 got in while run1 held: its run-level grant, or its write inside run1's (a lock inside the write)
+        "lost": granted_while_held(events) if cls.holds_across_writes() else bool(overlapping_writes(events)),
+        "violations": check_history(events, {COMPANY: final}, COMPANY_SIZE, "exclusion" in cls.capabilities),
+        "clients_at_hold": seen.get("clients"), "server_sessions_at_hold": len(sessions),
+        "who_holds": seen.get("at_hold"), "lock_sessions": lock_sessions, "probes": probes,
+        "lock_session_lent": any(p["pid"] in lock_sessions for p in probes),
+        "holder": {"lock_pid": first.lock_pid, "lock_pid_is_a_server_session": first.lock_pid in sessions,
+                   "write": job1.outcome, "release": job1.release,
+                   "held_when_second_got_in": both.get("first_held"),
+                   "held_before_write": seen.get("held_before_write"),
+                   "held_after_bystander": seen.get("held_after_bystander")},
+        "second": {"acquired": job2.acquired, "lock_pid": second.lock_pid,
+                   "on_holder_session": second.lock_pid in lock_sessions, "held": both.get("second_held"),
+                   "release": job2.release, "sessions_then": both.get("sessions")},
+        "bystander": bystander and {**bystander, "freed_holder_lock": bystander["pid"] in lock_sessions
+                                    and bystander["locks_after"] < bystander["locks_before"]},
+        "exercised": sessions_moved(probes),
+    }
