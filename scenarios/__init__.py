@@ -22,6 +22,7 @@ REGISTRY = Registry("scenario", {
     "lookalikes": "scenarios.lookalikes:Lookalikes",
     "killpoints": "scenarios.killpoints:Killpoints",
     "perf": "scenarios.perf:Perf",
+    "latency": "scenarios.latency:Latency",
 })
 
 # What `lab run` runs when no --scenario is given: the post's core experiments, about 90 s on

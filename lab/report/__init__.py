@@ -14,6 +14,7 @@ from lab.report.company import section_kill, section_overlap, section_rules
 from lab.report.costs import section_conflicts, section_perf
 from lab.report.drivers import section_drivers
 from lab.report.killpoints import section_killpoints
+from lab.report.latency import section_latency
 from lab.report.matrix import section_matrix, section_why_not_leases
 from lab.report.meta import commit_of, section_outcomes, section_provenance
 from lab.report.session import (
@@ -103,7 +104,8 @@ def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = No
              section_cases(frame), section_drivers(frame), section_same_faults(frame), section_calibration(frame),
              section_timing(frame, charts), section_lookalikes(frame),
              section_overlap(frame), section_kill(frame), section_rules(frame),
-             section_conflicts(frame), section_perf(frame, charts), section_why_not_leases(frame),
+             section_conflicts(frame), section_perf(frame, charts), section_latency(frame, charts),
+             section_why_not_leases(frame),
              section_killpoints(frame, run_id), section_timelines(frame, charts), section_why_not(frame),
              section_outcomes(trials, meta), section_provenance(meta, run_id)]
     return "\n".join(part.rstrip() + "\n" for part in parts if part is not None)

@@ -1,0 +1,117 @@
+"""Report section for the latency scenario: what each lock costs, against its server's floor."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import matplotlib.ticker
+import pandas as pd
+
+from lab.report.charts import plt
+from lab.report.common import md_table, ok_trials
+
+THROUGHPUT_COLUMNS = [((1, 1), "1 worker"), ((2, 1), "2 on 1 key"), ((8, 1), "8 on 1 key"),
+                      ((2, 2), "2 on 2 keys"), ((8, 8), "8 on 8 keys")]
+
+
+def duration(seconds: float | None) -> str:
+    """'412 µs' below a millisecond, '4.05 ms' above: the same input always gives the same text."""
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
+
+
+def spread(figure: dict) -> str:
+    """'p50 / p99 / max' of a figure the scenario recorded."""
+    if not figure or not figure.get("n"):
+        return "-"
+    return " / ".join(duration(figure[k]) for k in ("p50", "p99", "max"))
+
+
+def _round_trips(counted: dict) -> str:
+    if not counted:
+        return "-"
+    out = f"{counted['acquire']:g} + {counted['release']:g}"
+    commands = counted.get("server_commands_per_pair")
+    if commands:
+        out += " (server ran " + ", ".join(f"{name} {count:g}" for name, count in commands.items()) + ")"
+    return out
+
+
+def _medians(figures: list[dict]) -> str:
+    medians = [f["p50"] for f in figures if f.get("n")]
+    if not medians:
+        return "-"
+    return f"{duration(statistics.median(medians))} ({duration(min(medians))}-{duration(max(medians))})"
+
+
+def section_latency(frame: pd.DataFrame, charts: dict | None = None) -> str | None:
+    ok = ok_trials(frame, "latency")
+    if ok.empty:
+        return None
+    ok = ok.sort_values(["backend_pos", "index"], kind="stable").drop_duplicates("backend", keep="last")
+    rows, throughput_rows, bars, floors = [], [], [], {}
+    for backend, m in zip(ok.backend, ok.measures):
+        floor = m["floors"][m["floor"]]
+        rows.append([backend, m["lock_service"], spread(m["acquire_release"]),
+                     f"{duration(floor.get('p50'))} ({m['floor']})", "-" if m["ratio"] is None else f"{m['ratio']:.2f}",
+                     spread(m["handoff"]), _round_trips(m.get("round_trips") or {})])
+        by_config = {(t["workers"], t["keys"]): t for t in m["throughput"]}
+        throughput_rows.append([backend, *[f"{by_config[c]['grants_per_s']:.0f}" if c in by_config else "-"
+                                           for c, _ in THROUGHPUT_COLUMNS]])
+        bars.append((backend, m["acquire_release"].get("p50"), m["handoff"].get("p50"), floor.get("p50")))
+        for name, figure in m["floors"].items():
+            floors.setdefault((m["lock_service"], name), []).append(figure)
+    floor_rows = [[service, name, spread(figures[0]), _medians(figures), str(len(figures))]
+                  for (service, name), figures in floors.items()]
+    first = ok.measures.iloc[0]
+    if charts is not None:
+        charts["latency.png"] = lambda path: latency_chart(bars, path)
+    return "\n".join([
+        "## What each lock costs", "",
+        f"Each backend alone (one trial at a time), one instance acquiring and releasing "
+        f"{first['iterations']} times with nothing in its way; a sample of its server's floor is taken before "
+        f"every pair, on the same kind of connection (PostgreSQL: SQLAlchemy on psycopg2, AUTOCOMMIT; Redis: "
+        f"redis-py and a raw socket; etcd: pyetcd), so a noisy neighbour slows both alike. *ratio*: the "
+        f"median acquire + release over the median floor of its own server. *handoff*: from the holder's "
+        f"release call to the waiter's grant, the waiter being {first['waits']}. *round trips*: requests the "
+        f"client sent per acquire + per release, counted by a loopback proxy on the lock's connection "
+        f"(median of {first['round_trips']['pairs']} pairs); for Redis, the commands the server ran per pair "
+        f"(INFO commandstats, a script's own calls included). Figures are median / p99 / max. "
+        f"Reproduce: `lab run --backend all --scenario latency`.", "",
+        md_table(["backend", "lock server", "acquire + release", "floor (p50)", "ratio", "handoff",
+                  "round trips"], rows), "",
+        "The floors, measured in every trial on that server (the first trial's spread, then the median of "
+        "every trial's median with their min-max):", "",
+        md_table(["server", "floor", "first trial: median / p99 / max", "medians of all trials", "trials"],
+                 floor_rows), "",
+        "Grants per second (acquire + release) with k workers, each with its own instance and connection, "
+        "threads of one Python process (so 8 workers also measure the interpreter on these cores):", "",
+        md_table(["backend", *[label for _, label in THROUGHPUT_COLUMNS]], throughput_rows), "",
+        "![acquire + release and handoff per backend, with its server's floor](latency.png)", ""])
+
+
+def latency_chart(rows: list[tuple[str, float | None, float | None, float | None]], path: Path) -> None:
+    """Median acquire + release and handoff per backend (log scale), a black tick at its server's floor."""
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.4), dpi=100)
+    ys = range(len(rows))
+    ordered = list(reversed(rows))
+    ms = [[(v or 0) * 1e3 for v in values] for values in zip(*[r[1:] for r in ordered])] if rows else [[], [], []]
+    ax.barh([y + 0.2 for y in ys], ms[0], height=0.4, color="#1565c0", label="acquire + release (median)")
+    ax.barh([y - 0.2 for y in ys], ms[1], height=0.4, color="#ef6c00", label="handoff (median)")
+    for y, floor in zip(ys, ms[2]):
+        if floor:
+            ax.plot([floor, floor], [y - 0.45, y + 0.45], color="black", linewidth=1.5)
+    ax.plot([], [], color="black", linewidth=1.5, label="its server's floor (median)")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_yticks(list(ys), [r[0] for r in ordered], fontsize=7)
+    ax.set_xlabel("milliseconds (log scale)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (len(rows) + 2)), ncol=3,
+              frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)

@@ -1,0 +1,368 @@
+"""What each lock costs: acquire + release, handoff and throughput, beside its server's floor in the same trial.
+
+One trial per backend, run alone (parallel 1) so other trials do not disturb its figures. Floor and
+backend samples alternate, one each per iteration, so a noisy neighbour slows both alike. Round trips
+are counted, never assumed: the lock's connection goes through a loopback proxy that counts each
+request the client sends, and Redis also says how many commands it ran (INFO commandstats).
+"""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import threading
+import time
+from urllib.parse import unquote, urlsplit
+
+from sqlalchemy import text
+
+from backends import load as load_backend
+from backends.base import Backend, NoRunLock
+from lab.harness.workload import SCHEMA
+from lab.servers.clients import etcd_client, pg_engine, redis_client
+from lab.servers.proxy import BlackholeProxy
+from scenarios.base import Scenario, TrialEnv
+
+WORKERS = (1, 2, 8)  # throughput: k workers on one key, and k workers on k keys
+COUNTED = 10  # acquire/release pairs sent through the counting proxy
+HANDOFF_TIMEOUT_S = 10.0  # a waiter not granted by then is a failed handoff (a lease would have lapsed long before)
+WAITS = "a thread of the same process polling the backend's own acquire() in a tight loop, no sleep"
+# What a waiting process would otherwise sleep on is not the lab's: the handoff is the lock's own.
+
+# The floor each backend's ratio is taken to, by the service its lock lives on.
+FLOOR_OF = {"postgres": "select 1", "redis": "PING (redis-py)", "redlock": "PING (redis-py, one master)",
+            "etcd": "put"}
+_COMMIT_TABLE = f"{SCHEMA}.latency_commits"
+
+
+def stats(values: list[float]) -> dict:
+    """Median, p99 (nearest rank) and max, in seconds, with the sample count."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"n": 0}
+    p99 = ordered[max(0, -(-len(ordered) * 99 // 100) - 1)]
+    return {"p50": round(statistics.median(ordered), 7), "p99": round(p99, 7), "max": round(ordered[-1], 7),
+            "n": len(ordered)}
+
+
+def _timed(call) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+class Latency(Scenario):
+    name = "latency"
+    summary = "what each lock costs: acquire+release, handoff and throughput against its server's floor"
+    params = {
+        "quick": {"iterations": 30, "handoffs": 15, "window_s": 0.3, "trials": 1, "parallel": 1},
+        "default": {"iterations": 200, "handoffs": 100, "window_s": 1.0, "trials": 1, "parallel": 1},
+    }
+
+    def applies_to(self, backend_cls: type[Backend]) -> str | None:
+        if issubclass(backend_cls, NoRunLock):
+            return "takes no run-level lock to time: its lock lives inside the write (the cost table measures it)"
+        return None
+
+    def trial_seconds(self, profile: str) -> float:
+        p = self.profile_params(profile)
+        return 2.0 + p["iterations"] * 0.01 + p["handoffs"] * 0.02 + 5 * p["window_s"]
+
+    def pg_sessions(self, backend_cls: type[Backend], profile: str) -> int:
+        """Eight throughput workers of two sessions each at most (lease_row's pool), the floor's and the proxy's."""
+        return 2 * max(WORKERS) + 4 if backend_cls.lock_service == "postgres" else 2
+
+    def parallelism(self, profile: str) -> int:
+        return 1  # alone, always: these are the figures other trials would disturb
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        service = _service_of(env)
+        floors = _Floors(env, service)
+        try:
+            cold, cycles, floor_samples = self._uncontended(env, floors)
+            handoffs, tries, failed, not_kept_out = self._handoffs(env)
+            throughput = [self._throughput(env, k, keys) for k, keys in _throughput_configs()]
+            round_trips = self._round_trips(env, service)
+        finally:
+            floors.close()
+        acquire_release = stats([a + r for a, r in cycles])
+        floor = {name: stats(values) for name, values in floor_samples.items()}
+        main = floor[FLOOR_OF[service]]
+        return {"lock_service": service, "iterations": len(cycles), "cold_acquire_s": round(cold, 6),
+                "acquire_release": acquire_release, "acquire": stats([a for a, _ in cycles]),
+                "release": stats([r for _, r in cycles]), "floors": floor, "floor": FLOOR_OF[service],
+                "ratio": round(acquire_release["p50"] / main["p50"], 2) if main.get("p50") else None,
+                "handoff": stats(handoffs), "handoff_tries": stats(tries), "handoffs_failed": failed,
+                "waiter_not_kept_out": not_kept_out,
+                "waits": WAITS, "throughput": throughput, "round_trips": round_trips}
+
+    @staticmethod
+    def _uncontended(env: TrialEnv, floors: "_Floors"):
+        """One instance acquiring and releasing N times, a floor sample of each kind before each pair."""
+        backend = env.backend(key=env.key("uncontended"))
+        samples: dict[str, list[float]] = {name: [] for name in floors.calls}
+        cycles = []
+        try:
+            cold = _timed(lambda: _must(backend.acquire()))  # connecting included: a job's first acquire
+            backend.release()
+            for _ in range(3):  # warm the connections and the keep-alive thread out of the figures
+                floors.sample()
+                _must(backend.acquire())
+                backend.release()
+            for _ in range(env.params["iterations"]):
+                for name, seconds in floors.sample().items():
+                    samples[name].append(seconds)
+                acquired = _timed(lambda: _must(backend.acquire()))
+                cycles.append((acquired, _timed(backend.release)))
+        finally:
+            backend.close()
+        return cold, cycles, samples
+
+    @staticmethod
+    def _handoffs(env: TrialEnv):
+        """The holder releases while a waiter polls: seconds from the release call to the waiter's grant."""
+        key = env.key("handoff")
+        holder, waiter = env.backend(key=key), env.backend(key=key)
+        seconds, tries, failed, not_kept_out = [], [], 0, 0
+        try:
+            for _ in range(env.params["handoffs"]):
+                _must(holder.acquire())
+                polling, state = threading.Event(), {"tries": 0, "granted": None}
+
+                def wait(state=state, polling=polling):
+                    deadline = time.monotonic() + HANDOFF_TIMEOUT_S
+                    while time.monotonic() < deadline and not env.stop.is_set():
+                        if waiter.acquire():
+                            state["granted"] = time.perf_counter()
+                            return
+                        state["tries"] += 1
+                        polling.set()
+
+                thread = threading.Thread(target=wait, name="latency-waiter", daemon=True)
+                thread.start()
+                polling.wait(HANDOFF_TIMEOUT_S)  # it has been refused once: it is waiting on the holder
+                released_at = time.perf_counter()
+                holder.release()
+                thread.join(HANDOFF_TIMEOUT_S + 1)
+                if state["granted"] is None:
+                    failed += 1
+                    continue
+                if state["tries"] == 0:  # granted while the holder still held: no handoff to time
+                    not_kept_out += 1
+                    waiter.release()
+                    continue
+                seconds.append(state["granted"] - released_at)
+                tries.append(state["tries"])
+                waiter.release()
+        finally:
+            holder.close()
+            waiter.close()
+        return seconds, tries, failed, not_kept_out
+
+    @staticmethod
+    def _throughput(env: TrialEnv, workers: int, keys: int) -> dict:
+        """k workers, each its own instance, acquiring and releasing for one window: grants per second."""
+        instances = [env.backend(key=env.key(f"throughput-{workers}-{keys}-{w % keys}")) for w in range(workers)]
+        cycles: list[list[float]] = [[] for _ in instances]
+        refused = [0] * workers
+        start = threading.Barrier(workers + 1)
+        window = env.params["window_s"]
+
+        def work(i: int) -> None:
+            backend = instances[i]
+            start.wait()
+            end = time.perf_counter() + window
+            while time.perf_counter() < end and not env.stop.is_set():
+                t0 = time.perf_counter()
+                if backend.acquire():
+                    backend.release()
+                    cycles[i].append(time.perf_counter() - t0)
+                else:
+                    refused[i] += 1
+
+        try:
+            for backend in instances:  # connect outside the window
+                _must(backend.acquire())
+                backend.release()
+            threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(workers)]
+            for thread in threads:
+                thread.start()
+            start.wait()
+            began = time.perf_counter()
+            for thread in threads:
+                thread.join()
+            elapsed = time.perf_counter() - began
+        finally:
+            for backend in instances:
+                backend.close()
+        done = [c for per_worker in cycles for c in per_worker]
+        return {"workers": workers, "keys": keys, "grants_per_s": round(len(done) / elapsed, 1),
+                "cycle": stats(done), "refused": sum(refused)}
+
+    @staticmethod
+    def _round_trips(env: TrialEnv, service: str) -> dict:
+        """Requests the client sent per acquire and per release, through a counting proxy (median of COUNTED);
+        for Redis also the commands the server ran, from INFO commandstats."""
+        proxies = [_CountingProxy(host, port).start() for host, port in env.services.addresses(service)]
+        routed = env.services.routed(service, [p.port for p in proxies])
+        backend = env.backend(key=env.key("counted"), routed=routed)
+        per_acquire, per_release = [], []
+        # One connection asks before and after, so its own handshake is not counted as the lock's.
+        counter = redis_client(env.services.redis_url) if service == "redis" else None
+        try:
+            _must(backend.acquire())  # connecting, handshakes and authentication are not the lock's
+            backend.release()
+            commands_before = _redis_commands(counter)
+            for _ in range(COUNTED):
+                before = sum(p.requests for p in proxies)
+                _must(backend.acquire())
+                acquired = sum(p.requests for p in proxies)
+                backend.release()
+                per_acquire.append(acquired - before)
+                per_release.append(sum(p.requests for p in proxies) - acquired)
+            commands_after = _redis_commands(counter)
+        finally:
+            backend.close()
+            for proxy in proxies:
+                proxy.stop()
+            if counter is not None:
+                counter.close()
+        out = {"acquire": statistics.median(per_acquire), "release": statistics.median(per_release),
+               "acquire_max": max(per_acquire), "release_max": max(per_release), "pairs": COUNTED,
+               "how": "client->server writes relayed by a loopback proxy"}
+        if commands_before is not None:
+            # Commands a script runs (redis.call in EVALSHA) count too: what the server really did.
+            delta = {name: commands_after[name] - commands_before.get(name, 0) for name in commands_after}
+            delta["info"] = delta.get("info", 0) - 1  # our own INFO before the pairs
+            out["server_commands_per_pair"] = {name: round(count / COUNTED, 2) for name, count in sorted(delta.items())
+                                               if count > 0}
+        return out
+
+    def verdict(self, measures: dict) -> str:
+        failed, let_in = measures["handoffs_failed"], measures["waiter_not_kept_out"]
+        notes = [f"{failed} handoffs timed out"] * bool(failed) + [f"{let_in} waiters got in while held"] * bool(let_in)
+        return "; ".join(["measured", *notes])
+
+
+def _throughput_configs() -> list[tuple[int, int]]:
+    """(workers, keys): every k on one key, and k > 1 on k keys (one worker on one key is the same trial)."""
+    return [(k, 1) for k in WORKERS] + [(k, k) for k in WORKERS if k > 1]
+
+
+def _must(granted: bool) -> None:
+    if not granted:
+        raise RuntimeError("an uncontended acquire was refused")
+
+
+def _service_of(env: TrialEnv) -> str:
+    return load_backend(env.spec.backend).lock_service
+
+
+class _CountingSocket:
+    """A socket whose sendall counts one request before it is sent (so a reply can never be seen first)."""
+
+    def __init__(self, sock: socket.socket, proxy: "_CountingProxy", way: str):
+        self._sock, self._proxy, self._way = sock, proxy, way
+
+    def sendall(self, data: bytes) -> None:
+        if self._way == "to_server":
+            with self._proxy.counting:
+                self._proxy.requests += 1
+        self._sock.sendall(data)
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+class _CountingProxy(BlackholeProxy):
+    """The fault proxy, also counting the client's writes it relays: each is a request the client waits on."""
+
+    def __init__(self, host: str, port: int):
+        super().__init__(host, port)
+        self.requests = 0
+        self.counting = threading.Lock()
+
+    def _pump(self, src, dst, record, way) -> None:
+        super()._pump(src, _CountingSocket(dst, self, way), record, way)
+
+
+def _redis_commands(client) -> dict | None:
+    """Calls per command since the server started (INFO commandstats); None without a client."""
+    if client is None:
+        return None
+    calls: dict[str, int] = {}
+    for name, counts in client.info("commandstats").items():
+        command = name.removeprefix("cmdstat_").split("|")[0]  # client|setinfo counts as client
+        calls[command] = calls.get(command, 0) + int(counts["calls"])
+    return calls
+
+
+class _Floors:
+    """The physical floor of one lock service, on the same kind of connection its backends use."""
+
+    def __init__(self, env: TrialEnv, service: str):
+        self.calls: dict = {}
+        self._closers = []
+        if service == "postgres":
+            self._postgres(env)
+        elif service in ("redis", "redlock"):
+            self._redis(env.services.redis_url if service == "redis" else env.services.redlock_urls[0], service)
+        elif service == "etcd":
+            self._etcd(env)
+
+    def sample(self) -> dict[str, float]:
+        return {name: _timed(call) for name, call in self.calls.items()}
+
+    def close(self) -> None:
+        for close in self._closers:
+            try:
+                close()
+            except Exception:
+                pass
+
+    def _postgres(self, env: TrialEnv) -> None:
+        engine = pg_engine(env.services.pg_url, {}, isolation_level="AUTOCOMMIT", pool_size=1)
+        conn = engine.connect()
+        self._closers += [engine.dispose, conn.close]
+        one, row = text("select 1"), {"n": env.key("floor")}
+        conn.execute(text(f"create table if not exists {_COMMIT_TABLE} (name text primary key, n bigint not null)"))
+        upsert = text(f"insert into {_COMMIT_TABLE} values (:n, 1) on conflict (name) do update "
+                      f"set n = {_COMMIT_TABLE}.n + 1")
+        self.calls["select 1"] = lambda: conn.execute(one).scalar()
+        # What a lock that writes a row pays at least: one committed (WAL-flushed) one-row write.
+        self.calls["one-row commit"] = lambda: conn.execute(upsert, row)
+
+    def _redis(self, url: str, service: str) -> None:
+        client = redis_client(url)
+        raw = _raw_redis(url)
+        self._closers += [client.close, raw.close]
+        self.calls[FLOOR_OF[service]] = client.ping
+
+        def raw_ping() -> None:
+            raw.sendall(b"PING\r\n")
+            if raw.recv(64) != b"+PONG\r\n":
+                raise RuntimeError("raw PING: no +PONG")
+
+        self.calls["PING (raw socket)"] = raw_ping
+
+    def _etcd(self, env: TrialEnv) -> None:
+        client = etcd_client(env.services.etcd_endpoint)
+        self._closers.append(client.close)
+        key = f"locklab/{env.key('floor')}"
+        client.put(key, "0")
+        self.calls["range"] = lambda: client.get(key)
+        self.calls["put"] = lambda: client.put(key, "1")
+
+
+def _raw_redis(url: str) -> socket.socket:
+    """A plain TCP connection to Redis, authenticated as the URL says: PING with nothing in between."""
+    parts = urlsplit(url)
+    sock = socket.create_connection((parts.hostname, parts.port or 6379), timeout=5)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if parts.password:
+        words = [unquote(parts.username), unquote(parts.password)] if parts.username else [unquote(parts.password)]
+        command = [b"AUTH", *(w.encode() for w in words)]
+        sock.sendall(b"*%d\r\n" % len(command) + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in command))
+        if not sock.recv(64).startswith(b"+OK"):
+            raise RuntimeError("raw socket: Redis refused AUTH")
+    return sock
