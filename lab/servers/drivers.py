@@ -283,12 +283,13 @@ class _Django(LockSession):
         _django_ready()
         host, port = _hosts(url)
         self._alias = f"locklab_{secrets.token_hex(6)}"
-        connections.settings[self._alias] = {
-            "ENGINE": "django.db.backends.postgresql", "NAME": url.database, "USER": url.username,
-            "PASSWORD": url.password, "HOST": host, "PORT": port, "CONN_MAX_AGE": None,
-            "OPTIONS": {"options": _options(startup), "connect_timeout": 5, "application_name": "locklab"}}
-        connections.settings[self._alias] = connections.configure_settings(connections.settings)[self._alias]
-        self._conn = connections[self._alias]
+        with _DJANGO_LOCK:  # configure_settings walks every alias: no other thread may add one meanwhile
+            connections.settings[self._alias] = {
+                "ENGINE": "django.db.backends.postgresql", "NAME": url.database, "USER": url.username,
+                "PASSWORD": url.password, "HOST": host, "PORT": port, "CONN_MAX_AGE": None,
+                "OPTIONS": {"options": _options(startup), "connect_timeout": 5, "application_name": "locklab"}}
+            connections.configure_settings(connections.settings)
+            self._conn = connections[self._alias]
         self._conn.inc_thread_sharing()
         self._atomic = driver == "django_atomic" and not autocommit
         if self._atomic:
@@ -312,4 +313,5 @@ class _Django(LockSession):
             self._conn.close()
         finally:
             self._conn.dec_thread_sharing()
-            connections.settings.pop(self._alias, None)
+            with _DJANGO_LOCK:
+                connections.settings.pop(self._alias, None)
