@@ -62,6 +62,7 @@ class PeerConnection(Relayed):
     """One relayed peer connection and the member that dialed it (None: not a member of this cluster)."""
 
     dialer: str | None = None
+    closed: bool = False  # its pumps ended: nothing can leak through it any more
 
 
 class PeerProxy(BlackholeProxy):
@@ -87,14 +88,23 @@ class PeerProxy(BlackholeProxy):
                 continue
             client.settimeout(None)
             upstream.settimeout(None)
-            record = PeerConnection(client_port, upstream.getsockname()[1],
-                                    dialer=self._identify(client_port, self.port))
+            record = PeerConnection(client_port, upstream.getsockname()[1], dialer=self._who(client_port))
             with self._lock:
                 self._sockets += [client, upstream]
                 self.connections.append(record)
             for src, dst, way in ((client, upstream, "to_server"), (upstream, client, "to_client")):
                 threading.Thread(target=self._pump, args=(src, dst, record, way), name="peer-pump",
                                  daemon=True).start()
+
+    def _who(self, client_port: int, tries: int = 10) -> str | None:
+        """The dialing member; a socket table read in the instant a connection is made can miss it, so ask
+        again a few times before leaving it unknown (and the partition unconfirmed)."""
+        for _ in range(tries):
+            dialer = self._identify(client_port, self.port)
+            if dialer is not None:
+                return dialer
+            time.sleep(0.02)
+        return None
 
     def _pump(self, src, dst, record: PeerConnection, way: str) -> None:
         try:
@@ -122,6 +132,7 @@ class PeerProxy(BlackholeProxy):
         except (OSError, ValueError):
             pass
         finally:
+            record.closed = True
             for sock in (src, dst):
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
@@ -361,7 +372,9 @@ class EtcdCluster:
         self._set_isolated(frozenset())
 
     def peer_links(self) -> list[PeerConnection]:
-        return [c for m in self.members if m.peer_proxy is not None for c in m.peer_proxy.open_connections()]
+        """The peer connections still open (a closed one carries nothing, whoever dialed it)."""
+        return [c for m in self.members if m.peer_proxy is not None for c in m.peer_proxy.open_connections()
+                if not c.closed]
 
     def link_bytes(self, member: EtcdMember) -> dict:
         """Bytes relayed so far on the peer links between member and the others, and on the others' links."""
