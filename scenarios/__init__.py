@@ -22,6 +22,7 @@ REGISTRY = Registry("scenario", {
     "lookalikes": "scenarios.lookalikes:Lookalikes",
     "killpoints": "scenarios.killpoints:Killpoints",
     "perf": "scenarios.perf:Perf",
+    "whynot": "scenarios.whynot:WhyNot",
     "latency": "scenarios.latency:Latency",
 })
 

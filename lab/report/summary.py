@@ -14,6 +14,7 @@ import pandas as pd
 from lab.harness.outcomes import Safety, outcome_text, safety_of
 from lab.report.common import md_table, ok_trials, ordered_backends, with_capability
 from lab.report.matrix import FAULTS, Mark, fault_records, judge, lease_faults_run
+from lab.report import whynot
 
 # (need, backend) in the order an engineer would look for them; then the ones to avoid.
 # A need whose backend the run did not measure is left out.
@@ -210,17 +211,17 @@ def _heartbeat(frame) -> str | None:
 WHY_NOT = [
     ("SET idle_in_transaction_session_timeout = 0, on the session or a role",
      "It works, but it exempts the session from a guard the owner set on purpose and leaves the transaction open.",
-     None),
+     whynot.guard_off),
     ("A heartbeat select 1", "It proves the connection is alive, not the run.", _heartbeat),
     ("Raise the timeout", "It hides every other leaked transaction.", _timing_range),
     ("One giant transaction", "It holds a transaction id for hours and loses all work on failure.", _perf_ratio),
     ("Redis, etcd or a lease row", "The holder can lose the lock and keep writing, so the database must check a "
                                    "fencing token.", _leases),
     ("A row lock or a unique constraint", "A row lock needs a parent row per company; a unique constraint is a "
-                                          "backstop, not exclusion.", None),
+                                          "backstop, not exclusion.", whynot.row_lock_or_unique),
     ("SERIALIZABLE with retry", "It works, but unrelated companies can fail together.", _serializable),
     ("A queue, an idempotent rebuild, the lock on the writes' connection, Kafka partitioning",
-     "Each solves a neighbouring problem.", None),
+     "Each solves a neighbouring problem.", whynot.neighbours),
 ]
 
 

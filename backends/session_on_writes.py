@@ -1,0 +1,120 @@
+"""The session lock taken on the same connection that does the writes, committing between companies.
+
+The post's last Why-not row: "A lock on the writes' connection costs parallelism." A session advisory
+lock survives commits, so the run takes it once and rebuilds every company in its own transaction on
+that same session. The lock and the writes now end together: a run whose session ended has lost its
+lock and its connection for writing at once, and this backend never reconnects to write on. What it
+costs: every write of the run goes through one session, so a run's workers queue for it
+(scenarios/whynot.py measures companies per second with 1, 2 and 4 workers against xact).
+
+Every use of the connection ends in a commit (acquire, each rebuild, touch), so between companies it
+is idle, never idle in a transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from backends._writes import commit_failure
+from backends.base import Backend, BackendContext, Point, RebuildResult, no_point
+from lab.errors import LockLost
+from lab.servers.clients import pg_engine
+from lab.servers.pg import holds_advisory_lock
+
+_TRY_LOCK = text("select pg_try_advisory_lock(hashtextextended(:k, 0)), hashtextextended(:k, 0), pg_backend_pid()")
+_UNLOCK = text("select pg_advisory_unlock(hashtextextended(:k, 0))")
+
+
+class SessionLockOnWrites(Backend):
+    """One session for the lock and every write of the run, used by one thread at a time."""
+
+    name = "session_on_writes"
+    summary = ("session advisory lock taken on the connection that does the writes, a commit after each "
+               "company: lock and writes end together")
+    capabilities = frozenset({"session_lock", "exclusion"})
+
+    def __init__(self, ctx: BackendContext, key: str):
+        super().__init__(ctx, key)
+        self._engine = None
+        self._conn = None
+        self._pid: int | None = None
+        self._key_int: int | None = None
+        self._use = threading.Lock()  # a Connection is one session: the run's workers take turns on it
+
+    @property
+    def lock_pid(self) -> int | None:
+        return self._pid
+
+    def _connection(self):
+        if self._conn is None:
+            # Opened to the lock's address (a cut's proxy carries it), with the lock's session settings.
+            self._engine = pg_engine(self.ctx.lock_services.pg_url, self.ctx.lock_settings, pool_size=1,
+                                     max_overflow=0)
+            self._conn = self._engine.connect()
+        return self._conn
+
+    def acquire(self) -> bool:
+        with self._use:
+            conn = self._connection()
+            got, self._key_int, self._pid = conn.execute(_TRY_LOCK, {"k": self.key}).one()
+            conn.commit()
+        return bool(got)
+
+    def held(self) -> bool:
+        if self._pid is None:
+            return False
+        return holds_advisory_lock(self.ctx.monitor, self._pid, self._key_int)
+
+    def touch(self) -> None:
+        with self._use:
+            conn = self._connection()
+            if conn.invalidated:
+                raise LockLost("the lock's session is gone")
+            conn.execute(text("select 1"))
+            conn.commit()
+
+    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
+        """The company's own transaction, on the lock's session; a dead session fails it (no reconnect)."""
+        deleted, committing = None, False
+        with self._use:
+            conn = self._conn
+            if conn is None or conn.invalidated:  # SQLAlchemy would reconnect: a new session, without the lock
+                return RebuildResult("failed", error="LockLost: the lock's session is gone; no write without it")
+            try:
+                with conn.begin():
+                    point("begin", conn)
+                    deleted = self.ctx.table.rebuild(conn, company, rows, run_id, point)
+                    committing = True  # leaving the block sends COMMIT
+                committing = False
+                point("after_commit", None)
+                return RebuildResult("committed", deleted=deleted)
+            except SQLAlchemyError as exc:
+                return commit_failure(exc, self.ctx.writes, self.ctx.table, [company], run_id,
+                                      committing=committing, deleted=deleted)
+
+    def release(self) -> None:
+        if self._conn is None:
+            raise LockLost("release without acquire")
+        with self._use:
+            if self._conn.invalidated:
+                raise LockLost("the lock's session is gone, so the lock went with it")
+            try:
+                released = self._conn.execute(_UNLOCK, {"k": self.key}).scalar()
+                self._conn.commit()
+            except SQLAlchemyError as exc:
+                raise LockLost(f"the lock's session is gone, so the lock went with it ({type(exc).__name__})") from exc
+        if not released:
+            raise LockLost("pg_advisory_unlock returned false: this session did not hold the lock", told="false")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            # Dropped, never returned to a pool: a pooled session would keep the lock for its next user.
+            try:
+                self._conn.invalidate()
+                self._conn.close()
+            finally:
+                self._conn = None
+                self._engine.dispose()

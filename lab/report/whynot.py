@@ -1,0 +1,229 @@
+"""Evidence for the post's 'Why not just...?' rows that only the whynot scenario measures.
+
+Each function reads the whynot trials (and, where it helps, the cases trials) of a run and returns the
+row's evidence as a sentence built from their measures, citing the trials it used; None when the run
+has no such trials, so a run without them renders its row as before. Nothing here is typed in: every
+word that ranks or says "waited", "excluded" or "overwritten" is chosen by a figure.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pandas as pd
+
+from lab.harness.outcomes import outcome_text
+from lab.report.common import ok_trials
+
+GUARD_OFF = "session_guard_off"  # the row's alternative: the guard set to 0 on the lock's own session
+ON_WRITES = "session_on_writes"  # the lock on the writes' connection
+KAFKA = "Kafka partitioning: not measured: no Kafka server can run here"
+
+
+def _trials(frame: pd.DataFrame, variant: str, backend: str | None = None) -> pd.DataFrame:
+    group = ok_trials(frame, "whynot")
+    group = group[group.variant == variant]
+    return group if backend is None else group[group.backend == backend]
+
+
+def _cite(group: pd.DataFrame) -> str:
+    """'whynot/row_lock/fk_child_insert, n=3' for each backend of a group of trials."""
+    parts = [f"whynot/{backend}/{variant}, n={len(g)}" for (backend, variant), g in group.groupby(
+        ["backend", "variant"], sort=False)]
+    return "(" + "; ".join(parts) + ")"
+
+
+def _median(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} s"
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _of(done: int, total: int) -> str:
+    return f"{done}/{total}"
+
+
+# --- SET idle_in_transaction_session_timeout = 0 -----------------------------------------------------------
+
+def guard_off(frame: pd.DataFrame) -> str | None:
+    """Whether the lock survives the guard with it set to 0, and what its open transaction holds back."""
+    group = _trials(frame, "xmin_horizon", GUARD_OFF)
+    if group.empty:
+        return None
+    ms = list(group.measures)
+    mine, base, xid = [m["backend"] for m in ms], [m["baseline"] for m in ms], [m["open_xid"] for m in ms]
+    kept = sum(bool(m["held_after"]) for m in mine)
+    timeout = ms[0]["timeout_s"]
+    held_xmin = [m for m in mine if m["xmin_age"] is not None or m["xid_age"] is not None]
+    horizon = ("its open transaction held no snapshot and no transaction id (backend_xmin and backend_xid "
+               "empty in pg_stat_activity)" if not held_xmin else
+               f"its open transaction held the horizon in {len(held_xmin)}/{len(mine)} trials (backend_xmin age "
+               f"{_count(_median(m['xmin_age'] for m in mine))}, backend_xid age "
+               f"{_count(_median(m['xid_age'] for m in mine))})")
+    parts = [
+        f"measured: with the guard at {timeout:g} s on its session, {GUARD_OFF} still held its lock past it in "
+        f"{_of(kept, len(mine))} trials ({_cases(frame)})",
+        f"{horizon}, and VACUUM left {_count(_median(m['not_removable'] for m in mine))} dead rows it could not "
+        f"remove in the rebuilt table after {_count(_median(m['deleted'] for m in mine))} deleted, against "
+        f"{_count(_median(m['not_removable'] for m in base))} under {ms[0]['baseline_backend']} (medians)",
+        f"a transaction on such a session that has a transaction id (one write on it gives it one) left "
+        f"{_count(_median(m['not_removable'] for m in xid))} of {_count(_median(m['deleted'] for m in xid))} "
+        f"not removable, removable cutoff {_count(_median(m['cutoff_xids_old'] for m in xid))} XIDs old, and it "
+        f"was still {_states(m['state'] for m in xid)} past the guard's timeout: the guard no longer ends it",
+    ]
+    others = _trials(frame, "xmin_horizon")
+    rest = others[others.backend != GUARD_OFF]
+    if not rest.empty:
+        parts.append("under the same guard: " + ", ".join(
+            f"{b} kept its lock in {_of(sum(bool(m['backend']['held_after']) for m in g.measures), len(g))} and left "
+            f"{_count(_median(m['backend']['not_removable'] for m in g.measures))} not removable"
+            for b, g in rest.groupby("backend", sort=False)))
+    return "; ".join(parts) + " " + _cite(others)
+
+
+def _cases(frame: pd.DataFrame) -> str:
+    """The cases trials of the guard-off lock under the idle-in-transaction guard, when the run has them."""
+    group = ok_trials(frame, "cases")
+    group = group[(group.backend == GUARD_OFF) & (group.variant == "idle_in_transaction")]
+    if group.empty:
+        return "no cases trials in this run"
+    return f"cases, idle in transaction past the timeout: {outcome_text(group.to_dict('records'))}"
+
+
+# --- A row lock or a unique constraint ---------------------------------------------------------------------
+
+def row_lock_or_unique(frame: pd.DataFrame) -> str | None:
+    parts, cited = [], []
+    fk = _trials(frame, "fk_child_insert")
+    for backend, g in fk.groupby("backend", sort=False):
+        ms = list(g.measures)
+        waited = sum(bool(m["child_waited"]) for m in ms)
+        events = sorted({m["child_wait_event"] for m in ms if m["child_wait_event"]})
+        parts.append(
+            f"FOR {ms[0]['lock_strength']} ({backend}): a child row referencing the company took "
+            f"{_seconds(_median(m['child_during']['seconds'] for m in ms))} while a rebuild held the parent for "
+            f"{ms[0]['hold_s']:g} s (alone: {_seconds(_median(m['child_idle']['seconds'] for m in ms))}); "
+            f"it waited in {_of(waited, len(ms))}" + (f" ({', '.join(events)})" if events else ""))
+        cited.append(g)
+    parents = _trials(frame, "no_parent_row")
+    for backend, g in parents.groupby("backend", sort=False):
+        ms = list(g.measures)
+        parts.append(f"a company with no parent row ({backend}): the lock alone locked nothing and two "
+                     f"overlapping rebuilds ended {_states(m['lock_only']['company'] for m in ms)}; with the parent "
+                     f"inserted first (ON CONFLICT DO NOTHING, then the lock) {_states(m['create']['company'] for m in ms)}")
+        cited.append(g)
+    loser = _trials(frame, "backstop_loser")
+    for backend, g in loser.groupby("backend", sort=False):
+        parts.append(_backstop(backend, list(g.measures)))
+        cited.append(g)
+    if not parts:
+        return None
+    return "measured: " + "; ".join(parts) + " " + _cite(pd.concat(cited))
+
+
+def _states(states) -> str:
+    counts: dict[str, int] = {}
+    for state in states:
+        counts[state] = counts.get(state, 0) + 1
+    total = sum(counts.values())
+    return ", ".join(f"{state} {n}/{total}" for state, n in sorted(counts.items()))
+
+
+def _backstop(backend: str, ms: list[dict]) -> str:
+    """What the loser of two overlapping rebuilds saw, and whether the marker excluded or only detected."""
+    runs = [m["runs"][1] for m in ms]
+    failed = [r for r in runs if r["outcome"] != "committed"]
+    untouched = sum(m["loser_deleted"] is None and not m["torn"] for m in ms)
+    errors = sorted({f"{r['error']} ({r['sqlstate']})" for r in failed})
+    text = (f"{backend}: the second of two overlapping rebuilds waited "
+            f"{_seconds(_median(r['waited'] for r in runs))} on the first's marker, then "
+            + (f"failed in {_of(len(failed), len(ms))}: {'; '.join(errors)}" if failed else
+               f"rebuilt in {_of(len(ms), len(ms))}"))
+    text += (f"; it touched no row while the first wrote in {_of(untouched, len(ms))} (observer saw "
+             f"{sorted({n for m in ms for n in m['rows_seen']})}), so it excludes while the first writes"
+             + (" and then only refuses: the second rebuild is dropped, not done after" if failed else ""))
+    later = sum(m["later_rebuild"] == "committed" for m in ms)
+    return text + f"; a rebuild after both went through in {_of(later, len(ms))}"
+
+
+# --- A queue, an idempotent rebuild, the lock on the writes' connection, Kafka -----------------------------
+
+def neighbours(frame: pd.DataFrame) -> str | None:
+    parts, cited = [], []
+    queue = _trials(frame, "queue_exclusion")
+    for backend, g in queue.groupby("backend", sort=False):
+        ms = list(g.measures)
+        dup = sum(len(m["duplicates"]) for m in ms)
+        second = [m["second_asks"] for m in ms]
+        new = [m["second_asks_new_job"] for m in ms if "second_asks_new_job" in m]
+        parts.append(
+            f"{backend}: {ms[0]['runs']} runs pulled {_count(_median(m['rebuilt'] for m in ms))} of "
+            f"{ms[0]['companies']} companies ({_count(_median(m['per_s'] for m in ms))}/s), "
+            f"{dup} given to two runs, {_of(sum(m['intact'] for m in ms), len(ms))} trials all intact; a run asking "
+            f"for a company another held: {_states(s['outcome'] for s in second)} after "
+            f"{_seconds(_median(s['waited'] for s in second))}"
+            + (f" (while the company's job row was still the other run's uncommitted insert: "
+               f"{_states(s['outcome'] for s in new)} after {_seconds(_median(s['waited'] for s in new))})"
+               if new else ""))
+        cited.append(g)
+    for backend, g in _trials(frame, "throughput").groupby("backend", sort=False):
+        parts.append(_throughput(backend, list(g.measures)))
+        cited.append(g)
+    same, different = _trials(frame, "same_inputs"), _trials(frame, "different_inputs")
+    for backend, g in same.groupby("backend", sort=False):
+        ms = list(g.measures)
+        parts.append(f"{backend}, same inputs: two overlapping rebuilds left the same {_rows(ms)} rows in "
+                     f"{_of(sum(bool(m['identical']) for m in ms), len(ms))} trials (overlapping after the delete "
+                     f"and before the commit)")
+        cited.append(g)
+    for backend, g in different.groupby("backend", sort=False):
+        ms = list(g.measures)
+        overlaps = [(p, o) for m in ms for p, o in m["overlaps"].items()]
+        last = sum(bool(o["tags_as_expected"]) for _, o in overlaps)
+        lost = [p for m in ms for p, kept in m["newest_kept"].items() if not kept]
+        parts.append(f"{backend}, different inputs (each run's own, as in the post's overlap): the company held the "
+                     f"last committer's rows in {_of(last, len(overlaps))} overlaps, and the newer run's output was "
+                     f"overwritten by the older run's in {_of(len(lost), len(overlaps))}"
+                     + (f" (held {', '.join(sorted(set(lost))).replace('_', ' ')})" if lost else ""))
+        cited.append(g)
+    if not parts:
+        return None
+    return "measured: " + "; ".join(parts) + " " + _cite(pd.concat(cited)) + "; " + KAFKA
+
+
+def _rows(ms: list[dict]) -> str:
+    finals = sorted({o["final"]["rows"] for m in ms for o in m["overlaps"].values()})
+    return "/".join(map(str, finals))
+
+
+def _throughput(backend: str, ms: list[dict]) -> str:
+    """Companies per second by workers, for the backend and xact, medians over every repetition of every trial."""
+    def by_workers(key: str) -> str:
+        rows = {}
+        for m in ms:
+            for r in m[key]:
+                rows.setdefault(r["workers"], []).extend(r["per_s"])
+        return ", ".join(f"{w}: {statistics.median(v):.0f}" for w, v in sorted(rows.items()))
+
+    def peak(key: str) -> str:
+        top = max(r["workers"] for r in ms[0][key])
+        return f"{max(r['in_flight_peak'] for m in ms for r in m[key] if r['workers'] == top)} of {top}"
+
+    mine = [s for m in ms for s in m["speedups"]]
+    base = [s for m in ms for s in m["baseline_speedups"]]
+    words = ("below" if max(mine) < min(base) else "above" if min(mine) > max(base) else
+             "within the noise of")
+    reps = sum(m["reps"] for m in ms)
+    baseline = ms[0]["baseline_backend"]
+    return (f"{backend}{' (workers ask the queue for their next company)' if ms[0]['hands_out'] else ''}: "
+            f"companies/s by workers {by_workers('backend')} against {baseline}'s {by_workers('baseline')} "
+            f"(medians of {reps} paired repetitions); writes in flight at once: {peak('backend')} workers against "
+            f"{baseline}'s {peak('baseline')}; its speedup from 1 to 4 workers, {min(mine):.2f}-{max(mine):.2f}, "
+            f"is {words} {baseline}'s {min(base):.2f}-{max(base):.2f}")
