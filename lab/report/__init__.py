@@ -47,10 +47,12 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path) -> Path:
     charts: dict = {}
     text = render_runs(folders, charts)
     output.parent.mkdir(parents=True, exist_ok=True)
-    for name, draw in sorted(charts.items()):
-        tmp = output.with_name(name + ".tmp.png")
+    for name, draw in sorted(charts.items()):  # a name may hold a folder: timelines/...
+        target = output.parent / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp.png")
         draw(tmp)
-        os.replace(tmp, output.with_name(name))
+        os.replace(tmp, target)
     tmp = output.with_name(output.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, output)  # never a half-written report

@@ -88,7 +88,8 @@ def _probes(m: dict) -> list[dict]:
 
 
 def slug(*parts: str) -> str:
-    return "timeline-" + "-".join(re.sub(r"[^a-z0-9]+", "_", p.lower()).strip("_") for p in parts) + ".png"
+    """Where a trial's timeline goes, beside REPORT.md: timelines/<scenario>-<backend>-<variant>.png."""
+    return "timelines/" + "-".join(re.sub(r"[^a-z0-9]+", "_", p.lower()).strip("_") for p in parts) + ".png"
 
 
 def failing_trials(frame: pd.DataFrame) -> list[tuple[str, dict]]:

@@ -49,7 +49,9 @@ def told_cell(records: list[dict]) -> str:
     """'an exception from release(): `...`; 3/3, +0.02 s, after its stale write committed' / 'nothing 3/3'."""
     recorded = [r for r in records if r["status"] == "ok" and "signals" in r["measures"]["holder"]]
     if not recorded:
-        return "not run" if not records else "not recorded"
+        if not records:
+            return "not run"
+        return "n/a" if all(r["status"] == "skipped" for r in records) else "not recorded"
     lost = lost_trials(recorded)
     if not lost:
         return f"not lost {len(recorded)}/{len(recorded)}"

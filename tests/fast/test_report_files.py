@@ -33,7 +33,7 @@ def test_rerendering_a_run_gives_the_same_bytes_charts_included(tmp_path):
     for attempt in ("a", "b"):
         out = tmp_path / attempt / "REPORT.md"
         write_report(folder, out)
-        files = {p.name: p.read_bytes() for p in out.parent.iterdir()}
+        files = {str(p.relative_to(out.parent)): p.read_bytes() for p in out.parent.rglob("*") if p.is_file()}
         assert {"REPORT.md", "timing.png", "matrix.png"} <= set(files)
         if first:
             assert files == first

@@ -34,5 +34,5 @@ def test_the_reference_reports_timelines_come_from_its_trials_and_are_committed(
         if record["scenario"] == "killpoints":  # recomputed: exactly the recorded history
             assert events_of(record) == record["measures"]["minimal"]["events"]
     report = (ROOT / "REPORT.md").read_text()
-    pictures = re.findall(r"\]\((timeline-[^)]+\.png)\)", report)
+    pictures = re.findall(r"\]\((timelines/[^)]+\.png)\)", report)
     assert pictures and all((ROOT / p).is_file() for p in pictures)
