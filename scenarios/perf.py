@@ -98,11 +98,15 @@ class Perf(Scenario):
             else:
                 outcomes = self._rebuild(env, table, ids, run_id, variant)
             seconds = time.monotonic() - start
+            with env.monitor.connect() as conn:  # after the clock: every company must be whole, once
+                rows_final, companies_final = conn.execute(
+                    text(f"select count(*), count(distinct company_id) from {table.name}")).one()
         finally:
             with env.monitor.connect() as conn:
                 conn.execute(text(f"drop table if exists {table.name}"))
         return {"config": CONFIGS[variant][1], "seconds": round(seconds, 3), "companies": companies,
-                "rows": companies * ROWS, "workers": workers, "transactions": len(outcomes),
+                "rows": companies * ROWS, "rows_final": rows_final, "companies_final": companies_final,
+                "table": table.name, "workers": workers, "transactions": len(outcomes),
                 "failed": sum(o != "committed" for o in outcomes)}
 
     @staticmethod

@@ -16,7 +16,7 @@ from backends._writes import write_transaction
 from backends.base import Backend, Point, RebuildResult, no_point
 from lab.errors import LockLost
 from lab.servers import pg
-from lab.servers.clients import pin_session
+from lab.servers.clients import pg_hosts, pin_session
 
 
 def _tooz_url(url) -> str:
@@ -24,11 +24,10 @@ def _tooz_url(url) -> str:
     multi-host URL (a primary and its standby) becomes libpq's comma lists in tooz's host and port
     options; target_session_attrs cannot reach libpq through tooz, so it connects to the first node
     that answers, which after a crash of the primary is the promoted standby."""
-    hosts = url.query.get("host")
-    if url.host is not None or not hosts:
+    hosts = pg_hosts(url)
+    if len(hosts) == 1:
         return url.set(drivername="postgresql").render_as_string(hide_password=False)
-    hosts = [hosts] if isinstance(hosts, str) else list(hosts)
-    query = {"host": ",".join(h.rpartition(":")[0] for h in hosts), "port": ",".join(h.rpartition(":")[2] for h in hosts)}
+    query = {"host": ",".join(h for h, _ in hosts), "port": ",".join(str(p) for _, p in hosts)}
     return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
 
 

@@ -25,7 +25,7 @@ from typing import Mapping
 from sqlalchemy.engine import URL
 
 from lab.errors import LabError
-from lab.servers.clients import known_settings, pg_engine
+from lab.servers.clients import known_settings, pg_engine, pg_hosts
 
 DEFAULT = "psycopg2"
 # name -> (the packages it needs, what it is)
@@ -111,11 +111,8 @@ def _pyformat(sql: str) -> str:
 
 def _hosts(url: URL) -> tuple[str, str]:
     """libpq's host and port lists, for a URL with one host or several."""
-    hosts = url.query.get("host")
-    if url.host is None and hosts:
-        hosts = [hosts] if isinstance(hosts, str) else list(hosts)
-        return ",".join(h.partition(":")[0] for h in hosts), ",".join(h.partition(":")[2] or "5432" for h in hosts)
-    return url.host or "127.0.0.1", str(url.port or 5432)
+    hosts = pg_hosts(url)
+    return ",".join(h or "127.0.0.1" for h, _ in hosts), ",".join(str(p) for _, p in hosts)
 
 
 class _SqlAlchemy(LockSession):

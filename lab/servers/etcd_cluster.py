@@ -39,7 +39,6 @@ import json
 import select
 import signal
 import socket
-import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -75,26 +74,8 @@ class PeerProxy(BlackholeProxy):
         self._identify = identify  # (dialer's port, our port) -> the member that dialed
         self._cut = cut  # (dialer, member) -> whether the partition separates them
 
-    def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                client, (_, client_port) = self._listener.accept()
-                upstream = socket.create_connection(self.target, timeout=5)
-            except (socket.timeout, TimeoutError):
-                continue
-            except OSError:
-                if self._closed.is_set():
-                    return
-                continue
-            client.settimeout(None)
-            upstream.settimeout(None)
-            record = PeerConnection(client_port, upstream.getsockname()[1], dialer=self._who(client_port))
-            with self._lock:
-                self._sockets += [client, upstream]
-                self.connections.append(record)
-            for src, dst, way in ((client, upstream, "to_server"), (upstream, client, "to_client")):
-                threading.Thread(target=self._pump, args=(src, dst, record, way), name="peer-pump",
-                                 daemon=True).start()
+    def _record(self, client_port: int, upstream_port: int) -> PeerConnection:
+        return PeerConnection(client_port, upstream_port, dialer=self._who(client_port))
 
     def _who(self, client_port: int, tries: int = 10) -> str | None:
         """The dialing member; a socket table read in the instant a connection is made can miss it, so ask

@@ -89,13 +89,17 @@ class BlackholeProxy:
                 continue
             client.settimeout(None)
             upstream.settimeout(None)
-            record = Relayed(client_port, upstream.getsockname()[1])
+            record = self._record(client_port, upstream.getsockname()[1])
             with self._lock:
                 self._sockets += [client, upstream]
                 self.connections.append(record)
             for src, dst, way in ((client, upstream, "to_server"), (upstream, client, "to_client")):
                 threading.Thread(target=self._pump, args=(src, dst, record, way), name="proxy-pump",
                                  daemon=True).start()
+
+    def _record(self, client_port: int, upstream_port: int) -> Relayed:
+        """What the proxy keeps about a new connection (a subclass may learn more about it)."""
+        return Relayed(client_port, upstream_port)
 
     def _pump(self, src: socket.socket, dst: socket.socket, record: Relayed, way: str) -> None:
         readable = select.poll()

@@ -24,6 +24,7 @@ from lab.servers.clients import (
     first_line,
     parse_pg_dsn,
     pg_engine,
+    pg_hosts,
     redact,
     redact_text,
     redis_client,
@@ -97,11 +98,7 @@ class Services:
     def addresses(self, service: str) -> list[tuple[str, int]]:
         """(host, port) of every server of a service (three for Redlock)."""
         if service == "postgres":
-            hosts = self.pg_url.query.get("host")  # a multi-host URL: host=h:p repeated in the query
-            if self.pg_url.host is None and hosts:
-                hosts = [hosts] if isinstance(hosts, str) else list(hosts)
-                return [(h.partition(":")[0], int(h.partition(":")[2] or 5432)) for h in hosts]
-            return [(self.pg_url.host, self.pg_url.port or 5432)]
+            return pg_hosts(self.pg_url)
         if service in ("redis", "redlock"):
             urls = [self.redis_url] if service == "redis" else self.redlock_urls
             return [(urlsplit(u).hostname, urlsplit(u).port or 6379) for u in urls]
