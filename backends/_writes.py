@@ -101,3 +101,19 @@ def write_transaction(engine: Engine, table: CompanyTable, companies: list[int],
     except SQLAlchemyError as exc:
         return commit_failure(exc, engine, table, companies, run_id, committing=committing, deleted=deleted,
                               waited=waited)
+
+
+LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout fired
+
+
+def retried_on_lock_timeout(attempt: Callable[[], RebuildResult], retries: int) -> RebuildResult:
+    """One write transaction, run again up to `retries` times while it ends on lock_timeout (55P03, the
+    post's rule 2); the result says how many attempts it took and what the failed ones said."""
+    failed = []
+    for n in range(1, retries + 2):
+        result = attempt()
+        if result.sqlstate != LOCK_NOT_AVAILABLE or n == retries + 1:
+            break
+        failed.append(result.error)
+    result.attempts, result.failed_attempts = n, failed
+    return result

@@ -12,7 +12,13 @@ from backends._fence import FenceRejected, fenced_write
 from backends._writes import write_transaction
 from backends.base import CAPABILITIES, Backend, NoRunLock
 from lab.errors import LockLost
-from lab.harness.contract import POINTS, BackendContext, Point, RebuildResult, describe_error
+from lab.harness.contract import (
+           POINTS,
+           BackendContext,
+           Point,
+           RebuildResult,
+           describe_error,
+)
 from lab.harness.workload import CompanyTable, no_point
 from lab.servers.clients import pg_engine, redis_client
 

@@ -20,7 +20,6 @@ from sqlalchemy import text
 from backends._claimed import claimed_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
 
-
 NO_MATCHING_KEY = "42P10"  # ON CONFLICT found no unique index on (company_id, n)
 
 

@@ -21,6 +21,7 @@ from typing import ClassVar
 from sqlalchemy import text
 
 from backends._claimed import claimed_transaction
+from backends._writes import retried_on_lock_timeout
 from backends.base import NoRunLock, Point, RebuildResult, no_point
 from lab.harness.workload import SCHEMA
 
@@ -70,14 +71,10 @@ class RowLock(NoRunLock):
         """Several companies in one transaction, their parent rows locked in sorted order unless told otherwise."""
         opts = self.ctx.options
         order = sorted(companies) if opts.get("sort_batches", True) else list(companies)
-        retries = opts.get("lock_timeout_retries", 0)
-        failed = []
-        for attempt in range(1, retries + 2):
-            result = claimed_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
-                                         claim=self.claim, isolation=opts.get("isolation", "READ COMMITTED"),
-                                         lock_timeout_ms=opts.get("lock_timeout_ms"))
-            if result.sqlstate != "55P03" or attempt == retries + 1:  # 55P03: lock_timeout fired
-                break
-            failed.append(result.error)
-        result.attempts, result.failed_attempts = attempt, failed
-        return result
+        def attempt() -> RebuildResult:
+            return claimed_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
+                                       claim=self.claim,
+                                       isolation=opts.get("isolation", "READ COMMITTED"),
+                                       lock_timeout_ms=opts.get("lock_timeout_ms"))
+
+        return retried_on_lock_timeout(attempt, opts.get("lock_timeout_retries", 0))

@@ -20,6 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from backends._claimed import claimed_transaction
+from backends._writes import retried_on_lock_timeout
 from backends.base import NoRunLock, Point, RebuildResult, describe_error, no_point
 from lab.harness.workload import SCHEMA
 
@@ -51,17 +52,14 @@ class UniqueBackstop(NoRunLock):
                       *, use_copy: bool = False) -> RebuildResult:
         opts = self.ctx.options
         order = sorted(companies) if opts.get("sort_batches", True) else list(companies)
-        retries = opts.get("lock_timeout_retries", 0)
-        failed = []
-        for attempt in range(1, retries + 2):
-            result = claimed_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
-                                         claim=lambda conn, c: self._mark(conn, c, run_id),
-                                         isolation=opts.get("isolation", "READ COMMITTED"),
-                                         lock_timeout_ms=opts.get("lock_timeout_ms"))
-            if result.sqlstate != "55P03" or attempt == retries + 1:  # a lock_timeout is retried; 23505 is not
-                break
-            failed.append(result.error)
-        result.attempts, result.failed_attempts = attempt, failed
+        # a lock_timeout is retried; 23505, the other run's marker, is not
+        def attempt() -> RebuildResult:
+            return claimed_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
+                                       claim=lambda conn, c: self._mark(conn, c, run_id),
+                                       isolation=opts.get("isolation", "READ COMMITTED"),
+                                       lock_timeout_ms=opts.get("lock_timeout_ms"))
+
+        result = retried_on_lock_timeout(attempt, opts.get("lock_timeout_retries", 0))
         if result.outcome == "committed" or (result.outcome == "indeterminate" and result.resolved == "committed"):
             left = self._clear(order, run_id)
             if left is not None:

@@ -1,9 +1,7 @@
 """Method 4: pg_advisory_xact_lock as the first statement of each company's write transaction."""
 
-from backends._writes import write_transaction
+from backends._writes import retried_on_lock_timeout, write_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
-
-LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout fired
 
 
 class TransactionLock(NoRunLock):
@@ -29,15 +27,9 @@ class TransactionLock(NoRunLock):
         """Several companies in one transaction, their locks taken in sorted order unless told otherwise."""
         opts = self.ctx.options
         order = sorted(companies) if opts.get("sort_batches", True) else list(companies)
-        retries = opts.get("lock_timeout_retries", 0)
-        failed = []
-        for attempt in range(1, retries + 2):
-            result = write_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
-                                       lock_key=self.company_key,
-                                       isolation=opts.get("isolation", "READ COMMITTED"),
-                                       lock_timeout_ms=opts.get("lock_timeout_ms"), use_copy=use_copy)
-            if result.sqlstate != LOCK_NOT_AVAILABLE or attempt == retries + 1:
-                break
-            failed.append(result.error)
-        result.attempts, result.failed_attempts = attempt, failed
-        return result
+        def attempt() -> RebuildResult:
+            return write_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
+                                     lock_key=self.company_key, isolation=opts.get("isolation", "READ COMMITTED"),
+                                     lock_timeout_ms=opts.get("lock_timeout_ms"), use_copy=use_copy)
+
+        return retried_on_lock_timeout(attempt, opts.get("lock_timeout_retries", 0))
