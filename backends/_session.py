@@ -7,8 +7,9 @@ The run's writes go through other pooled sessions, as in the post's job.
 
 from __future__ import annotations
 
+from backends import _bare
 from backends._writes import write_transaction
-from backends.base import Backend, BackendContext, Point, RebuildResult, no_point
+from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
 from lab.errors import LockLost
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.drivers import DRIVERS, LockSession, open_session
@@ -86,6 +87,18 @@ class SessionLockBackend(Backend):
             raise LockLost(f"the lock's session is gone, so the lock went with it ({type(exc).__name__})") from exc
         if not released:
             raise LockLost("pg_advisory_unlock returned false: this session did not hold the lock", told="false")
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """pg_try_advisory_lock and pg_advisory_unlock on a connection of the same driver and mode, with the
+        commits this method sends (after acquiring for method 2, after releasing unless AUTOCOMMIT)."""
+        opened = _bare.connection(self.ctx, self.driver, self.autocommit)
+        if opened is None:
+            return None
+        conn, close = opened
+        then = " + COMMIT" if self.commit_after_acquire else "", "" if self.autocommit else " + COMMIT"
+        return BareCall(f"SQLAlchemy ({self.driver}): pg_try_advisory_lock{then[0]}; pg_advisory_unlock{then[1]}",
+                        _bare.statement(conn, _bare.TRY_LOCK, {"k": key}, self.commit_after_acquire),
+                        _bare.statement(conn, _bare.UNLOCK, {"k": key}, not self.autocommit), close)
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         # The writes go through the shared pool, on sessions other than the lock's.

@@ -4,13 +4,14 @@
 
 A backend subclasses Backend, declares what it is (name, summary, capabilities, services,
 lock_service), opens its lock connection to `self.ctx.lock_services`, and implements acquire,
-rebuild, held and release. `lab check-backend NAME` checks its promises; README, "Write a
+rebuild, held and release; bare_call may name the library call its lock wraps (a BareCall), which
+the latency scenario times beside it. `lab check-backend NAME` checks its promises; README, "Write a
 backend", walks from an empty file to a report row.
 """
 
 from backends._fence import FenceRejected, fenced_write
 from backends._writes import write_transaction
-from backends.base import CAPABILITIES, Backend, NoRunLock
+from backends.base import CAPABILITIES, Backend, BareCall, NoRunLock
 from lab.errors import LockLost
 from lab.harness.contract import (
            POINTS,
@@ -22,6 +23,6 @@ from lab.harness.contract import (
 from lab.harness.workload import CompanyTable, no_point
 from lab.servers.clients import pg_engine, redis_client
 
-__all__ = ["Backend", "NoRunLock", "BackendContext", "RebuildResult", "Point", "POINTS", "CAPABILITIES",
+__all__ = ["Backend", "NoRunLock", "BareCall", "BackendContext", "RebuildResult", "Point", "POINTS", "CAPABILITIES",
            "LockLost", "FenceRejected", "write_transaction", "fenced_write", "describe_error", "CompanyTable",
            "no_point", "pg_engine", "redis_client"]

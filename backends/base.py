@@ -9,7 +9,8 @@ the reason instead of failing.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Callable, ClassVar
 
 # The types a backend exchanges with the lab live one layer down, in lab.harness.contract, so the
 # harness (a run's job, a holder process) needs no backend; they are re-exported here and in
@@ -35,6 +36,22 @@ CAPABILITIES = {
     "serializable": "no lock: SERIALIZABLE aborts one of two conflicting rebuilds and the run retries it",
     "replica_ack": "with option wait_replicas=N, takes a grant only once N replicas have it (Redis WAIT)",
 }
+
+@dataclass(frozen=True)
+class BareCall:
+    """The lock work a backend wraps, done by its library alone on a connection of its own.
+
+    The latency scenario times it alternately with the backend, on the same kind of connection and
+    through the same counting proxy, to hold each backend to its goal: no round trip of its own on
+    top of the library call it wraps. Opening the connection is setup, not timed; acquire and
+    release are the library's own calls, with no lab code between.
+    """
+
+    call: str  # the library call in words, as the report prints it
+    acquire: Callable[[], object]  # truthy when granted, as the library says it
+    release: Callable[[], object]  # whatever the library returns; it raises when it cannot release
+    close: Callable[[], None]  # ends what the bare call opened
+
 
 class Backend(ABC):
     """A lock strategy, instantiated once per run (holder or contender) with its own key."""
@@ -104,6 +121,12 @@ class Backend(ABC):
     @abstractmethod
     def release(self) -> None:
         """Give the lock back; raises LockLost when it was already gone, so a release never lies."""
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """The library call this backend wraps, for key, opened to self.ctx.lock_services; None: it wraps
+        nothing bare (the report then says so). It may be called on a closed instance: it uses the
+        instance's settings (context, options, TTL), never its connections."""
+        return None
 
     def touch(self) -> None:
         """Run one more query on the lock's own session (the naive 'am I still alive?' check)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from backends._lease import LeaseBackend
+from backends.base import BareCall
 from lab.servers.clients import etcd_client
 
 
@@ -37,6 +38,13 @@ class EtcdLock(LeaseBackend):
 
     def _release(self) -> bool:
         return bool(self.lock.release())
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """etcd-sdk-python's Lock on a client of its own: acquire(timeout=0) and release()."""
+        client = etcd_client(self.ctx.lock_services.etcd_endpoint, timeout=self.ttl)
+        lock = client.lock(f"locklab/{key}", ttl=self.lock.ttl)
+        return BareCall("etcd-sdk-python Lock.acquire(timeout=0); Lock.release()", lambda: lock.acquire(timeout=0),
+                        lock.release, client.close)
 
     def close(self) -> None:
         super().close()

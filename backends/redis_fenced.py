@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from backends.base import BareCall
 from backends.redis_lock import RedisLock
 
 # Grant and token in one step: SET NX PX, and only when that set the key, INCR the counter.
@@ -42,3 +43,16 @@ class RedisFencedLock(RedisLock):
             return None
         # Every grant gets a higher number (while Redis keeps its data).
         return int(fence)
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """The same script through redis-py's Script, then redis-py's Lock.release() with that token."""
+        client = self._bare_client()
+        grant = client.register_script(GRANT_AND_TOKEN)
+        lock = client.lock(f"locklab:{key}", timeout=self.ttl, thread_local=False)
+        ttl_ms, keys = int(self.ttl * 1000), [lock.name, f"locklab:{key}:fence"]
+
+        def acquire():
+            lock.local.token = uuid.uuid1().hex.encode()
+            return grant(keys=keys, args=[lock.local.token, ttl_ms])
+
+        return BareCall("redis-py Script(SET NX PX + INCR); Lock.release()", acquire, lock.release, client.close)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from backends._lease import LeaseBackend
+from backends.base import BareCall
 from lab.servers.clients import redis_client
 
 
@@ -50,6 +51,16 @@ class RedisLock(LeaseBackend):
     def _release(self) -> bool:
         self.lock.release()  # raises LockNotOwnedError (or LockError) when it is not ours any more
         return True
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """redis-py's Lock on a client of its own: acquire() and release(), nothing else."""
+        client = self._bare_client()
+        lock = client.lock(f"locklab:{key}", timeout=self.ttl, blocking=False, thread_local=False)
+        return BareCall("redis-py Lock.acquire(); Lock.release()", lock.acquire, lock.release, client.close)
+
+    def _bare_client(self):
+        return redis_client(self.ctx.lock_services.redis_url, socket_timeout=self.ttl,
+                            socket_connect_timeout=self.ttl)
 
     def close(self) -> None:
         super().close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pottery import Redlock
 
 from backends._lease import LeaseBackend
+from backends.base import BareCall
 from lab.servers.clients import redis_client
 
 
@@ -35,6 +36,14 @@ class RedlockLock(LeaseBackend):
     def _release(self) -> bool:
         self.lock.release()  # raises ReleaseUnlockedLock when it is not ours any more
         return True
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """pottery's Redlock over clients of its own: acquire(blocking=False) and release()."""
+        clients = [redis_client(u, socket_timeout=self.ttl, socket_connect_timeout=self.ttl)
+                   for u in self.ctx.lock_services.redlock_urls]
+        lock = Redlock(key=f"locklab:{key}", masters=set(clients), auto_release_time=self.ttl)
+        return BareCall("pottery Redlock.acquire(blocking=False); Redlock.release()",
+                        lambda: lock.acquire(blocking=False), lock.release, lambda: [c.close() for c in clients])
 
     def close(self) -> None:
         super().close()

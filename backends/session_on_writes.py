@@ -18,8 +18,9 @@ import threading
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from backends import _bare
 from backends._writes import commit_failure
-from backends.base import Backend, BackendContext, Point, RebuildResult, no_point
+from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
 from lab.errors import LockLost
 from lab.servers.clients import pg_engine
 from lab.servers.pg import holds_advisory_lock
@@ -67,6 +68,13 @@ class SessionLockOnWrites(Backend):
         if self._pid is None:
             return False
         return holds_advisory_lock(self.ctx.monitor, self._pid, self._key_int)
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """pg_try_advisory_lock and pg_advisory_unlock on a default (autobegin) connection, a COMMIT after each."""
+        conn, close = _bare.connection(self.ctx, "psycopg2", autocommit=False)
+        return BareCall("SQLAlchemy (psycopg2): pg_try_advisory_lock + COMMIT; pg_advisory_unlock + COMMIT",
+                        _bare.statement(conn, _bare.TRY_LOCK, {"k": key}, True),
+                        _bare.statement(conn, _bare.UNLOCK, {"k": key}, True), close)
 
     def touch(self) -> None:
         with self._use:

@@ -4,6 +4,11 @@ One trial per backend, run alone (parallel 1) so other trials do not disturb its
 backend samples alternate, one each per iteration, so a noisy neighbour slows both alike. Round trips
 are counted, never assumed: the lock's connection goes through a loopback proxy that counts each
 request the client sends, and Redis also says how many commands it ran (INFO commandstats).
+
+A backend that declares the library call it wraps (Backend.bare_call) is also timed against it, one
+bare acquire + release beside each of its own in the same iterations, and the bare call's round trips
+are counted through the same proxy: the goal is that the lab adds no round trip of its own
+(BARE_GOAL), and a verdict on it is given only where the spread of the paired ratios allows one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ WAITS = "a thread of the same process polling the backend's own acquire() in a t
 FLOOR_OF = {"postgres": "select 1", "redis": "PING (redis-py)", "redlock": "PING (redis-py, one master)",
             "etcd": "put"}
 _COMMIT_TABLE = f"{SCHEMA}.latency_commits"
+
+# The goal: a backend's median acquire + release at most this many times its bare library call's.
+BARE_GOAL = 1.2
+# The paired samples are cut into this many consecutive blocks, each giving one ratio of medians: the
+# spread a verdict must clear, as repetitions are for the cost table (a block of 6 at the quick profile).
+BARE_BLOCKS = 5
 
 
 def stats(values: list[float]) -> dict:
@@ -66,7 +77,7 @@ class Latency(Scenario):
 
     def trial_seconds(self, profile: str) -> float:
         p = self.profile_params(profile)
-        return 2.0 + p["iterations"] * 0.01 + p["handoffs"] * 0.02 + 5 * p["window_s"]
+        return 2.0 + p["iterations"] * 0.02 + p["handoffs"] * 0.02 + 5 * p["window_s"]
 
     def pg_sessions(self, backend_cls: type[Backend], profile: str) -> int:
         """Eight throughput workers of two sessions each at most (lease_row's pool), the floor's and the proxy's."""
@@ -79,7 +90,7 @@ class Latency(Scenario):
         service = _service_of(env)
         floors = _Floors(env, service)
         try:
-            cold, cycles, floor_samples = self._uncontended(env, floors)
+            cold, cycles, floor_samples, bare = self._uncontended(env, floors)
             handoffs, tries, failed, not_kept_out = self._handoffs(env)
             throughput = [self._throughput(env, k, keys) for k, keys in _throughput_configs()]
             round_trips = self._round_trips(env, service)
@@ -88,35 +99,50 @@ class Latency(Scenario):
         acquire_release = stats([a + r for a, r in cycles])
         floor = {name: stats(values) for name, values in floor_samples.items()}
         main = floor[FLOOR_OF[service]]
+        bare_round_trips = round_trips.pop("bare", None)
         return {"lock_service": service, "iterations": len(cycles), "cold_acquire_s": round(cold, 6),
                 "acquire_release": acquire_release, "acquire": stats([a for a, _ in cycles]),
                 "release": stats([r for _, r in cycles]), "floors": floor, "floor": FLOOR_OF[service],
                 "ratio": round(acquire_release["p50"] / main["p50"], 2) if main.get("p50") else None,
                 "handoff": stats(handoffs), "handoff_tries": stats(tries), "handoffs_failed": failed,
                 "waiter_not_kept_out": not_kept_out,
-                "waits": WAITS, "throughput": throughput, "round_trips": round_trips}
+                "waits": WAITS, "throughput": throughput, "round_trips": round_trips,
+                "bare": _versus_bare(cycles, bare, bare_round_trips)}
 
     @staticmethod
     def _uncontended(env: TrialEnv, floors: "_Floors"):
-        """One instance acquiring and releasing N times, a floor sample of each kind before each pair."""
+        """One instance acquiring and releasing N times, a floor sample of each kind before each pair, and
+        its bare library call's pair beside its own (first on every other iteration, so order favours neither).
+
+        Returns the cold acquire, the (acquire, release) pairs, the floor samples, and the bare call's
+        (call, pairs), or None when the backend declares none."""
         backend = env.backend(key=env.key("uncontended"))
         samples: dict[str, list[float]] = {name: [] for name in floors.calls}
-        cycles = []
+        cycles, bare_cycles, bare = [], [], None
         try:
             cold = _timed(lambda: _must(backend.acquire()))  # connecting included: a job's first acquire
             backend.release()
+            bare = backend.bare_call(env.key("bare"))
+            # (acquire, release, where its pairs go): the backend's own, then its bare call's
+            timed = [(backend.acquire, backend.release, cycles)]
+            if bare is not None:
+                timed.append((bare.acquire, bare.release, bare_cycles))
             for _ in range(3):  # warm the connections and the keep-alive thread out of the figures
                 floors.sample()
-                _must(backend.acquire())
-                backend.release()
-            for _ in range(env.params["iterations"]):
+                for acquire, release, _ in timed:
+                    _must(acquire())
+                    release()
+            for i in range(env.params["iterations"]):
                 for name, seconds in floors.sample().items():
                     samples[name].append(seconds)
-                acquired = _timed(lambda: _must(backend.acquire()))
-                cycles.append((acquired, _timed(backend.release)))
+                for acquire, release, into in (timed if i % 2 == 0 else timed[::-1]):
+                    acquired = _timed(lambda: _must(acquire()))
+                    into.append((acquired, _timed(release)))
         finally:
             backend.close()
-        return cold, cycles, samples
+            if bare is not None:
+                bare.close()
+        return cold, cycles, samples, None if bare is None else (bare.call, bare_cycles)
 
     @staticmethod
     def _handoffs(env: TrialEnv):
@@ -202,40 +228,30 @@ class Latency(Scenario):
     @staticmethod
     def _round_trips(env: TrialEnv, service: str) -> dict:
         """Requests the client sent per acquire and per release, through a counting proxy (median of COUNTED);
-        for Redis also the commands the server ran, from INFO commandstats."""
+        for Redis also the commands the server ran, from INFO commandstats. The same for the bare library
+        call, under "bare", when the backend declares one: counted after the backend's instance is closed,
+        so one's background traffic (a heartbeat, a keep-alive) is not counted as the other's."""
         proxies = [_CountingProxy(host, port).start() for host, port in env.services.addresses(service)]
         routed = env.services.routed(service, [p.port for p in proxies])
         backend = env.backend(key=env.key("counted"), routed=routed)
-        per_acquire, per_release = [], []
         # One connection asks before and after, so its own handshake is not counted as the lock's.
         counter = redis_client(env.services.redis_url) if service == "redis" else None
+        bare = None
         try:
-            _must(backend.acquire())  # connecting, handshakes and authentication are not the lock's
-            backend.release()
-            commands_before = _redis_commands(counter)
-            for _ in range(COUNTED):
-                before = sum(p.requests for p in proxies)
-                _must(backend.acquire())
-                acquired = sum(p.requests for p in proxies)
-                backend.release()
-                per_acquire.append(acquired - before)
-                per_release.append(sum(p.requests for p in proxies) - acquired)
-            commands_after = _redis_commands(counter)
+            try:
+                out = _count_pairs(proxies, counter, backend.acquire, backend.release)
+            finally:
+                backend.close()
+            bare = backend.bare_call(env.key("counted-bare"))  # opened to the same proxies (routed)
+            if bare is not None:
+                out["bare"] = _count_pairs(proxies, counter, bare.acquire, bare.release)
         finally:
-            backend.close()
+            if bare is not None:
+                bare.close()
             for proxy in proxies:
                 proxy.stop()
             if counter is not None:
                 counter.close()
-        out = {"acquire": statistics.median(per_acquire), "release": statistics.median(per_release),
-               "acquire_max": max(per_acquire), "release_max": max(per_release), "pairs": COUNTED,
-               "how": "client->server writes relayed by a loopback proxy"}
-        if commands_before is not None:
-            # Commands a script runs (redis.call in EVALSHA) count too: what the server really did.
-            delta = {name: commands_after[name] - commands_before.get(name, 0) for name in commands_after}
-            delta["info"] = delta.get("info", 0) - 1  # our own INFO before the pairs
-            out["server_commands_per_pair"] = {name: round(count / COUNTED, 2) for name, count in sorted(delta.items())
-                                               if count > 0}
         return out
 
     def verdict(self, measures: dict) -> str:
@@ -252,6 +268,66 @@ def _throughput_configs() -> list[tuple[int, int]]:
 def _must(granted: bool) -> None:
     if not granted:
         raise RuntimeError("an uncontended acquire was refused")
+
+
+def _count_pairs(proxies: list, counter, acquire, release) -> dict:
+    """Requests relayed per acquire and per release over COUNTED pairs (after one uncounted pair, so
+    connecting, handshakes and authentication are not the lock's), and Redis' commands per pair."""
+    _must(acquire())
+    release()
+    per_acquire, per_release = [], []
+    commands_before = _redis_commands(counter)
+    for _ in range(COUNTED):
+        before = sum(p.requests for p in proxies)
+        _must(acquire())
+        acquired = sum(p.requests for p in proxies)
+        release()
+        per_acquire.append(acquired - before)
+        per_release.append(sum(p.requests for p in proxies) - acquired)
+    commands_after = _redis_commands(counter)
+    out = {"acquire": statistics.median(per_acquire), "release": statistics.median(per_release),
+           "acquire_max": max(per_acquire), "release_max": max(per_release), "pairs": COUNTED,
+           "how": "client->server writes relayed by a loopback proxy"}
+    if commands_before is not None:
+        # Commands a script runs (redis.call in EVALSHA) count too: what the server really did.
+        delta = {name: commands_after[name] - commands_before.get(name, 0) for name in commands_after}
+        delta["info"] = delta.get("info", 0) - 1  # our own INFO before the pairs
+        out["server_commands_per_pair"] = {name: round(count / COUNTED, 2) for name, count in sorted(delta.items())
+                                           if count > 0}
+    return out
+
+
+def _versus_bare(cycles: list[tuple[float, float]], bare: tuple[str, list] | None, round_trips: dict | None):
+    """The backend against its bare library call, from the pairs timed side by side; None: none declared.
+
+    ratio_to_bare: the backend's median acquire + release over the bare call's. block_ratios: the same
+    ratio within each of BARE_BLOCKS consecutive blocks of iterations, the spread a verdict must clear.
+    """
+    if bare is None:
+        return None
+    call, bare_cycles = bare
+    own, theirs = [a + r for a, r in cycles], [a + r for a, r in bare_cycles]
+    figure = stats(theirs)
+    ratio = round(stats(own)["p50"] / figure["p50"], 3)  # from the recorded medians, so a reader can redo it
+    size = max(1, len(own) // BARE_BLOCKS)
+    blocks = [(own[i:i + size], theirs[i:i + size]) for i in range(0, size * BARE_BLOCKS, size)]
+    block_ratios = [round(statistics.median(o) / statistics.median(t), 3) for o, t in blocks if o and t]
+    return {"call": call, "acquire_release": figure, "acquire": stats([a for a, _ in bare_cycles]),
+            "release": stats([r for _, r in bare_cycles]), "ratio_to_bare": ratio, "block_ratios": block_ratios,
+            "goal": BARE_GOAL, "meets_goal": meets_goal(ratio, block_ratios, BARE_GOAL),
+            "round_trips": round_trips}
+
+
+def meets_goal(ratio: float, block_ratios: list[float], goal: float) -> bool | None:
+    """True when the ratio and every block's ratio are at or below the goal, False when all are above it,
+    None when they straddle it: a verdict only where the spread allows one (as ratio_flag in the report)."""
+    if not block_ratios:
+        return None
+    if ratio <= goal and all(r <= goal for r in block_ratios):
+        return True
+    if ratio > goal and all(r > goal for r in block_ratios):
+        return False
+    return None
 
 
 def _service_of(env: TrialEnv) -> str:

@@ -12,6 +12,7 @@ from abc import abstractmethod
 from tooz import coordination
 
 from backends._lease import LeaseBackend
+from backends.base import BareCall
 
 
 class ToozLease(LeaseBackend):
@@ -36,6 +37,14 @@ class ToozLease(LeaseBackend):
 
     def _release(self) -> bool:
         return bool(self.lock.release())
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """tooz's own lock, from a coordinator of its own started with its heartbeat, as tooz documents it."""
+        coordinator = coordination.get_coordinator(self._coordinator_url(), secrets.token_hex(8).encode())
+        coordinator.start(start_heart=True)
+        lock = coordinator.get_lock(f"locklab:{key}".encode())
+        return BareCall("tooz get_lock().acquire(blocking=False); release()", lambda: lock.acquire(blocking=False),
+                        lock.release, coordinator.stop)
 
     def abandon(self) -> None:
         # A killed process releases nothing: forget the held lock before stopping the coordinator,

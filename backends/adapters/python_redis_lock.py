@@ -5,6 +5,7 @@ from __future__ import annotations
 import redis_lock
 
 from backends._lease import LeaseBackend
+from backends.base import BareCall
 from lab.servers.clients import redis_client
 
 
@@ -37,6 +38,14 @@ class PythonRedisLock(LeaseBackend):
     def _release(self) -> bool:
         self.lock.release()  # raises redis_lock.NotAcquired when it is not ours any more
         return True
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """The library's Lock on a client of its own: acquire(blocking=False) and release()."""
+        client = redis_client(self.ctx.lock_services.redis_url, socket_timeout=self.ttl,
+                              socket_connect_timeout=self.ttl)
+        lock = redis_lock.Lock(client, f"locklab:{key}", expire=self.lock._expire, auto_renewal=self.auto_renewal)
+        return BareCall(f"python-redis-lock Lock(auto_renewal={self.auto_renewal}).acquire(blocking=False); release()",
+                        lambda: lock.acquire(blocking=False), lock.release, client.close)
 
     def close(self) -> None:
         super().close()

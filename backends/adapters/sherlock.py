@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 import sherlock
 
 from backends._lease import LeaseBackend
+from backends.base import BareCall
 from lab.servers.clients import redis_client
 
 
@@ -31,6 +32,16 @@ class _SherlockLease(LeaseBackend):
     def _release(self) -> bool:
         self.lock.release()  # raises sherlock.LockException when the lock is not ours any more
         return True
+
+    def _bare(self, lock: sherlock.lock.BaseLock, close) -> BareCall:
+        """The bare call on a sherlock lock made with a client of its own: acquire(blocking=False), release()."""
+
+        def closing() -> None:
+            lock._owner = None  # as in close(): no release from __del__ after its client is gone
+            close()
+
+        return BareCall(f"sherlock {type(lock).__name__}.acquire(blocking=False); release()",
+                        lambda: lock.acquire(blocking=False), lock.release, closing)
 
     def abandon(self) -> None:
         # A killed process runs no finalizer, but sherlock's __del__ releases: forget the owner
@@ -61,6 +72,13 @@ class SherlockRedisLock(_SherlockLease):
     def _owned(self) -> bool:
         owner = self.lock._owner
         return owner is not None and self.client.get(self.lock._key_name) == owner.encode()
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """sherlock's RedisLock on a client of its own."""
+        client = redis_client(self.ctx.lock_services.redis_url, socket_timeout=self.ttl,
+                              socket_connect_timeout=self.ttl)
+        return self._bare(sherlock.RedisLock(f"locklab:{key}", client=client, expire=self.lock.expire, timeout=0),
+                          client.close)
 
     def close(self) -> None:
         super().close()
@@ -100,6 +118,14 @@ class SherlockEtcdLock(_SherlockLease):
             return owner is not None and self.client.get(self.lock._key_name).value == owner
         except etcd.EtcdKeyNotFound:
             return False
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """sherlock's EtcdLock on a python-etcd client of its own."""
+        import etcd
+
+        client = etcd.Client(host=self.client.host, port=self.client.port, read_timeout=self.ttl)
+        return self._bare(sherlock.EtcdLock(f"locklab-{key}", client=client, expire=self.lock.expire, timeout=0),
+                          client.http.clear)
 
     def close(self) -> None:
         super().close()

@@ -13,7 +13,7 @@ import secrets
 from tooz import coordination
 
 from backends._writes import write_transaction
-from backends.base import Backend, Point, RebuildResult, no_point
+from backends.base import Backend, BareCall, Point, RebuildResult, no_point
 from lab.errors import LockLost
 from lab.servers import pg
 from lab.servers.clients import pg_hosts, pin_session
@@ -76,6 +76,15 @@ class ToozPostgresLock(Backend):
             raise LockLost(f"tooz release failed: {type(exc).__name__}: {exc}") from exc
         if not released:
             raise LockLost("tooz says the lock was not acquired", told="false")
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """tooz's own PostgreSQL lock, from a coordinator of its own with its heartbeat: acquire and release."""
+        coordinator = coordination.get_coordinator(_tooz_url(self.ctx.lock_services.pg_url),
+                                                   secrets.token_hex(8).encode())
+        coordinator.start(start_heart=True)
+        lock = coordinator.get_lock(key.encode())
+        return BareCall("tooz get_lock().acquire(blocking=False); release()", lambda: lock.acquire(blocking=False),
+                        lock.release, coordinator.stop)
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         return write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point)

@@ -1,4 +1,5 @@
-"""Report section for the latency scenario: what each lock costs, against its server's floor."""
+"""Report section for the latency scenario: what each lock costs, against its server's floor and against
+the bare library call it wraps."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import pandas as pd
 
 from lab.report.charts import plt
 from lab.report.common import md_table, ok_trials
+
+NO_BARE = "no bare call declared"
+NOT_MEASURED = "not measured (run predates it)"
 
 THROUGHPUT_COLUMNS = [((1, 1), "1 worker"), ((2, 1), "2 on 1 key"), ((8, 1), "8 on 1 key"),
                       ((2, 2), "2 on 2 keys"), ((8, 8), "8 on 8 keys")]
@@ -39,6 +43,35 @@ def _round_trips(counted: dict) -> str:
     return out
 
 
+def versus_bare(measures: dict) -> str:
+    """The 'vs bare library call' cell: the ratio, and meets / misses the goal where the spread allows it.
+
+    The trial recorded its outcome; the cell prints it only when the recorded figures bear it out (the
+    median's ratio and every block's on the same side of the goal), so a record that says more than its
+    spread supports renders as no verdict.
+    """
+    if "bare" not in measures:
+        return NOT_MEASURED
+    bare = measures["bare"]
+    if bare is None:
+        return NO_BARE
+    ratio, goal, blocks = bare["ratio_to_bare"], bare["goal"], bare["block_ratios"]
+    below = bool(blocks) and ratio <= goal and all(r <= goal for r in blocks)
+    above = bool(blocks) and ratio > goal and all(r > goal for r in blocks)
+    if bare["meets_goal"] is True and below:
+        return f"{ratio:.2f} (meets <= {goal:g})"
+    if bare["meets_goal"] is False and above:
+        return f"{ratio:.2f} (misses <= {goal:g})"
+    span = f"{min(blocks):.2f}-{max(blocks):.2f}" if blocks else "none"
+    return f"{ratio:.2f} (within noise: blocks {span}, no verdict)"
+
+
+def _round_trips_with_bare(measures: dict) -> str:
+    out = _round_trips(measures.get("round_trips") or {})
+    counted = (measures.get("bare") or {}).get("round_trips")
+    return out if not counted else f"{out}; bare: {counted['acquire']:g} + {counted['release']:g}"
+
+
 def _medians(figures: list[dict]) -> str:
     medians = [f["p50"] for f in figures if f.get("n")]
     if not medians:
@@ -51,12 +84,14 @@ def section_latency(frame: pd.DataFrame, charts: dict | None = None) -> str | No
     if ok.empty:
         return None
     ok = ok.sort_values(["backend_pos", "index"], kind="stable").drop_duplicates("backend", keep="last")
-    rows, throughput_rows, bars, floors = [], [], [], {}
+    rows, throughput_rows, bars, floors, bare_calls = [], [], [], {}, []
     for backend, m in zip(ok.backend, ok.measures):
         floor = m["floors"][m["floor"]]
         rows.append([backend, m["lock_service"], spread(m["acquire_release"]),
                      f"{duration(floor.get('p50'))} ({m['floor']})", "-" if m["ratio"] is None else f"{m['ratio']:.2f}",
-                     spread(m["handoff"]), _round_trips(m.get("round_trips") or {})])
+                     versus_bare(m), spread(m["handoff"]), _round_trips_with_bare(m)])
+        if m.get("bare"):
+            bare_calls.append(f"- {backend}: {m['bare']['call']}, {spread(m['bare']['acquire_release'])}")
         by_config = {(t["workers"], t["keys"]): t for t in m["throughput"]}
         throughput_rows.append([backend, *[f"{by_config[c]['grants_per_s']:.0f}" if c in by_config else "-"
                                            for c, _ in THROUGHPUT_COLUMNS]])
@@ -80,8 +115,11 @@ def section_latency(frame: pd.DataFrame, charts: dict | None = None) -> str | No
         f"(median of {first['round_trips']['pairs']} pairs); for Redis, the commands the server ran per pair "
         f"(INFO commandstats, a script's own calls included). Figures are median / p99 / max. "
         f"Reproduce: `lab run --backend all --scenario latency`.", "",
-        md_table(["backend", "lock server", "acquire + release", "floor (p50)", "ratio", "handoff",
-                  "round trips"], rows), "",
+        _goal_sentence(ok.measures), "",
+        md_table(["backend", "lock server", "acquire + release", "floor (p50)", "ratio", "vs bare library call",
+                  "handoff", "round trips"], rows), "",
+        *(["The bare library call each backend was timed against (its acquire + release, median / p99 / max):",
+           "", *bare_calls, ""] if bare_calls else []),
         "The floors, measured in every trial on that server (the first trial's spread, then the median of "
         "every trial's median with their min-max):", "",
         md_table(["server", "floor", "first trial: median / p99 / max", "medians of all trials", "trials"],
@@ -90,6 +128,24 @@ def section_latency(frame: pd.DataFrame, charts: dict | None = None) -> str | No
         "threads of one Python process (so 8 workers also measure the interpreter on these cores):", "",
         md_table(["backend", *[label for _, label in THROUGHPUT_COLUMNS]], throughput_rows), "",
         "![acquire + release and handoff per backend, with its server's floor](latency.png)", ""])
+
+
+def _goal_sentence(measures) -> str:
+    """The goal, with the rule behind the table's meets / misses, from the figures the trials recorded."""
+    recorded = [m["bare"] for m in measures if m.get("bare")]
+    if not recorded:
+        return ("No trial here compared its backend with a bare library call: " +
+                ("none of these backends declares one." if any("bare" in m for m in measures)
+                 else "the run predates that measurement."))
+    goal, blocks = recorded[0]["goal"], len(recorded[0]["block_ratios"])
+    return (f"Goal: a lab backend adds no round trip of its own to the library call it wraps, so its median "
+            f"acquire + release is at most {goal:g} times the bare call's, measured in the same run: the bare "
+            f"call (the same lock work made with the library alone, on a connection of the same kind and a key "
+            f"of its own) is timed beside each of the backend's own pairs, first on every other iteration, and "
+            f"its round trips are counted through the same proxy. *vs bare library call*: the backend's median "
+            f"over the bare call's; *meets* / *misses* only when the iterations cut into {blocks} consecutive "
+            f"blocks give ratios all on the same side of {goal:g} as that median, else *within noise* with the "
+            f"blocks' span and no verdict; *{NO_BARE}*: the backend names no library call it wraps.")
 
 
 def latency_chart(rows: list[tuple[str, float | None, float | None, float | None]], path: Path) -> None:
