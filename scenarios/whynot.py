@@ -8,6 +8,18 @@ Each variant runs for the backends whose declarations make it apply, never for a
   in the rebuilt table are read. The same run under session_autocommit (the post's fix) is measured in
   the same trial as the baseline, and so is an open transaction that has a transaction id (what any
   write on such a session gives it) as the reference for what holding the horizon looks like.
+- guard_off_role (a backend that declares it can turn the guard off on a role, guard_off_on): the guard set
+  on the database (ALTER DATABASE, as an owner would) and turned off on the holder's role (ALTER ROLE ... SET
+  idle_in_transaction_session_timeout = 0); whether the lock outlives the guard, with a session of the lab's
+  own user under the same database guard, a lock taken and its transaction left open, as the control the guard
+  ends. Only on a PostgreSQL the lab started (it alters the database and creates a role); otherwise skipped.
+- giant_transaction (a backend that can rebuild several companies in one transaction and keeps no right
+  between writes: a lock inside the write transaction, xact's, or none at all, none's, which is what the cost
+  table's "one transaction for all" runs on): a run rebuilds every company in ONE transaction while other
+  traffic churns a second table, and is killed (pg_terminate_backend, confirmed) halfway, transaction open.
+  Its xid age over the run, the dead tuples VACUUM could not remove in the churned table, and the companies
+  committed afterwards are read; the same run with one transaction per company (the backend's own rebuild),
+  killed inside company N/2+1's transaction, is measured in the same trial as the baseline.
 - throughput (a PostgreSQL session lock held across writes, which may tie the run's writes to one session,
   or a backend that hands companies out): one run's workers (1, 2, 4) rebuild the same number of companies;
   companies per second, against xact with the same workers in the same trial. A backend that hands
@@ -40,14 +52,17 @@ from sqlalchemy.exc import SQLAlchemyError
 
 import backends
 from backends.base import describe_error
+from backends.session_guard_off import GUARD, guard_left_to_server
 from lab.errors import LockLost
+from lab.faults import FaultNotConfirmed, terminate_confirmed
 from lab.harness.checkers import company_state
 from lab.harness.outcomes import Safety
 from lab.harness.workload import COMPANY_SIZE, CompanyTable, table_name
 from lab.servers import pg
 from lab.servers.clients import pg_engine
+from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios._two_runs import COMPANY, two_runs
-from scenarios.base import Scenario, TrialEnv
+from scenarios.base import Scenario, Skip, TrialEnv
 
 HORIZON_BASELINE = "session_autocommit"  # the post's fix: a session lock that leaves no transaction open
 THROUGHPUT_BASELINE = "xact"  # the post's robust fix: a lock per company inside its write transaction
@@ -70,9 +85,23 @@ def _hands_out(cls) -> bool:
     return callable(getattr(cls, "rebuild_next", None))
 
 
+def _guard_off_on_role(cls) -> bool:
+    return "role" in getattr(cls, "guard_off_on", ())
+
+
+def _batches_without_run_lock(cls) -> bool:
+    """Can write several companies in one transaction (rebuild_batch) and holds no right between writes: its
+    lock, if any, lives in that transaction, so one transaction for all the run's companies is its own shape."""
+    return callable(getattr(cls, "rebuild_batch", None)) and not cls.holds_across_writes()
+
+
 # variant -> (does it apply to this backend class, the reason when it does not)
 APPLIES = {
     "xmin_horizon": (_is_session_lock_on_postgres, "needs a PostgreSQL session lock held across writes"),
+    "guard_off_role": (_guard_off_on_role, "does not declare it turns the guard off on a role (guard_off_on)"),
+    "giant_transaction": (_batches_without_run_lock,
+                          "holds its right between writes on a connection of its own, or cannot write several "
+                          "companies in one transaction (no rebuild_batch)"),
     "throughput": (lambda cls: _is_session_lock_on_postgres(cls) or _hands_out(cls),
                    "neither a PostgreSQL session lock held across writes nor a queue (a lock per company "
                    "costs what xact does: see the cost table)"),
@@ -88,14 +117,15 @@ APPLIES = {
 
 class WhyNot(Scenario):
     name = "whynot"
-    summary = ("the post's Why-not alternatives measured: xmin horizon with the guard off, workers on the lock's "
-               "connection, FK inserts under a row lock, the unique backstop's loser, idempotent inputs, a queue")
+    summary = ("the post's Why-not alternatives measured: xmin horizon with the guard off, one giant transaction "
+               "killed halfway, workers on the lock's connection, FK inserts under a row lock, the unique backstop's "
+               "loser, idempotent inputs, a queue")
     variants = tuple(APPLIES)
     params = {
         "quick": {"trials": 1, "parallel": 1, "timeout_s": 0.5, "companies": 12, "hold_s": 0.4,
-                  "throughput_companies": 32, "throughput_reps": 3, "queue_companies": 24},
+                  "giant_companies": 8, "throughput_companies": 32, "throughput_reps": 3, "queue_companies": 24},
         "default": {"trials": 3, "parallel": 1, "timeout_s": 2.0, "companies": 40, "hold_s": 1.0,
-                    "throughput_companies": 200, "throughput_reps": 5, "queue_companies": 120},
+                    "giant_companies": 40, "throughput_companies": 200, "throughput_reps": 5, "queue_companies": 120},
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
@@ -111,8 +141,8 @@ class WhyNot(Scenario):
         return 1.0 + 4 * p["timeout_s"] + 2 * p["hold_s"]
 
     def run_trial(self, env: TrialEnv) -> dict:
-        return {"xmin_horizon": horizon_trial, "throughput": throughput_trial, "fk_child_insert": fk_trial,
-                "no_parent_row": no_parent_trial, "backstop_loser": backstop_trial,
+        return {"xmin_horizon": horizon_trial, "guard_off_role": guard_role_trial, "giant_transaction": giant_trial, "throughput": throughput_trial,
+                "fk_child_insert": fk_trial, "no_parent_row": no_parent_trial, "backstop_loser": backstop_trial,
                 "same_inputs": lambda e: inputs_trial(e, same=True),
                 "different_inputs": lambda e: inputs_trial(e, same=False),
                 "queue_exclusion": queue_trial}[env.spec.variant](env)
@@ -123,6 +153,15 @@ class WhyNot(Scenario):
             if not m["backend"]["held_after"]:
                 return "lock session ended by the guard"
             return "holds back vacuum" if m["backend"]["not_removable"] else "holds back nothing"
+        if kind == "guard_off_role":
+            if m["control"]["state"] != "gone":
+                return "the database's guard ended nothing: not shown"
+            return "survived the database's guard" if m["holder"]["held_after"] else "lock session ended by the guard"
+        if kind == "giant_transaction":
+            giant, each = m["giant"], m["per_company"]
+            horizon = "held back more" if giant["not_removable"] > each["not_removable"] else "held back no more"
+            return (f"killed halfway: one transaction lost {giant['lost']} of {giant['written']} companies written, "
+                    f"one per company lost {each['lost']} of {each['written']}; {horizon} dead rows")
         if kind == "throughput":
             # The structure first (how many writes were in flight at once), then the speed: apart only when
             # the ranges of paired speedups do not overlap, since closer than that is noise.
@@ -159,6 +198,9 @@ class WhyNot(Scenario):
             return Safety.SAFE if m["create"]["company"].startswith("intact") else Safety.UNSAFE
         if kind == "backstop_loser":
             return Safety.SAFE if m["company"].startswith("intact") and not m["torn"] else Safety.UNSAFE
+        if kind == "giant_transaction":  # a kill mid-transaction must leave every company whole either way
+            whole = all(m[shape]["companies_whole"] for shape in GIANT_SHAPES)
+            return Safety.SAFE if whole else Safety.UNSAFE
         if kind == "queue_exclusion":
             pairs = [m["second_asks"], m["second_asks_new_job"]]
             whole = m["intact"] and all(p["company"].startswith("intact") for p in pairs)
@@ -166,7 +208,9 @@ class WhyNot(Scenario):
         return Safety.SAFE
 
     def exercised(self, m: dict) -> bool | None:
-        return None  # no fault here: these trials measure costs and edges, not a lock taken away
+        # Only giant_transaction has a fault (a confirmed kill, which ends the transaction its lock lives in);
+        # the others measure costs and edges, not a lock taken away.
+        return m.get("exercised")
 
 
 # --- xmin horizon ---------------------------------------------------------------------------------------
@@ -268,6 +312,172 @@ def horizon_trial(env: TrialEnv) -> dict:
     return {"kind": "xmin_horizon", "timeout_s": env.params["timeout_s"], "companies": env.params["companies"],
             "order": order, "backend": runs[env.spec.backend], "baseline": runs[HORIZON_BASELINE],
             "baseline_backend": HORIZON_BASELINE, "open_xid": _open_xid_reference(env, guard)}
+
+
+# --- the guard off on a role ----------------------------------------------------------------------------
+
+_GUARD_IN_FORCE = text(f"select setting, source from pg_settings where name = '{GUARD}'")
+_TRY_LOCK = text("select pg_try_advisory_lock(hashtextextended(:k, 0)), pg_backend_pid()")
+
+
+def _database_guard(env: TrialEnv, value: str | None) -> None:
+    """Set the guard on the database (new sessions that do not set it get it), or reset it (value None)."""
+    database = env.services.pg_url.database
+    with env.monitor.connect() as conn:
+        if value is None:
+            conn.execute(text(f'alter database "{database}" reset {GUARD}'))
+        else:
+            conn.execute(text(f"alter database \"{database}\" set {GUARD} = '{value}'"))
+
+
+def _role_settings(env: TrialEnv, role: str) -> list[str]:
+    """What pg_db_role_setting keeps for the role (in any database), as lab doctor reads it."""
+    with env.monitor.connect() as conn:
+        rows = conn.execute(text("select s.setconfig from pg_db_role_setting s join pg_roles r on r.oid = s.setrole "
+                                 "where r.rolname = :r"), {"r": role}).scalars()
+        return [setting for config in rows for setting in config]
+
+
+def guard_role_trial(env: TrialEnv) -> dict:
+    """The guard on the database, off on the holder's role: the lock should outlive it, as the post says.
+
+    The control is a default connection of the lab's own user that leaves the guard to the database, takes a
+    lock and stays idle in its transaction: the same guard must end it, or the trial shows nothing."""
+    if not env.services.is_embedded("postgres"):
+        raise Skip("it sets a guard on the database and creates a role: only on a PostgreSQL the lab started")
+    if env.spec.driver != DEFAULT_DRIVER:
+        raise Skip(f"the role's session is opened with {DEFAULT_DRIVER} only")
+    timeout = env.params["timeout_s"]
+    guard = f"{int(timeout * 1000)}ms"
+    url = env.services.pg_url
+    _database_guard(env, guard)
+    control = pg_engine(url, guard_left_to_server(url, {}), pin=False, pool_size=1, max_overflow=0)
+    holder = env.backend(key=env.key("role"), options={"guard_off_on": "role"})
+    try:
+        acquired = holder.acquire()
+        held_guard, held_source = holder.guard_in_force()
+        role_settings = _role_settings(env, holder.guard_role)
+        conn = control.connect()  # autobegin: the lock's transaction stays open, as method 1's does
+        try:
+            got, control_pid = conn.execute(_TRY_LOCK, {"k": env.key("control")}).one()
+            control_guard, control_source = conn.execute(_GUARD_IN_FORCE).one()
+            t0 = time.monotonic()
+            env.wait_until(t0, 2 * timeout)  # past the guard's timeout, both idle in their transactions
+            pg.wait_gone(env.monitor, control_pid, within=2 * timeout)  # the guard's timer is not exact
+            state, control_state = pg.session_state(env.monitor, holder.lock_pid), pg.session_state(env.monitor,
+                                                                                                    control_pid)
+            held_after = holder.held()
+        finally:
+            conn.invalidate()
+            conn.close()
+        try:
+            holder.release()
+            release = "released"
+        except LockLost as exc:
+            release = f"raised LockLost: {exc}"
+    finally:
+        try:
+            holder.close()
+            control.dispose()
+        finally:
+            _database_guard(env, None)
+    return {"kind": "guard_off_role", "timeout_s": timeout, "database_guard": guard, "role_settings": role_settings,
+            "holder": {"acquired": acquired, "guard": held_guard, "source": held_source, "state": state,
+                       "held_after": held_after, "release": release,
+                       "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid)},
+            "control": {"acquired": got, "guard": control_guard, "source": control_source, "state": control_state,
+                        "server_said": pg.why_session_ended(env.services.pg_log, control_pid)}}
+
+
+# --- one giant transaction ------------------------------------------------------------------------------
+
+GIANT_SHAPES = ("giant", "per_company")  # every company in one transaction; one transaction per company
+
+
+def _churn(env: TrialEnv, churn: CompanyTable, company: int) -> int:
+    """Other traffic: rebuild one company of the churned table in a transaction of its own, committed."""
+    with env.writes.begin() as conn:
+        return churn.rebuild(conn, company, COMPANY_SIZE, "churn")
+
+
+def _xid_age(monitor, pid: int) -> int | None:
+    with monitor.connect() as conn:
+        return conn.execute(text("select age(backend_xid) from pg_stat_activity where pid = :p"), {"p": pid}).scalar()
+
+
+def _committed(monitor, table: CompanyTable, run_id: str, companies: int) -> dict:
+    """Companies the run's rows hold now, and whether every company is whole (its rows from one rebuild only)."""
+    with monitor.connect() as conn:
+        committed = conn.execute(text(f"select count(distinct company_id) from {table.name} where run_id = :r"),
+                                 {"r": run_id}).scalar()
+        torn = conn.execute(text(f"select count(*) from (select company_id from {table.name} group by company_id "
+                                 f"having count(*) <> :n or count(distinct run_id) <> 1) t"), {"n": COMPANY_SIZE}
+                            ).scalar()
+        present = conn.execute(text(f"select count(distinct company_id) from {table.name}")).scalar()
+    return {"committed": committed, "companies_whole": torn == 0 and present == companies}
+
+
+def _killed_run(env: TrialEnv, shape: str, label: str) -> dict:
+    """A run of the trial's backend rebuilds every company, as one transaction or one per company, while other
+    traffic churns a second table one company per company written; it is killed halfway, inside a transaction.
+
+    The giant transaction is killed once it has written N/2 companies; the per-company run inside company
+    N/2+1's transaction, after its writes and before its COMMIT. Both are measured at that moment, from inside
+    the open transaction (the rebuild's before_commit point), before the kill."""
+    n = env.params["giant_companies"]
+    stop = n // 2 if shape == "giant" else n // 2 + 1
+    table, churn = _fresh_table(env, label, n), _fresh_table(env, f"{label}_churn", n)
+    run_id = f"{shape}-{env.spec.index}"
+    seen = {"written": 0, "churned": 0, "churned_at_begin": 0, "xid_ages": []}
+
+    def point(name, conn):
+        if name == "begin":
+            seen["churned_at_begin"] = seen["churned"]
+        if name != "before_commit":
+            return
+        seen["written"] += 1
+        seen["churned"] += _churn(env, churn, seen["written"])
+        pid = pg.backend_pid(conn)
+        seen["xid_ages"].append(_xid_age(env.monitor, pid))
+        if seen["written"] == stop:
+            seen["at_kill"] = {**session_horizon(env.monitor, pid), **vacuum(env.monitor, churn),
+                               "churned_while_open": seen["churned"] - seen["churned_at_begin"]}
+            seen["kill"] = terminate_confirmed(env.monitor, pid)  # FaultNotConfirmed: the trial errors
+
+    backend = env.backend(table=table, key=env.key(label))
+    try:
+        if shape == "giant":
+            results = [backend.rebuild_batch(list(range(1, n + 1)), COMPANY_SIZE, run_id, point)]
+        else:
+            results = []
+            for company in range(1, n + 1):
+                results.append(backend.rebuild(company, COMPANY_SIZE, run_id, point))
+                if "kill" in seen:
+                    break  # the run was killed: nothing after it starts
+    finally:
+        backend.close()
+    killed = results[-1]
+    if "kill" not in seen:
+        raise FaultNotConfirmed(f"the {shape} run never reached its kill point: {killed.outcome} {killed.error}")
+    if killed.outcome == "committed" or killed.resolved == "committed":
+        raise FaultNotConfirmed(f"the {shape} run's killed transaction committed: the kill did not strike it")
+    after = _committed(env.monitor, table, run_id, n)
+    return {"transactions": len(results), "written": seen["written"], "committed": after["committed"],
+            "lost": seen["written"] - after["committed"], "not_started": n - seen["written"],
+            "companies_whole": after["companies_whole"], "churned": seen["churned"], "xid_ages": seen["xid_ages"],
+            **seen["at_kill"],
+            "kill": {**seen["kill"], "client_outcome": killed.outcome, "client_error": killed.error,
+                     "client_sqlstate": killed.sqlstate, "resolved": killed.resolved}}
+
+
+def giant_trial(env: TrialEnv) -> dict:
+    """One transaction for every company against one per company, each killed halfway, in alternating order."""
+    order = list(GIANT_SHAPES)
+    if env.spec.index % 2:
+        order.reverse()
+    runs = {shape: _killed_run(env, shape, f"g{i}") for i, shape in enumerate(order)}
+    return {"kind": "giant_transaction", "companies": env.params["giant_companies"], "rows": COMPANY_SIZE,
+            "order": order, "exercised": True, **runs}
 
 
 # --- throughput ------------------------------------------------------------------------------------------

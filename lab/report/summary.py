@@ -167,8 +167,7 @@ def _perf_ratio(frame) -> str | None:
         # Nothing measurably faster: tied with what is within noise, not beaten by it.
         verdict = "not the cheapest here" if faster else "tied for cheapest within the noise"
         head = f"measured: {verdict}, {ours}; " + "; ".join(parts)
-    return (f"{head} (medians, same run; {PERF_TOLERANCE}); vacuum and lost work on failure are reasoned, "
-            f"not measured")
+    return f"{head} (medians, same run; {PERF_TOLERANCE})"
 
 
 def _serializable(frame) -> str | None:
@@ -214,7 +213,8 @@ WHY_NOT = [
      whynot.guard_off),
     ("A heartbeat select 1", "It proves the connection is alive, not the run.", _heartbeat),
     ("Raise the timeout", "It hides every other leaked transaction.", _timing_range),
-    ("One giant transaction", "It holds a transaction id for hours and loses all work on failure.", _perf_ratio),
+    ("One giant transaction", "It holds a transaction id for hours and loses all work on failure.",
+     lambda frame: whynot.giant_transaction(frame, _perf_ratio(frame))),
     ("Redis, etcd or a lease row", "The holder can lose the lock and keep writing, so the database must check a "
                                    "fencing token.", _leases),
     ("A row lock or a unique constraint", "A row lock needs a parent row per company; a unique constraint is a "

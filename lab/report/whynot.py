@@ -2,7 +2,8 @@
 
 Each function reads the whynot trials (and, where it helps, the cases trials) of a run and returns the
 row's evidence as a sentence built from their measures, citing the trials it used; None when the run
-has no such trials, so a run without them renders its row as before. Nothing here is typed in: every
+has no such trials, so a run without them renders its row as before (giant_transaction is handed the cost
+table's clause by the summary, and keeps it and the old wording then). Nothing here is typed in: every
 word that ranks or says "waited", "excluded" or "overwritten" is chosen by a figure.
 """
 
@@ -53,7 +54,36 @@ def _of(done: int, total: int) -> str:
 # --- SET idle_in_transaction_session_timeout = 0 -----------------------------------------------------------
 
 def guard_off(frame: pd.DataFrame) -> str | None:
-    """Whether the lock survives the guard with it set to 0, and what its open transaction holds back."""
+    """Whether the lock survives the guard with it set to 0 on its session or on its role, and what its open
+    transaction holds back."""
+    session, role = _guard_off_session(frame), _guard_off_role(frame)
+    if session is None and role is None:
+        return None
+    if session is None:
+        return "measured: " + role
+    return session if role is None else f"{session}; {role}"
+
+
+def _guard_off_role(frame: pd.DataFrame) -> str | None:
+    """The guard set on the database and turned off on the holder's role, against a session the guard ends."""
+    group = _trials(frame, "guard_off_role")
+    if group.empty:
+        return None
+    ms = list(group.measures)
+    kept = sum(bool(m["holder"]["held_after"]) for m in ms)
+    ended = sum(m["control"]["state"] == "gone" for m in ms)
+    said = sorted({m["control"]["server_said"] for m in ms if m["control"]["server_said"]})
+    return (f"on a role (ALTER ROLE ... SET idle_in_transaction_session_timeout = 0, the guard at "
+            f"{ms[0]['timeout_s']:g} s set on the database): the lock's session read the guard as "
+            f"{_states(m['holder']['guard'] + ' from ' + m['holder']['source'] for m in ms)} and kept its lock past "
+            f"it in {_of(kept, len(ms))} trials, while a session of the lab's own user under the same database "
+            f"guard ({_states(m['control']['guard'] + ' from ' + m['control']['source'] for m in ms)}) was ended "
+            f"by it in {_of(ended, len(ms))}" + (f" (server log: {'; '.join(said)})" if said else "")
+            + " " + _cite(group))
+
+
+def _guard_off_session(frame: pd.DataFrame) -> str | None:
+    """The guard set to 0 on the lock's own session: the lock kept, the horizon held."""
     group = _trials(frame, "xmin_horizon", GUARD_OFF)
     if group.empty:
         return None
@@ -95,6 +125,49 @@ def _cases(frame: pd.DataFrame) -> str:
     if group.empty:
         return "no cases trials in this run"
     return f"cases, idle in transaction past the timeout: {outcome_text(group.to_dict('records'))}"
+
+
+# --- One giant transaction --------------------------------------------------------------------------------
+
+GIANT_REASONED = "vacuum and lost work on failure are reasoned, not measured"
+
+
+def giant_transaction(frame: pd.DataFrame, cost: str | None) -> str | None:
+    """The row's evidence: `cost`, the cost table's ranking of one transaction for all (computed from the perf
+    trials by the summary), then what a kill halfway and its open transaction id cost, from the giant_transaction
+    trials; a run without them keeps the clause saying those are reasoned. None when there is neither."""
+    group = _trials(frame, "giant_transaction")
+    if group.empty:
+        return None if cost is None else f"{cost}; {GIANT_REASONED}"
+    measured = _giant(list(group.measures)) + " " + _cite(group)
+    return f"{cost}; {measured}" if cost else f"measured: {measured}"
+
+
+def _giant(ms: list[dict]) -> str:
+    """One transaction for every company against one per company, both killed halfway: work lost, horizon held."""
+    giant, each, n = [m["giant"] for m in ms], [m["per_company"] for m in ms], len(ms)
+
+    def med(runs: list[dict], key: str) -> str:
+        return _count(_median(r[key] for r in runs))
+
+    lost_all = sum(g["committed"] == 0 and g["lost"] == g["written"] for g in giant)
+    lost_one = sum(e["lost"] == 1 for e in each)
+    whole = sum(g["companies_whole"] and e["companies_whole"] for g, e in zip(giant, each))
+    more = sum(g["not_removable"] > e["not_removable"] for g, e in zip(giant, each))
+    gone = _median(r["kill"]["gone_after_s"] for r in giant + each)
+    return (
+        f"killed halfway through {_count(_median(m['companies'] for m in ms))} companies (pg_terminate_backend, "
+        f"the session gone from pg_stat_activity after {_seconds(gone)}), one transaction for all lost every company "
+        f"it had written in {_of(lost_all, n)} trials ({med(giant, 'lost')} lost, {med(giant, 'committed')} "
+        f"committed), one transaction per company lost one in {_of(lost_one, n)} ({med(each, 'lost')} lost, "
+        f"{med(each, 'committed')} committed), every company whole after both kills in {_of(whole, n)}; "
+        f"the giant's transaction id aged from {_count(_median(g['xid_ages'][0] for g in giant))} to "
+        f"{_count(_median(g['xid_ages'][-1] for g in giant))} transactions over the companies it wrote (a per-company "
+        f"transaction's at most {_count(_median(max(e['xid_ages']) for e in each))}), and VACUUM of a table other "
+        f"traffic churned meanwhile could not remove {med(giant, 'not_removable')} dead rows "
+        f"({med(giant, 'churned_while_open')} churned while it was open), against {med(each, 'not_removable')} "
+        f"({med(each, 'churned_while_open')}) for the per-company transaction killed inside company N/2+1 "
+        f"(medians); it held back more in {_of(more, n)}")
 
 
 # --- A row lock or a unique constraint ---------------------------------------------------------------------
