@@ -18,10 +18,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from lab.errors import ServiceError
 from lab.servers.clients import first_line, parse_pg_dsn, pg_engine, redact
+from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate
 from lab.servers.pooler_settings import refusal
 
 GUARDS = ("idle_in_transaction_session_timeout", "idle_session_timeout")
-LINUX_KEEPALIVE = (7200, 75, 9)  # tcp_keepalive_time, intvl, probes when the server leaves them at 0
 
 
 @dataclass
@@ -91,12 +91,9 @@ def check_holders(conn: Connection, hung_after_s: float) -> Check:
 
 
 def check_keepalives(conn: Connection) -> Check:
-    sql = "select name, setting from pg_settings where name like 'tcp_keepalives_%' order by name"
+    sql = KEEPALIVE_SQL
     values = {r["name"]: int(r["setting"]) for r in _rows(conn, sql)}
-    idle = values.get("tcp_keepalives_idle", 0) or LINUX_KEEPALIVE[0]
-    interval = values.get("tcp_keepalives_interval", 0) or LINUX_KEEPALIVE[1]
-    count = values.get("tcp_keepalives_count", 0) or LINUX_KEEPALIVE[2]
-    total = idle + interval * count
+    total, idle, interval, count = keepalive_estimate(values)
     evidence = [f"{k} = {v}" + (" (0: the OS default)" if v == 0 else "") for k, v in values.items()]
     summary = (f"a holder whose host drops off the network keeps its session lock for about "
                f"{total // 3600} h {total % 3600 // 60} min ({idle} s + {count} probes x {interval} s)")

@@ -18,6 +18,7 @@ REGISTRY = Registry("scenario", {
     "redis_failover": "scenarios.redis_failover:RedisFailover",
     "redlock_restart": "scenarios.redlock_restart:RedlockRestart",
     "pooler": "scenarios.pooler:Pooler",
+    "netdrop": "scenarios.netdrop:NetDrop",
     "timing": "scenarios.timing:Timing",
     "lookalikes": "scenarios.lookalikes:Lookalikes",
     "killpoints": "scenarios.killpoints:Killpoints",

@@ -10,6 +10,7 @@ from lab.faults.cut import Cut
 from lab.faults.etcd_leader_kill import EtcdLeaderKill
 from lab.faults.etcd_partition import EtcdPartition, EtcdPartitionLeader
 from lab.faults.failover import Failover
+from lab.faults.net_drop import NetDrop
 from lab.faults.pause import Pause
 from lab.faults.redis_failover import RedisFailover
 from lab.faults.redlock_restart import RedlockMasterRestart
@@ -27,13 +28,13 @@ FAULTS: dict[str, type[Fault]] = {"pause": Pause, "cut": Cut, "restart": Restart
                                    "failover": Failover, "redis_failover": RedisFailover,
                                    "etcd_partition": EtcdPartition, "etcd_partition_leader": EtcdPartitionLeader,
                                    "etcd_leader_kill": EtcdLeaderKill,
-                                   "redlock_restart": RedlockMasterRestart}
+                                   "redlock_restart": RedlockMasterRestart, "net_drop": NetDrop}
 
 
 def load(name: str) -> Fault:
     return FAULTS[name]()
 
 
-__all__ = ["FAULTS", "Fault", "FaultNotConfirmed", "Route", "Target", "Cut", "Failover", "RedisFailover", "RedlockMasterRestart", "Pause", "Restart", "RestartWithAof",
+__all__ = ["FAULTS", "Fault", "FaultNotConfirmed", "Route", "Target", "Cut", "Failover", "NetDrop", "RedisFailover", "RedlockMasterRestart", "Pause", "Restart", "RestartWithAof",
            "SessionTimeout", "TerminateSession", "idle_in_transaction_timeout", "idle_session_timeout",
            "load", "terminate_confirmed"]

@@ -116,14 +116,15 @@ def main() -> None:
 class HolderProcess:
     """The parent's handle on a holder: its events, its signals, and its end."""
 
-    def __init__(self, spec: dict):
+    def __init__(self, spec: dict, netns: int | None = None):
+        """netns: a network namespace the holder runs in (lab/servers/netns.py), its sockets with it."""
         missing = [k for k in _SPEC_KEYS if k not in spec]
         if missing:
             raise ValueError(f"holder spec lacks {missing}")
         from lab.servers.processes import popen
 
         self.proc = popen([sys.executable, "-m", "lab.harness.holder"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, netns=netns)
         self.events: list[dict] = []
         self._queue: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

@@ -16,6 +16,7 @@ from lab.report.drivers import section_drivers
 from lab.report.killpoints import section_killpoints
 from lab.report.latency import section_latency
 from lab.report.matrix import section_matrix, section_why_not_leases
+from lab.report.netdrop import section_netdrop
 from lab.report.meta import commit_of, section_outcomes, section_provenance
 from lab.report.session import (
     case_lines,
@@ -107,7 +108,7 @@ def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = No
              section_timing(frame, charts), section_lookalikes(frame),
              section_overlap(frame), section_kill(frame), section_rules(frame),
              section_conflicts(frame), section_perf(frame, charts), section_latency(frame, charts),
-             section_why_not_leases(frame),
+             section_why_not_leases(frame), section_netdrop(frame),
              section_killpoints(frame, run_id), section_timelines(frame, charts), section_why_not(frame),
              section_outcomes(trials, meta), section_provenance(meta, run_id)]
     return "\n".join(part.rstrip() + "\n" for part in parts if part is not None)

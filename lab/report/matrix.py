@@ -35,6 +35,7 @@ FAULTS = [
     (("etcd_partition", "leader_kill"), "the etcd leader killed"),
     (("redlock_restart", "no_persistence"), "a Redlock master that granted restarted empty"),
     (("redlock_restart", "appendfsync_always"), "that master restarted with appendfsync always"),
+    (("netdrop", "server_keepalives"), "lock connection dropped on the network (keepalives tuned)"),
     (("pooler", "session_mode"), "through PgBouncer, session pooling"),
     (("pooler", "transaction_mode"), "through PgBouncer, transaction pooling"),
     (("killpoints", "search"), "kill points searched by hypothesis"),

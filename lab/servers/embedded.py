@@ -85,12 +85,13 @@ class EmbeddedPostgres(_OneProcess):
 
     def __init__(self, root: Path, copy_binaries: bool | None = None, *, bin_dir: Path | None = None,
                  max_connections: int = MAX_CONNECTIONS, settings: dict | None = None, name: str = "postgres",
-                 password: str | None = None):
+                 password: str | None = None, netns: int | None = None):
         """copy_binaries: None copies only when the server's user cannot reach the wheel.
         bin_dir: another installation's initdb and postgres (the test tier's distribution packages,
         or the run's own server's binaries, already where the server's user can reach them).
         settings: more server settings for its command line (a primary's synchronous_standby_names).
-        name: its folder under root; password: the cluster's, when its data comes from another's backup."""
+        name: its folder under root; password: the cluster's, when its data comes from another's backup.
+        netns: a network namespace to run in (lab/servers/netns.py); start() and clients must be inside it."""
         self.root = root / name
         self.data = self.root / "data"
         self.log_path = self.root / "server.log"
@@ -102,6 +103,7 @@ class EmbeddedPostgres(_OneProcess):
         self.max_connections = max_connections
         self.settings = dict(settings or {})
         self.password = password or new_password()
+        self.netns = netns
 
     @property
     def dsn(self) -> str:
@@ -142,7 +144,7 @@ class EmbeddedPostgres(_OneProcess):
         for setting, value in self.settings.items():
             argv += ["-c", f"{setting}={value}"]
         # SIGQUIT is PostgreSQL's immediate shutdown: the right death for an orphaned server.
-        self.proc = spawn(argv, self.log_path, user=self.user, death_signal=signal.SIGQUIT)
+        self.proc = spawn(argv, self.log_path, user=self.user, death_signal=signal.SIGQUIT, netns=self.netns)
         wait_ready(self._ping, self.proc, "embedded PostgreSQL", self.log_path)
 
     def _initdb(self) -> None:

@@ -126,3 +126,16 @@ def settings_in_force(url) -> dict:
         return {"server_gives": values, "set_per_database_or_role": scoped, "lab_sessions_pin": list(PINNED_SETTINGS)}
     finally:
         engine.dispose()
+
+
+LINUX_KEEPALIVE = (7200, 75, 9)  # tcp_keepalive_time, intvl, probes when the server leaves them at 0
+KEEPALIVE_SQL = "select name, setting from pg_settings where name like 'tcp_keepalives_%' order by name"
+
+
+def keepalive_estimate(values: dict[str, int]) -> tuple[int, int, int, int]:
+    """(seconds, idle, interval, count): how long the server keeps the session of a client that fell off the
+    network, from its tcp_keepalives_* settings (0: the OS default). `lab doctor` says it; netdrop measures it."""
+    idle = values.get("tcp_keepalives_idle", 0) or LINUX_KEEPALIVE[0]
+    interval = values.get("tcp_keepalives_interval", 0) or LINUX_KEEPALIVE[1]
+    count = values.get("tcp_keepalives_count", 0) or LINUX_KEEPALIVE[2]
+    return idle + interval * count, idle, interval, count

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import pwd
 import queue
 import signal
 import socket
@@ -20,6 +21,7 @@ from typing import Callable, Sequence
 from lab.errors import ServiceError
 
 _PR_SET_PDEATHSIG = 1
+_CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -69,9 +71,27 @@ class _Launcher:
 _launcher = _Launcher()
 
 
-def popen(argv: Sequence[str], death_signal: int = signal.SIGKILL, **kwargs) -> subprocess.Popen:
-    """subprocess.Popen from the launcher thread, dying with the lab (see _Launcher)."""
-    return _launcher.run(subprocess.Popen, list(argv), preexec_fn=lambda: die_with_parent(death_signal), **kwargs)
+def popen(argv: Sequence[str], death_signal: int = signal.SIGKILL, *, netns: int | None = None,
+          **kwargs) -> subprocess.Popen:
+    """subprocess.Popen from the launcher thread, dying with the lab (see _Launcher).
+
+    netns: a descriptor of a network namespace (lab/servers/netns.py) the child is born in. Entering
+    one takes root, so the child enters first and only then becomes kwargs' user.
+    """
+    if netns is None:
+        return _launcher.run(subprocess.Popen, list(argv), preexec_fn=lambda: die_with_parent(death_signal),
+                             **kwargs)
+    user = kwargs.pop("user", None)
+    uid = None if user is None else pwd.getpwnam(user).pw_uid  # looked up before the fork, never in it
+
+    def enter_then_drop() -> None:
+        if _libc.setns(netns, _CLONE_NEWNET) != 0:
+            os._exit(126)
+        if uid is not None:
+            os.setreuid(uid, uid)
+        die_with_parent(death_signal)  # after setreuid, which clears the parent-death signal
+
+    return _launcher.run(subprocess.Popen, list(argv), preexec_fn=enter_then_drop, **kwargs)
 
 
 def die_with_parent(death_signal: int = signal.SIGKILL) -> None:
@@ -86,7 +106,7 @@ def die_with_parent(death_signal: int = signal.SIGKILL) -> None:
 
 def spawn(argv: Sequence[str], log_path: Path, *, user: str | None = None,
           cwd: Path | None = None, death_signal: int = signal.SIGKILL,
-          stdin_text: str | None = None) -> subprocess.Popen:
+          stdin_text: str | None = None, netns: int | None = None) -> subprocess.Popen:
     """Start argv with stdout and stderr appended to log_path, dying with the lab.
 
     stdin_text is written to the child's stdin, then closed: how a secret reaches a server
@@ -95,7 +115,8 @@ def spawn(argv: Sequence[str], log_path: Path, *, user: str | None = None,
     log = open(log_path, "ab")
     try:
         proc = popen(argv, death_signal, stdout=log, stderr=subprocess.STDOUT,
-                     stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE, cwd=cwd, user=user)
+                     stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE, cwd=cwd, user=user,
+                     netns=netns)
     finally:
         log.close()
     if stdin_text is not None:

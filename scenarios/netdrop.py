@@ -1,0 +1,234 @@
+"""A real network drop under a PostgreSQL session lock: when the server frees it, and what the holder learns.
+
+The post computes its "two hours" from keepalive defaults; this measures it. Each trial runs a
+PostgreSQL of its own inside a private network namespace (lab/servers/netns.py), the holder with it.
+The holder takes its session lock and stops before its write; its lock connection is then dropped
+(lab/faults/net_drop.py: no FIN, no RST, keepalive probes unanswered) while its write sessions stay
+up. The lab waits for the server to end the lock's session and compares the time with the figure
+`lab doctor` computes from the same settings (lab/servers/pg.py keepalive_estimate). A contender then
+asks for the company; the holder writes, asks held() on its dropped connection, and releases.
+
+Variants (the server's tcp_keepalives_idle/interval/count tuned, the post's guard off, in all but the last):
+- server_keepalives: the holder's libpq connection as it comes (keepalives on, at the OS defaults).
+- client_keepalives: the holder's connection with libpq keepalives_idle/interval/count tuned too.
+- client_user_timeout: the holder's connection with libpq tcp_user_timeout.
+- os_defaults: the server's keepalives left at 0 (the OS's 7200 s + 9 x 75 s): over two hours a
+  trial, so in the full profile only.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+import backends
+from lab import faults
+from lab.errors import LabError
+from lab.faults import Target
+from lab.faults.net_drop import NetDrop as DropFault
+from lab.harness.checkers import lease_verdict
+from lab.harness.holder import HolderProcess
+from lab.harness.job import run_job
+from lab.harness.outcomes import Safety
+from lab.harness.workload import COMPANY_SIZE, ensure_schema
+from lab.servers import pg
+from lab.servers.clients import pg_engine
+from lab.servers.embedded import EmbeddedPostgres
+from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
+from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate
+from scenarios._lease_faults import COMPANY, holder_measures
+from scenarios.base import Scenario, Skip, TrialEnv
+
+GUARDS_OFF = {"idle_in_transaction_session_timeout": "0", "idle_session_timeout": "0"}  # only the network ends it
+WAIT_MARGIN_S = 5.0  # past the doctor's figure (and two probe intervals), the wait for the session's end gives up
+
+
+def client_settings(variant: str, params: dict) -> dict[str, str]:
+    """The libpq parameters of the holder's lock connection in this variant."""
+    if variant == "client_keepalives":
+        idle, interval, count = params["client_keepalives"]
+        return {"keepalives": "1", "keepalives_idle": str(idle), "keepalives_interval": str(interval),
+                "keepalives_count": str(count)}
+    if variant == "client_user_timeout":
+        return {"tcp_user_timeout": str(params["user_timeout_ms"])}
+    return {}
+
+
+def server_settings(variant: str, params: dict) -> dict[str, int]:
+    idle, interval, count = (0, 0, 0) if variant == "os_defaults" else params["server_keepalives"]
+    return {"tcp_keepalives_idle": idle, "tcp_keepalives_interval": interval, "tcp_keepalives_count": count}
+
+
+class NetDrop(Scenario):
+    name = "netdrop"
+    fault = "net_drop"
+    summary = ("the holder's lock connection dropped on the network (no FIN, no RST): when the server's keepalives "
+               "free the lock, against lab doctor's figure, and what client keepalives or tcp_user_timeout tell it")
+    variants = ("server_keepalives", "client_keepalives", "client_user_timeout", "os_defaults")
+    params = {
+        "quick": {"trials": 1, "parallel": 3, "server_keepalives": [2, 1, 2], "client_keepalives": [1, 1, 2],
+                  "user_timeout_ms": 1500, "holder_patience_s": 4.0,
+                  "variants": ["server_keepalives", "client_keepalives", "client_user_timeout"]},
+        "default": {"trials": 2, "parallel": 3, "server_keepalives": [5, 1, 3], "client_keepalives": [2, 1, 2],
+                    "user_timeout_ms": 2000, "holder_patience_s": 6.0,
+                    "variants": ["server_keepalives", "client_keepalives", "client_user_timeout"]},
+        "full": {"trials": 2, "parallel": 12, "server_keepalives": [5, 1, 3], "client_keepalives": [2, 1, 2],
+                 "user_timeout_ms": 2000, "holder_patience_s": 6.0, "variants": list(variants)},
+    }
+
+    def variant_skip(self, variant: str, backend_cls) -> str | None:
+        return faults.load(self.fault).applies_to(backend_cls)
+
+    def plan(self, backend_classes, profile: str):
+        """The profile's variants only: the OS defaults' two hours belong to the full profile."""
+        allowed = set(self.profile_params(profile)["variants"]) | {"-"}
+        return [spec for spec in super().plan(backend_classes, profile) if spec.variant in allowed]
+
+    def pg_sessions(self, backend_cls, profile: str) -> int:
+        return 0  # every session of a trial is on the trial's own server
+
+    def trial_seconds(self, profile: str) -> float:
+        p = self.profile_params(profile)
+        worst = max(keepalive_estimate(server_settings(v, p))[0] for v in p["variants"])
+        return 3.0 + worst + p["holder_patience_s"]
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        reason = unavailable_reason()
+        if reason is not None:
+            raise Skip(f"does not run: {reason}")
+        run_server = env.services.embedded.get("postgres")
+        if run_server is None:
+            raise Skip("drops packets only around a server the lab starts, in a namespace of its own; "
+                       "it never touches your network")
+        try:
+            namespace = NetNamespace()
+        except NamespaceUnavailable as exc:
+            raise Skip(f"does not run: {exc}") from None
+        root = Path(tempfile.mkdtemp(prefix="netdrop-", dir=env.services.tmp))
+        root.chmod(0o755)
+        try:
+            return namespace.run(_trial_inside, env, namespace, root, run_server.bin)
+        finally:
+            namespace.allow_all()
+            namespace.close()
+            shutil.rmtree(root, ignore_errors=True)
+
+    def verdict(self, m: dict) -> str:
+        if not m["keepalive"]["session_ended"]:
+            return "held"  # the server never ended the session while the lab waited: nothing was lost
+        return lease_verdict(m["lost"], m["holder"]["write"])
+
+    def safety(self, m: dict, verdict: str) -> Safety:
+        if m["lost"] and m["holder"]["write"] == "indeterminate":
+            return Safety.UNKNOWN
+        return super().safety(m, verdict)
+
+
+def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: Path) -> dict:
+    """The trial, on a thread inside the namespace: its server, clients and holder are all there."""
+    cls = backends.load(env.spec.backend)
+    p, variant = env.params, env.spec.variant
+    server = EmbeddedPostgres(root, bin_dir=bin_dir, settings={**server_settings(variant, p), **GUARDS_OFF},
+                              netns=namespace.fd, name="netdrop")
+    monitor = writes = holder = contender = target = None
+    fault = DropFault(namespace, server.port)
+    try:
+        server.start()
+        url = make_url(server.dsn)
+        services = replace(env.services, pg_url=url, embedded={"postgres": server}, tmp=None)
+        monitor = pg_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
+                            connect_args={"application_name": "locklab-monitor"})
+        writes = pg_engine(url, pool_pre_ping=True, pool_size=2, connect_args={"application_name": "locklab-writes"})
+        ensure_schema(monitor)
+        backends.prepare_storage(monitor, [cls.name])
+        inside = replace(env, services=services, monitor=monitor, writes=writes)
+        with monitor.connect() as conn:
+            values = {r.name: int(r.setting) for r in conn.execute(text(KEEPALIVE_SQL))}
+        estimate, idle, interval, count = keepalive_estimate(values)
+        table = inside.table()
+        table.seed(writes, COMPANY, COMPANY_SIZE)
+        client = client_settings(variant, p)
+        routed = replace(services, pg_url=url.update_query_dict(client), embedded={}, tmp=None)
+        spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": inside.key(),
+                "options": inside.options(), "lock_settings": GUARDS_OFF, "write_settings": GUARDS_OFF,
+                **services.to_addresses(), "lock_addresses": routed.to_addresses(),
+                "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
+                "fault_point": "before_write"}
+        holder = HolderProcess(spec, netns=namespace.fd)
+        acquired = holder.wait_for("acquire", 30)
+        if not acquired["granted"]:
+            raise LabError("the holder could not take a fresh lock")
+        at_point = holder.wait_for("at_point", 30)
+        target = Target(services, monitor, cls, holder=holder, lock_pid=acquired.get("lock_pid"),
+                        write_pid=at_point.get("write_pid"))
+        fault.inject(target)
+        evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict
+        t_drop = fault.dropped_at
+        gone_after = pg.wait_gone(monitor, target.lock_pid, within=estimate + 2 * interval + WAIT_MARGIN_S,
+                                  every=0.05)
+        t_gone = None if gone_after is None else time.monotonic()
+        contender = inside.backend(table=table, key=spec["key"])
+        job = run_job(contender, [COMPANY], COMPANY_SIZE, "contender", patience=1.0)
+        t_go = time.monotonic()
+        holder.go()
+        learned = _holder_learns(holder, p["holder_patience_s"])
+        if t_gone is not None:  # read before the heal, which takes the drop (and its counters) away
+            evidence.update(fault.struck(target, server.log_path.read_text(errors="replace")))
+        t_heal = time.monotonic()
+        fault.heal(target)
+        events = holder.finish(timeout=10)
+        measures = holder_measures(events, job, table, inside, fault.name, "before_write", t_drop, t_heal, estimate,
+                                   run_level=True)  # reads the table: while the server is up
+    finally:
+        if target is not None:
+            fault.heal(target)
+        if holder is not None:
+            holder.kill()
+        if contender is not None:
+            contender.close()
+        for engine in (monitor, writes):
+            if engine is not None:
+                engine.dispose()
+        server.stop()
+    t_last = acquired["t"]  # the lock connection's last use before the drop: its grant
+    ended = None if t_gone is None else round(t_gone - t_last, 3)
+    measures["evidence"] = evidence
+    measures["keepalive"] = {
+        "server": {"idle": values.get("tcp_keepalives_idle"), "interval": values.get("tcp_keepalives_interval"),
+                   "count": values.get("tcp_keepalives_count")},
+        "doctor_estimate_s": estimate, "probe_interval_s": interval,
+        "session_ended": t_gone is not None,
+        "ended_after_last_use_s": ended, "ended_after_drop_s": None if t_gone is None else round(t_gone - t_drop, 3),
+        "drop_after_last_use_s": round(t_drop - t_last, 3),
+        "agrees_within_interval": None if ended is None else abs(ended - estimate) <= interval,
+        "waited_s": round(estimate + 2 * interval + WAIT_MARGIN_S, 1),
+    }
+    measures["client"] = {"settings": client, **learned,
+                          "asked_after_drop_s": round(t_go - t_drop, 3)}
+    measures["exercised"] = bool(t_gone is not None and job.acquired)
+    return measures
+
+
+def _holder_learns(holder: HolderProcess, patience: float) -> dict:
+    """From its go, the holder writes, asks held() (which asks the server from another session) and releases
+    on its dropped connection: when each step came back, and the first that did not within patience."""
+    t_go = time.monotonic()
+    steps: dict[str, dict] = {}
+    for step in ("write", "held", "release"):
+        try:
+            event = holder.wait_for(step, patience)
+        except TimeoutError:
+            return {"steps": steps, "stuck_at": step, "still_waiting_after_s": patience}
+        except RuntimeError:  # the holder ended early; its error event says why
+            return {"steps": steps, "stuck_at": None, "ended_before": step}
+        found = {"after_go_s": round(event["t"] - t_go, 3)}
+        found.update({k: event.get(k) for k in {"write": ("outcome",), "held": ("held",),
+                                                  "release": ("result",)}[step]})
+        steps[step] = found
+    return {"steps": steps, "stuck_at": None}

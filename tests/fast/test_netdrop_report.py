@@ -1,0 +1,29 @@
+"""The network-drop section computes "agrees" from the figures: a planted late ending is counted as not agreeing."""
+
+from lab.report.common import trials_frame
+from lab.report.netdrop import ending_summary, section_netdrop
+
+
+def trial(index: int, ended: float | None, estimate: int = 8, interval: int = 1, stuck: bool = False) -> dict:
+    client = ({"stuck_at": "release", "still_waiting_after_s": 6.0, "steps": {}} if stuck else
+              {"stuck_at": None, "steps": {"release": {"after_go_s": 1.95, "result": "raised LockLost: gone"}}})
+    return {"id": f"netdrop/session/server_keepalives/{index}", "scenario": "netdrop", "backend": "session",
+            "variant": "server_keepalives", "index": index, "status": "ok", "verdict": "stale write accepted",
+            "safety": "unsafe", "exercised": True,
+            "measures": {"keepalive": {"server": {"idle": 5, "interval": interval, "count": 3},
+                                       "doctor_estimate_s": estimate, "probe_interval_s": interval,
+                                       "session_ended": ended is not None, "ended_after_last_use_s": ended,
+                                       "agrees_within_interval": True, "waited_s": 15.0},
+                         "client": client}}
+
+
+def test_a_late_ending_does_not_agree_even_when_the_trial_said_it_did():
+    records = [trial(0, 8.2), trial(1, 9.6)]  # 9.6 s is 1.6 s past 8 s, more than one 1 s interval
+    assert ending_summary(records)["agreed"] == 1
+
+
+def test_the_section_shows_the_median_range_and_what_the_holder_heard():
+    text = section_netdrop(trials_frame([trial(0, 8.1), trial(1, 8.3, stuck=True)]))
+    assert "8.20 s (8.10-8.30 s, n=2)" in text
+    assert "release raised LockLost after 1.95 s 1/2" in text and "release still waiting after 6 s 1/2" in text
+    assert "agree within one probe interval in 2 of 2 trials" in text

@@ -1,0 +1,78 @@
+"""A real network drop (tc in a private network namespace): the server's keepalives end the lock's session
+when lab doctor says they will, and what the holder's own libpq settings change for it."""
+
+import os
+import socket
+
+import pytest
+
+from lab.servers.netns import NetNamespace, unavailable_reason
+from scenarios.netdrop import NetDrop
+from tests.server.helpers import processes_under, trial_env
+from tests.server.test_lease_faults import no_holder_left
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture(autouse=True)
+def needs_tc():
+    reason = unavailable_reason()
+    if reason is not None:
+        if os.environ.get("LAB_REQUIRE_SYSTEM_SERVERS"):
+            pytest.fail(f"the netdrop tier cannot run: {reason}")
+        pytest.skip(reason)
+
+
+def run(services, engines, backend, variant):
+    scenario = NetDrop()
+    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
+    measures = scenario.run_trial(env)
+    assert no_holder_left()
+    assert not list(services.tmp.glob("netdrop-*")), "a trial left its server's data behind"
+    assert not [p for p in processes_under(services.tmp) if "netdrop-" in p], "a trial left a server running"
+    return measures, scenario.verdict(measures)
+
+
+def test_the_drop_takes_only_the_named_port_and_heals():
+    ns = NetNamespace()
+    try:
+        def connect(port: int) -> bool:
+            server = socket.create_server(("127.0.0.1", port))
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+            finally:
+                server.close()
+
+        ns.drop_port(47001)
+        assert ns.run(connect, 47001) is False  # the SYN vanished: no refusal, no reset, a timeout
+        assert ns.run(connect, 47002) is True  # the namespace's other traffic goes on
+        assert ns.dropped_packets() >= 1
+        ns.allow_all()
+        assert ns.run(connect, 47001) is True
+        assert ns.dropped_packets() == 0
+    finally:
+        ns.allow_all()
+        ns.close()
+
+
+def test_the_server_ends_a_dropped_session_when_the_doctor_says_and_the_stale_write_is_accepted(services, engines):
+    m, verdict = run(services, engines, "session_autocommit", "server_keepalives")
+    k = m["keepalive"]
+    assert k["session_ended"] and k["doctor_estimate_s"] == 2 + 2 * 1
+    assert abs(k["ended_after_last_use_s"] - k["doctor_estimate_s"]) <= k["probe_interval_s"]
+    assert m["evidence"]["packets_dropped"] >= 2  # the unanswered probes
+    assert "Connection timed out" in m["evidence"]["server_log"]
+    assert m["contender"]["acquired"] and verdict == "stale write accepted"
+    # Nothing on the holder's side had noticed: its release on the dropped connection is still waiting.
+    assert m["client"]["stuck_at"] == "release"
+
+
+def test_tcp_user_timeout_tells_the_holder_within_its_timeout(services, engines):
+    m, _ = run(services, engines, "session_autocommit", "client_user_timeout")
+    release = m["client"]["steps"]["release"]
+    assert "LockLost" in release["result"]
+    held_at = m["client"]["steps"]["held"]["after_go_s"]
+    assert release["after_go_s"] - held_at >= 1.5 - 0.1  # the unacknowledged query waited out tcp_user_timeout
