@@ -257,7 +257,17 @@ class Latency(Scenario):
     def verdict(self, measures: dict) -> str:
         failed, let_in = measures["handoffs_failed"], measures["waiter_not_kept_out"]
         notes = [f"{failed} handoffs timed out"] * bool(failed) + [f"{let_in} waiters got in while held"] * bool(let_in)
-        return "; ".join(["measured", *notes])
+        return "; ".join([f"measured: {_figures(measures)}", *notes])
+
+
+def _figures(m: dict) -> str:
+    """The trial's headline, as the run's end table prints it: acquire + release, and its two ratios."""
+    text = f"{m['acquire_release']['p50'] * 1e6:.0f} us, {m['ratio']:.2f}x {m['floor']}"
+    bare = m.get("bare")
+    if bare:
+        goal = {True: "meets", False: "misses", None: "within noise of"}[bare.get("meets_goal")]
+        text += f", {bare['ratio_to_bare']:.2f}x bare ({goal} {bare['goal']:g})"
+    return text
 
 
 def _throughput_configs() -> list[tuple[int, int]]:

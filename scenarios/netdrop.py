@@ -29,7 +29,7 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
-from lab.errors import LabError
+from lab.errors import Interrupted, LabError
 from lab.faults import Target
 from lab.faults.net_drop import NetDrop as DropFault
 from lab.harness.checkers import lease_verdict
@@ -170,9 +170,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         fault.inject(target)
         evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict
         t_drop = fault.dropped_at
-        gone_after = pg.wait_gone(monitor, target.lock_pid, within=estimate + 2 * interval + WAIT_MARGIN_S,
-                                  every=0.05)
-        t_gone = None if gone_after is None else time.monotonic()
+        t_gone = _wait_gone(env, monitor, target.lock_pid, within=estimate + 2 * interval + WAIT_MARGIN_S)
         contender = inside.backend(table=table, key=spec["key"])
         job = run_job(contender, [COMPANY], COMPANY_SIZE, "contender", patience=1.0)
         t_go = time.monotonic()
@@ -213,6 +211,18 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
                           "asked_after_drop_s": round(t_go - t_drop, 3)}
     measures["exercised"] = bool(t_gone is not None and job.acquired)
     return measures
+
+
+def _wait_gone(env: TrialEnv, monitor, pid: int, within: float) -> float | None:
+    """When the server showed session pid gone (monotonic), or None after within seconds; a stopped run
+    (Ctrl-C) ends the wait at once, even the OS defaults' two hours."""
+    start = time.monotonic()
+    while pg.session_state(monitor, pid) != "gone":
+        if time.monotonic() - start > within:
+            return None
+        if env.stop.wait(0.05):
+            raise Interrupted()
+    return time.monotonic()
 
 
 def _holder_learns(holder: HolderProcess, patience: float) -> dict:

@@ -264,16 +264,21 @@ def _holding_run(env: TrialEnv, name: str, label: str, guard: dict) -> dict:
         horizon = session_horizon(env.monitor, holder.lock_pid)
         held_after = holder.held()
         vacuumed = vacuum(env.monitor, table)
-        try:
-            holder.release()
-            release = "released"
-        except LockLost as exc:
-            release = f"raised LockLost: {exc}"
+        release = _release(holder)
     finally:
         holder.close()
     return {"backend": name, "acquired": acquired, "held_after": held_after, "release": release,
             "rebuilt": sum(r.outcome == "committed" for r in results), "deleted": sum(r.deleted or 0 for r in results),
             **horizon, **vacuumed}
+
+
+def _release(holder) -> str:
+    """What the holder's release said: 'released', or the LockLost it raised."""
+    try:
+        holder.release()
+        return "released"
+    except LockLost as exc:
+        return f"raised LockLost: {exc}"
 
 
 def _open_xid_reference(env: TrialEnv, guard: dict) -> dict:
@@ -370,11 +375,7 @@ def guard_role_trial(env: TrialEnv) -> dict:
         finally:
             conn.invalidate()
             conn.close()
-        try:
-            holder.release()
-            release = "released"
-        except LockLost as exc:
-            release = f"raised LockLost: {exc}"
+        release = _release(holder)
     finally:
         try:
             holder.close()

@@ -62,9 +62,11 @@ class NetDrop(Fault):
         if self.client_port is None or self.client_port < 0:
             raise FaultNotConfirmed(f"the lock's session (pid {target.lock_pid}) has no TCP client port")
         deadline = time.monotonic() + QUIET_WITHIN_S
-        while _send_queue(self.namespace, self.server_port, self.client_port) != 0:
+        while (queued := _send_queue(self.namespace, self.server_port, self.client_port)) != 0:
             if time.monotonic() > deadline:
-                raise FaultNotConfirmed("the lock's connection never went quiet: the server kept bytes in flight")
+                raise FaultNotConfirmed(
+                    f"the server has no established connection to port {self.client_port}" if queued is None else
+                    f"the lock's connection never went quiet: the server kept {queued} bytes unacknowledged")
             time.sleep(0.02)  # polling the kernel's socket table, not standing in for the server
         self.namespace.drop_port(self.client_port)
         self.dropped_at = time.monotonic()

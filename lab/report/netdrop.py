@@ -38,10 +38,16 @@ def ending_summary(records: list[dict]) -> dict:
             "min": min(ended) if ended else None, "max": max(ended) if ended else None}
 
 
+def _span(low: float, high: float) -> str:
+    """'8.17-8.35', or one figure when both round alike."""
+    a, b = f"{low:.2f}", f"{high:.2f}"
+    return a if a == b else f"{a}-{b}"
+
+
 def _ended_cell(summary: dict, waited: float) -> str:
     if not summary["ended"]:
         return f"not ended within {waited:g} s ({summary['n']} trials)"
-    spread = f"{summary['min']:.2f}-{summary['max']:.2f} s, " if summary["ended"] > 1 else ""
+    spread = f"{_span(summary['min'], summary['max'])} s, " if summary["ended"] > 1 else ""
     missing = f", {summary['n'] - summary['ended']} never" if summary["ended"] < summary["n"] else ""
     return f"{summary['median']:.2f} s ({spread}n={summary['ended']}{missing})"
 
@@ -63,8 +69,7 @@ def _learned_cell(records: list[dict]) -> str:
     parts = []
     for key, seconds in groups.items():
         times = [t for t in seconds if t is not None]
-        when = ("" if not times else f" after {min(times):.2f} s" if min(times) == max(times)
-                else f" after {min(times):.2f}-{max(times):.2f} s")
+        when = "" if not times else f" after {_span(min(times), max(times))} s"
         parts.append(f"{key}{when} {len(seconds)}/{len(records)}")
     return "; ".join(parts)
 
@@ -86,6 +91,8 @@ def section_netdrop(frame: pd.DataFrame) -> str | None:
                      f"{first['doctor_estimate_s']} s", _ended_cell(summary, first["waited_s"]),
                      f"{summary['agreed']}/{summary['n']}",
                      ", ".join(f"{v} {n}/{len(records)}" for v, n in verdicts.items()), _learned_cell(records)])
+    unheard = sorted({r["backend"] for r in trials.to_dict("records")
+                      if r["variant"].startswith("client_") and r["measures"]["client"].get("stuck_at")})
     agreed = sum(s["agreed"] for _, s in endings)
     total = sum(s["n"] for _, s in endings)
     skipped = frame[(frame.scenario == "netdrop") & (frame.status == "skipped")]
@@ -106,4 +113,6 @@ def section_netdrop(frame: pd.DataFrame) -> str | None:
         md_table(["backend", "variant", "server keepalives (idle / interval / count)", "doctor",
                   "server ended it", "agrees", "outcome", "holder heard"], rows), "",
         f"The doctor's figure and the measured end agree within one probe interval in {agreed} of {total} "
-        "trials." + (f" Not run here: {'; '.join(reasons)}." if reasons else ""), ""])
+        "trials." + (f" With the libpq settings in its URL, {', '.join(unheard)} still waited: the settings "
+                     "never reached the lock's own connection." if unheard else "")
+        + (f" Not run here: {'; '.join(reasons)}." if reasons else ""), ""])

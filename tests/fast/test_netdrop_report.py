@@ -27,3 +27,11 @@ def test_the_section_shows_the_median_range_and_what_the_holder_heard():
     assert "8.20 s (8.10-8.30 s, n=2)" in text
     assert "release raised LockLost after 1.95 s 1/2" in text and "release still waiting after 6 s 1/2" in text
     assert "agree within one probe interval in 2 of 2 trials" in text
+
+
+def test_a_client_setting_that_changed_nothing_is_named():
+    stuck = trial(0, 8.1, stuck=True)
+    stuck.update(variant="client_user_timeout", id="netdrop/session/client_user_timeout/0")
+    text = section_netdrop(trials_frame([stuck, trial(1, 8.2)]))
+    assert "session still waited: the settings never reached the lock's own connection" in text
+    assert "still waited" not in section_netdrop(trials_frame([trial(1, 8.2, stuck=True)]))
