@@ -137,6 +137,12 @@ class Scenario(ABC):
         """The variants that exist for this backend (a cost configuration belongs to one backend)."""
         return self.variants
 
+    def variants_in_profile(self, backend_cls: type[Backend], profile: str) -> tuple[str, ...]:
+        """variants_for, less those the profile leaves out: a profile may list its variants in its params
+        (netdrop's OS-default keepalives take two hours a trial, so only the full profile lists them)."""
+        listed = self.profile_params(profile).get("variants")
+        return tuple(v for v in self.variants_for(backend_cls) if listed is None or v in listed)
+
     def variant_skip(self, variant: str, backend_cls: type[Backend]) -> str | None:
         """None when this variant can run the backend, else the reason it cannot (recorded as n/a)."""
         return None
@@ -170,12 +176,12 @@ class Scenario(ABC):
             if reason is not None:
                 skipped.append(TrialSpec(self.name, cls.name, "-", 0, skip=reason))
                 continue
-            for variant in self.variants_for(cls):
+            for variant in self.variants_in_profile(cls, profile):
                 reason = self.variant_skip(variant, cls)
                 if reason is not None:
                     skipped.append(TrialSpec(self.name, cls.name, variant, 0, skip=reason))
         runnable = [(cls.name, v) for cls in backend_classes if self.applies_to(cls) is None
-                    for v in self.variants_for(cls) if self.variant_skip(v, cls) is None]
+                    for v in self.variants_in_profile(cls, profile) if self.variant_skip(v, cls) is None]
         for index in range(trials):
             specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable)
         return skipped + specs

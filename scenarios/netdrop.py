@@ -85,11 +85,6 @@ class NetDrop(Scenario):
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         return faults.load(self.fault).applies_to(backend_cls)
 
-    def plan(self, backend_classes, profile: str):
-        """The profile's variants only: the OS defaults' two hours belong to the full profile."""
-        allowed = set(self.profile_params(profile)["variants"]) | {"-"}
-        return [spec for spec in super().plan(backend_classes, profile) if spec.variant in allowed]
-
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # every session of a trial is on the trial's own server
 

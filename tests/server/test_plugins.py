@@ -123,7 +123,7 @@ def test_the_readme_plugin_lands_in_every_column_it_qualifies_for(tmp_path):
         finally:
             sys.path.remove(str(tmp_path))
         qualifies = {(name, variant) for name in scenarios.names() for scenario in [scenarios.load(name)]
-                     if scenario.applies_to(cls) is None for variant in scenario.variants_for(cls)
+                     if scenario.applies_to(cls) is None for variant in scenario.variants_in_profile(cls, "quick")
                      if scenario.variant_skip(variant, cls) is None}
         assert {("cases", "idle_session"), ("calibrate", "terminate"), ("cut", "blackhole"),
                 ("timing", "cron"), ("killpoints", "search")} <= qualifies
