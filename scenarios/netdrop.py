@@ -171,8 +171,9 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         t_go = time.monotonic()
         holder.go()
         learned = _holder_learns(holder, p["holder_patience_s"])
-        if t_gone is not None:  # read before the heal, which takes the drop (and its counters) away
-            evidence.update(fault.struck(target, server.log_path.read_text(errors="replace")))
+        # Read before the heal, which takes the drop (and its counters) away; a session that never ended must
+        # still show dropped probes, or the trial is an error rather than a "held".
+        evidence.update(fault.struck(target, server.log_path.read_text(errors="replace")))
         t_heal = time.monotonic()
         fault.heal(target)
         events = holder.finish(timeout=10)
