@@ -35,3 +35,8 @@ def test_a_client_setting_that_changed_nothing_is_named():
     text = section_netdrop(trials_frame([stuck, trial(1, 8.2)]))
     assert "session still waited: the settings never reached the lock's own connection" in text
     assert "still waited" not in section_netdrop(trials_frame([trial(1, 8.2, stuck=True)]))
+
+
+def test_the_os_defaults_read_in_hours():
+    text = section_netdrop(trials_frame([trial(0, 7875.4, estimate=7875, interval=75)]))
+    assert "| 7875 s (2 h 11 min) | 7875.40 s (2 h 11 min) (n=1) | 1/1 |" in text
