@@ -18,12 +18,21 @@ from sqlalchemy.engine import Engine
 
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
-from lab.errors import Interrupted
+from lab.errors import Interrupted, LockLost
 from lab.harness.checkers import is_violation
 from lab.harness.outcomes import Safety
 from lab.harness.workload import CompanyTable, table_name
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
+
+
+def release_said(backend: Backend) -> str:
+    """What a backend's release said: 'released', or the LockLost it raised (a release never lies)."""
+    try:
+        backend.release()
+        return "released"
+    except LockLost as exc:
+        return f"raised LockLost: {exc}"
 
 
 class Skip(Exception):

@@ -10,12 +10,11 @@ from __future__ import annotations
 import time
 
 from backends.base import Backend, describe_error
-from lab.errors import LockLost
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
 from lab.harness.checkers import lock_verdict
 from lab.servers import pg
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
-from scenarios.base import Scenario, Skip, TrialEnv
+from scenarios.base import Scenario, Skip, TrialEnv, release_said
 
 # (backend, variant) -> the post's case letter.
 POST_CASES = {
@@ -73,7 +72,7 @@ class Cases(Scenario):
                 holder.touch()
             except Exception as exc:  # what the driver says is the measurement
                 next_query, next_error = type(exc).__name__, describe_error(exc)
-            release = self._release(holder)
+            release = release_said(holder)
             return {
                 "case": POST_CASES.get((env.spec.backend, variant)) if env.spec.driver == DEFAULT_DRIVER else None,
                 "setting": fault.setting, "timeout_s": timeout,
@@ -88,14 +87,6 @@ class Cases(Scenario):
             }
         finally:
             holder.close()
-
-    @staticmethod
-    def _release(holder) -> str:
-        try:
-            holder.release()
-            return "released"
-        except LockLost as exc:
-            return f"raised LockLost: {exc}"
 
     def verdict(self, measures: dict) -> str:
         return lock_verdict(measures["acquired"], [p["got"] for p in measures["probes"]])

@@ -53,7 +53,6 @@ from sqlalchemy.exc import SQLAlchemyError
 import backends
 from backends.base import describe_error
 from backends.session_guard_off import GUARD, guard_left_to_server
-from lab.errors import LockLost
 from lab.faults import FaultNotConfirmed, terminate_confirmed
 from lab.harness.checkers import company_state
 from lab.harness.outcomes import Safety
@@ -62,7 +61,7 @@ from lab.servers import pg
 from lab.servers.clients import pg_engine
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios._two_runs import COMPANY, two_runs
-from scenarios.base import Scenario, Skip, TrialEnv
+from scenarios.base import Scenario, Skip, TrialEnv, release_said
 
 HORIZON_BASELINE = "session_autocommit"  # the post's fix: a session lock that leaves no transaction open
 THROUGHPUT_BASELINE = "xact"  # the post's robust fix: a lock per company inside its write transaction
@@ -264,21 +263,12 @@ def _holding_run(env: TrialEnv, name: str, label: str, guard: dict) -> dict:
         horizon = session_horizon(env.monitor, holder.lock_pid)
         held_after = holder.held()
         vacuumed = vacuum(env.monitor, table)
-        release = _release(holder)
+        release = release_said(holder)
     finally:
         holder.close()
     return {"backend": name, "acquired": acquired, "held_after": held_after, "release": release,
             "rebuilt": sum(r.outcome == "committed" for r in results), "deleted": sum(r.deleted or 0 for r in results),
             **horizon, **vacuumed}
-
-
-def _release(holder) -> str:
-    """What the holder's release said: 'released', or the LockLost it raised."""
-    try:
-        holder.release()
-        return "released"
-    except LockLost as exc:
-        return f"raised LockLost: {exc}"
 
 
 def _open_xid_reference(env: TrialEnv, guard: dict) -> dict:
@@ -375,7 +365,7 @@ def guard_role_trial(env: TrialEnv) -> dict:
         finally:
             conn.invalidate()
             conn.close()
-        release = _release(holder)
+        release = release_said(holder)
     finally:
         try:
             holder.close()
