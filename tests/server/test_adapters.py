@@ -40,8 +40,12 @@ def test_a_paused_holders_write_is_accepted_and_release_says_the_lock_was_gone(s
         assert any(s["how"] == "log" and s["via"].startswith("logger tooz") for s in m["holder"]["signals"])
     if backend == "tooz_etcd":  # its heartbeat ignores the expired lease: no exception, no False before release
         assert not [s for s in m["holder"]["signals"] if s["how"] in ("exception", "false") and s["via"] != "release()"]
-    if backend == "python_redis_lock_renew":  # the renewal thread dies with NotAcquired; only stderr would see it
-        assert any(s["via"] == "thread _lock_renewer" and "NotAcquired" in s["text"] for s in m["holder"]["signals"])
+    if backend == "python_redis_lock_renew":
+        # After SIGCONT the renewal thread and release() race: the thread dies with NotAcquired (only stderr
+        # would see it) when it wakes first, and release() stops it quietly otherwise (once in five CI runs).
+        # Either way nothing else told the caller before release().
+        others = [s for s in m["holder"]["signals"] if s["via"] != "release()"]
+        assert all(s["via"] == "thread _lock_renewer" and "NotAcquired" in s["text"] for s in others), others
 
 
 def test_sherlock_etcd_does_not_run_against_an_etcd_without_the_v2_api(tmp_path):
