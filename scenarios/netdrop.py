@@ -35,16 +35,17 @@ from lab.faults.net_drop import NetDrop as DropFault
 from lab.harness.checkers import lease_verdict
 from lab.harness.holder import HolderProcess
 from lab.harness.job import run_job
+from lab.harness.keepalive import ends_as_estimated
 from lab.harness.outcomes import Safety
 from lab.harness.workload import COMPANY_SIZE, ensure_schema
 from lab.servers import pg
 from lab.servers.clients import pg_engine
 from lab.servers.embedded import EmbeddedPostgres
-from lab.servers.kernel_timers import WORST_FRACTION, ends_as_estimated, keepalive_lateness_s, measure_hz
+from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
 from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate
 from scenarios._lease_faults import COMPANY, holder_measures
-from scenarios.base import Scenario, Skip, TrialEnv
+from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv
 
 GUARDS_OFF = {"idle_in_transaction_session_timeout": "0", "idle_session_timeout": "0"}  # only the network ends it
 WAIT_MARGIN_S = 5.0  # past the doctor's figure (and two probe intervals), the wait for the session's end gives up
@@ -68,6 +69,7 @@ def server_settings(variant: str, params: dict) -> dict[str, int]:
 
 class NetDrop(Scenario):
     name = "netdrop"
+    lane = OWN_SERVERS  # a server of each trial's own, in its own namespace: runs beside the others
     fault = "net_drop"
     summary = ("the holder's lock connection dropped on the network (no FIN, no RST): when the server's keepalives "
                "free the lock, against lab doctor's figure, and what client keepalives or tcp_user_timeout tell it")

@@ -2,7 +2,7 @@
 
 Reads the netdrop scenario's trials. "agrees" is computed, never typed: a trial agrees when the
 measured end is within one probe interval of the doctor's idle + count x interval, plus the most the
-kernel's timer wheel may delay those timers (lab/servers/kernel_timers.py; 131 s for the 7200 s default
+kernel's timer wheel may delay those timers (measured by the trial; 131 s for the 7200 s default
 at HZ=250, a third of a second for tuned values).
 """
 
@@ -13,7 +13,7 @@ import statistics
 import pandas as pd
 
 from lab.report.common import md_table, ok_trials
-from lab.servers.kernel_timers import ends_as_estimated
+from lab.harness.keepalive import ends_as_estimated
 
 VARIANT_LABELS = {
     "server_keepalives": "holder's libpq as it comes",

@@ -56,8 +56,3 @@ def keepalive_lateness_s(idle: float, interval: float, count: int, hz: int | Non
     """The most the kernel's timers add to idle + count x interval: the idle timer's bucket and each probe's."""
     return granularity_s(idle, hz) + count * granularity_s(interval, hz)
 
-
-def ends_as_estimated(ended_s: float, estimate_s: float, interval_s: float, lateness_s: float) -> bool:
-    """A dropped session ended when lab doctor said: no earlier than one probe interval before its figure, and
-    no later than one interval plus the most the kernel's timer wheel may delay the keepalive timers."""
-    return estimate_s - interval_s <= ended_s <= estimate_s + lateness_s + interval_s

@@ -3,7 +3,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.servers.kernel_timers import WORST_FRACTION, ends_as_estimated, granularity_s, keepalive_lateness_s
+from lab.harness.keepalive import ends_as_estimated
+from lab.servers.kernel_timers import WORST_FRACTION, granularity_s, keepalive_lateness_s
 
 
 def test_granularities_are_the_kernels_table_at_hz_250_and_1000():
