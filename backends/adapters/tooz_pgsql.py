@@ -53,10 +53,8 @@ class ToozPostgresLock(Backend):
         if got:
             conn = self.lock._conn  # tooz's own lock connection: read, and given the scenario's guard
             self._pid = conn.get_backend_pid()
-            with conn.cursor() as cur:
-                for name, value in self.ctx.lock_settings.items():
-                    cur.execute(f"set {name} = %s", (str(value),))
-                pin_session(cur, self.ctx.lock_settings)  # the server's own guards off, as on every lab session
+            with conn.cursor() as cur:  # the scenario's guard, and the server's own guards off: one round trip
+                pin_session(cur, self.ctx.lock_settings)
         return bool(got)
 
     def held(self) -> bool:

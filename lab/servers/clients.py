@@ -71,15 +71,17 @@ _KNOWN_LOCK = threading.Lock()
 
 
 def pin_session(cursor, keep: Mapping[str, object] | None = None) -> list[str]:
-    """On a psycopg2 cursor: set to 0 every pinned setting not in keep that the server set to anything
-    else; returns the names it set. For lock libraries that open their own connection (the lab's own
-    sessions pin in their startup packet instead, see pg_engine)."""
-    names = [n for n in PINNED_SETTINGS if n not in (keep or {})]
-    cursor.execute("select name from pg_settings where name = any(%s) and setting <> '0'", (names,))
-    changed = [name for (name,) in cursor.fetchall()]
-    for name in changed:
-        cursor.execute(f"set {name} = 0")  # name comes from PINNED_SETTINGS, never from input
-    return changed
+    """On a psycopg2 cursor, in one round trip: set each of keep's settings to its value, and to 0 every
+    other pinned setting the server set to anything else; returns the names pinned to 0. For lock
+    libraries that open their own connection (the lab's own sessions pin in their startup packet
+    instead, see pg_engine). current_setting(name, true) is NULL for a name the server does not know."""
+    keep = {name: str(value) for name, value in (keep or {}).items()}
+    names = [n for n in PINNED_SETTINGS if n not in keep]
+    cursor.execute("select n, set_config(n, v, false) from ("
+                   "select n, '0' from unnest(%s::text[]) n where current_setting(n, true) <> '0' "
+                   "union all select * from unnest(%s::text[], %s::text[])) s(n, v)",
+                   (names, list(keep), list(keep.values())))
+    return [name for name, _ in cursor.fetchall() if name not in keep]
 
 
 def known_settings(url: URL, connect_args: Mapping[str, object]) -> frozenset:

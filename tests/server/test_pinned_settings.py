@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from lab.servers.clients import pg_engine
+from lab.servers.clients import pg_engine, pin_session
 from tests.server.helpers import wait_session_gone
 
 pytestmark = pytest.mark.server
@@ -67,6 +67,26 @@ def test_a_scenarios_own_setting_still_applies_on_such_a_database(engines, guard
         conn.invalidate()
     finally:
         guarded.dispose()
+
+
+def test_a_librarys_own_connection_is_pinned_in_one_statement_with_the_scenarios_guard(guarded_url):
+    """tooz opens its own psycopg2 connection; pin_session gives it the scenario's guard and turns off the
+    database's others, which it names, in one round trip."""
+    import psycopg2
+
+    url = guarded_url
+    conn = psycopg2.connect(host=url.host, port=url.port, user=url.username, password=url.password,
+                            dbname=url.database, connect_timeout=5)
+    try:
+        with conn.cursor() as cur:
+            pinned = pin_session(cur, {"idle_in_transaction_session_timeout": "1500ms"})
+            assert sorted(pinned) == ["idle_session_timeout", "lock_timeout"]
+            cur.execute("select current_setting('idle_in_transaction_session_timeout'), "
+                        "current_setting('idle_session_timeout'), current_setting('lock_timeout')")
+            assert cur.fetchone() == ("1500ms", "0", "0")
+            assert pin_session(cur) == ["idle_in_transaction_session_timeout"]  # now only the 1500 ms differs
+    finally:
+        conn.close()
 
 
 def test_the_run_records_what_the_server_gives_a_session_and_where_it_is_set(guarded_url):
