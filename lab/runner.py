@@ -41,7 +41,7 @@ from lab.servers.services import (
     Services,
     start_services,
 )
-from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
+from scenarios.base import ALONE, OWN_SERVERS, Scenario, Skip, TrialEnv, TrialSpec
 
 
 @dataclass
@@ -180,37 +180,81 @@ class Runner:
                           TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
                           transient=False,
                           disable=not self.console.is_terminal) as progress:
-                for scenario in plan.scenarios:
-                    specs = plan.pending[scenario.name]
-                    wave = self.waves.get(scenario.name)
-                    runnable = [spec for spec in specs if spec.skip is None]
-                    at_once = max(1, scenario.parallelism(self.request.profile))
-                    if wave is not None and wave.limited:
-                        at_once = max(1, -(-at_once // wave.waves))
-                    shown = ScenarioProgress(self.console, progress, scenario.name, len(specs),
-                                             scenario.estimate_seconds(self.request.profile, len(runnable), at_once)
-                                             if runnable else None, at_once)
-                    sampler.take_peak()
-                    self._run_scenario(scenario, specs, services, monitor, writes, folder, shown,
-                                       capacity_plan.SessionBudget(wave.budget if wave else 1),
-                                       lambda spec, scenario=scenario: plan.cost(scenario, spec,
-                                                                                 self.request.profile),
-                                       wave is not None and wave.limited)
-                    shown.finish()
-                    if wave is not None and not self.stop.is_set():
-                        self._record_peak(folder, scenario.name, sampler.take_peak())
-                    window = scenario.wall_budget(self.request.profile)
-                    if window and wave is not None:
-                        wall = time.monotonic() - shown.started
-                        limited = f"; about {wave.waves} waves for the server's connections" if wave.limited else ""
-                        progress.console.print(f"{scenario.name}: {wall:.1f} s for a {window:.0f} s observation "
-                                               f"window ({wall / window:.2f}x{limited})")
+                def run(scenario: Scenario) -> None:
+                    self._run_one(plan, scenario, services, monitor, writes, folder, progress, sampler)
+
+                for phase in schedule(plan.scenarios):
+                    self._run_lanes(phase, run)
         finally:
             sampler.close()
             if not self.stop.is_set():
                 drop_schema(monitor)
             monitor.dispose()
             writes.dispose()
+
+    def _run_lanes(self, lanes: list[list[Scenario]], run) -> None:
+        """Run each lane's scenarios one after another, the lanes side by side: the first on this thread,
+        the others on threads of their own. An error or Ctrl-C in any lane stops them all."""
+        failures: list[BaseException] = []
+
+        def lane_thread(lane: list[Scenario]) -> None:
+            try:
+                for scenario in lane:
+                    if self.stop.is_set():
+                        return
+                    run(scenario)
+            except BaseException as exc:  # raised again on the main thread
+                failures.append(exc)
+                self.stop.set()
+
+        others = [threading.Thread(target=lane_thread, args=(lane,), name=f"lane-{lane[0].name}", daemon=True)
+                  for lane in lanes[1:]]
+        for thread in others:
+            thread.start()
+        try:
+            for scenario in lanes[0]:
+                if self.stop.is_set():
+                    break
+                run(scenario)
+        except BaseException:
+            self.stop.set()
+            raise
+        finally:
+            for thread in others:
+                while thread.is_alive():  # a short timeout keeps the main thread responsive to Ctrl-C
+                    thread.join(0.2)
+        if failures:
+            raise failures[0]
+
+    def _run_one(self, plan: Plan, scenario: Scenario, services: Services, monitor, writes, folder: RunFolder,
+                 progress: Progress, sampler: SessionSampler) -> None:
+        specs = plan.pending[scenario.name]
+        wave = self.waves.get(scenario.name)
+        runnable = [spec for spec in specs if spec.skip is None]
+        at_once = max(1, scenario.parallelism(self.request.profile))
+        if wave is not None and wave.limited:
+            at_once = max(1, -(-at_once // wave.waves))
+        shown = ScenarioProgress(self.console, progress, scenario.name, len(specs),
+                                 scenario.estimate_seconds(self.request.profile, len(runnable), at_once)
+                                 if runnable else None, at_once)
+        # The run's PostgreSQL sessions are sampled for the scenarios that use them; a scenario on servers
+        # of its own runs beside one that does, and must not take that one's peak.
+        samples = scenario.lane != OWN_SERVERS
+        if samples:
+            sampler.take_peak()
+        self._run_scenario(scenario, specs, services, monitor, writes, folder, shown,
+                           capacity_plan.SessionBudget(wave.budget if wave else 1),
+                           lambda spec: plan.cost(scenario, spec, self.request.profile),
+                           wave is not None and wave.limited)
+        shown.finish()
+        if samples and wave is not None and not self.stop.is_set():
+            self._record_peak(folder, scenario.name, sampler.take_peak())
+        window = scenario.wall_budget(self.request.profile)
+        if window and wave is not None:
+            wall = time.monotonic() - shown.started
+            limited = f"; about {wave.waves} waves for the server's connections" if wave.limited else ""
+            progress.console.print(f"{scenario.name}: {wall:.1f} s for a {window:.0f} s observation "
+                                   f"window ({wall / window:.2f}x{limited})")
 
     def _mark_unrunnable(self, plan: Plan, services: Services) -> None:
         """A backend whose library cannot work against these servers: its trials are recorded as skipped."""
@@ -289,6 +333,16 @@ class Runner:
                 return None
             return _record(env.spec, "error", reason=describe_error(exc), started=started,
                            duration=time.monotonic() - t0, trace=traceback.format_exc(limit=6))
+
+
+def schedule(chosen: list[Scenario]) -> list[list[list[Scenario]]]:
+    """Phases of lanes, by each scenario's declared lane: first the run's-server scenarios one after another
+    beside those on servers of their own, then each ALONE scenario by itself. Plan order within a lane."""
+    shared = [s for s in chosen if s.lane not in (OWN_SERVERS, ALONE)]
+    own = [s for s in chosen if s.lane == OWN_SERVERS]
+    phases = [[lane for lane in (shared, own) if lane]]
+    phases += [[[s]] for s in chosen if s.lane == ALONE]
+    return [phase for phase in phases if phase]
 
 
 def _record(spec: TrialSpec, status: str, *, measures: dict | None = None, verdict: str | None = None,

@@ -123,6 +123,10 @@ class TrialEnv:
             raise Interrupted()
 
 
+SHARED, OWN_SERVERS, ALONE = "shared", "own servers", "alone"
+LANES = (SHARED, OWN_SERVERS, ALONE)
+
+
 class Scenario(ABC):
     """Base of every experiment; subclasses fill the class attributes and two methods."""
 
@@ -131,6 +135,11 @@ class Scenario(ABC):
     requires: ClassVar[frozenset[str]] = frozenset()  # backend capabilities it needs
     params: ClassVar[dict[str, dict]]  # profile -> parameters; 'full' falls back to 'default'
     variants: ClassVar[tuple[str, ...]] = ("default",)
+    # Where its trials run, which decides what may run beside it (lab/runner.py):
+    # SHARED: on the run's servers, one such scenario after another;
+    # OWN_SERVERS: only on servers each trial starts itself, so beside the SHARED ones;
+    # ALONE: its figures are times or throughputs another scenario's work would skew, so with nothing beside it.
+    lane: ClassVar[str] = SHARED
 
     def profile_params(self, profile: str) -> dict:
         return dict(self.params.get(profile) or self.params["default"])

@@ -8,11 +8,12 @@ from lab.faults import TerminateSession
 from lab.harness.checkers import detected_within
 from lab.harness.outcomes import Safety
 from lab.servers import pg
-from scenarios.base import Scenario, TrialEnv
+from scenarios.base import ALONE, Scenario, TrialEnv
 
 
 class Calibrate(Scenario):
     name = "calibrate"
+    lane = ALONE  # how soon a poller got in, timed: nothing beside it
     summary = "detector check: holder's session killed at 2.00 s, a second session polls every 50 ms"
     requires = frozenset({"session_lock"})
     variants = ("terminate",)

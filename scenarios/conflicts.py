@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from lab.harness.checkers import company_state
-from scenarios.base import Scenario, TrialEnv
+from scenarios.base import ALONE, Scenario, TrialEnv
 
 DESIGNS = ("no_index", "adjacent_ids", "spread_ids")
 CONCURRENT = 8
@@ -22,6 +22,7 @@ CONCURRENT = 8
 
 class Conflicts(Scenario):
     name = "conflicts"
+    lane = ALONE  # its cost figures want the machine
     summary = "SERIALIZABLE false conflicts on 8 different companies (3 table designs); 10 companies vs the lock"
     variants = (*DESIGNS, "ten_companies")
     params = {

@@ -33,13 +33,14 @@ from lab.servers.clients import pg_engine
 from lab.servers.cluster import PostgresPair
 from scenarios._failover_trial import GRANT_WITHIN_S, NEVER_ACKNOWLEDGED, failover_trial, failover_verdict
 from scenarios._lease_faults import LeaseFaultScenario
-from scenarios.base import Skip, TrialEnv
+from scenarios.base import OWN_SERVERS, Skip, TrialEnv
 
 __all__ = ["Failover", "NEVER_ACKNOWLEDGED"]
 
 
 class Failover(LeaseFaultScenario):
     name = "failover"
+    lane = OWN_SERVERS  # a primary and a standby of each trial's own: runs beside the run's other scenarios
     fault = "failover"
     summary = "the lock's PostgreSQL crashed and its standby promoted mid-hold: async, async lagging, sync lagging"
     variants = ("async", "async_lagging", "sync_lagging")

@@ -26,7 +26,7 @@ from backends.base import Backend, NoRunLock
 from lab.harness.workload import SCHEMA
 from lab.servers.clients import etcd_client, pg_engine, redis_client
 from lab.servers.proxy import BlackholeProxy
-from scenarios.base import Scenario, TrialEnv
+from scenarios.base import ALONE, Scenario, TrialEnv
 
 WORKERS = (1, 2, 8)  # throughput: k workers on one key, and k workers on k keys
 COUNTED = 10  # acquire/release pairs sent through the counting proxy
@@ -64,6 +64,7 @@ def _timed(call) -> float:
 
 class Latency(Scenario):
     name = "latency"
+    lane = ALONE  # microsecond figures: nothing else may run beside it
     summary = "what each lock costs: acquire+release, handoff and throughput against its server's floor"
     params = {
         "quick": {"iterations": 30, "handoffs": 15, "window_s": 0.3, "trials": 1, "parallel": 1},

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import text
 
 from lab.harness.workload import CompanyTable, table_name
-from scenarios.base import Scenario, TrialEnv, TrialSpec
+from scenarios.base import ALONE, Scenario, TrialEnv, TrialSpec
 
 ROWS = 220  # rows per company in the post's cost runs
 
@@ -36,6 +36,7 @@ CONFIGS = {
 
 class Perf(Scenario):
     name = "perf"
+    lane = ALONE  # seconds per configuration, compared with each other: nothing beside it
     summary = "cost table: companies x 220 rows rebuilt per transaction, lock, batch, workers, COPY"
     variants = tuple(CONFIGS)
     params = {

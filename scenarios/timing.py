@@ -20,7 +20,7 @@ from lab.harness.outcomes import Safety
 from lab.harness.workload import COMPANY_SIZE
 from lab.servers import pg
 from lab.servers.clients import pg_engine
-from scenarios.base import Scenario, TrialEnv
+from scenarios.base import ALONE, Scenario, TrialEnv
 
 COMPANY = 1
 # In units of the timeout / 10, the post's proportions: 10 s timeout, 5 s cron, 1 s events, 30 s window.
@@ -45,6 +45,7 @@ def attempt_times(trigger: str, scale: float, rng: random.Random) -> list[float]
 
 class Timing(Scenario):
     name = "timing"
+    lane = ALONE  # when a short run got in, against guard timers: nothing beside it
     summary = "the post's timing runs: lock held under a timeout, short runs on a 5 s cron grid or ~1/s events"
     variants = ("cron", "event")
     params = {

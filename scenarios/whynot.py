@@ -61,7 +61,7 @@ from lab.servers import pg
 from lab.servers.clients import pg_engine
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios._two_runs import COMPANY, two_runs
-from scenarios.base import Scenario, Skip, TrialEnv, release_said
+from scenarios.base import ALONE, Scenario, Skip, TrialEnv, release_said
 
 HORIZON_BASELINE = "session_autocommit"  # the post's fix: a session lock that leaves no transaction open
 THROUGHPUT_BASELINE = "xact"  # the post's robust fix: a lock per company inside its write transaction
@@ -116,6 +116,7 @@ APPLIES = {
 
 class WhyNot(Scenario):
     name = "whynot"
+    lane = ALONE  # throughput wants the machine, and VACUUM's horizon is the whole server's
     summary = ("the post's Why-not alternatives measured: xmin horizon with the guard off, one giant transaction "
                "killed halfway, workers on the lock's connection, FK inserts under a row lock, the unique backstop's "
                "loser, idempotent inputs, a queue")
