@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from lab.errors import ServiceError
 from lab.servers.clients import first_line, parse_pg_dsn, pg_engine, redact
+from lab.servers.kernel_timers import keepalive_lateness_s
 from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate
 from lab.servers.pooler_settings import refusal
 
@@ -95,6 +96,10 @@ def check_keepalives(conn: Connection) -> Check:
     values = {r["name"]: int(r["setting"]) for r in _rows(conn, sql)}
     total, idle, interval, count = keepalive_estimate(values)
     evidence = [f"{k} = {v}" + (" (0: the OS default)" if v == 0 else "") for k, v in values.items()]
+    late = {hz: keepalive_lateness_s(idle, interval, count, hz) for hz in (100, 250, 300, 1000)}
+    evidence.append("Linux fires keepalive timers up to one timer-wheel bucket late, which adds up to "
+                    + ", ".join(f"{late[hz]:.0f} s at HZ={hz}" for hz in late)
+                    + " (the server host's kernel decides; lab run --scenario netdrop measures it)")
     summary = (f"a holder whose host drops off the network keeps its session lock for about "
                f"{total // 3600} h {total % 3600 // 60} min ({idle} s + {count} probes x {interval} s)")
     return Check("TCP keepalives", "warn" if total > 3600 else "pass", summary, evidence, [sql])
