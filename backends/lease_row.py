@@ -86,8 +86,8 @@ class LeaseRow(LeaseBackend):
 class _KeptConnections:
     """Two connections kept between statements, one for the keep-alive's renewals and one for the rest: a
     pool checkout and check-in around every statement cost about 140 us each, against the bare call's one
-    connection. Before each statement a kept connection gets the checkout's test (_ping_when_readable's,
-    in _answers); one that failed is dropped, and the next statement opens a new one. A statement that
+    connection. Before each statement a kept connection gets the checkout's test (_closed_by_server);
+    one that failed is dropped, and the next statement opens a new one. A statement that
     finds its slot busy (another thread in a statement) takes a pooled connection, as before."""
 
     def __init__(self, engine):
@@ -136,36 +136,37 @@ def _drop(box: list) -> None:
 
 
 def _answers(conn) -> bool:
-    """False when the server has closed this kept connection (something waits on its socket and a ping fails)."""
-    raw = conn.connection.dbapi_connection
-    if raw.closed:
-        return False
-    if not select.select([raw.fileno()], [], [], 0)[0]:
-        return True
-    try:
-        conn.dialect.do_ping(raw)
-        return True
-    except Exception:
-        return False
+    """The checkout's test (_closed_by_server) for a kept connection, before each of its statements."""
+    return _closed_by_server(conn.connection.dbapi_connection, conn.dialect) is None
 
 
-def _ping_when_readable(dialect):
-    """A pool checkout check that costs a round trip only when the server may have closed the connection.
+def _closed_by_server(raw, dialect) -> str | None:
+    """Why the server has closed this psycopg2 connection, or None while it answers.
 
     pool_pre_ping sent a `select 1` before every statement: 2 + 2 round trips per acquire and
     release where 1 + 1 do, for the rare connection a restart or a terminated session left behind.
     Such a connection has the server's goodbye (or end of file) waiting on its socket, while an idle
     AUTOCOMMIT session has nothing to read; so the ping is sent only when something is waiting (TLS
-    bookkeeping can be, harmlessly), and a failed ping makes the pool open a new connection.
+    bookkeeping can be, harmlessly), and only a failed ping says the connection is gone.
     """
+    if raw.closed:
+        return "the connection is closed"
+    if not select.select([raw.fileno()], [], [], 0)[0]:
+        return None
+    try:
+        dialect.do_ping(raw)
+        return None
+    except Exception as error:
+        return f"the server closed this pooled connection ({error})"
+
+
+def _ping_when_readable(dialect):
+    """A pool checkout check that costs a round trip only when the server may have closed the connection
+    (_closed_by_server); a connection that failed it makes the pool open a new one."""
 
     def check(dbapi_connection, record, proxy) -> None:
-        if dbapi_connection.closed:
-            raise exc.DisconnectionError("the connection is closed")
-        if select.select([dbapi_connection.fileno()], [], [], 0)[0]:
-            try:
-                dialect.do_ping(dbapi_connection)
-            except Exception as error:
-                raise exc.DisconnectionError(f"the server closed this pooled connection ({error})") from error
+        reason = _closed_by_server(dbapi_connection, dialect)
+        if reason is not None:
+            raise exc.DisconnectionError(reason)
 
     return check

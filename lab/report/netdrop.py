@@ -126,8 +126,9 @@ def section_netdrop(frame: pd.DataFrame) -> str | None:
         "receive data from client: Connection timed out`) and by the packets the drop took. *doctor*: what "
         "`lab doctor` computes from the same settings (idle + count x interval); *agrees*: trials within "
         "one probe interval of it, late by no more than the kernel's timer wheel allows (its timers fire up to "
-        "one bucket late: *kernel lateness*, from the HZ measured in the trial). Then a contender asks, the holder writes on its other sessions, and "
-        "releases on the dropped connection: *holder heard* is how long that took (from the holder's go), "
+        "one bucket late: the doctor cell's *+ up to*, from the HZ measured in the trial). Then a contender "
+        "asks, the holder writes on its other sessions, and releases on the dropped connection: *holder "
+        "heard* is how long that took (from the holder's go), "
         "or how long it was still waiting when the lab stopped it. Reproduce: "
         "`lab run --backend all --scenario netdrop` (the OS defaults' two hours: `--profile full`).", "",
         md_table(["backend", "variant", "server keepalives (idle / interval / count)", "doctor",

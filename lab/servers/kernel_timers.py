@@ -55,4 +55,3 @@ def granularity_s(delay_s: float, hz: int | None) -> float:
 def keepalive_lateness_s(idle: float, interval: float, count: int, hz: int | None) -> float:
     """The most the kernel's timers add to idle + count x interval: the idle timer's bucket and each probe's."""
     return granularity_s(idle, hz) + count * granularity_s(interval, hz)
-
