@@ -44,6 +44,9 @@ from lab.servers.services import (
 from scenarios.base import ALONE, OWN_SERVERS, Scenario, Skip, TrialEnv, TrialSpec
 
 
+LANE_WIND_DOWN_S = 30.0  # after a stop, how long the other lanes' trials get to see it and clean up
+
+
 @dataclass
 class RunRequest:
     backends: list[str]
@@ -194,7 +197,8 @@ class Runner:
 
     def _run_lanes(self, lanes: list[list[Scenario]], run) -> None:
         """Run each lane's scenarios one after another, the lanes side by side: the first on this thread,
-        the others on threads of their own. An error or Ctrl-C in any lane stops them all."""
+        the others on threads of their own. An error or Ctrl-C in any lane stops them all, and the other
+        lanes wind down (their trials see the stop) before the servers are stopped under them."""
         failures: list[BaseException] = []
 
         def lane_thread(lane: list[Scenario]) -> None:
@@ -211,18 +215,29 @@ class Runner:
                   for lane in lanes[1:]]
         for thread in others:
             thread.start()
+        interrupted: BaseException | None = None
         try:
             for scenario in lanes[0]:
                 if self.stop.is_set():
                     break
                 run(scenario)
-        except BaseException:
+        except BaseException as exc:
             self.stop.set()
-            raise
-        finally:
-            for thread in others:
-                while thread.is_alive():  # a short timeout keeps the main thread responsive to Ctrl-C
-                    thread.join(0.2)
+            interrupted = exc
+        give_up = None
+        for thread in others:
+            while thread.is_alive():
+                if give_up is not None and time.monotonic() > give_up:
+                    break  # a trial that ignores the stop: its children die with the lab
+                try:
+                    thread.join(0.2)  # a short timeout keeps this thread responsive to Ctrl-C
+                except BaseException as exc:  # Ctrl-C while the other lanes run: stop them, and still wait
+                    self.stop.set()
+                    interrupted = interrupted or exc
+                if self.stop.is_set() and give_up is None:
+                    give_up = time.monotonic() + LANE_WIND_DOWN_S
+        if interrupted is not None:
+            raise interrupted
         if failures:
             raise failures[0]
 

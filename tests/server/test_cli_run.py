@@ -135,6 +135,39 @@ def test_interrupt_keeps_finished_trials_and_resume_completes(tmp_path, sig):
     tmp.rmdir()
 
 
+def test_ctrl_c_while_two_lanes_run_stops_both_and_resume_completes(tmp_path):
+    """failover (servers of its own) runs beside cases: a Ctrl-C in the middle stops both lanes, leaves no
+    server (the failover pairs included) and no temp dir, and --resume finishes what is missing."""
+    tmp = shared_tmp(tmp_path)
+    args = [sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend", "session",
+            "--scenario", "cases,failover"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=lab_env(tmp), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # interrupt once a trial is kept and a failover pair is up beside it
+        done = list((tmp_path / "results").glob("*/trials.jsonl"))
+        if done and done[0].read_text().strip() and any(tmp.glob("locklab-*/failover-*")):
+            break
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("no failover pair started within 120 s")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert processes_under(tmp) == [] and list(tmp.iterdir()) == []
+    (run,) = (tmp_path / "results").iterdir()
+    kept = trials_of(run)
+    resumed = lab("run", "--resume", run.name, cwd=tmp_path, tmp=tmp)
+    assert resumed.returncode == 0, resumed.stderr
+    final = trials_of(run)
+    assert final[:len(kept)] == kept and len(kept) < len(final)  # nothing rewritten; the interrupt cut it short
+    assert {t["scenario"] for t in final} == {"cases", "failover"} and len({t["id"] for t in final}) == len(final)
+    assert processes_under(tmp) == []
+    tmp.rmdir()
+
+
 def test_unreachable_dsn_is_one_line_and_writes_nothing(tmp_path):
     start = time.monotonic()
     result = lab("run", "--pg-dsn", "postgresql://app:s3cret@127.0.0.1:1/db", cwd=tmp_path, timeout=30)
