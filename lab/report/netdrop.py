@@ -48,12 +48,12 @@ def _long(seconds: float) -> str:
 
 
 def _lateness(keepalive: dict) -> str:
-    """' (+ up to 149 s at HZ 250)': the kernel's timer-wheel lateness a trial measured, if it did."""
+    """' (+ up to 150 s at HZ 250)': the kernel's timer-wheel lateness a trial measured, if it did."""
     late = keepalive.get("timer_lateness_s")
     if late is None:
         return ""
     hz = keepalive.get("kernel_hz")
-    return f" (+ up to {late:g} s{f' at HZ {hz}' if hz else ', HZ unknown'})"
+    return f" (+ up to {late:.3g} s{f' at HZ {hz}' if hz else ', HZ unknown'})"
 
 
 def _span(low: float, high: float) -> str:
