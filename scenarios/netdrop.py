@@ -18,6 +18,7 @@ Variants (the server's tcp_keepalives_idle/interval/count tuned, the post's guar
 
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 import time
@@ -216,14 +217,10 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
     return measures
 
 
-_HZ: list[int | None] = []
-
-
+@functools.cache
 def _kernel_hz() -> int | None:
     """The kernel's HZ, measured once per process (half a second of counting jiffies)."""
-    if not _HZ:
-        _HZ.append(measure_hz())
-    return _HZ[0]
+    return measure_hz()
 
 
 def _wait_gone(env: TrialEnv, monitor, pid: int, within: float) -> float | None:
