@@ -24,7 +24,9 @@ from rich.progress import (
 import backends
 import scenarios
 from lab.errors import Interrupted
+from lab.harness import ops
 from lab.harness.contract import describe_error
+from lab.harness.words import verdict_text
 from lab.harness.workload import drop_schema, ensure_schema
 from lab.provenance import run_meta
 from lab.progress import ScenarioProgress
@@ -334,11 +336,8 @@ class Runner:
         started, t0 = time.time(), time.monotonic()
         try:
             measures = scenario.run_trial(env)
-            verdict = scenario.verdict(measures)
-            safety = scenario.safety(measures, verdict)
-            return _record(env.spec, "ok", measures=measures, verdict=verdict,
-                           safety=getattr(safety, "value", safety), exercised=scenario.exercised(measures),
-                           started=started, duration=time.monotonic() - t0)
+            return _record(env.spec, "ok", measures=measures, started=started, duration=time.monotonic() - t0,
+                           **outcome_fields(scenario, measures, backends.load(env.spec.backend)))
         except Skip as exc:
             return _record(env.spec, "skipped", reason=str(exc))
         except Interrupted:
@@ -360,16 +359,31 @@ def schedule(chosen: list[Scenario]) -> list[list[list[Scenario]]]:
     return [phase for phase in phases if phase]
 
 
+def outcome_fields(scenario: Scenario, measures: dict, backend_cls) -> dict:
+    """A finished trial's verdict, safety and exercised: from the checkers over its history where the scenario
+    records one (then the history and the typed verdict are kept beside them, schema 2), else the
+    scenario's own words for what it measured."""
+    verdict = scenario.judge(measures, backend_cls)
+    if verdict is not None:
+        history = measures.pop("history")
+        return {"verdict": verdict_text(verdict), "safety": verdict.safety.value, "exercised": verdict.exercised,
+                "judgement": verdict.to_json(), "history": history, "schema": ops.SCHEMA}
+    words = scenario.verdict(measures)
+    safety = scenario.safety(measures, words)
+    return {"verdict": words, "safety": getattr(safety, "value", safety), "exercised": scenario.exercised(measures)}
+
+
 def _record(spec: TrialSpec, status: str, *, measures: dict | None = None, verdict: str | None = None,
             reason: str | None = None, started: float | None = None, duration: float | None = None,
-            trace: str | None = None, safety: str | None = None, exercised: bool | None = None) -> dict:
+            trace: str | None = None, safety: str | None = None, exercised: bool | None = None,
+            judgement: dict | None = None, history: list | None = None, schema: int | None = None) -> dict:
     # A backend on another driver than the default is its own row everywhere: "session@asyncpg".
     record = {"id": spec.id, "scenario": spec.scenario, "backend": spec.label, "variant": spec.variant,
               "index": spec.index, "status": status}
     if spec.driver != DEFAULT_DRIVER:
         record["driver"] = spec.driver
-    optional = {"measures": measures, "verdict": verdict, "reason": reason, "trace": trace, "safety": safety,
-                "exercised": exercised,
+    optional = {"schema": schema, "measures": measures, "verdict": verdict, "judgement": judgement,
+                "history": history, "reason": reason, "trace": trace, "safety": safety, "exercised": exercised,
                 "started": None if started is None else round(started, 3),
                 "duration": None if duration is None else round(duration, 3)}
     record.update({k: v for k, v in optional.items() if v is not None})

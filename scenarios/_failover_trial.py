@@ -19,13 +19,14 @@ from typing import Callable
 import backends
 from lab.errors import LabError
 from lab.faults import Fault, Target
-from lab.harness.checkers import lease_verdict
+from lab.harness.history import History
 from lab.harness.holder import HolderProcess
 from lab.harness.job import run_job
+from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE
 from lab.servers.services import Services
 from scenarios._lease_faults import COMPANY, HEAL_GRACE_S, holder_measures
-from scenarios.base import TrialEnv
+from scenarios.base import TrialEnv, judged
 
 NEVER_ACKNOWLEDGED = "grant never acknowledged"
 GRANT_WITHIN_S = 30.0
@@ -64,6 +65,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
             "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}
     evidence = before_holder() if before_holder is not None else {}
     pool = ThreadPoolExecutor(1)
+    history = History()
     holder = HolderProcess(spec)
     contender = None
     try:
@@ -84,7 +86,8 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
         contender = env.backend(table=table, options=options, key=spec["key"], routed=contender_services)
         env.pause(max(0.0, t_fault + (ttl + HEAL_GRACE_S if ask_after is None else ask_after) - time.monotonic()))
         patience = ttl + 1.0 if patience is None else patience
-        other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience)
+        other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience,
+                            history=history)
         wait([other], timeout=patience + 0.5)
         t_heal = time.monotonic()
         if waiting is None:
@@ -98,7 +101,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
             contender.close()
         fault.close()
     measures = holder_measures(events, job, table, env, fault.name, spec["fault_point"], t_fault, t_heal, ttl,
-                               run_level=cls.holds_across_writes())
+                               run_level=cls.holds_across_writes(), contender_history=history)
     measures["evidence"] = evidence
     measures["contender"]["token"] = contender.token
     measures["grant"] = NEVER_ACKNOWLEDGED if waiting is not None else "acknowledged"
@@ -110,7 +113,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
     return measures
 
 
-def failover_verdict(measures: dict) -> str:
-    if measures.get("grant") == NEVER_ACKNOWLEDGED:
-        return NEVER_ACKNOWLEDGED
-    return lease_verdict(measures["lost"], measures["holder"]["write"])
+def failover_judgement(measures: dict, backend_cls) -> Verdict:
+    """The checkers' verdict; a grant that never came back is quoted, since such a holder never believed it held."""
+    return judged(measures, backend_cls, **({"grant": NEVER_ACKNOWLEDGED}
+                                            if measures.get("grant") == NEVER_ACKNOWLEDGED else {}))

@@ -20,13 +20,16 @@ import backends
 from lab import faults
 from lab.errors import LabError
 from lab.faults import Target
-from lab.harness.checkers import company_state, lease_verdict
+from lab.harness import ops
+from lab.harness.checkers import company_state
+from lab.harness.history import History
 from lab.harness.holder import HolderProcess
 from lab.harness.job import run_job
-from lab.harness.outcomes import Safety
+from lab.harness.ops import F, Op, Recorder, Type
 from lab.harness.told import signals
+from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE
-from scenarios.base import Scenario, Skip, TrialEnv
+from scenarios.base import Scenario, Skip, TrialEnv, judged
 
 COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
@@ -50,6 +53,7 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
     contender = env.backend(table=table, options={"ttl_s": ttl}, key=spec["key"])
     pool = ThreadPoolExecutor(1)
     holder, target = None, None
+    history = History()
     try:
         fault.prepare(env.services, cls)
         route = fault.route(env.services, cls)
@@ -73,7 +77,8 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
         # The contender keeps trying for one more TTL; the fault heals once it is in or has given up
         # (a lock inside a live transaction keeps it waiting, and then it goes in only after the heal).
         patience = effective_ttl + 1.0
-        other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience)
+        other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience,
+                            history=history)
         wait([other], timeout=patience + 0.5)
         t_heal = time.monotonic()
         evidence.update(fault.heal(target))
@@ -89,7 +94,7 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
         contender.close()
         fault.close()
     measures = holder_measures(events, job, table, env, fault_name, spec["fault_point"], t_fault, t_heal, effective_ttl,
-                         run_level=cls.holds_across_writes())
+                               run_level=cls.holds_across_writes(), contender_history=history)
     measures["evidence"] = evidence
     measures["contender"]["token"] = contender.token
     return measures
@@ -103,9 +108,65 @@ def _effective_outcome(write: dict) -> str:
     return outcome
 
 
-def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl, run_level: bool) -> dict:
+def holder_ops(events: list[dict], t0: float, company: int, run_level: bool) -> list[Op]:
+    """The holder process's reported events as history operations on the trial's clock (t0: its zero).
+
+    A run-level right is its grant; a right inside the write is its company lock, taken before the holder
+    stopped at its fault point after its delete. The holder reports its write once it has ended, so the
+    write's COMMIT is bounded by that report. Every signal it heard (told.py) is a `told` operation.
+    """
+    rec = Recorder(t0)
+    first = {}
+    for event in events:
+        first.setdefault(event["event"], event)
+    acquire, at_point, write = first.get("acquire"), first.get("at_point"), first.get("write")
+    if acquire is not None:
+        rec.add("holder", Type.INVOKE, F.ACQUIRE, at=events[0]["t"])
+        if not acquire.get("granted"):
+            rec.add("holder", Type.FAIL, F.ACQUIRE, at=acquire["t"])
+        elif run_level:
+            rec.add("holder", Type.OK, F.ACQUIRE, at=acquire["t"], scope="run", token=acquire.get("token"))
+    if at_point is not None and not run_level:
+        rec.add("holder", Type.INVOKE, F.WRITE, at=at_point["t"], company=company)
+        rec.add("holder", Type.OK, F.ACQUIRE, at=at_point["t"], scope="company", company=company,
+                token=(acquire or {}).get("token"))
+    elif run_level and write is not None:
+        begun = first.get("resumed", write)
+        rec.add("holder", Type.INVOKE, F.WRITE, at=begun["t"], company=company)
+    if write is not None:
+        outcome = write.get("outcome")
+        if outcome in ("committed", "indeterminate"):
+            rec.add("holder", Type.INVOKE, F.COMMIT, at=write["t"], company=company)
+        kinds = {"committed": (Type.OK, {}), "rejected": (Type.FAIL, {"fenced": True}),
+                 "indeterminate": (Type.INFO, {"resolved": write.get("resolved")})}
+        type_, extra = kinds.get(outcome, (Type.FAIL, {}))
+        rec.add("holder", type_, F.WRITE, at=write["t"], company=company, error=write.get("error"), **extra)
+    for said in signals(events, t0):
+        rec.add("holder", Type.OK, F.TOLD, at=t0 + said["at"], how=said["how"], via=said["via"], text=said["text"])
+    release = first.get("release")
+    if release is not None:
+        rec.add("holder", Type.INVOKE, F.RELEASE, at=release["t"])
+        rec.add("holder", Type.OK if release.get("result") == "released" else Type.FAIL, F.RELEASE, at=release["t"])
+    return rec.ops()
+
+
+def lease_history(holder_events: list[dict], contender: History, company: int, run_level: bool,
+                  fault: str, t_fault: float, t_heal: float) -> list[Op]:
+    """One history of a lease-fault trial: the holder's operations, the contender's, the fault's strike and heal."""
+    rec = Recorder(contender.t0)
+    rec.extend(holder_ops(holder_events, contender.t0, company, run_level))
+    rec.extend(ops.from_events(contender.to_list()))
+    rec.add("fault", Type.OK, F.FAULT, at=t_fault, name=fault)
+    rec.add("fault", Type.OK, F.HEAL, at=t_heal, name=fault)
+    return rec.ops()
+
+
+def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl, run_level: bool,
+                    contender_history: History | None = None) -> dict:
     """What the holder and the contender did and what the company ended as, times from the holder's grant
-    (from its first event when no grant ever came back to it: a holder without a grant cannot lose one)."""
+    (from its first event when no grant ever came back to it: a holder without a grant cannot lose one).
+
+    With the contender's history, the measures carry the trial's whole history and final table for the checkers."""
     by_name = {e["event"]: e for e in events}
     granted = bool(by_name.get("acquire", {}).get("granted"))
     t0 = by_name["acquire"]["t"] if "acquire" in by_name else events[0]["t"]
@@ -118,7 +179,10 @@ def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
         rows_final, runs_in = table.count(conn, COMPANY), table.runs_in(conn, COMPANY)
     holder_write_at = write.get("t") or by_name.get("exit", {}).get("t")
     noticed = by_name.get("held", {}).get("noticed_loss_at")
-    return {
+    judged_by = {} if contender_history is None else {
+        "history": ops.to_json(lease_history(events, contender_history, COMPANY, run_level, fault, t_fault, t_heal)),
+        "final": {str(COMPANY): {"rows": rows_final, "runs": runs_in}}}
+    return {**judged_by,
         "fault": fault, "point": point, "ttl_s": ttl,
         "fault_at": round(t_fault - t0, 3), "healed_at": round(t_heal - t0, 3),
         "holder": {"granted": granted, "token": by_name.get("acquire", {}).get("token"),
@@ -164,10 +228,6 @@ class LeaseFaultScenario(Scenario):
     def run_trial(self, env: TrialEnv) -> dict:
         return lease_fault_trial(env, self.fault_of(env.spec.variant))
 
-    def verdict(self, measures: dict) -> str:
-        return lease_verdict(measures["lost"], measures["holder"]["write"])
-
-    def safety(self, measures: dict, verdict: str) -> Safety:
-        if measures["lost"] and measures["holder"]["write"] == "indeterminate":
-            return Safety.UNKNOWN  # the holder's commit may or may not have landed, and the table could not say
-        return super().safety(measures, verdict)
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        """The checkers over the holder's, the contender's and the fault's operations."""
+        return judged(measures, backend_cls)

@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from lab.errors import LabError
+from lab.harness import ops
+from lab.harness.history import History
 from lab.harness.job import JobResult, run_job
 from lab.harness.workload import COMPANY_SIZE, Observer
 from scenarios.base import TrialEnv
@@ -33,10 +35,14 @@ class TwoRuns:
     rows_final: int
     runs_in: list[str]
     t0: float
+    events: list[dict]
 
     def measures(self) -> dict:
+        """The runs' summaries and the company's counts, with the trial's history and final table for the checkers."""
         return {"rows": COMPANY_SIZE, "runs": [self.first.summary(self.t0), self.second.summary(self.t0)],
-                "rows_seen": self.rows_seen, "rows_final": self.rows_final, "runs_in_final": self.runs_in}
+                "rows_seen": self.rows_seen, "rows_final": self.rows_final, "runs_in_final": self.runs_in,
+                "history": ops.to_json(ops.from_events(self.events)),
+                "final": {str(COMPANY): {"rows": self.rows_final, "runs": self.runs_in}}}
 
 
 def two_runs(env: TrialEnv, first_point, second_point=None, options: dict | None = None,
@@ -53,19 +59,22 @@ def two_runs(env: TrialEnv, first_point, second_point=None, options: dict | None
     first, second = (env.backend(table=table, options=options) for _ in range(2))
     sync = Sync(threading.Event(), threading.Event())
     t0 = time.monotonic()
+    history = History(t0)
+    seen = Observer(env.monitor, table, COMPANY,
+                    on_change=lambda company, count: history.add("observer", "observed", company=company, count=count))
     try:
-        with Observer(env.monitor, table, COMPANY) as observer, ThreadPoolExecutor(2) as pool:
+        with seen as observer, ThreadPoolExecutor(2) as pool:
             run1 = pool.submit(run_job, first, companies[0], COMPANY_SIZE, "run1",
-                               lambda name, conn: first_point(name, conn, sync), batch)
+                               lambda name, conn: first_point(name, conn, sync), batch, history=history)
             if not sync.started.wait(started_within) and not run1.done():
                 raise LabError("run1 never reached the point where run2 should start")
             run2 = pool.submit(run_job, second, companies[1], COMPANY_SIZE, "run2",
-                               second_point or (lambda name, conn: None), batch)
+                               second_point or (lambda name, conn: None), batch, history=history)
             run2.add_done_callback(lambda _: sync.second_done.set())
             job1, job2 = run1.result(), run2.result()
         with env.writes.connect() as conn:
             rows_final, runs_in = table.count(conn, COMPANY), table.runs_in(conn, COMPANY)
-        return TwoRuns(job1, job2, observer.seen, rows_final, runs_in, t0)
+        return TwoRuns(job1, job2, observer.seen, rows_final, runs_in, t0, history.to_list())
     finally:
         first.close()
         second.close()

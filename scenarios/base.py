@@ -19,11 +19,21 @@ from sqlalchemy.engine import Engine
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
 from lab.errors import Interrupted, LockLost
+from lab.harness import ops
 from lab.harness.checkers import is_violation
+from lab.harness.judge import judge
 from lab.harness.outcomes import Safety
+from lab.harness.verdict import Verdict
 from lab.harness.workload import CompanyTable, table_name
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
+
+
+def judged(measures: dict, backend_cls: type[Backend], **figures) -> Verdict:
+    """The checkers over a trial's recorded history and final table; figures are what its words quote."""
+    final = {int(company): state for company, state in (measures.get("final") or {}).items()}
+    return judge(ops.from_json(measures["history"]), final, measures.get("rows", 0),
+                 "exclusion" in backend_cls.capabilities, figures)
 
 
 def release_said(backend: Backend) -> str:
@@ -237,9 +247,15 @@ class Scenario(ABC):
     def run_trial(self, env: TrialEnv) -> dict:
         """Run one trial for real and return its measures."""
 
-    @abstractmethod
+    def judge(self, measures: dict, backend_cls: type[Backend]) -> Verdict | None:
+        """The trial's typed verdict from the one set of checkers (lab/harness/judge.py): a scenario whose
+        measures carry a `history` and a `final` table returns judged(measures, backend_cls); None for one
+        that measures cost or throughput, not safety, and words its own outcome in verdict()."""
+        return None
+
     def verdict(self, measures: dict) -> str:
-        """The trial's outcome word, derived from its measures only."""
+        """The outcome word of a scenario that measures something other than safety (cost, throughput)."""
+        raise NotImplementedError(f"{self.name} records neither a history for the checkers nor a verdict of its own")
 
     def safety(self, measures: dict, verdict: str) -> Safety:
         """'unsafe' when the trial broke the lock's one job, 'safe' when it did not, 'unknown' when it cannot say."""

@@ -31,7 +31,8 @@ from lab.harness.holder import HolderProcess
 from lab.harness.workload import ensure_schema
 from lab.servers.clients import pg_engine
 from lab.servers.cluster import PostgresPair
-from scenarios._failover_trial import GRANT_WITHIN_S, NEVER_ACKNOWLEDGED, failover_trial, failover_verdict
+from lab.harness.verdict import Verdict
+from scenarios._failover_trial import GRANT_WITHIN_S, NEVER_ACKNOWLEDGED, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
 
@@ -90,8 +91,8 @@ class Failover(LeaseFaultScenario):
             pair.stop()
             shutil.rmtree(root, ignore_errors=True)
 
-    def verdict(self, measures: dict) -> str:
-        return failover_verdict(measures)
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        return failover_judgement(measures, backend_cls)
 
 
 def _grant_or_commit_wait(holder: HolderProcess, pair: PostgresPair) -> tuple[dict | None, dict | None]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 from lab.faults import terminate_confirmed
-from lab.harness.checkers import company_state, torn_counts
+from lab.harness.verdict import Verdict
 from lab.servers import pg
 from scenarios._two_runs import two_runs
-from scenarios.base import Scenario, TrialEnv
+from scenarios.base import Scenario, TrialEnv, judged
 
 
 class Kill(Scenario):
@@ -54,14 +54,7 @@ class Kill(Scenario):
         holder = result.first.rebuilds[0] if result.first.rebuilds else None
         return {**result.measures(), **seen, "holder_error": holder.error if holder else None}
 
-    def exercised(self, measures: dict) -> bool:
-        """The kill took the lock away only if it lived in the killed session: run2 then got in.
-
-        A run-level lock lives on another session, so run2 is refused and the kill never reached the lock.
-        """
-        return measures["runs"][1]["outcome"] != "refused"
-
-    def verdict(self, measures: dict) -> str:
-        torn = torn_counts(measures["rows_seen"], measures["rows"])
-        state = company_state(measures["rows"], measures["rows_final"], measures["runs_in_final"])
-        return f"torn (saw {torn})" if torn else state
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        """The checkers: with the lock in the killed session, run1 rolled back and run2 got in; a run-level lock
+        lives on another session, so run2 is refused and the kill never reached the lock (held)."""
+        return judged(measures, backend_cls)

@@ -7,9 +7,9 @@ mid-write: without a lock both commit and the company ends with 500 rows.
 from __future__ import annotations
 
 import backends
-from lab.harness.checkers import company_state
+from lab.harness.verdict import Verdict
 from scenarios._two_runs import two_runs
-from scenarios.base import Scenario, TrialEnv
+from scenarios.base import Scenario, TrialEnv, judged
 
 # The two runs' isolation level; the serializable backend always uses its own.
 ISOLATION = {"two_runs": "READ COMMITTED", "repeatable_read": "REPEATABLE READ"}
@@ -43,9 +43,7 @@ class Overlap(Scenario):
             isolation = "SERIALIZABLE"
         return {"isolation": isolation, "hold_s": hold, **result.measures()}
 
-    def verdict(self, measures: dict) -> str:
-        return company_state(measures["rows"], measures["rows_final"], measures["runs_in_final"])
-
-    def exercised(self, measures: dict) -> bool:
-        """Two rebuilds at once happened only if run2 got past its lock: a refused run2 tested exclusion alone."""
-        return measures["runs"][1]["outcome"] != "refused"
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        """The checkers: a refused run2 tested exclusion alone (held, not exercised); one that got past its lock
+        left the company whole or not."""
+        return judged(measures, backend_cls)

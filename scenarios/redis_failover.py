@@ -26,7 +26,8 @@ from lab import faults
 from lab.faults import FaultNotConfirmed
 from lab.harness.holder import HolderProcess
 from lab.servers.redis_replica import RedisWithReplica
-from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_verdict
+from lab.harness.verdict import Verdict
+from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import Skip, TrialEnv
 
@@ -84,8 +85,8 @@ class RedisFailover(LeaseFaultScenario):
             pair.stop()
             shutil.rmtree(root, ignore_errors=True)
 
-    def verdict(self, measures: dict) -> str:
-        return failover_verdict(measures)
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        return failover_judgement(measures, backend_cls)
 
 
 def _grant_or_given_back(holder: HolderProcess) -> tuple[dict | None, dict | None]:

@@ -26,7 +26,8 @@ from lab import faults
 from lab.faults import FaultNotConfirmed
 from lab.faults.redlock_restart import keys_on
 from lab.servers.embedded import EmbeddedRedlockMasters
-from scenarios._failover_trial import failover_trial, failover_verdict
+from lab.harness.verdict import Verdict
+from scenarios._failover_trial import failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import Skip, TrialEnv
 
@@ -83,5 +84,5 @@ class RedlockRestart(LeaseFaultScenario):
             masters.stop()
             shutil.rmtree(root, ignore_errors=True)
 
-    def verdict(self, measures: dict) -> str:
-        return failover_verdict(measures)
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        return failover_judgement(measures, backend_cls)

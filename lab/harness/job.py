@@ -97,7 +97,8 @@ class _Recorder:
     def __init__(self, history: History | None, run_id: str, backend):
         self.history, self.run_id, self.backend = history, run_id, backend
         self.company: int | None = None
-        self.company_scoped = "in_transaction" in backend.capabilities
+        # No run-level right: a lock inside the write, or none at all (acquire() only says "go on").
+        self.company_scoped = not backend.holds_across_writes()
 
     def add(self, event: str, **fields) -> None:
         if self.history is not None:

@@ -19,6 +19,9 @@ class Safety(str, Enum):
     SAFE = "safe"
     UNSAFE = "unsafe"
     UNKNOWN = "unknown"
+    # The lock was lost (another run got it while the holder still believed it held) but the trial wrote
+    # nothing after that, so it cannot say whether the company would have stayed whole.
+    UNTESTED = "untested"
 
 
 # Calibration measures detection of a killed lock session: every verdict there is a lost lock

@@ -21,6 +21,22 @@ def trial_env(services, engines, scenario, backend, variant, params, index=0, ru
     return TrialEnv(services, monitor, writes, run_id or f"test-{time.monotonic_ns()}", spec, params)
 
 
+def verdict_of(scenario, measures: dict, backend: str) -> str:
+    """A trial's verdict words as a run records them: from the checkers where the scenario records a history."""
+    import backends
+    from lab.runner import outcome_fields
+
+    return outcome_fields(scenario, dict(measures), backends.load(backend))["verdict"]
+
+
+def outcome_of(scenario, measures: dict, backend: str) -> dict:
+    """verdict, safety, exercised and (for a judged scenario) the typed judgement, as a run records them."""
+    import backends
+    from lab.runner import outcome_fields
+
+    return outcome_fields(scenario, dict(measures), backends.load(backend))
+
+
 def seeded_table(engines, label: str, company: int = 1, rows: int = 250) -> CompanyTable:
     """A fresh company_rows table of the test's own, with one company already built."""
     monitor, writes = engines

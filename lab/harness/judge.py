@@ -1,0 +1,359 @@
+"""The one set of checkers: pure functions of a trial's history (and the final table) -> a typed Verdict.
+
+Every judged scenario hands its history here, so the same behaviour reads the same in every column.
+Each checker returns a `Finding` (valid true / false / unknown, the kind it found, the operations
+that prove it); `judge` runs them all and keeps the worst. The times a checker compares are the
+sound bounds: a write is bounded by when its COMMIT was asked (a run waiting on that transaction is
+granted after it), a run-level right by its grant and the moment its holder asked to release it or
+heard it was gone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lab.harness.ops import F, Op, Type
+from lab.harness.verdict import Finding, Kind, Valid, Verdict, worst
+
+RUN, COMPANY = "run", "company"
+
+
+@dataclass
+class Write:
+    """One process's write of one company: when it began, asked to commit, and how it ended."""
+
+    process: str
+    company: int | None
+    begun: float | None = None
+    commit_asked: float | None = None
+    ended: float | None = None
+    outcome: str = "open"  # committed / failed / rejected / indeterminate / open (never completed)
+    resolved: str | None = None  # for indeterminate: what a fresh read of the table found
+    token: object = None
+    index: int | None = None  # the operation that ended it
+
+    @property
+    def landed(self) -> bool:
+        """Committed, or an indeterminate commit the table showed had landed."""
+        return self.outcome == "committed" or (self.outcome == "indeterminate" and self.resolved == "committed")
+
+    @property
+    def bound(self) -> float:
+        """When the write took effect at the latest known sound bound: its COMMIT request, else its end."""
+        return self.commit_asked if self.commit_asked is not None else (self.ended or 0.0)
+
+
+@dataclass
+class Right:
+    """A process's right to a company: a run-level grant or a lock inside the write, and when it ended
+    for the holder's own belief (asked to release, told it was gone, or killed)."""
+
+    process: str
+    scope: str
+    granted: float
+    company: int | None = None
+    believed_until: float = float("inf")
+    index: int = 0
+
+
+@dataclass
+class Facts:
+    """What the history says, arranged for the checkers."""
+
+    ops: list[Op]
+    rights: list[Right] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
+    asked: dict = field(default_factory=dict)  # process -> first time it asked (acquire or write invoke)
+    observed: list[tuple[int, int, int]] = field(default_factory=list)  # (index, company, count)
+
+    def rights_of(self, process: str, company: int | None, before: float) -> list[Right]:
+        return [r for r in self.rights if r.process == process and r.granted <= before
+                and (r.scope == RUN or r.company == company)]
+
+    def right_at(self, process: str, company: int | None, at: float) -> Right | None:
+        """The process's latest right to the company granted by a time (run-level first, as it covers all)."""
+        mine = self.rights_of(process, company, at)
+        run_level = [r for r in mine if r.scope == RUN]
+        chosen = run_level or mine
+        return max(chosen, key=lambda r: r.granted) if chosen else None
+
+
+def facts_of(ops: list[Op]) -> Facts:
+    """Rights, writes, first asks and observations, read from the history in order."""
+    facts = Facts(ops)
+    open_writes: dict[tuple, Write] = {}
+    for i, op in enumerate(ops):
+        p, company = op.process, op.get("company")
+        if op.type is Type.INVOKE and op.f in (F.ACQUIRE, F.WRITE):
+            facts.asked.setdefault(p, op.time)
+        if op.f is F.ACQUIRE and op.type is Type.OK:
+            scope = op.get("scope", RUN)
+            if scope == COMPANY and company is None:
+                pass  # acquire() of a lock that lives in the write only says "go on": the right is its company lock
+            else:
+                facts.rights.append(Right(p, scope, op.time, company if scope == COMPANY else None, index=i))
+        elif op.f is F.WRITE and op.type is Type.INVOKE:
+            open_writes[(p, company)] = Write(p, company, begun=op.time, token=op.get("token"))
+        elif op.f is F.COMMIT and op.type is Type.INVOKE:
+            open_writes.setdefault((p, company), Write(p, company, begun=op.time)).commit_asked = op.time
+        elif op.f is F.WRITE:
+            write = open_writes.pop((p, company), None) or Write(p, company, begun=op.time)
+            write.ended, write.index = op.time, i
+            write.token = op.get("token", write.token)
+            if op.type is Type.OK:
+                write.outcome = "committed"
+            elif op.type is Type.INFO:
+                write.outcome, write.resolved = "indeterminate", op.get("resolved")
+            else:
+                write.outcome = "rejected" if op.get("fenced") else "failed"
+            facts.writes.append(write)
+        elif op.f is F.OBSERVE and company is not None and op.get("count") is not None:
+            facts.observed.append((i, company, int(op.get("count"))))
+        _end_belief(facts, op)
+    facts.writes.extend(open_writes.values())  # begun and never completed: a killed run
+    return facts
+
+
+def _end_belief(facts: Facts, op: Op) -> None:
+    """A run-level right stops being believed when its holder asks to release it, hears it is gone
+    (told, held() false, a failed renewal) or is killed by the fault."""
+    ends = None
+    if op.f is F.RELEASE and op.type is Type.INVOKE:
+        ends = op.process
+    elif op.f is F.TOLD or (op.f is F.HELD and op.type is Type.OK and op.get("held") is False):
+        ends = op.process
+    elif op.f is F.RENEW and op.type is Type.FAIL:
+        ends = op.process
+    elif op.f is F.FAULT and op.get("kills"):
+        ends = op.get("kills")
+    if ends is None:
+        return
+    for right in facts.rights:
+        if right.process == ends and right.scope == RUN and right.believed_until == float("inf"):
+            right.believed_until = op.time
+
+
+# --- the checkers ------------------------------------------------------------------------------------------
+
+def exclusion(facts: Facts) -> Finding:
+    """The lock as a mutex: another process granted a run-level right while a holder still believed it held
+    its own. A right inside the write is judged by its committed writes instead (overlapping_writes)."""
+    for held in (r for r in facts.rights if r.scope == RUN):
+        for other in facts.rights:
+            if other.process != held.process and held.granted < other.granted < held.believed_until:
+                return Finding("exclusion", Valid.FALSE, Kind.LOST, (held.index, other.index),
+                               f"{other.process} was granted at {other.granted:.3f}s while {held.process} "
+                               f"(granted {held.granted:.3f}s) still believed it held")
+    return Finding("exclusion", Valid.TRUE)
+
+
+def stale_writes(facts: Facts, storage_orders: bool) -> Finding:
+    """A write that landed after a newer holder's right to the same company: the storage accepted it.
+
+    Process B is newer than A when B got its right later. A's write is stale when, before it committed,
+    a newer B committed its own rebuild of the company, or held the company: from B's lock on it where
+    the storage locks or fences each company inside the write (a B still waiting behind A's lock is
+    ordered after A by the storage), elsewhere from B's run-level grant.
+    """
+    landed = sorted((w for w in facts.writes if w.landed), key=lambda w: w.bound)
+    for write in landed:
+        mine = facts.right_at(write.process, write.company, write.bound)
+        if mine is None:
+            continue
+        for theirs in landed:
+            if theirs.process != write.process and theirs.company == write.company and theirs.bound < write.bound:
+                right = facts.right_at(theirs.process, theirs.company, theirs.bound)
+                if right is not None and right.granted > mine.granted:
+                    return Finding("stale write", Valid.FALSE, Kind.STALE_WRITE_ACCEPTED, (write.index, theirs.index),
+                                   f"{write.process} committed at {write.bound:.3f}s after {theirs.process} "
+                                   f"(granted {right.granted:.3f}s) had committed its rebuild")
+        for right in facts.rights:
+            newer = (right.process != write.process and mine.granted < right.granted < write.bound
+                     and (right.scope == COMPANY and right.company == write.company if storage_orders
+                          else right.scope == RUN))
+            if newer:
+                return Finding("stale write", Valid.FALSE, Kind.STALE_WRITE_ACCEPTED, (write.index, right.index),
+                               f"{write.process} (granted {mine.granted:.3f}s) committed at {write.bound:.3f}s, "
+                               f"after {right.process} was granted the company at {right.granted:.3f}s")
+    return Finding("stale write", Valid.TRUE)
+
+
+def overlapping_writes(facts: Facts) -> Finding:
+    """Two processes inside committed writes of one company at once (from the lock inside the write, or
+    the first statement without one, until the COMMIT request)."""
+    spans = []
+    for w in (w for w in facts.writes if w.landed):
+        locks = [r.granted for r in facts.rights if r.process == w.process and r.scope == COMPANY
+                 and r.company == w.company and w.begun is not None and w.begun <= r.granted <= w.bound]
+        spans.append((w, max(locks) if locks else (w.begun if w.begun is not None else w.bound)))
+    for i, (a, a_start) in enumerate(spans):
+        for b, b_start in spans[i + 1:]:
+            if a.company == b.company and a.process != b.process and a_start < b.bound and b_start < a.bound:
+                return Finding("overlapping writes", Valid.FALSE, Kind.OVERLAPPING_WRITES, (a.index, b.index),
+                               f"{a.process} [{a_start:.3f}-{a.bound:.3f}s] and {b.process} "
+                               f"[{b_start:.3f}-{b.bound:.3f}s]")
+    return Finding("overlapping writes", Valid.TRUE)
+
+
+def false_releases(facts: Facts) -> Finding:
+    """A release that reported success although another process was granted the right since the holder's
+    grant and before it asked to release (a grant after the ask may be the release itself working)."""
+    for i, op in enumerate(facts.ops):
+        if op.f is not F.RELEASE or op.type is not Type.OK:
+            continue
+        asks = [o.time for o in facts.ops if o.process == op.process and o.f is F.RELEASE
+                and o.type is Type.INVOKE and o.time <= op.time]
+        until = max(asks) if asks else op.time
+        mine = [r.granted for r in facts.rights if r.process == op.process and r.scope == RUN and r.granted <= until]
+        if mine and any(r.process != op.process and r.scope == RUN and max(mine) < r.granted < until
+                        for r in facts.rights):
+            return Finding("false release", Valid.FALSE, Kind.FALSE_RELEASE, (i,),
+                           f"{op.process}'s release reported success for a lock another process had taken")
+    return Finding("false release", Valid.TRUE)
+
+
+def company_state(facts: Facts, final: dict, size: int) -> Finding:
+    """Each company at the end holds one run's whole rebuild; an observer never saw a partial one.
+
+    final: company -> {'rows': n, 'runs': [run ids]} (None: the trial did not read the table).
+    """
+    for company, state in sorted((final or {}).items()):
+        rows, runs = state["rows"], state["runs"]
+        if rows > size or len(runs) > 1:
+            return Finding("company", Valid.FALSE, Kind.MERGED, (), f"company {company}: {rows} rows from {runs}")
+        if rows < size:
+            return Finding("company", Valid.FALSE, Kind.SHORT, (), f"company {company}: {rows} rows")
+    torn = [(i, c, n) for i, c, n in facts.observed if n != size]
+    if torn:
+        return Finding("company", Valid.FALSE, Kind.TORN, tuple(i for i, _, _ in torn),
+                       f"an observer saw {sorted({n for _, _, n in torn})} rows")
+    return Finding("company", Valid.TRUE if final else Valid.UNKNOWN)
+
+
+def superseded_writes(facts: Facts) -> list[tuple[Write, Right]]:
+    """Writes by a process after another process got the company's right while the writer's right was in force:
+    (its write, the newer right). For a right inside the write, in force means its write was still open."""
+    out = []
+    for write in facts.writes:
+        mine = facts.right_at(write.process, write.company, write.bound if write.ended else float("inf"))
+        if mine is None:
+            continue
+        end = write.ended if write.ended is not None else float("inf")
+        for right in facts.rights:
+            if right.process == write.process or right.granted <= mine.granted or right.granted >= end:
+                continue
+            if right.scope == RUN or right.company == write.company:
+                out.append((write, right))
+                break
+    return out
+
+
+def lapsed_writes(facts: Facts) -> Finding:
+    """What became of writes whose right had lapsed: refused by the fence, rolled back, or unknown.
+
+    A right inside the write lapses with its transaction, so any such write that failed counts; a
+    run-level right lapses when another process is granted it."""
+    found: list[Finding] = []
+    superseded = superseded_writes(facts)
+    failed_in_write = [w for w in facts.writes if not w.landed and _lapsed_with_transaction(facts, w)]
+    for write in {id(w): w for w in [*(w for w, _ in superseded), *failed_in_write]}.values():
+        if write.outcome == "rejected":
+            found.append(Finding("lapsed write", Valid.TRUE, Kind.STALE_WRITE_REJECTED, _idx(write),
+                                 f"the fence refused {write.process}'s write"))
+        elif write.outcome == "failed":
+            found.append(Finding("lapsed write", Valid.TRUE, Kind.ROLLED_BACK, _idx(write),
+                                 f"{write.process}'s write rolled back"))
+        elif write.outcome == "indeterminate" and write.resolved not in ("committed", "not committed"):
+            found.append(Finding("indeterminate", Valid.UNKNOWN, Kind.INDETERMINATE, _idx(write),
+                                 f"{write.process}'s COMMIT was in flight when its connection broke, and the "
+                                 "table could not say whether it landed"))
+        elif write.outcome == "indeterminate" and write.resolved == "not committed":
+            found.append(Finding("lapsed write", Valid.TRUE, Kind.ROLLED_BACK, _idx(write),
+                                 f"{write.process}'s COMMIT was in flight when its connection broke; it did not land"))
+    if not found:
+        return Finding("lapsed write", Valid.TRUE)
+    return min(found, key=lambda f: list(Kind).index(f.kind))
+
+
+def _lapsed_with_transaction(facts: Facts, write: Write) -> bool:
+    """A right inside the write lapses with its transaction, so such a write that did not land lost its right;
+    a refused write was refused for a right the fence saw superseded. A run-level right outlives a failed write."""
+    if write.outcome == "rejected":
+        return True
+    right = facts.right_at(write.process, write.company, write.bound)
+    return right is not None and right.scope == COMPANY and write.outcome in ("failed", "indeterminate")
+
+
+def _idx(write: Write) -> tuple[int, ...]:
+    return () if write.index is None else (write.index,)
+
+
+def contested(facts: Facts) -> bool:
+    """Whether the trial tested the right at all: another process asked while the first holder's right was in
+    force and got it in the end, or the first holder's write failed (its right was taken away)."""
+    if not facts.rights and not facts.writes:
+        return False
+    first = min([*(r.granted for r in facts.rights), *(w.begun for w in facts.writes if w.begun is not None)])
+    holder = next((r.process for r in facts.rights if r.granted == first), None)
+    holder = holder or next(w.process for w in facts.writes if w.begun == first)
+    mine_end = _right_end(facts, holder)
+    for process, asked in facts.asked.items():
+        if process == holder or not (first <= asked < mine_end):
+            continue
+        got = any(r.process == process for r in facts.rights) or any(
+            w.process == process and w.landed for w in facts.writes)
+        if got:
+            return True
+    return any(w.process == holder and not w.landed and _lapsed_with_transaction(facts, w) for w in facts.writes)
+
+
+def _right_end(facts: Facts, holder: str) -> float:
+    """When the first holder's right stopped being in force: the end of its last write, or of its belief."""
+    run_level = [r.believed_until for r in facts.rights if r.process == holder and r.scope == RUN]
+    if run_level:
+        return max(run_level)
+    ends = [w.ended for w in facts.writes if w.process == holder]
+    return float("inf") if not ends or None in ends else max(ends)
+
+
+def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool = True,
+          figures: dict | None = None) -> Verdict:
+    """Every checker over one trial's history, composed: the worst kind found, the lock's exclusion, and
+    whether the right was ever contested (exercised).
+
+    promises_exclusion: the backend claims one writer per company (capability `exclusion`); a strategy
+    that does not (no lock, an idempotent upsert, SERIALIZABLE) is judged by the company alone.
+    """
+    facts = facts_of(ops)
+    storage_orders = any(r.scope == COMPANY for r in facts.rights)
+    findings = [company_state(facts, final or {}, size)]
+    lock = exclusion(facts)
+    if promises_exclusion:
+        findings += [stale_writes(facts, storage_orders), overlapping_writes(facts), false_releases(facts)]
+    findings.append(lapsed_writes(facts))
+    findings.append(lock)
+    lock_valid = Valid.FALSE if any(f.kind in (Kind.LOST, Kind.OVERLAPPING_WRITES) and f.valid is Valid.FALSE
+                                    for f in findings) else Valid.TRUE
+    kinds = [f.kind for f in findings if f.kind is not None]
+    # A lost lock is LOST only when nothing after it was written to judge; a lapsed write found decides.
+    decided = [k for k in kinds if k is not Kind.LOST]
+    if decided and lock.valid is Valid.FALSE:
+        kinds = decided
+    if not kinds:
+        kinds = [_quiet_kind(facts)]
+    shown = dict(figures or {})
+    if final and len(final) == 1:
+        shown.setdefault("rows", next(iter(final.values()))["rows"])
+    torn = sorted({n for _, _, n in facts.observed if n != size})
+    if torn:
+        shown.setdefault("seen", torn)
+    return Verdict(worst(kinds), lock_valid, contested(facts), tuple(findings), shown)
+
+
+def _quiet_kind(facts: Facts) -> Kind:
+    """Nothing went wrong and nothing lapsed: another run got in after the first and the company stayed
+    whole (intact), nobody else got in (held), or nobody got anything (not acquired)."""
+    got = [r.process for r in facts.rights] + [w.process for w in facts.writes if w.landed]
+    if not got:
+        return Kind.NOT_ACQUIRED
+    return Kind.INTACT if len(set(got)) > 1 else Kind.HELD

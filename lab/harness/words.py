@@ -1,0 +1,74 @@
+"""The one place a typed Verdict becomes words: what a matrix cell, a timeline title and a table say.
+
+Nothing else writes verdict text, so a behaviour is worded the same wherever it appears. The words
+carry the figures that identify a finding (rows at the end, what an observer saw, how soon a lost
+lock was detected); counts across trials are the report's business.
+"""
+
+from __future__ import annotations
+
+from lab.harness.verdict import Kind, Verdict
+
+# Calibration's detection, from the poller's view of a killed lock session.
+DETECTION = {"within one poll": "lost within one poll", "late": "lost, detected late",
+             "not detected": "lost, never detected"}
+
+WORDS = {
+    Kind.STALE_WRITE_ACCEPTED: "stale write accepted",
+    Kind.OVERLAPPING_WRITES: "overlapping writes",
+    Kind.FALSE_RELEASE: "false release",
+    Kind.INDETERMINATE: "lost, holder write indeterminate",
+    Kind.LOST: "lost",
+    Kind.STALE_WRITE_REJECTED: "stale write rejected",
+    Kind.ROLLED_BACK: "rolled back",
+    Kind.HELD: "held",
+    Kind.NOT_ACQUIRED: "not acquired",
+}
+
+# What each kind means, for a legend.
+MEANING = {
+    Kind.STALE_WRITE_ACCEPTED: "the storage committed a run's write after a newer run had the company",
+    Kind.OVERLAPPING_WRITES: "two runs were inside committed writes of one company at once",
+    Kind.MERGED: "two rebuilds' rows ended in one company",
+    Kind.SHORT: "the company ended with fewer rows than one rebuild",
+    Kind.TORN: "an observer saw a half-written company",
+    Kind.FALSE_RELEASE: "release reported success for a lock another run had taken",
+    Kind.INDETERMINATE: "a lapsed holder's COMMIT was in flight when its connection broke, and the table could "
+                        "not say whether it landed",
+    Kind.LOST: "another run got the lock while the holder still believed it held; the trial wrote nothing "
+               "after that, so the write columns say what it costs",
+    Kind.STALE_WRITE_REJECTED: "the lock was lost and the storage's fence refused the lapsed holder's write",
+    Kind.ROLLED_BACK: "the holder's right ended with its transaction, and its write rolled back",
+    Kind.INTACT: "another run rebuilt the company after the first, and it stayed whole",
+    Kind.HELD: "nobody else got in",
+    Kind.NOT_ACQUIRED: "the holder never got the lock, so nothing was tested",
+}
+
+
+def verdict_text(verdict: Verdict) -> str:
+    """'merged (500 rows)', 'lost within one poll', 'stale write rejected', '3 schedules struck, none failed'."""
+    figures = verdict.figures
+    if "schedules_struck" in figures:
+        return _search_text(verdict)
+    if figures.get("grant") and verdict.kind in (Kind.INTACT, Kind.HELD, Kind.NOT_ACQUIRED):
+        return figures["grant"]  # the holder's grant never came back, so it never believed it held
+    rows = figures.get("rows")
+    if verdict.kind in (Kind.MERGED, Kind.SHORT, Kind.INTACT):
+        return f"{verdict.kind.value} ({rows} rows)" if rows is not None else verdict.kind.value
+    if verdict.kind is Kind.TORN:
+        return f"torn (saw {figures.get('seen')})" if figures.get("seen") else "torn"
+    if verdict.kind is Kind.LOST and figures.get("detection") in DETECTION:
+        return DETECTION[figures["detection"]]
+    if verdict.kind is Kind.HELD and figures.get("detection") == "not detected":
+        return "held (a killed session's lock never seen free)"
+    return WORDS[verdict.kind]
+
+
+def _search_text(verdict: Verdict) -> str:
+    """A kill-point search: the schedules that struck, or the kinds its smallest counterexample showed."""
+    figures = verdict.figures
+    if not figures.get("counterexample"):
+        return f"{figures['schedules_struck']} schedules struck, none failed"
+    kinds = sorted({f.kind.value for f in verdict.findings if f.kind is not None and f.valid.value == "false"})
+    prefix = "counterexample (did not fail on every replay): " if figures.get("flaky") else "counterexample: "
+    return prefix + ", ".join(kinds or [verdict.kind.value])
