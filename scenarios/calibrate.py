@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 
 from lab.faults import TerminateSession
-from lab.harness.checkers import detected_within
-from lab.harness.outcomes import Safety
+from lab.harness import ops
+from lab.harness.judge import detection
+from lab.harness.ops import F, Recorder, Type
+from lab.harness.verdict import Verdict
 from lab.servers import pg
-from scenarios.base import ALONE, Scenario, TrialEnv
+from scenarios.base import ALONE, Scenario, TrialEnv, judged
 
 
 class Calibrate(Scenario):
@@ -25,9 +27,12 @@ class Calibrate(Scenario):
     def run_trial(self, env: TrialEnv) -> dict:
         p = env.params
         holder, contender = env.backend(), env.backend()
+        history = Recorder()
         try:
+            history.add("holder", Type.INVOKE, F.ACQUIRE)
             acquired = holder.acquire()
             t0 = time.monotonic()
+            history.add("holder", Type.OK if acquired else Type.FAIL, F.ACQUIRE, at=t0, scope="run" if acquired else None)
             got_at, polls = None, 0
             # A second process polls on its own 50 ms grid, not one aligned with the kill:
             # each trial gets a different, reproducible phase within the interval.
@@ -38,11 +43,15 @@ class Calibrate(Scenario):
                     env.wait_until(t0, phase + polls * p["poll"])
                     polls += 1
                     started = time.monotonic() - t0
+                    history.add("poller", Type.INVOKE, F.ACQUIRE, at=t0 + started)
                     if contender.acquire():
                         got_at = time.monotonic() - t0
+                        history.add("poller", Type.OK, F.ACQUIRE, at=t0 + got_at, scope="run")
                     else:
                         refused_at.append(started)
+                        history.add("poller", Type.FAIL, F.ACQUIRE)
                 evidence = kill.confirm()  # FaultNotConfirmed: the trial is an error, not a verdict
+                history.add("fault", Type.OK, F.FAULT, at=t0 + kill.fired_at, name="terminate", pid=holder.lock_pid)
             if got_at is not None:
                 contender.release()
             killed_at = kill.fired_at
@@ -54,19 +63,17 @@ class Calibrate(Scenario):
                 # The server's part of the gap: the last refusal after the kill (None: none after it).
                 "still_held_at": _last_refusal_after(refused_at, killed_at),
                 "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid),
-                "evidence": evidence, "exercised": True,  # a confirmed termination ends the lock's session
+                "evidence": evidence, "history": ops.to_json(history.ops()),
             }
         finally:
             holder.close()
             contender.close()
 
-    def verdict(self, measures: dict) -> str:
-        return detected_within(measures["gap"], measures["poll"], measures.get("still_held_at", "unrecorded"))
-
-    def safety(self, measures: dict, verdict: str) -> Safety:
-        # A killed session's lock is gone whenever the poller saw it, in time or late; a poller that never
-        # got it says nothing about the lock, only that the detector missed.
-        return Safety.UNKNOWN if measures["gap"] is None else Safety.UNSAFE
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        """The checkers: the poller got the lock while the holder still believed it held (lost, and no write
+        to judge), with how soon the poller saw it free read from the same history."""
+        found = detection(ops.from_json(measures["history"]), "poller", measures["poll"])
+        return judged(measures, backend_cls, **({"detection": found} if found else {}))
 
 
 def _last_refusal_after(refused_at: list[float], killed_at: float | None) -> float | None:

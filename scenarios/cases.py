@@ -11,10 +11,12 @@ import time
 
 from backends.base import Backend, describe_error
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
-from lab.harness.checkers import lock_verdict
+from lab.harness import ops
+from lab.harness.ops import F, Recorder, Type
+from lab.harness.verdict import Verdict
 from lab.servers import pg
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
-from scenarios.base import Scenario, Skip, TrialEnv, release_said
+from scenarios.base import Scenario, Skip, TrialEnv, judged, release_said
 
 # (backend, variant) -> the post's case letter.
 POST_CASES = {
@@ -53,8 +55,12 @@ class Cases(Scenario):
             raise Skip(too_old)
 
         holder = env.backend(lock_settings=fault.session_settings())
+        history = Recorder()
         try:
+            history.add("holder", Type.INVOKE, F.ACQUIRE)
             acquired = holder.acquire()
+            history.add("holder", Type.OK if acquired else Type.FAIL, F.ACQUIRE, scope="run" if acquired else None,
+                        token=holder.token)
             if variant == "query_then_idle_in_transaction":
                 holder.touch()
             # The probes count from the lock's last statement, when the guard's timer starts: a driver that
@@ -62,17 +68,26 @@ class Cases(Scenario):
             t0 = time.monotonic()
             state = pg.session_state(env.monitor, holder.lock_pid)
             probes = []
-            for fraction in PROBE_FRACTIONS:
+            for n, fraction in enumerate(PROBE_FRACTIONS, start=1):
                 env.wait_until(t0, timeout * fraction)
-                probes.append({"t": round(3 * fraction), "at": round(time.monotonic() - t0, 3),
-                               "got": env.contender_gets_in()})
+                history.add(f"probe-{n}", Type.INVOKE, F.ACQUIRE)
+                got = env.contender_gets_in()
+                history.add(f"probe-{n}", Type.OK if got else Type.FAIL, F.ACQUIRE, scope="run" if got else None)
+                if got:  # the probe gave the lock back at once
+                    history.add(f"probe-{n}", Type.INVOKE, F.RELEASE)
+                    history.add(f"probe-{n}", Type.OK, F.RELEASE)
+                probes.append({"t": round(3 * fraction), "at": round(time.monotonic() - t0, 3), "got": got})
             held_after = holder.held()
+            history.add("holder", Type.OK, F.HELD, held=bool(held_after))
             next_query, next_error = "alive", None
             try:
                 holder.touch()
             except Exception as exc:  # what the driver says is the measurement
                 next_query, next_error = type(exc).__name__, describe_error(exc)
+                history.add("holder", Type.OK, F.TOLD, how="exception", via="its next query", text=next_error)
+            history.add("holder", Type.INVOKE, F.RELEASE)
             release = release_said(holder)
+            history.add("holder", Type.OK if release == "released" else Type.FAIL, F.RELEASE, said=release)
             return {
                 "case": POST_CASES.get((env.spec.backend, variant)) if env.spec.driver == DEFAULT_DRIVER else None,
                 "setting": fault.setting, "timeout_s": timeout,
@@ -82,11 +97,12 @@ class Cases(Scenario):
                 "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid),
                 # Whether the guard ended the lock's session, by the server's own word where it can be read.
                 "evidence": fault.struck(env.services, env.monitor, holder.lock_pid),
-                # The guard took the lock away only if it ended the lock's session.
-                "exercised": next_query != "alive" and not held_after,
+                "history": ops.to_json(history.ops()),
             }
         finally:
             holder.close()
 
-    def verdict(self, measures: dict) -> str:
-        return lock_verdict(measures["acquired"], [p["got"] for p in measures["probes"]])
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        """The checkers: a probe that got the lock while the holder still believed it held is a lost lock;
+        these trials write nothing, so no more is claimed."""
+        return judged(measures, backend_cls)

@@ -16,11 +16,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import backends
-from lab.harness.outcomes import Safety
+from lab.harness import ops
+from lab.harness.ops import F, Recorder, Type
+from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE
 from lab.servers import pg
 from lab.servers.clients import pg_engine
-from scenarios.base import ALONE, Scenario, TrialEnv
+from scenarios.base import ALONE, Scenario, TrialEnv, judged
 
 COMPANY = 1
 # In units of the timeout / 10, the post's proportions: 10 s timeout, 5 s cron, 1 s events, 30 s window.
@@ -81,49 +83,52 @@ class Timing(Scenario):
         times = attempt_times(env.spec.variant, scale, random.Random(seed))
         guard = {"idle_in_transaction_session_timeout": f"{int(timeout * 1000)}ms"}
         holder = LongRun(env, timeout, guard)
+        history = Recorder()
         try:
-            t0 = holder.start()
+            t0 = holder.start(history)
             first, tried = None, 0
             for t in times:
                 env.wait_until(t0, t)
                 tried += 1
-                if self._short_run_gets_in(env, holder, timeout):
+                if self._short_run_gets_in(env, holder, timeout, history, f"short-{tried}"):
                     first = time.monotonic() - t0
                     break
             state = holder.state()
+            if holder.in_transaction and state == "gone":
+                # The guard ended the long run's transaction, and its write with it: seen now, at the latest.
+                history.add("long", Type.FAIL, F.WRITE, company=COMPANY, error="its session is gone")
             return {"trigger": env.spec.variant, "timeout_s": timeout, "window_s": WINDOW * scale,
                     "seed": seed, "attempts": tried, "first_got_at": None if first is None else round(first, 3),
-                    "holder_state_at_end": state, "handover": self._handover(holder, first, state),
-                    "exercised": first is not None or state == "gone"}
+                    "holder_state_at_end": state, "history": ops.to_json(history.ops())}
         finally:
             holder.stop()
 
     @staticmethod
-    def _short_run_gets_in(env: TrialEnv, holder: "LongRun", timeout: float) -> bool:
+    def _short_run_gets_in(env: TrialEnv, holder: "LongRun", timeout: float, history: Recorder,
+                           process: str) -> bool:
+        """One short run tries once, recorded as its own process: True if it got in."""
         if holder.in_transaction:
             # A short run of method 4 tries the company's lock without waiting (lock_timeout 1 ms).
             short = env.backend(table=holder.table, options={"lock_timeout_ms": 1})
-            return short.rebuild(COMPANY, COMPANY_SIZE, "short").outcome == "committed"
-        return env.contender_gets_in(options={"ttl_s": timeout})
+            history.add(process, Type.INVOKE, F.WRITE, company=COMPANY)
+            result = short.rebuild(COMPANY, COMPANY_SIZE, "short")
+            if result.outcome != "committed":
+                history.add(process, Type.FAIL, F.WRITE, company=COMPANY, error=result.error)
+                return False
+            history.add(process, Type.OK, F.ACQUIRE, scope="company", company=COMPANY)  # it had the lock to commit
+            history.add(process, Type.INVOKE, F.COMMIT, company=COMPANY)
+            history.add(process, Type.OK, F.WRITE, company=COMPANY)
+            return True
+        history.add(process, Type.INVOKE, F.ACQUIRE)
+        got = env.contender_gets_in(options={"ttl_s": timeout})
+        history.add(process, Type.OK if got else Type.FAIL, F.ACQUIRE, scope="run" if got else None)
+        return got
 
-    @staticmethod
-    def _handover(holder: "LongRun", first: float | None, state: str | None) -> str | None:
-        """How a short run got in: 'safe' after the long run's transaction ended and took its lock and work
-        with it (a lock inside the write: its session is gone), 'unsafe' while the long run still
-        believed it held (a run-level lock lives apart from its work), None when nobody got in."""
-        if first is None:
-            return None
-        return "safe" if holder.in_transaction and state == "gone" else "unsafe"
-
-    def verdict(self, measures: dict) -> str:
-        if measures["first_got_at"] is None:
-            return "no overlap"
-        if measures.get("handover") == "safe":
-            return "handed over after the holder's transaction ended"
-        return "overlapped"
-
-    def safety(self, measures: dict, verdict: str) -> Safety:
-        return Safety.UNSAFE if measures.get("handover") == "unsafe" else Safety.SAFE
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        """The checkers: a short run in while the long run still believed it held is a lost lock (these trials
+        write nothing, so no more); one that got the company's lock after the guard ended the long run's
+        transaction took it from a write that rolled back."""
+        return judged(measures, backend_cls)
 
 
 class LongRun:
@@ -139,13 +144,16 @@ class LongRun:
         self._engine = None
         self._pid: int | None = None
 
-    def start(self) -> float:
-        """Take the lock; returns the monotonic time it was taken."""
+    def start(self, history: Recorder) -> float:
+        """Take the lock, recorded in the history as process "long"; returns the monotonic time it was taken."""
         if not self.in_transaction:
             self._backend = self.env.backend(lock_settings=self.guard, options={"ttl_s": self.timeout})
+            history.add("long", Type.INVOKE, F.ACQUIRE)
             if not self._backend.acquire():
                 raise RuntimeError("the long run could not take a fresh lock")
+            history.add("long", Type.OK, F.ACQUIRE, scope="run", token=self._backend.token)
             return time.monotonic()
+        history.add("long", Type.INVOKE, F.WRITE, company=COMPANY)
         # Method 4 holds its lock inside an open write transaction: idle in it, under the same guard.
         self.table = self.env.table()
         self.table.seed(self.env.writes, COMPANY, COMPANY_SIZE)
@@ -163,6 +171,7 @@ class LongRun:
         self._pool.submit(self._backend.rebuild, COMPANY, COMPANY_SIZE, "long", hold)
         if not taken.wait(30):
             raise RuntimeError("the long run never took its company's lock")
+        history.add("long", Type.OK, F.ACQUIRE, scope="company", company=COMPANY)
         return time.monotonic()
 
     def state(self) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lab.harness.checkers import detected_within
 from lab.harness.ops import F, Op, Type
 from lab.harness.verdict import Finding, Kind, Valid, Verdict, worst
 
@@ -357,3 +358,24 @@ def _quiet_kind(facts: Facts) -> Kind:
     if not got:
         return Kind.NOT_ACQUIRED
     return Kind.INTACT if len(set(got)) > 1 else Kind.HELD
+
+
+def detection(ops: list[Op], poller: str, poll: float) -> str | None:
+    """How soon a poller saw a killed session's lock free (calibrate): 'within one poll', 'late' (the server
+    still held it a full interval after the kill) or 'not detected'; None when no fault struck."""
+    kills = [op.time for op in ops if op.f is F.FAULT]
+    if not kills:
+        return None
+    killed = kills[0]
+    starts, refused, got = {}, [], None
+    for i, op in enumerate(ops):
+        if op.process != poller or op.f is not F.ACQUIRE:
+            continue
+        if op.type is Type.INVOKE:
+            starts[poller] = op.time
+        elif op.type is Type.FAIL and starts.get(poller, -1) >= killed:
+            refused.append(starts[poller] - killed)
+        elif op.type is Type.OK and got is None:
+            got = op.time
+    gap = None if got is None else got - killed
+    return detected_within(gap, poll, max(refused) if refused else None)

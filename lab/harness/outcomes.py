@@ -48,6 +48,41 @@ def safety_of(record: dict) -> Safety:
     return Safety.UNSAFE if is_violation(verdict) else Safety.SAFE
 
 
+# Trial-record schemas this code reads: 1 (no `schema` field: verdicts written by each scenario, in words)
+# and 2 (lab/harness/ops.py: a history and a typed judgement on every judged trial).
+SCHEMAS = (1, 2)
+
+
+def schema_of(record: dict) -> int:
+    """A record's schema, as the record declares it (absent: 1, the schema before it was declared)."""
+    value = record.get("schema")
+    return 1 if value is None or value != value else int(value)  # NaN: a frame row of a schema-1 record
+
+
+def judgement_of(record: dict) -> dict | None:
+    """The typed verdict of a schema-2 judged trial, or None (a schema-1 record, or a trial that measures cost)."""
+    value = record.get("judgement")
+    return value if schema_of(record) >= 2 and isinstance(value, dict) else None
+
+
+def lock_lost(record: dict) -> bool:
+    """Whether another run got the lock while the holder still believed it held: the judgement's `lock`;
+    on a schema-1 record, its verdict word (the one place that schema's words are read)."""
+    judgement = judgement_of(record)
+    if judgement is not None:
+        return judgement["lock"] == "false"
+    return str(record.get("verdict") or "").startswith("lost")
+
+
+def detection_of(record: dict) -> str | None:
+    """How soon a killed lock session was seen free (calibrate): 'within one poll', 'late', 'not detected'."""
+    judgement = judgement_of(record)
+    if judgement is not None:
+        return (judgement.get("figures") or {}).get("detection")
+    verdict = record.get("verdict")
+    return verdict if verdict in CALIBRATION_LOST else None
+
+
 def exercised_of(record: dict) -> bool | None:
     """Whether the fault took the lock (or the write's session) away: True, False, or None (not known)."""
     value = record.get("exercised")
@@ -59,11 +94,15 @@ def exercised_of(record: dict) -> bool | None:
     return None
 
 
-def handover_of(measures: dict) -> Safety | None:
-    """A timing trial's overlap: UNSAFE (holder still believed it held), SAFE (handed over after it ended),
-    UNKNOWN (overlapped on a run that did not record how), None (no overlap)."""
+def handover_of(measures: dict, judgement: dict | None = None) -> Safety | None:
+    """A timing trial's overlap: None when nobody got in; else, from the checkers' judgement (schema 2),
+    UNTESTED for a lock lost while the holder still believed it held (a timing trial writes nothing) and
+    SAFE for a lock taken from a write that rolled back; from a schema-1 run's own `handover`, UNSAFE or
+    SAFE; UNKNOWN when the run recorded neither."""
     if measures.get("first_got_at") is None:
         return None
+    if isinstance(judgement, dict):
+        return Safety(judgement["safety"])
     value = measures.get("handover")
     if value is None:
         return Safety.UNKNOWN

@@ -69,6 +69,7 @@ MARK_COLOURS = {
     "KEPT": ("#2e7d32", "✓"),
     "NOT_EXERCISED": ("#b0c4de", "○"),  # light blue-grey: the fault never took the lock away
     "UNKNOWN": ("#f9a825", "?"),
+    "LOST": ("#ef6c00", "⚠"),  # orange: the lock was lost, and no write followed to judge
 }
 OTHER_COLOUR = "#bdbdbd"  # n/a, does not run, error, not run
 

@@ -9,7 +9,7 @@ import pandas as pd
 from lab.harness.outcomes import RunOrder, latest_per_trial
 
 COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict", "reason", "measures", "run",
-           "safety", "exercised"]
+           "safety", "exercised", "schema", "judgement", "history"]
 
 
 def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
@@ -17,11 +17,12 @@ def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
 
     Two columns carry what the run's meta.json says (nothing known, for a run whose meta does not):
     `backend_pos`, the backend's place in the run's order, and `capabilities`, what the backend declares.
-    A field an older run did not write (safety, exercised) is None.
+    A field an older run did not write (safety, exercised; schema, judgement and history before schema 2) is None.
     """
     order = RunOrder.of(meta, trials)
     records = sorted(latest_per_trial(trials), key=order.record_key)
-    frame = pd.DataFrame(records, columns=COLUMNS).astype({"safety": object, "exercised": object})
+    frame = pd.DataFrame(records, columns=COLUMNS).astype({"safety": object, "exercised": object, "schema": object,
+                                                           "judgement": object, "history": object})
     names = sorted(set(frame.backend), key=order.backend_key)
     frame["backend_pos"] = [names.index(b) for b in frame.backend]
     frame["capabilities"] = [tuple(sorted(order.capabilities_of(b))) for b in frame.backend]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from lab.harness.outcomes import lock_lost
 from lab.report.common import md_table, ok_trials
 
 DEFAULT = "psycopg2"  # the driver of a backend named without "@": the lab's default (lab/servers/drivers.py)
@@ -21,7 +22,7 @@ def driver_of(label: str) -> str:
 def _guard_cell(records: list[dict]) -> str:
     if not records:
         return "not run"
-    lost = sum(r["verdict"].startswith("lost") for r in records)
+    lost = sum(lock_lost(r) for r in records)
     states = ", ".join(sorted({r["measures"].get("holder_state") for r in records} - {None}))
     return f"lost {lost}/{len(records)} ({states})" if lost else f"held {len(records)}/{len(records)} ({states})"
 
@@ -34,7 +35,7 @@ def _truthful(records: list[dict]) -> str:
     good = 0
     for r in records:
         m = r["measures"]
-        lost = r["verdict"].startswith("lost")
+        lost = lock_lost(r)
         released = m.get("release") == "released"
         good += (m.get("held_after") is not lost) and (released is not lost)
     return f"{good}/{len(records)}"
@@ -42,7 +43,7 @@ def _truthful(records: list[dict]) -> str:
 
 def _told(records: list[dict]) -> str:
     """What the code heard first after losing the lock: its next query's error."""
-    said = [r["measures"].get("next_query_error") for r in records if r["verdict"].startswith("lost")]
+    said = [r["measures"].get("next_query_error") for r in records if lock_lost(r)]
     said = [s for s in said if s]
     if not said:
         return "nothing (not lost)" if records else "-"

@@ -54,6 +54,7 @@ class Mark(Enum):
     KEPT = "✓"  # every trial kept the company whole (and, where recorded, the fault took the lock away)
     NOT_EXERCISED = "○"  # the fault struck, but in no trial did it take the lock away: proves nothing
     UNKNOWN = "?"  # no failure, but some trial's safety could not be judged
+    LOST = "⚠"  # the lock was lost while its holder believed it held, and the trials wrote nothing after it
     NOT_APPLICABLE = "n/a"
     DOES_NOT_RUN = "does not run"
     ERROR = "error"
@@ -106,6 +107,8 @@ def judge(records: list[dict]) -> Cell:
         return Cell(Mark.ERROR, f"incomplete: error {errors}/{total} ({reason[:80]}); {text}", **counted)
     if Safety.UNKNOWN in safety:
         return Cell(Mark.UNKNOWN, f"? {text}, safety unknown {safety.count(Safety.UNKNOWN)}/{len(ok)}", **counted)
+    if Safety.UNTESTED in safety:
+        return Cell(Mark.LOST, f"⚠ {text}", **counted)  # a lost lock; what a write would do is another column's
     if no == len(ok):
         return Cell(Mark.NOT_EXERCISED, f"{NOT_EXERCISED} {text}", **counted)
     if yes == len(ok) or unrecorded == len(ok):
@@ -138,6 +141,7 @@ def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | Non
                                                          [[c.mark.name for c in row] for row in cells], path)
     flat = [c for row in cells for c in row]
     unrecorded = sum(c.unrecorded for c in flat if c.mark is Mark.KEPT)
+    lost = any(c.mark is Mark.LOST for c in flat)
     return "\n".join([
         "## Every backend under every fault", "",
         "Each cell is the measured outcome with its trial count: ✗ marks a failure of the lock's one job "
@@ -149,6 +153,9 @@ def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | Non
         "○ *not exercised*: the fault struck but never took the lock away, so the cell proves nothing either "
         "way. *n/a*: the fault does not apply to that backend; *does not run*: the library cannot work "
         "against the lab's servers (*Every outcome* gives both reasons). "
+        + ("⚠ *lost*: another run got the lock while the holder still believed it held, in trials that write "
+           "nothing after that (the post's cases, the detector check): the cell shows the lock failed, and the "
+           "columns where the holder writes show whether the company paid for it. " if lost else "")
         + (f"{unrecorded} of the trials behind ✓ cells come from runs that did not record whether the fault "
            "took the lock away: those cells say the company stayed whole, not that the fault was exercised. "
            if unrecorded else "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lab.harness.outcomes import outcome_text
+from lab.harness.outcomes import detection_of, outcome_text
 from lab.report import published
 from lab.report.common import md_table, ok_trials, side_by_side
 from lab.report.matrix import CALIBRATION_WORDS as LOST_WORDS
@@ -114,7 +114,7 @@ def section_calibration(frame: pd.DataFrame) -> str | None:
            f"the detector. Every one of these is a lost lock. Reproduce: `lab run --scenario calibrate`.", ""]
     for backend in [b for b in SESSION_BACKENDS if b in set(ok.backend)]:
         rows = ok[ok.backend == backend].sort_values("index")
-        verdicts = list(rows.verdict)
+        verdicts = [detection_of(r) for r in rows.to_dict("records")]
         lines = [calibration_line(i, m, CALIBRATION_WORDS.get(v, v))
                  for i, (m, v) in enumerate(zip(rows.measures, verdicts))]
         within = verdicts.count("within one poll")
@@ -135,7 +135,8 @@ def _against_post(rows: pd.DataFrame, poll: float) -> list[str]:
     gaps, post_within = post_calibration(poll)
     table = ["| # | post: killed at, got the lock at (gap) | measured: killed at, got the lock at (gap) | |",
              "|---|---|---|---|"]
-    ours = list(zip(rows.measures, rows.verdict))
+    detected = [detection_of(r) for r in rows.to_dict("records")]
+    ours = list(zip(rows.measures, detected))
     for i in range(max(len(gaps), len(ours))):
         post = (f"{published.CALIBRATION_KILL_AT:.2f}s, {published.CALIBRATION_GOT_AT[i]:.3f}s ({gaps[i]:.3f}s)"
                 if i < len(gaps) else "")
@@ -147,7 +148,7 @@ def _against_post(rows: pd.DataFrame, poll: float) -> list[str]:
             measured = f"{killed}, {got}" + ("" if m.get("gap") is None else f" ({m['gap']:.3f}s)")
             mark = CALIBRATION_WORDS.get(verdict, verdict) + ("" if verdict == "within one poll" else " (differs)")
         table.append(f"| {i} | {post} | {measured} | {mark} |")
-    within = list(rows.verdict).count("within one poll")
+    within = detected.count("within one poll")
     same = within * len(gaps) == post_within * len(rows)
     verdict = ("matches the post" if same else "**differs from the post**")
     return [*table, "",

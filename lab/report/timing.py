@@ -23,7 +23,8 @@ def row_stats(firsts: list[float | None], timeout: float, handovers: list | None
             "max": got[-1] if got else None, "within": sum(f <= timeout + unit for f in got),
             "before_timeout": sum(f < timeout for f in got),
             "unsafe": handovers.count(Safety.UNSAFE), "safe": handovers.count(Safety.SAFE),
-            "unrecorded": len(got) - handovers.count(Safety.UNSAFE) - handovers.count(Safety.SAFE)}
+            "lost": handovers.count(Safety.UNTESTED),
+            "unrecorded": len(got) - sum(handovers.count(s) for s in (Safety.UNSAFE, Safety.SAFE, Safety.UNTESTED))}
 
 
 def stats_line(s: dict, timeout: float) -> str:
@@ -78,6 +79,9 @@ def handover_text(s: dict, in_transaction: bool) -> str:
     parts = ["none before the timeout" if not s["before_timeout"] else f"**{s['before_timeout']} before the timeout**"]
     if s["unsafe"]:
         parts.append(f"**{s['unsafe']} unsafe**: another run got in while the holder still believed it held")
+    if s.get("lost"):
+        parts.append(f"**{s['lost']} lost**: another run got the lock while the holder still believed it held "
+                     "(these trials write nothing: whether a write would land is the write columns' finding)")
     if s["safe"]:
         ended = "transaction ended; its work rolled back" if in_transaction else "lease ended; its work refused"
         parts.append(f"{s['safe']} handed over after the holder's {ended}")
@@ -87,7 +91,7 @@ def handover_text(s: dict, in_transaction: bool) -> str:
 
 
 def chart_kind(s: dict) -> str:
-    if s["unsafe"]:
+    if s["unsafe"] or s.get("lost"):
         return "unsafe"
     return "safe" if s["overlapped"] and s["safe"] == s["overlapped"] else "unknown"
 
@@ -106,8 +110,9 @@ def section_timing(frame: pd.DataFrame, charts: dict) -> str | None:
                          f"incomplete: {len(failed)} of {len(failed) + len(group)} trials errored "
                          f"({str(failed.reason.iloc[0])[:80]})", "-", "-", "-"])
             continue
+        judgements = group.judgement if "judgement" in group else [None] * len(group)
         s = row_stats([m["first_got_at"] for m in group.measures], timeout,
-                      [handover_of(m) for m in group.measures])
+                      [handover_of(m, j) for m, j in zip(group.measures, judgements)])
         key = (backend, trigger)
         label = f"{trigger}/{LABELS.get(backend, backend)}"
         post, verdict = "-", "-"

@@ -80,7 +80,9 @@ def test_outcomes_match_the_post(quick_run):
     calibration = [t for t in trials_of(run) if t["scenario"] == "calibrate"
                    and t["backend"] == "session_autocommit"]
     assert len(calibration) == 5
-    assert all(t["verdict"] == "within one poll" and t["measures"]["got_at"] <= 2.10 for t in calibration)
+    assert all(t["verdict"] == "lost within one poll" and t["measures"]["got_at"] <= 2.10 for t in calibration)
+    assert all(t["judgement"]["figures"]["detection"] == "within one poll" and t["safety"] == "untested"
+               for t in calibration)  # the detector's figure, and no write to judge
 
 
 def test_backends_without_a_session_lock_are_skipped_with_the_reason(quick_run):
