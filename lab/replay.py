@@ -8,7 +8,7 @@ from pathlib import Path
 import backends
 from lab.errors import LabError
 from lab.harness.history import timeline
-from lab.harness.outcomes import latest_per_trial
+from lab.harness.outcomes import latest_per_trial, schema_of
 from lab.harness.workload import drop_schema, ensure_schema
 from lab.results import RunFolder
 from lab.servers import pg
@@ -22,6 +22,10 @@ def find_trial(folder: RunFolder, trial: str) -> dict:
         if record["id"] == wanted:
             return record
     raise LabError(f"no trial {wanted!r} in {folder.path}")
+
+
+# Schema 1's kill-point violation names, in the checkers' kinds of schema 2 (lab/harness/verdict.py).
+SCHEMA1_KINDS = {"mixed rows": "merged", "torn state": "torn", "exclusion violated": "overlapping writes"}
 
 
 def replay(results: Path, run: str, trial: str, external: ExternalAddresses, tries: int = 3,
@@ -48,7 +52,8 @@ def replay(results: Path, run: str, trial: str, external: ExternalAddresses, tri
             backends.prepare_storage(monitor, [cls.name])
             env = TrialEnv(services, monitor, writes, f"replay-{folder.run_id}",
                            TrialSpec("killpoints", cls.name, "replay", 0), {}, threading.Event())
-            recorded = sorted({v["kind"] for v in minimal["violations"]})
+            recorded = sorted({SCHEMA1_KINDS.get(v["kind"], v["kind"]) if schema_of(record) < 2 else v["kind"]
+                               for v in minimal["violations"]})
             for attempt in range(1, tries + 1):
                 result = run_example(env, schedule, ttl)
                 if sorted({v["kind"] for v in result["violations"]}) == recorded:

@@ -29,8 +29,11 @@ from hypothesis.errors import Flaky
 import backends
 from lab import faults
 from lab.faults import FaultNotConfirmed, Target
-from lab.harness.checkers import check_history
+from lab.harness import ops
 from lab.harness.history import History
+from lab.harness.judge import judge, search_verdict
+from lab.harness.outcomes import Safety
+from lab.harness.verdict import SAFETY_OF, Verdict
 from lab.harness.job import run_job
 from lab.harness.workload import COMPANY_SIZE, Observer
 from lab.servers import pg
@@ -209,9 +212,14 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
     with env.writes.connect() as conn:
         final = {c: {"rows": table.count(conn, c), "runs": table.runs_in(conn, c)} for c in companies}
     events = history.to_list()
-    violations = check_history(events, final, COMPANY_SIZE, "exclusion" in cls.capabilities)
+    verdict = judge(ops.from_events(events), final, COMPANY_SIZE, "exclusion" in cls.capabilities)
+    # An example fails when the company paid: an unknown commit or a lock lost with no write after it does not.
+    violations = [{"kind": f.kind.value, "detail": f.detail} for f in verdict.findings
+                  if f.valid.value == "false" and f.kind is not None and SAFETY_OF[f.kind] is Safety.UNSAFE]
     return {"schedule": schedule, "events": events, "final": {str(c): v for c, v in final.items()},
-            "violations": violations, "struck": bool(struck.get("struck")), "evidence": struck}
+            "violations": violations, "verdict": verdict.to_json(), "struck": bool(struck.get("struck")),
+            "evidence": struck}
+
 
 
 class Killpoints(Scenario):
@@ -275,8 +283,10 @@ class Killpoints(Scenario):
         return {"examples": p["examples"], "tried": tried[0], "failing_seen": failures[0], "ttl_s": p["ttl_s"],
                 "flaky": flaky, **count, "exercised": count["struck"] > 0,
                 "seconds": round(time.monotonic() - started, 1),
-                "minimal": None if not best else {k: best[k] for k in ("schedule", "violations", "events", "final")},
-                "described": describe(best["schedule"]) if best else None}
+                "minimal": None if not best else {k: best[k] for k in ("schedule", "violations", "events", "final",
+                                                                      "verdict")},
+                "described": describe(best["schedule"]) if best else None,
+                "history": ops.to_json(ops.from_events(best["events"])) if best else []}
 
     @staticmethod
     def _database(env: TrialEnv):
@@ -285,11 +295,9 @@ class Killpoints(Scenario):
             return None
         return DirectoryBasedExampleDatabase(str(env.results_dir / "hypothesis" / env.spec.backend))
 
-    def verdict(self, measures: dict) -> str:
-        if measures["minimal"] is None:
-            if "struck" not in measures:  # a run from before faults confirmed they struck
-                return f"{measures['tried']} schedules tried, none failed"
-            return f"{measures['struck']} schedules struck, none failed"
-        kinds = sorted({v["kind"] for v in measures["minimal"]["violations"]})
-        return ("counterexample (did not fail on every replay): " if measures.get("flaky") else
-                "counterexample: ") + ", ".join(kinds)
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        """The search's verdict: its smallest counterexample's, as the checkers judged that history, or the
+        count of schedules that struck and passed. The trial's history is that counterexample's."""
+        minimal = measures["minimal"]
+        found = Verdict.from_json(minimal["verdict"]) if minimal else None
+        return search_verdict(found, measures["struck"], measures.get("flaky", False))

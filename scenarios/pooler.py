@@ -12,7 +12,6 @@ and release() say.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +19,7 @@ from typing import ClassVar
 
 import backends
 from lab.errors import LabError
-from lab.harness.checkers import check_history, company_state, lease_verdict, overlapping_writes
+from lab.harness import ops
 from lab.harness.history import History
 from lab.harness.job import run_job
 from lab.harness.workload import COMPANY_SIZE, Observer
@@ -28,7 +27,8 @@ from lab.servers.clients import pg_engine
 from lab.servers.pgbouncer import MISSING, PgBouncer, find_pgbouncer
 from lab.servers.pooler_settings import refusal
 from scenarios._pool_evidence import PoolView, Probes, bystander_unlock_all, sessions_moved
-from scenarios.base import Scenario, Skip, TrialEnv
+from lab.harness.verdict import Verdict
+from scenarios.base import Scenario, Skip, TrialEnv, judged
 
 MODES = {"session_mode": "session", "transaction_mode": "transaction"}
 # Transaction pooling: two server sessions for a trial's dozen clients. Session pooling cannot move a
@@ -79,24 +79,10 @@ class Pooler(Scenario):
                        os_user=server.user, binary=binary) as bouncer:
             return {"pool_mode": mode, "pool_size": POOL_SIZE[mode], **through_pooler(env, bouncer)}
 
-    def verdict(self, measures: dict) -> str:
-        if not measures["company"].startswith("intact"):
-            return measures["company"]  # merged or short: worse than any lock word
-        return lease_verdict(measures["lost"], measures["holder"]["write"])
-
-    def exercised(self, measures: dict) -> bool:
-        """Whether the pooler moved transactions between server sessions while the first run held its right:
-        a session pooler never does, so its cells prove only that it changed nothing."""
-        return measures["exercised"]
-
-
-def granted_while_held(events: list[dict]) -> bool:
-    """Whether run2 got its run-level right after run1 got its own and before run1 asked to release it."""
-    granted = {e["run"]: e["t"] for e in events if e["event"] == "acquire_granted"}
-    if "run1" not in granted or "run2" not in granted:
-        return False
-    release = next((e["t"] for e in events if e["run"] == "run1" and e["event"] == "release_requested"), math.inf)
-    return granted["run1"] < granted["run2"] < release
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        """The checkers over both runs' operations: the same as without a pooler, unless the pooler let run2 in
+        while run1 held. Whether it moved sessions between clients at all is the pool's evidence (`sessions_moved`)."""
+        return judged(measures, backend_cls)
 
 
 def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
@@ -149,7 +135,10 @@ def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
 
     t0 = time.monotonic()
     try:
-        with Observer(env.monitor, table, COMPANY) as observer, ThreadPoolExecutor(2) as workers:
+        watch = Observer(env.monitor, table, COMPANY,
+                         on_change=lambda company, count: history.add("observer", "observed", company=company,
+                                                                      count=count))
+        with watch as observer, ThreadPoolExecutor(2) as workers:
             run1 = workers.submit(run_job, first, [COMPANY], COMPANY_SIZE, "run1", first_point, history=history)
             if not started.wait(30) and not run1.done():
                 raise LabError("run1 never reached the point where run2 should start")
@@ -177,10 +166,7 @@ def _measures(cls, events: list[dict], final: dict, jobs: list, runs: tuple, see
     probes, both, bystander = seen.get("probes") or [], seen.get("both", {}), seen.get("bystander")
     return {
         "rows_final": final["rows"], "runs_in_final": final["runs"],
-        "company": company_state(COMPANY_SIZE, final["rows"], final["runs"]),
-        # run2 got in while run1 held: its run-level grant, or its write inside run1's (a lock inside the write)
-        "lost": granted_while_held(events) if cls.holds_across_writes() else bool(overlapping_writes(events)),
-        "violations": check_history(events, {COMPANY: final}, COMPANY_SIZE, "exclusion" in cls.capabilities),
+        "history": ops.to_json(ops.from_events(events)), "final": {str(COMPANY): final},
         "clients_at_hold": seen.get("clients"), "server_sessions_at_hold": len(sessions),
         "who_holds": seen.get("at_hold"), "lock_sessions": lock_sessions, "probes": probes,
         "lock_session_lent": any(p["pid"] in lock_sessions for p in probes),
@@ -194,5 +180,5 @@ def _measures(cls, events: list[dict], final: dict, jobs: list, runs: tuple, see
                    "release": job2.release, "sessions_then": both.get("sessions")},
         "bystander": bystander and {**bystander, "freed_holder_lock": bystander["pid"] in lock_sessions
                                     and bystander["locks_after"] < bystander["locks_before"]},
-        "exercised": sessions_moved(probes),
+        "sessions_moved": sessions_moved(probes),  # the pooler's part: did it move transactions between sessions?
     }

@@ -93,6 +93,8 @@ def facts_of(ops: list[Op]) -> Facts:
                 pass  # acquire() of a lock that lives in the write only says "go on": the right is its company lock
             else:
                 facts.rights.append(Right(p, scope, op.time, company if scope == COMPANY else None, index=i))
+            if scope == COMPANY and company is not None and (p, company) not in open_writes:
+                open_writes[(p, company)] = Write(p, company, begun=op.time)  # a history without write invokes
         elif op.f is F.WRITE and op.type is Type.INVOKE:
             open_writes[(p, company)] = Write(p, company, begun=op.time, token=op.get("token"))
         elif op.f is F.COMMIT and op.type is Type.INVOKE:
@@ -169,10 +171,12 @@ def stale_writes(facts: Facts, storage_orders: bool) -> Finding:
                                    f"{write.process} committed at {write.bound:.3f}s after {theirs.process} "
                                    f"(granted {right.granted:.3f}s) had committed its rebuild")
         for right in facts.rights:
-            newer = (right.process != write.process and mine.granted < right.granted < write.bound
-                     and (right.scope == COMPANY and right.company == write.company if storage_orders
-                          else right.scope == RUN))
-            if newer:
+            held = (right.process != write.process and mine.granted < right.granted < write.bound
+                    and (right.scope == COMPANY and right.company == write.company if storage_orders
+                         else right.scope == RUN))
+            # Newer by the holder's right, not by when it locked the company: an older run's lock taken late is old.
+            age = facts.right_at(right.process, write.company, right.granted) if held else None
+            if age is not None and age.granted > mine.granted:
                 return Finding("stale write", Valid.FALSE, Kind.STALE_WRITE_ACCEPTED, (write.index, right.index),
                                f"{write.process} (granted {mine.granted:.3f}s) committed at {write.bound:.3f}s, "
                                f"after {right.process} was granted the company at {right.granted:.3f}s")
@@ -213,10 +217,10 @@ def false_releases(facts: Facts) -> Finding:
     return Finding("false release", Valid.TRUE)
 
 
-def company_state(facts: Facts, final: dict, size: int) -> Finding:
-    """Each company at the end holds one run's whole rebuild; an observer never saw a partial one.
+def company_state(final: dict, size: int) -> Finding:
+    """Each company at the end holds one run's whole rebuild.
 
-    final: company -> {'rows': n, 'runs': [run ids]} (None: the trial did not read the table).
+    final: company -> {'rows': n, 'runs': [run ids]} (empty: the trial did not read the table).
     """
     for company, state in sorted((final or {}).items()):
         rows, runs = state["rows"], state["runs"]
@@ -224,11 +228,16 @@ def company_state(facts: Facts, final: dict, size: int) -> Finding:
             return Finding("company", Valid.FALSE, Kind.MERGED, (), f"company {company}: {rows} rows from {runs}")
         if rows < size:
             return Finding("company", Valid.FALSE, Kind.SHORT, (), f"company {company}: {rows} rows")
+    return Finding("company", Valid.TRUE if final else Valid.UNKNOWN)
+
+
+def torn_states(facts: Facts, size: int) -> Finding:
+    """An observer never saw a company that was not one whole rebuild (half deleted, or doubled)."""
     torn = [(i, c, n) for i, c, n in facts.observed if n != size]
     if torn:
-        return Finding("company", Valid.FALSE, Kind.TORN, tuple(i for i, _, _ in torn),
+        return Finding("torn", Valid.FALSE, Kind.TORN, tuple(i for i, _, _ in torn),
                        f"an observer saw {sorted({n for _, _, n in torn})} rows")
-    return Finding("company", Valid.TRUE if final else Valid.UNKNOWN)
+    return Finding("torn", Valid.TRUE if facts.observed else Valid.UNKNOWN)
 
 
 def superseded_writes(facts: Facts) -> list[tuple[Write, Right]]:
@@ -327,7 +336,7 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
     """
     facts = facts_of(ops)
     storage_orders = any(r.scope == COMPANY for r in facts.rights)
-    findings = [company_state(facts, final or {}, size)]
+    findings = [company_state(final or {}, size), torn_states(facts, size)]
     lock = exclusion(facts)
     if promises_exclusion:
         findings += [stale_writes(facts, storage_orders), overlapping_writes(facts), false_releases(facts)]
@@ -336,10 +345,10 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
     lock_valid = Valid.FALSE if any(f.kind in (Kind.LOST, Kind.OVERLAPPING_WRITES) and f.valid is Valid.FALSE
                                     for f in findings) else Valid.TRUE
     kinds = [f.kind for f in findings if f.kind is not None]
-    # A lost lock is LOST only when nothing after it was written to judge; a lapsed write found decides.
-    decided = [k for k in kinds if k is not Kind.LOST]
-    if decided and lock.valid is Valid.FALSE:
-        kinds = decided
+    # A lost lock is LOST only when its holder wrote nothing after it to judge: a write it made after the
+    # loss decides (accepted stale, refused, rolled back, or ordered behind the newer holder's by the storage).
+    if lock.valid is Valid.FALSE and superseded_writes(facts):
+        kinds = [k for k in kinds if k is not Kind.LOST]
     if not kinds:
         kinds = [_quiet_kind(facts)]
     shown = dict(figures or {})
@@ -379,3 +388,13 @@ def detection(ops: list[Op], poller: str, poll: float) -> str | None:
             got = op.time
     gap = None if got is None else got - killed
     return detected_within(gap, poll, max(refused) if refused else None)
+
+
+def search_verdict(counterexample: Verdict | None, struck: int, flaky: bool = False) -> Verdict:
+    """A kill-point search as one verdict: its smallest counterexample's (quoting that it is one), or, when every
+    schedule that struck passed, held with the count (exercised when any schedule struck)."""
+    figures = {"schedules_struck": struck, "flaky": flaky}
+    if counterexample is None:
+        return Verdict(Kind.HELD, Valid.TRUE, struck > 0, (), figures)
+    return Verdict(counterexample.kind, counterexample.lock, True, counterexample.findings,
+                   {**figures, "counterexample": True})

@@ -5,21 +5,7 @@ from lab.harness.checkers import (
     detected_within,
     is_violation,
     lease_verdict,
-    lock_verdict,
-    torn_counts,
 )
-
-
-def test_contender_getting_the_lock_is_a_loss():
-    assert lock_verdict(True, [False, True]) == "lost"
-
-
-def test_no_contender_getting_it_is_held():
-    assert lock_verdict(True, [False, False]) == "held"
-
-
-def test_a_holder_that_never_acquired_is_not_scored():
-    assert lock_verdict(False, [True, True]) == "not acquired"
 
 
 def test_calibration_within_one_poll():
@@ -52,12 +38,6 @@ def test_mixed_runs_are_caught_even_at_the_right_count():
 def test_missing_rows_are_short_and_one_clean_rebuild_is_intact():
     assert company_state(250, 0, []) == "short (0 rows)"
     assert company_state(250, 250, ["run2"]) == "intact (250 rows)"
-
-
-def test_an_observer_seeing_a_half_company_is_torn():
-    assert torn_counts([250, 0, 250], 250) == [0]
-    assert torn_counts([250, 500], 250) == [500]
-    assert torn_counts([250], 250) == []
 
 
 def test_a_lapsed_holders_write_accepted_is_the_violation():

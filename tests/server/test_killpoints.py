@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from scenarios.killpoints import Killpoints, run_example
-from tests.server.helpers import shared_tmp, trial_env
+from tests.server.helpers import shared_tmp, trial_env, verdict_of
 
 pytestmark = pytest.mark.server
 
@@ -41,7 +41,7 @@ def test_the_same_schedule_cannot_hurt_the_lock_inside_the_transaction(services,
 def test_a_stalled_run_without_a_lock_merges_two_rebuilds(services, engines):
     result = example(services, engines, "none", schedule(point="after_delete", kind="stall", duration=1.5))
     # The observer saw the doubled company too: 500 rows is a state no single rebuild leaves.
-    assert kinds(result) == ["mixed rows", "torn state"] and result["final"]["1"]["rows"] == 500
+    assert kinds(result) == ["merged", "torn"] and result["final"]["1"]["rows"] == 500
 
 
 def test_a_stall_past_the_ttl_is_caught_for_redis_and_fenced_for_redis_fenced(services, engines):
@@ -84,7 +84,7 @@ def test_the_search_shrinks_a_failure_for_an_unsafe_backend(services, engines, t
     env = trial_env(services, engines, "killpoints", "redis", "search", params)
     env.results_dir = tmp_path
     m = scenario.run_trial(env)
-    assert m["minimal"] is not None and scenario.verdict(m).endswith("stale write accepted")
+    assert m["minimal"] is not None and verdict_of(scenario, m, "redis").endswith("stale write accepted")
     assert m["minimal"]["schedule"]["kind"] in ("stall", "cut") and m["minimal"]["schedule"]["duration"] > 1
     # A canonical schedule (tried first) fails at once; a generated failure is kept with the run, to replay.
     from scenarios.killpoints import CANONICAL
@@ -98,7 +98,7 @@ def test_a_search_that_finds_nothing_says_how_many_schedules_struck(services, en
     env = trial_env(services, engines, "killpoints", "xact", "search", params)
     m = scenario.run_trial(env)
     assert m["minimal"] is None and m["struck"] >= 3
-    assert scenario.verdict(m) == f"{m['struck']} schedules struck, none failed"
+    assert verdict_of(scenario, m, "xact") == f"{m['struck']} schedules struck, none failed"
 
 
 def test_lab_replay_reproduces_a_recorded_counterexample(tmp_path):
@@ -121,4 +121,4 @@ def _run_then_replay(tmp_path, env):
     replay = subprocess.run([sys.executable, "-m", "lab.cli", "replay", folder.name, "none",
                              "--results", str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=300)
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert "-> reproduced" in replay.stdout and "VIOLATION mixed rows" in replay.stdout
+    assert "-> reproduced" in replay.stdout and "VIOLATION merged" in replay.stdout
