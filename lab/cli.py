@@ -78,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="runs race after the fault, so try the schedule up to this many times (default 3)")
     _add_server_flags(replay)
 
+    export = sub.add_parser("export", help="write a saved run's trial histories for other tools (contacts no server)")
+    export.add_argument("run", help="run id or folder")
+    export.add_argument("output", type=Path, help="folder to write one file per trial into")
+    export.add_argument("--format", choices=["jepsen"], default="jepsen",
+                        help="jepsen: EDN operations, {:process 0, :type :invoke, :f :acquire, ...}")
+    export.add_argument("--results", default="results", type=Path)
+
     doctor = sub.add_parser("doctor", help="check a PostgreSQL for the hidden-expiry traps, read-only")
     doctor.add_argument("--dsn", required=True, help="postgresql://user:password@host:port/dbname")
     doctor.add_argument("--json", action="store_true", help="print one JSON document, for CI pipelines")
@@ -127,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "services": cmd_services,
-                "replay": cmd_replay, "doctor": cmd_doctor, "check-backend": cmd_check_backend}[
+                "replay": cmd_replay, "doctor": cmd_doctor, "check-backend": cmd_check_backend,
+                "export": cmd_export}[
             args.command](args, argv)
     except LabError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
@@ -240,6 +248,15 @@ def cmd_report(args, argv) -> int:
     folders = [RunFolder.open(args.results, run) for run in args.run] or [RunFolder.latest(args.results)]
     path = write_report(folders, args.output or folders[-1].path / "REPORT.md")
     print(f"wrote {path} from {', '.join(str(f.path) for f in folders)}")
+    return 0
+
+
+def cmd_export(args, argv) -> int:
+    from lab.export import export_jepsen
+    from lab.results import RunFolder
+
+    written = export_jepsen(RunFolder.open(args.results, args.run), args.output)
+    print(f"wrote {len(written)} histories (Jepsen EDN) into {args.output}")
     return 0
 
 

@@ -64,7 +64,7 @@ class Facts:
     ops: list[Op]
     rights: list[Right] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
-    asked: dict = field(default_factory=dict)  # process -> first time it asked (acquire or write invoke)
+    asked: dict = field(default_factory=dict)  # process -> times it asked (acquire or write invokes)
     observed: list[tuple[int, int, int]] = field(default_factory=list)  # (index, company, count)
 
     def rights_of(self, process: str, company: int | None, before: float) -> list[Right]:
@@ -86,7 +86,7 @@ def facts_of(ops: list[Op]) -> Facts:
     for i, op in enumerate(ops):
         p, company = op.process, op.get("company")
         if op.type is Type.INVOKE and op.f in (F.ACQUIRE, F.WRITE):
-            facts.asked.setdefault(p, op.time)
+            facts.asked.setdefault(p, []).append(op.time)
         if op.f is F.ACQUIRE and op.type is Type.OK:
             scope = op.get("scope", RUN)
             if scope == COMPANY and company is None:
@@ -307,8 +307,8 @@ def contested(facts: Facts) -> bool:
     holder = next((r.process for r in facts.rights if r.granted == first), None)
     holder = holder or next(w.process for w in facts.writes if w.begun == first)
     mine_end = _right_end(facts, holder)
-    for process, asked in facts.asked.items():
-        if process == holder or not (first <= asked < mine_end):
+    for process, asks in facts.asked.items():
+        if process == holder or not any(first <= t < mine_end for t in asks):
             continue
         got = any(r.process == process for r in facts.rights) or any(
             w.process == process and w.landed for w in facts.writes)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from lab.errors import LabError
+from lab.harness.outcomes import SCHEMAS, schema_of
 from lab.report.common import trials_frame
 from lab.report.company import section_kill, section_overlap, section_rules
 from lab.report.costs import section_conflicts, section_perf
@@ -75,7 +77,18 @@ def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
         meta["versions"] = versions
         meta.update(_merged_order([f.meta() for f in folders]))
     trials = [{**t, "run": f.run_id} for f in folders for t in f.trials()]  # a replay needs the trial's own run
+    for folder in folders:
+        refuse_unknown_schema(folder)
     return render(meta, trials, " + ".join(f.run_id for f in folders), charts)
+
+
+def refuse_unknown_schema(folder: RunFolder) -> None:
+    """One line, before anything is written, for a run whose trials declare a schema this lab cannot read."""
+    found = sorted({schema_of(t) for t in folder.trials()} - set(SCHEMAS))
+    if found:
+        raise LabError(f"run {folder.run_id} holds trials of schema {found[0]}, which this lab cannot render (it reads "
+                       f"schemas {', '.join(map(str, SCHEMAS))}): render it with the lab of its commit "
+                       f"({commit_of(folder.meta())}), or upgrade this checkout")
 
 
 def _merged_order(metas: list[dict]) -> dict:

@@ -12,8 +12,10 @@ import re
 
 import pandas as pd
 
-from lab.harness.outcomes import Safety, safety_of
+from lab.harness import ops
+from lab.harness.outcomes import Safety, judgement_of, safety_of
 from lab.report.common import ordered_backends
+from lab.report.history_chart import history_chart
 from lab.report.matrix import FAULTS, Mark, fault_records, judge
 
 WRITE_EVENT = {"committed": "write_committed", "rejected": "write_rejected", "failed": "write_failed",
@@ -36,6 +38,13 @@ def events_of(record: dict) -> list[dict] | None:
                 {"t": m["killed_at"], "run": "fault", "event": "fault_fired", "label": "session killed"},
                 {"t": m["got_at"], "run": "poller", "event": "acquire_granted"}]
     return None
+
+
+def history_of(record: dict) -> list[ops.Op] | None:
+    """A schema-2 trial's history as operations (None for a schema-1 record, or a trial that recorded none)."""
+    if judgement_of(record) is None or not isinstance(record.get("history"), list) or not record["history"]:
+        return None
+    return ops.from_json(record["history"])
 
 
 def _lease_shape(m: dict) -> list[dict]:
@@ -117,11 +126,18 @@ def section_timelines(frame: pd.DataFrame, charts: dict | None) -> str | None:
 
     shown, without = [], []
     for caption, record in failing_trials(frame):
+        name = slug(record["scenario"], record["backend"], record["variant"])
+        history = history_of(record)
+        if history:  # schema 2: the trial's own history, drawn as intervals
+            ttl = (record.get("measures") or {}).get("ttl_s")
+            if charts is not None:
+                charts[name] = lambda path, h=history, title=record["id"], ttl=ttl: history_chart(h, title, path, ttl)
+            shown.append(f"{caption} (`{record['id']}`)\n\n![{record['id']}]({name})\n")
+            continue
         events = events_of(record)
         if not events:
             without.append(caption)
             continue
-        name = slug(record["scenario"], record["backend"], record["variant"])
         if charts is not None:
             charts[name] = lambda path, events=events, title=record["id"]: timeline_chart(events, title, path)
         shown.append(f"{caption} (`{record['id']}`)\n\n![{record['id']}]({name})\n")

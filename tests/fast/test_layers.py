@@ -18,7 +18,7 @@ LAYERS = {
     "backends": ("backends",),
     "scenarios": ("scenarios",),
     "report": ("lab.report",),
-    "top": ("lab.cli", "lab.runner", "lab.replay", "lab.doctor", "lab.provenance", "lab.contract",
+    "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.provenance", "lab.contract",
             "lab.waves", "lab.quiet", "lab.progress"),
 }
 # Which layers each may import. The report reads results and the harness's vocabulary, never a

@@ -36,3 +36,27 @@ def test_the_reference_reports_timelines_come_from_its_trials_and_are_committed(
     report = (ROOT / "REPORT.md").read_text()
     pictures = re.findall(r"\]\((timelines/[^)]+\.png)\)", report)
     assert pictures and all((ROOT / p).is_file() for p in pictures)
+
+
+# Schema 2: a history drawn as intervals, Jepsen's way (lab/report/history_chart.py).
+def test_a_history_is_drawn_as_intervals_not_points():
+    from lab.report.history_chart import bars_of
+    from tests.fast.test_one_verdict_per_behaviour import superseded_pause
+
+    bars, windows, _ = bars_of(superseded_pause(), ttl=1.0)
+    by = {(b.lane, b.what): b for b in bars}
+    assert windows == [(0.2, 3.0)]  # the fault's strike to its heal, on the trial's clock
+    right, lease = by[("holder", "right")], by[("holder", "lease")]
+    assert (right.start, lease.end) == (0.0, 1.0) and right.end > 3.0  # held in its belief long past its lease
+    write = by[("holder", "write")]
+    assert write.start < write.end and write.label == "ok"  # a bar from invoke to completion
+    assert by[("contender", "acquire")].start < by[("contender", "acquire")].end
+
+
+def test_an_operation_that_never_completed_is_open_to_the_end():
+    from lab.harness.ops import F, Op, Type
+    from lab.report.history_chart import bars_of
+
+    history = [Op("r0", Type.INVOKE, F.WRITE, 0.1, {"company": 1}), Op("r1", Type.OK, F.OBSERVE, 0.5, {"count": 250})]
+    (bar,), _, points = bars_of(history)
+    assert (bar.start, bar.end, bar.label) == (0.1, 0.5, "open") and points[0].f is F.OBSERVE

@@ -1,0 +1,139 @@
+"""A trial's history drawn as Jepsen draws one: intervals, one lane per process.
+
+An operation is a bar from its invoke to its completion (coloured by how it completed); a right is a
+band from its grant to the moment its holder asked to release it, heard it was gone, or the history
+ended; a lease's validity (grant + TTL, when the trial recorded its TTL) is a hatched band beside it;
+the fault's window (strike to heal) is shaded across every lane. Points are for what has no duration:
+a told signal, an observer's row count. Reads the history alone (schema 2), like every report section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab.harness.ops import F, Op, Type
+
+COMPLETION_COLOUR = {Type.OK: "#1565c0", Type.FAIL: "#c62828", Type.INFO: "#9e9e9e"}
+FENCED_COLOUR = "#ef6c00"
+RIGHT_COLOUR, LEASE_COLOUR, FAULT_COLOUR = "#a5d6a7", "#2e7d32", "#ffcdd2"
+LANE_ORDER = ("fault", "injector", "holder", "long", "r0", "run1", "contender", "poller", "r1", "run2")
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One interval of a lane: what it was (op f, or 'right' / 'lease'), when, and how it ended."""
+
+    lane: str
+    what: str
+    start: float
+    end: float
+    colour: str
+    label: str = ""
+
+
+def bars_of(ops: list[Op], ttl: float | None = None) -> tuple[list[Bar], list[tuple[float, float]], list[Op]]:
+    """(bars, fault windows, point operations) of a history: the pure part of the picture, tested alone.
+
+    An invoke opens a bar that the next completion of the same process, f and company closes; a completion
+    with no invoke (a lock taken inside the write) is a bar of no length. A run-level grant opens its right.
+    """
+    last = max((o.time for o in ops), default=0.0)
+    bars, points, windows = [], [], []
+    opened: dict[tuple, float] = {}
+    rights: dict[str, float] = {}
+    fault_at = None
+
+    def close_right(process: str, at: float) -> None:
+        if process in rights:
+            bars.append(Bar(process, "right", rights.pop(process), at, RIGHT_COLOUR))
+
+    for o in ops:
+        key = (o.process, o.f, o.get("company"))
+        if o.f is F.FAULT:
+            fault_at = o.time if fault_at is None else fault_at
+        elif o.f is F.HEAL:
+            windows.append((last if fault_at is None else fault_at, o.time))
+            fault_at = None
+        elif o.f is F.COMMIT:
+            continue  # COMMIT sent: a moment inside the write's bar, which its completion closes
+        elif o.f in (F.TOLD, F.OBSERVE, F.HELD):
+            points.append(o)
+            if o.f is F.TOLD or (o.f is F.HELD and o.get("held") is False):
+                close_right(o.process, o.time)
+        elif o.type is Type.INVOKE:
+            opened.setdefault(key, o.time)
+            if o.f is F.RELEASE:
+                close_right(o.process, o.time)
+        else:
+            start = opened.pop(key, o.time)
+            colour = FENCED_COLOUR if o.get("fenced") else COMPLETION_COLOUR[o.type]
+            bars.append(Bar(o.process, o.f.value, start, o.time, colour, o.type.value))
+            if o.f is F.ACQUIRE and o.type is Type.OK and o.get("scope") == "run":
+                rights[o.process] = o.time
+                if ttl:
+                    bars.append(Bar(o.process, "lease", o.time, o.time + ttl, LEASE_COLOUR))
+    if fault_at is not None:
+        windows.append((fault_at, last))
+    for process in list(rights):
+        close_right(process, last)
+    for (process, f, _), begun in opened.items():  # invoked and never completed: a killed run's
+        bars.append(Bar(process, f.value, begun, last, COMPLETION_COLOUR[Type.INFO], "open"))
+    return bars, windows, points
+
+
+def lanes_of(ops: list[Op]) -> list[str]:
+    names = sorted({o.process for o in ops if o.f not in (F.FAULT, F.HEAL)},
+                   key=lambda p: (LANE_ORDER.index(p) if p in LANE_ORDER else len(LANE_ORDER), p))
+    return [n for n in names if n != "observer"] + (["observer"] if "observer" in names else [])
+
+
+def history_chart(ops: list[Op], title: str, path: Path, ttl: float | None = None) -> None:
+    """Draw the history's intervals, one lane per process, the fault's window shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.patches
+    import matplotlib.pyplot as plt
+
+    bars, windows, points = bars_of(ops, ttl)
+    lanes = lanes_of(ops) or ["(empty)"]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(lanes) + 1.6), dpi=72, layout="constrained")
+    end = max([o.time for o in ops] + [b.end for b in bars] + [1e-3])
+    row = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
+    for start, stop in windows:
+        ax.axvspan(start, stop, color=FAULT_COLOUR, alpha=0.6, zorder=0, linewidth=0)
+    for bar in bars:
+        if bar.lane not in row:
+            continue
+        y = row[bar.lane]
+        if bar.what == "right":
+            ax.barh(y, bar.end - bar.start, left=bar.start, height=0.7, color=bar.colour, alpha=0.5, zorder=1)
+        elif bar.what == "lease":
+            ax.barh(y + 0.3, bar.end - bar.start, left=bar.start, height=0.1, color=bar.colour, zorder=2)
+        else:
+            width = max(bar.end - bar.start, end * 0.004)
+            ax.barh(y - 0.1, width, left=bar.start, height=0.3, color=bar.colour, zorder=3)
+    for o in points:
+        if o.process not in row:
+            continue
+        y = row[o.process]
+        if o.f is F.OBSERVE:
+            ax.annotate(str(o.get("count")), (o.time, y), fontsize=6, ha="center", va="center", color="#616161")
+        else:
+            ax.scatter([o.time], [y + 0.25], marker="*", color="#6a1b9a", s=50, zorder=4)
+    ax.set_yticks(range(len(lanes)), list(reversed(lanes)), fontsize=8)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.set_xlim(-end * 0.03, end * 1.05)
+    ax.set_xlabel("seconds (the trial's own clock)", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_title(title, fontsize=8)
+    ax.grid(axis="x", linewidth=0.3, color="#e0e0e0")
+    legend = [("right held (grant to release, told or end)", RIGHT_COLOUR), ("lease valid (grant + TTL)", LEASE_COLOUR),
+              ("fault window", FAULT_COLOUR), ("op ok", COMPLETION_COLOUR[Type.OK]),
+              ("op failed", COMPLETION_COLOUR[Type.FAIL]), ("refused by the fence", FENCED_COLOUR),
+              ("unknown / never completed", COMPLETION_COLOUR[Type.INFO])]
+    handles = [matplotlib.patches.Patch(color=colour, label=text) for text, colour in legend]
+    ax.legend(handles=handles, fontsize=6, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)

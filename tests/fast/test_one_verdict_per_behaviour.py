@@ -1,0 +1,163 @@
+"""One behaviour, planted in the history shape of every scenario that can show it, gets one verdict.
+
+Each shape is built the way its scenario builds it: the two-run, pooler and kill-point shapes from
+run_job's events (lab/harness/history.py read by ops.from_events), the lease-fault shape (pause, cut,
+restart, failover) from a holder process's reported events through scenarios._lease_faults.lease_history,
+and the timing, calibrate and cases shapes as the operations those scenarios record. All are judged by
+lab/harness/judge.py, so a column can no longer word or mark the same thing its own way.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.harness import ops
+from lab.harness.history import History
+from lab.harness.judge import judge
+from lab.harness.ops import F, Op, Type
+from lab.harness.outcomes import Safety
+from lab.harness.verdict import Kind
+from lab.harness.words import verdict_text
+from scenarios._lease_faults import lease_history
+
+SIZE = 250
+
+
+def ev(t, run, event, **fields):
+    return {"t": t, "run": run, "event": event, **fields}
+
+
+def op(t, process, type_, f, **value):
+    return Op(process, type_, f, t, value)
+
+
+def from_events(events):
+    return ops.from_events(events)
+
+
+def lease_shape(holder_events, contender_events, fault="pause", in_transaction=False):
+    """A lease-fault trial's history: the holder process's events (absolute monotonic times, here from 100 s),
+    the contender's run_job events on the trial's History, the fault struck at 100.2 s and healed at 103 s."""
+    contender = History(100.0)
+    contender.events.extend(contender_events)
+    return lease_history(holder_events, contender, 1, not in_transaction, fault, 100.2, 103.0)
+
+
+def write_events(t, run, outcome="write_committed", **fields):
+    return [ev(t, run, "write_begun", company=1), ev(t + 0.05, run, "commit_requested", company=1),
+            ev(t + 0.06, run, outcome, company=1, **fields)]
+
+
+def two_run_events(run1, run2, grants=True):
+    """Two runs of run_job on one company; with grants, each first gets its run-level right."""
+    out = []
+    for run, t in ((run1, 0.0), (run2, 0.1)):
+        out += [ev(t, run, "acquire_requested"), ev(t + 0.001, run, "acquire_granted",
+                                                    **({} if grants else {"company_scoped": True}))]
+    return out
+
+
+# --- 1. two concurrent runs with no lock ---------------------------------------------------------------
+
+def no_lock_overlap():
+    return from_events([*two_run_events("run1", "run2", grants=False), *write_events(0.2, "run1"),
+                        *write_events(0.21, "run2")])
+
+
+def no_lock_pooler():
+    # The pooler's two runs are run_job's as well: the same events, through PgBouncer.
+    return no_lock_overlap()
+
+
+def no_lock_killpoints():
+    return from_events([*two_run_events("r0", "r1", grants=False), *write_events(0.2, "r0"),
+                        ev(0.22, "injector", "fault_fired", kind="stall", point="after_delete", struck=True),
+                        *write_events(0.21, "r1"), ev(0.4, "observer", "observed", company=1, count=500)])
+
+
+@pytest.mark.parametrize("shape", [no_lock_overlap, no_lock_pooler, no_lock_killpoints])
+def test_two_runs_without_a_lock_merge_in_every_shape(shape):
+    v = judge(shape(), {1: {"rows": 500, "runs": ["a", "b"]}}, SIZE, promises_exclusion=False)
+    assert (v.kind, v.safety, v.exercised, verdict_text(v)) == (Kind.MERGED, Safety.UNSAFE, True, "merged (500 rows)")
+
+
+# --- 2. a holder superseded who then commits, and 3. the same write refused by the fence -------------------
+
+def superseded_pause(refused=False):
+    outcome = {"outcome": "rejected", "error": "FenceRejected"} if refused else {"outcome": "committed"}
+    holder = [ev(100.0, "holder", "acquire", granted=True, token=1), ev(100.1, "holder", "at_point"),
+              ev(103.1, "holder", "resumed"), {"event": "write", "t": 103.3, **outcome}]
+    contender = [ev(2.4, "contender", "acquire_requested"), ev(2.5, "contender", "acquire_granted", token=2),
+                 *write_events(2.6, "contender")]
+    return lease_shape(holder, contender)
+
+
+def superseded_cut(refused=False):
+    history = superseded_pause(refused)
+    return [Op(o.process, o.type, o.f, o.time, {**o.value, "name": "cut"} if o.f in (F.FAULT, F.HEAL) else o.value)
+            for o in history]
+
+
+def superseded_killpoints(refused=False):
+    last = "write_rejected" if refused else "write_committed"
+    return from_events([ev(0.0, "r0", "acquire_granted", token=1),
+                        ev(0.1, "injector", "fault_fired", kind="stall", point="after_acquire", struck=True),
+                        ev(1.5, "r1", "acquire_requested"), ev(1.6, "r1", "acquire_granted", token=2),
+                        *write_events(1.7, "r1"), ev(2.6, "injector", "fault_healed", kind="stall"),
+                        *write_events(2.7, "r0", outcome=last)])
+
+
+def superseded_pooler(refused=False):
+    # Transaction pooling lent run1's lock session: run2 was granted while run1 held, then run1 wrote.
+    last = "write_rejected" if refused else "write_committed"
+    return from_events([*two_run_events("run1", "run2"), *write_events(0.3, "run2"),
+                        *write_events(0.5, "run1", outcome=last)])
+
+
+SUPERSEDED = [superseded_pause, superseded_cut, superseded_killpoints, superseded_pooler]
+
+
+@pytest.mark.parametrize("shape", SUPERSEDED)
+def test_a_superseded_holder_that_commits_is_a_stale_write_accepted_in_every_shape(shape):
+    v = judge(shape(), {1: {"rows": 250, "runs": ["holder"]}}, SIZE)
+    assert (v.kind, v.safety, v.lock.value, v.exercised) == (Kind.STALE_WRITE_ACCEPTED, Safety.UNSAFE, "false", True)
+    assert verdict_text(v) == "stale write accepted"
+
+
+@pytest.mark.parametrize("shape", SUPERSEDED)
+def test_a_superseded_holder_refused_by_the_fence_keeps_the_company_in_every_shape(shape):
+    v = judge(shape(refused=True), {1: {"rows": 250, "runs": ["contender"]}}, SIZE)
+    assert (v.kind, v.safety, v.exercised, verdict_text(v)) == (Kind.STALE_WRITE_REJECTED, Safety.SAFE, True,
+                                                                "stale write rejected")
+
+
+# --- 4. a holder that never writes -----------------------------------------------------------------------
+
+def never_writes_timing():
+    return [op(0.0, "long", Type.INVOKE, F.ACQUIRE), op(0.01, "long", Type.OK, F.ACQUIRE, scope="run"),
+            op(5.0, "short-1", Type.INVOKE, F.ACQUIRE), op(5.01, "short-1", Type.FAIL, F.ACQUIRE),
+            op(10.2, "short-2", Type.INVOKE, F.ACQUIRE), op(10.21, "short-2", Type.OK, F.ACQUIRE, scope="run")]
+
+
+def never_writes_calibrate():
+    return [op(0.0, "holder", Type.INVOKE, F.ACQUIRE), op(0.01, "holder", Type.OK, F.ACQUIRE, scope="run"),
+            op(1.95, "poller", Type.INVOKE, F.ACQUIRE), op(1.951, "poller", Type.FAIL, F.ACQUIRE),
+            op(2.0, "fault", Type.OK, F.FAULT, name="terminate"),
+            op(2.0, "poller", Type.INVOKE, F.ACQUIRE), op(2.004, "poller", Type.OK, F.ACQUIRE, scope="run")]
+
+
+def never_writes_cases():
+    return [op(0.0, "holder", Type.INVOKE, F.ACQUIRE), op(0.01, "holder", Type.OK, F.ACQUIRE, scope="run"),
+            op(1.0, "probe-1", Type.INVOKE, F.ACQUIRE), op(1.01, "probe-1", Type.FAIL, F.ACQUIRE),
+            op(5.0, "probe-2", Type.INVOKE, F.ACQUIRE), op(5.01, "probe-2", Type.OK, F.ACQUIRE, scope="run"),
+            op(5.02, "probe-2", Type.INVOKE, F.RELEASE), op(5.03, "probe-2", Type.OK, F.RELEASE),
+            op(5.1, "holder", Type.OK, F.HELD, held=False)]
+
+
+@pytest.mark.parametrize("shape", [never_writes_timing, never_writes_calibrate, never_writes_cases])
+@pytest.mark.parametrize("fenced", [False, True])
+def test_a_holder_that_never_writes_loses_the_lock_and_nothing_more_is_claimed(shape, fenced):
+    """Fenced or not: with no write after the loss, no fence was asked, so the verdict is the lock's alone."""
+    v = judge(shape(), {}, SIZE)
+    assert (v.kind, v.safety, v.lock.value, v.exercised, verdict_text(v)) == (Kind.LOST, Safety.UNTESTED, "false",
+                                                                             True, "lost")
