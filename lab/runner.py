@@ -26,6 +26,7 @@ import scenarios
 from lab.errors import Interrupted
 from lab.harness import ops
 from lab.harness.contract import describe_error
+from lab.harness.outcomes import DoesNotRun
 from lab.harness.words import verdict_text
 from lab.harness.workload import drop_schema, ensure_schema
 from lab.provenance import run_meta
@@ -282,7 +283,7 @@ class Runner:
             except Exception as exc:  # a plugin's own check failing says as much about it
                 reason = describe_error(exc)
             if reason is not None:
-                reasons[name] = f"does not run: {reason}"
+                reasons[name] = DoesNotRun(reason)
                 self.console.print(f"{name} {reasons[name]}")
         for scenario_name, specs in plan.pending.items():
             plan.pending[scenario_name] = [replace(spec, skip=reasons[spec.backend])
@@ -339,7 +340,7 @@ class Runner:
             return _record(env.spec, "ok", measures=measures, started=started, duration=time.monotonic() - t0,
                            **outcome_fields(scenario, measures, backends.load(env.spec.backend)))
         except Skip as exc:
-            return _record(env.spec, "skipped", reason=str(exc))
+            return _record(env.spec, "skipped", reason=exc.args[0] if exc.args else "")
         except Interrupted:
             return None
         except Exception as exc:  # one broken trial must not end the run; it is recorded as such
@@ -382,6 +383,8 @@ def _record(spec: TrialSpec, status: str, *, measures: dict | None = None, verdi
               "index": spec.index, "status": status}
     if spec.driver != DEFAULT_DRIVER:
         record["driver"] = spec.driver
+    if status == "skipped":
+        record["runs_here"] = not isinstance(reason, DoesNotRun)  # typed: n/a, or cannot work here at all
     optional = {"schema": schema, "measures": measures, "verdict": verdict, "judgement": judgement,
                 "history": history, "reason": reason, "trace": trace, "safety": safety, "exercised": exercised,
                 "started": None if started is None else round(started, 3),

@@ -33,11 +33,12 @@ from lab import faults
 from lab.errors import Interrupted, LabError
 from lab.faults import Target
 from lab.faults.net_drop import NetDrop as DropFault
-from lab.harness.checkers import lease_verdict
+from lab.harness.history import History
 from lab.harness.holder import HolderProcess
 from lab.harness.job import run_job
 from lab.harness.keepalive import ends_as_estimated
-from lab.harness.outcomes import Safety
+from lab.harness.outcomes import DoesNotRun
+from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE, ensure_schema
 from lab.servers import pg
 from lab.servers.clients import pg_engine
@@ -46,7 +47,7 @@ from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, meas
 from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
 from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate
 from scenarios._lease_faults import COMPANY, holder_measures
-from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv
+from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv, judged
 
 GUARDS_OFF = {"idle_in_transaction_session_timeout": "0", "idle_session_timeout": "0"}  # only the network ends it
 WAIT_MARGIN_S = 5.0  # past the doctor's figure (and two probe intervals), the wait for the session's end gives up
@@ -100,7 +101,7 @@ class NetDrop(Scenario):
     def run_trial(self, env: TrialEnv) -> dict:
         reason = unavailable_reason()
         if reason is not None:
-            raise Skip(f"does not run: {reason}")
+            raise Skip(DoesNotRun(reason))
         run_server = env.services.embedded.get("postgres")
         if run_server is None:
             raise Skip("drops packets only around a server the lab starts, in a namespace of its own; "
@@ -108,7 +109,7 @@ class NetDrop(Scenario):
         try:
             namespace = NetNamespace()
         except NamespaceUnavailable as exc:
-            raise Skip(f"does not run: {exc}") from None
+            raise Skip(DoesNotRun(str(exc))) from None
         root = Path(tempfile.mkdtemp(prefix="netdrop-", dir=env.services.tmp))
         root.chmod(0o755)
         try:
@@ -118,15 +119,10 @@ class NetDrop(Scenario):
             namespace.close()
             shutil.rmtree(root, ignore_errors=True)
 
-    def verdict(self, m: dict) -> str:
-        if not m["keepalive"]["session_ended"]:
-            return "held"  # the server never ended the session while the lab waited: nothing was lost
-        return lease_verdict(m["lost"], m["holder"]["write"])
-
-    def safety(self, m: dict, verdict: str) -> Safety:
-        if m["lost"] and m["holder"]["write"] == "indeterminate":
-            return Safety.UNKNOWN
-        return super().safety(m, verdict)
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        """The checkers over the holder's, the contender's and the drop's operations: a session the server never
+        ended kept its lock (the contender was refused, held), one it ended let the contender in."""
+        return judged(measures, backend_cls)
 
 
 def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: Path) -> dict:
@@ -162,6 +158,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
                 **services.to_addresses(), "lock_addresses": routed.to_addresses(),
                 "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
                 "fault_point": "before_write"}
+        history = History()
         holder = HolderProcess(spec, netns=namespace.fd)
         acquired = holder.wait_for("acquire", 30)
         if not acquired["granted"]:
@@ -174,7 +171,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         t_drop = fault.dropped_at
         t_gone = _wait_gone(env, monitor, target.lock_pid, within=within)
         contender = inside.backend(table=table, key=spec["key"])
-        job = run_job(contender, [COMPANY], COMPANY_SIZE, "contender", patience=1.0)
+        job = run_job(contender, [COMPANY], COMPANY_SIZE, "contender", patience=1.0, history=history)
         t_go = time.monotonic()
         holder.go()
         learned = _holder_learns(holder, p["holder_patience_s"])
@@ -185,7 +182,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         fault.heal(target)
         events = holder.finish(timeout=10)
         measures = holder_measures(events, job, table, inside, fault.name, "before_write", t_drop, t_heal, estimate,
-                                   run_level=True)  # reads the table: while the server is up
+                                   run_level=True, contender_history=history)  # reads the table: while it is up
     finally:
         if target is not None:
             fault.heal(target)

@@ -20,6 +20,7 @@ from typing import ClassVar
 import backends
 from lab.errors import LabError
 from lab.harness import ops
+from lab.harness.outcomes import DoesNotRun
 from lab.harness.history import History
 from lab.harness.job import run_job
 from lab.harness.workload import COMPANY_SIZE, Observer
@@ -60,7 +61,7 @@ class Pooler(Scenario):
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         if find_pgbouncer(self.search_path) is None:
-            return f"does not run: {MISSING}"
+            return DoesNotRun(MISSING)
         return None
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
@@ -73,7 +74,7 @@ class Pooler(Scenario):
             raise Skip(EXTERNAL)
         binary = find_pgbouncer(self.search_path)
         if binary is None:
-            raise Skip(f"does not run: {MISSING}")
+            raise Skip(DoesNotRun(MISSING))
         mode = MODES[env.spec.variant]
         with PgBouncer(env.services.tmp, env.services.pg_url, mode, pool_size=POOL_SIZE[mode],
                        os_user=server.user, binary=binary) as bouncer:

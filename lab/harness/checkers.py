@@ -33,18 +33,6 @@ def company_state(rows_expected: int, rows_final: int, runs_in: list[str]) -> st
     return f"intact ({rows_final} rows)"
 
 
-def lease_verdict(lost: bool, holder_write: str) -> str:
-    """What became of the holder's write once another run may have taken over.
-
-    'stale write accepted' is the violation fencing exists to stop: the holder's right had
-    lapsed, another run had the company, and the storage still took the holder's write.
-    """
-    if not lost:
-        return "held" if holder_write == "committed" else f"held, holder write {holder_write}"
-    return {"committed": "stale write accepted", "rejected": "stale write rejected",
-            "failed": "rolled back"}.get(holder_write, f"lost, holder write {holder_write}")
-
-
 # Verdicts that mean the lock failed at its one job; everything else kept the company whole.
 VIOLATIONS = ("lost", "stale write accepted", "merged", "torn", "short", "counterexample")
 

@@ -48,6 +48,24 @@ def safety_of(record: dict) -> Safety:
     return Safety.UNSAFE if is_violation(verdict) else Safety.SAFE
 
 
+class DoesNotRun(str):
+    """A skip reason that says the backend or scenario cannot work here at all (a missing package, a server
+    that lacks what a library needs), not that the fault does not apply: the report shows it as *does not
+    run*. It reads as its text, 'does not run: <reason>'; records mark it with `runs_here: false`."""
+
+    def __new__(cls, reason: str):
+        return super().__new__(cls, f"does not run: {reason}")
+
+
+def does_not_run(record: dict) -> bool:
+    """Whether a skipped record is 'does not run' (cannot work here) rather than n/a: its `runs_here` field,
+    or on a run that predates it, its reason's first words."""
+    runs_here = record.get("runs_here")
+    if isinstance(runs_here, bool):
+        return not runs_here
+    return str(record.get("reason") or "").startswith("does not run")
+
+
 # Trial-record schemas this code reads: 1 (no `schema` field: verdicts written by each scenario, in words)
 # and 2 (lab/harness/ops.py: a history and a typed judgement on every judged trial).
 SCHEMAS = (1, 2)

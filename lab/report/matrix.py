@@ -8,7 +8,7 @@ from enum import Enum
 
 import pandas as pd
 
-from lab.harness.outcomes import Safety, exercised_of, safety_of
+from lab.harness.outcomes import Safety, does_not_run, exercised_of, safety_of
 from lab.report.charts import matrix_chart
 from lab.report.common import md_table, ordered_backends, with_capability
 
@@ -85,7 +85,7 @@ def judge(records: list[dict]) -> Cell:
     ok = [r for r in records if r["status"] == "ok"]
     if not ok:
         skipped = [r for r in records if r["status"] == "skipped"]
-        if skipped and all(str(r.get("reason") or "").startswith("does not run") for r in skipped):
+        if skipped and all(does_not_run(r) for r in skipped):
             return Cell(Mark.DOES_NOT_RUN, "does not run")  # the library cannot work here; reason in Every outcome
         if skipped:
             return Cell(Mark.NOT_APPLICABLE, "n/a")

@@ -4,7 +4,6 @@ from lab.harness.checkers import (
     company_state,
     detected_within,
     is_violation,
-    lease_verdict,
 )
 
 
@@ -38,15 +37,3 @@ def test_mixed_runs_are_caught_even_at_the_right_count():
 def test_missing_rows_are_short_and_one_clean_rebuild_is_intact():
     assert company_state(250, 0, []) == "short (0 rows)"
     assert company_state(250, 250, ["run2"]) == "intact (250 rows)"
-
-
-def test_a_lapsed_holders_write_accepted_is_the_violation():
-    assert lease_verdict(True, "committed") == "stale write accepted"
-    assert is_violation("stale write accepted")
-
-
-def test_a_fence_or_a_rollback_keeps_the_company_whole():
-    assert lease_verdict(True, "rejected") == "stale write rejected"
-    assert lease_verdict(True, "failed") == "rolled back"
-    assert lease_verdict(False, "committed") == "held"
-    assert not any(is_violation(v) for v in ("stale write rejected", "rolled back", "held", "intact (250 rows)"))

@@ -15,7 +15,7 @@ from lab.faults.etcd_partition import EtcdPartition
 from lab.servers.clients import etcd_client
 from lab.servers.etcd_cluster import EtcdCluster
 from scenarios.etcd_partition import EtcdPartition as EtcdPartitionScenario
-from tests.server.helpers import processes_under, trial_env
+from tests.server.helpers import processes_under, trial_env, verdict_of
 from tests.server.test_lease_faults import no_holder_left
 
 pytestmark = pytest.mark.server
@@ -42,7 +42,7 @@ def run(services, engines, backend, variant):
     measures = scenario.run_trial(env)
     assert no_holder_left()
     assert not left_behind(services), "a trial left a member or its data behind"
-    return measures, scenario.verdict(measures)
+    return measures, verdict_of(scenario, measures, backend)
 
 
 def wait_for(check, within=5.0):

@@ -12,7 +12,7 @@ from lab.servers.cluster import PostgresPair
 from scenarios.base import Skip
 from scenarios.failover import NEVER_ACKNOWLEDGED
 from scenarios.failover import Failover as FailoverScenario
-from tests.server.helpers import processes_under, trial_env
+from tests.server.helpers import processes_under, trial_env, verdict_of
 from tests.server.test_lease_faults import no_holder_left
 
 pytestmark = pytest.mark.server
@@ -25,7 +25,7 @@ def run(services, engines, backend, variant):
     assert no_holder_left()
     assert not list(services.tmp.glob("failover-*")), "a trial left its pair's data behind"
     assert not [p for p in processes_under(services.tmp) if "failover-" in p], "a trial left a server running"
-    return measures, scenario.verdict(measures)
+    return measures, verdict_of(scenario, measures, backend)
 
 
 def test_an_async_standby_behind_hands_the_lease_token_out_again_and_the_stale_write_is_accepted(services, engines):

@@ -8,7 +8,7 @@ import pytest
 
 from lab.servers.netns import NetNamespace, unavailable_reason
 from scenarios.netdrop import NetDrop
-from tests.server.helpers import processes_under, trial_env
+from tests.server.helpers import processes_under, trial_env, verdict_of
 from tests.server.test_lease_faults import no_holder_left
 
 pytestmark = pytest.mark.server
@@ -30,7 +30,7 @@ def run(services, engines, backend, variant):
     assert no_holder_left()
     assert not list(services.tmp.glob("netdrop-*")), "a trial left its server's data behind"
     assert not [p for p in processes_under(services.tmp) if "netdrop-" in p], "a trial left a server running"
-    return measures, scenario.verdict(measures)
+    return measures, verdict_of(scenario, measures, backend)
 
 
 def test_the_drop_takes_only_the_named_port_and_heals():

@@ -10,7 +10,7 @@ from lab.faults import FaultNotConfirmed, RedisFailover, Target
 from lab.servers.redis_replica import RedisWithReplica
 from scenarios._failover_trial import NEVER_ACKNOWLEDGED
 from scenarios.redis_failover import RedisFailover as RedisFailoverScenario
-from tests.server.helpers import processes_under, trial_env
+from tests.server.helpers import processes_under, trial_env, verdict_of
 from tests.server.test_lease_faults import no_holder_left
 
 pytestmark = pytest.mark.server
@@ -24,7 +24,7 @@ def run(services, engines, backend, variant):
     assert no_holder_left()
     assert not list(services.tmp.glob("redis-failover-*")), "a trial left its pair's files behind"
     assert not [p for p in processes_under(services.tmp) if "redis-failover-" in p], "a trial left a server running"
-    return measures, scenario.verdict(measures)
+    return measures, verdict_of(scenario, measures, backend)
 
 
 def test_a_replica_that_never_got_the_grant_hands_out_the_same_fencing_token(services, engines):

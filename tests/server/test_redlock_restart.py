@@ -3,7 +3,7 @@
 import pytest
 
 from scenarios.redlock_restart import RedlockRestart
-from tests.server.helpers import processes_under, trial_env
+from tests.server.helpers import processes_under, trial_env, verdict_of
 from tests.server.test_lease_faults import no_holder_left
 
 pytestmark = pytest.mark.server
@@ -16,7 +16,7 @@ def run(services, engines, variant):
     assert no_holder_left()
     assert not list(services.tmp.glob("redlock-restart-*")), "a trial left its masters' files behind"
     assert not [p for p in processes_under(services.tmp) if "redlock-restart-" in p], "a master still runs"
-    return measures, scenario.verdict(measures)
+    return measures, verdict_of(scenario, measures, "redlock")
 
 
 def test_a_master_restarted_without_its_data_lets_a_second_client_hold_the_lock(services, engines):
