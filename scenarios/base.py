@@ -20,7 +20,6 @@ from backends import load as load_backend
 from backends.base import Backend, BackendContext
 from lab.errors import Interrupted, LockLost
 from lab.harness import ops
-from lab.harness.checkers import is_violation
 from lab.harness.judge import judge
 from lab.harness.outcomes import Safety
 from lab.harness.verdict import Verdict
@@ -32,8 +31,9 @@ from lab.servers.services import Services
 def judged(measures: dict, backend_cls: type[Backend], **figures) -> Verdict:
     """The checkers over a trial's recorded history and final table; figures are what its words quote."""
     final = {int(company): state for company, state in (measures.get("final") or {}).items()}
+    ttl = measures.get("ttl_s", measures.get("timeout_s")) if "lease_expiry" in backend_cls.capabilities else None
     return judge(ops.from_json(measures["history"]), final, measures.get("rows", 0),
-                 "exclusion" in backend_cls.capabilities, figures)
+                 "exclusion" in backend_cls.capabilities, figures, lease_ttl=ttl)
 
 
 def release_said(backend: Backend) -> str:
@@ -258,8 +258,10 @@ class Scenario(ABC):
         raise NotImplementedError(f"{self.name} records neither a history for the checkers nor a verdict of its own")
 
     def safety(self, measures: dict, verdict: str) -> Safety:
-        """'unsafe' when the trial broke the lock's one job, 'safe' when it did not, 'unknown' when it cannot say."""
-        return Safety.UNSAFE if is_violation(verdict) else Safety.SAFE
+        """The safety of a scenario that words its own outcome: it measures cost, throughput or a rule of the
+        post's (a deadlock, a timer), never a lost lock, which only the checkers judge; one that can harm
+        a company (whynot) says how."""
+        return Safety.SAFE
 
     def exercised(self, measures: dict) -> bool | None:
         """Whether the fault took the lock (or the write's session) away; None when the scenario cannot say.

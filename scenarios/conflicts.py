@@ -13,7 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from lab.harness.checkers import company_state
+from lab.harness.checkers import company_whole
 from scenarios.base import ALONE, Scenario, TrialEnv
 
 DESIGNS = ("no_index", "adjacent_ids", "spread_ids")
@@ -101,11 +101,11 @@ class Conflicts(Scenario):
             results = [r for run_results in pool.map(run, range(p["ten_workers"])) for r in run_results]
         seconds = time.monotonic() - start
         with env.writes.connect() as conn:
-            states = [company_state(p["ten_rows"], table.count(conn, c), table.runs_in(conn, c)) for c in companies]
+            whole = [company_whole(p["ten_rows"], table.count(conn, c), table.runs_in(conn, c)) for c in companies]
         return {"seconds": round(seconds, 3), "workers": p["ten_workers"], "rows": p["ten_rows"],
                 "rebuilds": len(results), "failed_attempts": sum(len(r.failed_attempts) for r in results),
                 "gave_up": sum(r.outcome != "committed" for r in results),
-                "companies_intact": sum(s.startswith("intact") for s in states)}
+                "companies_intact": sum(whole)}
 
     def verdict(self, measures: dict) -> str:
         if "design" in measures:

@@ -54,7 +54,7 @@ import backends
 from backends.base import describe_error
 from backends.session_guard_off import GUARD, guard_left_to_server
 from lab.faults import FaultNotConfirmed, terminate_confirmed
-from lab.harness.checkers import company_state
+from lab.harness.checkers import company_state, company_whole
 from lab.harness.outcomes import Safety
 from lab.harness.workload import COMPANY_SIZE, CompanyTable, table_name
 from lab.servers import pg
@@ -195,15 +195,15 @@ class WhyNot(Scenario):
         """Unsafe only where two runs rebuilt one company at once as the backend is configured by default."""
         kind = m["kind"]
         if kind == "no_parent_row":
-            return Safety.SAFE if m["create"]["company"].startswith("intact") else Safety.UNSAFE
+            return Safety.SAFE if m["create"]["whole"] else Safety.UNSAFE
         if kind == "backstop_loser":
-            return Safety.SAFE if m["company"].startswith("intact") and not m["torn"] else Safety.UNSAFE
+            return Safety.SAFE if m["whole"] and not m["torn"] else Safety.UNSAFE
         if kind == "giant_transaction":  # a kill mid-transaction must leave every company whole either way
             whole = all(m[shape]["companies_whole"] for shape in GIANT_SHAPES)
             return Safety.SAFE if whole else Safety.UNSAFE
         if kind == "queue_exclusion":
             pairs = [m["second_asks"], m["second_asks_new_job"]]
-            whole = m["intact"] and all(p["company"].startswith("intact") for p in pairs)
+            whole = m["intact"] and all(p["whole"] for p in pairs)
             return Safety.UNSAFE if m["duplicates"] or not whole else Safety.SAFE
         return Safety.SAFE
 
@@ -669,7 +669,8 @@ def no_parent_trial(env: TrialEnv) -> dict:
         phases[policy] = {"parent_rows_before": before, "parent_rows_after": _parents(env, cls.parent_table),
                           "runs": m["runs"], "rows_seen": m["rows_seen"], "rows_final": m["rows_final"],
                           "runs_in_final": m["runs_in_final"],
-                          "company": company_state(COMPANY_SIZE, m["rows_final"], m["runs_in_final"])}
+                          "company": company_state(COMPANY_SIZE, m["rows_final"], m["runs_in_final"]),
+                          "whole": company_whole(COMPANY_SIZE, m["rows_final"], m["runs_in_final"])}
     return {"kind": "no_parent_row", "lock_strength": cls.row_lock_strength, "hold_s": env.params["hold_s"],
             **phases}
 
@@ -701,6 +702,7 @@ def backstop_trial(env: TrialEnv) -> dict:
         saw = f"loser {loser['outcome']}"
     return {"kind": "backstop_loser", "hold_s": env.params["hold_s"], "runs": m["runs"], "rows_seen": m["rows_seen"],
             "rows_final": m["rows_final"], "runs_in_final": m["runs_in_final"], "company": company, "torn": torn,
+            "whole": company_whole(COMPANY_SIZE, m["rows_final"], m["runs_in_final"]),
             "loser_deleted": loser["deleted"], "loser_saw": saw, "markers_left": markers_left,
             "winner": winner["outcome"], "later_rebuild": after.outcome, "later_error": after.error}
 
@@ -754,7 +756,8 @@ def queue_trial(env: TrialEnv) -> dict:
         pair = two_runs(env, _hold_after_delete(env, "after_lock")).measures()
         second = pair["runs"][1]
         asks[when] = {"outcome": second["outcome"], "waited": second["waited"], "error": second["error"],
-                      "company": company_state(COMPANY_SIZE, pair["rows_final"], pair["runs_in_final"])}
+                      "company": company_state(COMPANY_SIZE, pair["rows_final"], pair["runs_in_final"]),
+                      "whole": company_whole(COMPANY_SIZE, pair["rows_final"], pair["runs_in_final"])}
     # 2. Runs pull companies from one queue until it is empty.
     table = env.table("pull")
     table.fill(env.writes, range(1, companies + 1), COMPANY_SIZE)
@@ -785,8 +788,8 @@ def queue_trial(env: TrialEnv) -> dict:
         if outcome == "committed":
             by_company.setdefault(company, []).append(run)
     with env.monitor.connect() as conn:
-        states = {c: company_state(COMPANY_SIZE, table.count(conn, c), table.runs_in(conn, c))
-                  for c in range(1, companies + 1)}
+        whole = {c: company_whole(COMPANY_SIZE, table.count(conn, c), table.runs_in(conn, c))
+                 for c in range(1, companies + 1)}
     per_run = {f"run{i}": sum(1 for r, _, o in claims if r == f"run{i}" and o == "committed")
                for i in range(QUEUE_RUNS)}
     return {"kind": "queue_exclusion", "companies": companies, "runs": QUEUE_RUNS,
@@ -794,6 +797,6 @@ def queue_trial(env: TrialEnv) -> dict:
             "per_run": per_run, "rebuilt": len(by_company),
             "duplicates": sorted(c for c, rs in by_company.items() if len(rs) > 1),
             "missing": sorted(set(range(1, companies + 1)) - set(by_company)),
-            "intact": all(s.startswith("intact") for s in states.values()),
+            "intact": all(whole.values()),
             "seconds": round(seconds, 4), "per_s": round(len(by_company) / seconds, 2) if seconds else None,
             "failed": sum(o != "committed" for _, _, o in claims)}

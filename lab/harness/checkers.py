@@ -21,8 +21,13 @@ def detected_within(gap: float | None, poll: float, still_held_at: float | None 
     return "within one poll" if gap <= 2 * poll else "late"
 
 
+def company_whole(rows_expected: int, rows_final: int, runs_in: list[str]) -> bool:
+    """Whether a company ended as exactly one run's whole rebuild: the typed answer company_state words."""
+    return rows_final == rows_expected and len(runs_in) <= 1
+
+
 def company_state(rows_expected: int, rows_final: int, runs_in: list[str]) -> str:
-    """Whether a company ended as exactly one run's rebuild.
+    """Whether a company ended as exactly one run's rebuild, in words.
 
     'merged' is the post's 500-row failure: two rebuilds' rows in one company.
     """
@@ -31,11 +36,3 @@ def company_state(rows_expected: int, rows_final: int, runs_in: list[str]) -> st
     if rows_final < rows_expected:
         return f"short ({rows_final} rows)"
     return f"intact ({rows_final} rows)"
-
-
-# Verdicts that mean the lock failed at its one job; everything else kept the company whole.
-VIOLATIONS = ("lost", "stale write accepted", "merged", "torn", "short", "counterexample")
-
-
-def is_violation(verdict: str) -> bool:
-    return verdict.startswith(VIOLATIONS)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lab.harness.checkers import detected_within
+from lab.harness.linearizable import mutex_finding
 from lab.harness.ops import F, Op, Type
 from lab.harness.verdict import Finding, Kind, Valid, Verdict, worst
 
@@ -326,13 +327,26 @@ def _right_end(facts: Facts, holder: str) -> float:
     return float("inf") if not ends or None in ends else max(ends)
 
 
+def linearizability(ops: list[Op], lease_ttl: float | None) -> list[Finding]:
+    """The bounded Wing-Gong search (lab/harness/linearizable.py) as evidence beside the checkers: is the
+    history a mutex, and, for a lease, a lease behaving as one (a second grant only after the first's TTL)?
+    Evidence only (no kind): the exclusion checker already decides 'lost', from what the holder believed."""
+    runs = [mutex_finding(ops, max_seconds=0.5)]
+    if lease_ttl:
+        lease = mutex_finding(ops, expires_after=lease_ttl, max_seconds=0.5)
+        runs.append(Finding(f"linearizable (lease, TTL {lease_ttl:g} s)", lease.valid, lease.kind, lease.proof,
+                            lease.detail))
+    return [Finding(f.checker, f.valid, None, f.proof, f.detail) for f in runs]
+
+
 def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool = True,
-          figures: dict | None = None) -> Verdict:
+          figures: dict | None = None, lease_ttl: float | None = None) -> Verdict:
     """Every checker over one trial's history, composed: the worst kind found, the lock's exclusion, and
     whether the right was ever contested (exercised).
 
     promises_exclusion: the backend claims one writer per company (capability `exclusion`); a strategy
     that does not (no lock, an idempotent upsert, SERIALIZABLE) is judged by the company alone.
+    lease_ttl: the lock is a lease of this TTL; the linearizability evidence then asks the lease model too.
     """
     facts = facts_of(ops)
     storage_orders = any(r.scope == COMPANY for r in facts.rights)
@@ -351,13 +365,15 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
         kinds = [k for k in kinds if k is not Kind.LOST]
     if not kinds:
         kinds = [_quiet_kind(facts)]
+    evidence = linearizability(ops, lease_ttl)
     shown = dict(figures or {})
+    shown["linearizable"] = {f.checker: f.valid.value for f in evidence}
     if final and len(final) == 1:
         shown.setdefault("rows", next(iter(final.values()))["rows"])
     torn = sorted({n for _, _, n in facts.observed if n != size})
     if torn:
         shown.setdefault("seen", torn)
-    return Verdict(worst(kinds), lock_valid, contested(facts), tuple(findings), shown)
+    return Verdict(worst(kinds), lock_valid, contested(facts), tuple(findings + evidence), shown)
 
 
 def _quiet_kind(facts: Facts) -> Kind:

@@ -27,6 +27,9 @@ class Safety(str, Enum):
 # Calibration measures detection of a killed lock session: every verdict there is a lost lock
 # (late or never detected is worse, not better), so an older run without `safety` reads as unsafe.
 CALIBRATION_LOST = {"within one poll", "late", "not detected"}
+# A schema-1 run that predates the `safety` field said a violation by its verdict's first words; this
+# module is the one place those words are read (schema 2 records carry a typed judgement).
+SCHEMA1_VIOLATIONS = ("lost", "stale write accepted", "merged", "torn", "short", "counterexample")
 
 
 def safety_of(record: dict) -> Safety:
@@ -37,15 +40,12 @@ def safety_of(record: dict) -> Safety:
             return Safety(recorded)
         except ValueError:
             return Safety.UNKNOWN
-    # Imported here, so that the checkers can import Safety from this module.
-    from lab.harness.checkers import is_violation
-
     verdict = record.get("verdict")
     if verdict is None:
         return Safety.UNKNOWN
     if record.get("scenario") == "calibrate" and verdict in CALIBRATION_LOST:
         return Safety.UNSAFE
-    return Safety.UNSAFE if is_violation(verdict) else Safety.SAFE
+    return Safety.UNSAFE if str(verdict).startswith(SCHEMA1_VIOLATIONS) else Safety.SAFE
 
 
 class DoesNotRun(str):

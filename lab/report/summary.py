@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from lab.harness.outcomes import Safety, outcome_text, safety_of
+from lab.harness.outcomes import lock_lost, outcome_text
 from lab.report.common import md_table, ok_trials, ordered_backends, with_capability
 from lab.report.matrix import FAULTS, Mark, fault_records, judge, lease_faults_run
 from lab.report import whynot
@@ -201,7 +201,7 @@ def _heartbeat(frame) -> str | None:
     if group.empty:
         return None
     text = outcome_text(group.to_dict("records"))
-    lost = sum(safety_of(r) is Safety.UNSAFE for r in group.to_dict("records"))
+    lost = sum(lock_lost(r) for r in group.to_dict("records"))
     said = ("opens a new transaction and the lock is lost again" if lost == len(group) else
             f"lost the lock again in {lost} of {len(group)} trials" if lost else "did not lose the lock here")
     return f"measured: one more query on a committed lock connection {said}: session_commit {text} (case D)"

@@ -3,7 +3,6 @@
 from lab.harness.checkers import (
     company_state,
     detected_within,
-    is_violation,
 )
 
 

@@ -161,3 +161,17 @@ def test_a_holder_that_never_writes_loses_the_lock_and_nothing_more_is_claimed(s
     v = judge(shape(), {}, SIZE)
     assert (v.kind, v.safety, v.lock.value, v.exercised, verdict_text(v)) == (Kind.LOST, Safety.UNTESTED, "false",
                                                                              True, "lost")
+
+
+# --- the linearizability search as evidence: a lease behaving as a lease, or a broken one --------------------
+
+def test_a_lock_lost_to_its_ttl_is_no_mutex_but_is_a_lease():
+    v = judge(never_writes_timing(), {}, SIZE, lease_ttl=10.0)
+    assert v.figures["linearizable"] == {"linearizable (mutex)": "false", "linearizable (lease, TTL 10 s)": "true"}
+    assert v.kind is Kind.LOST  # the evidence never changes what the checkers decided
+
+
+def test_a_second_grant_before_the_first_lease_could_lapse_is_not_even_a_lease():
+    """Kleppmann's Redlock case: a restarted master forgets the key and grants it while the lease is valid."""
+    v = judge(never_writes_timing(), {}, SIZE, lease_ttl=30.0)
+    assert v.figures["linearizable"]["linearizable (lease, TTL 30 s)"] == "false"
