@@ -11,6 +11,17 @@ logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
 logging.getLogger("sqlalchemy.pool").propagate = False
 
 
+def pytest_runtest_setup(item):
+    """A test marked os_packages("pgbouncer", ...) skips with one line naming what is missing and its install command.
+
+    The marker keeps the rule in one place (tests/os_packages.py), and the skip is raised there, so pytest -rs
+    folds every test skipped for one package into one line."""
+    from tests import os_packages
+
+    for mark in item.iter_markers("os_packages"):
+        os_packages.require(*mark.args, **mark.kwargs)
+
+
 @pytest.fixture(scope="session")
 def services():
     """Real PostgreSQL, Redis (one, and three Redlock masters) and etcd on loopback, stopped (and their temp dir removed) at the end."""

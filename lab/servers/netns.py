@@ -8,7 +8,7 @@ its own, where no other program's traffic can be touched and everything vanishes
 The namespace is per thread in Linux: a thread that enters it opens its sockets there, and the
 threads and processes it starts are born there. The lab's children are forked by one launcher
 thread (lab/servers/processes.py), so they are sent in with setns() before they exec.
-It needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2's `ip` and `tc`.
+It needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2's `ip`, `tc` and `ss`.
 """
 
 from __future__ import annotations
@@ -38,11 +38,16 @@ def _setns(fd: int) -> None:
         raise OSError(err, f"setns: {os.strerror(err)}")
 
 
+MISSING = "iproute2 not installed (apt-get install iproute2)"
+TOOLS = ("ip", "tc", "ss")  # the namespace's loopback, the drop, and the lock connection it names
+
+
 def unavailable_reason() -> str | None:
-    """Why a network namespace with tc cannot be made here, or None."""
-    missing = [tool for tool in ("ip", "tc") if shutil.which(tool) is None]
-    if missing:
-        return f"{' and '.join(missing)} (iproute2) not installed"
+    """Why a network namespace with tc cannot be made here, or None.
+
+    One line naming what to install or why not, the way every optional package of the lab says it."""
+    if any(shutil.which(tool) is None for tool in TOOLS):
+        return MISSING
     if os.geteuid() != 0:
         return "dropping packets needs root: a private network namespace (CAP_SYS_ADMIN) and tc (CAP_NET_ADMIN)"
     return None

@@ -23,11 +23,19 @@ from lab.servers.processes import free_port, spawn, stop, wait_ready
 
 MISSING = "pgbouncer not installed (apt-get install pgbouncer)"
 SEARCH_AFTER_PATH = "/usr/sbin"  # Debian installs it there, outside an unprivileged user's PATH
+# Where to look instead of PATH then /usr/sbin (a PATH-style list); set empty, the lab finds no pgbouncer,
+# as on a machine without it: how a test checks that case where pgbouncer is installed.
+SEARCH_PATH_VARIABLE = "LAB_PGBOUNCER_SEARCH_PATH"
 POOL_MODES = ("session", "transaction")
 
 
 def find_pgbouncer(path: str | None = None) -> str | None:
-    """The pgbouncer binary on path (by default PATH, then /usr/sbin), or None when it is not installed."""
+    """The pgbouncer binary on path, or None when it is not installed there.
+
+    By default path is $LAB_PGBOUNCER_SEARCH_PATH when set (empty: nowhere), else PATH then /usr/sbin:
+    the variable lets a run be told where to look, or to behave as if pgbouncer were not installed."""
+    if path is None:
+        path = os.environ.get(SEARCH_PATH_VARIABLE)
     if path is None:
         path = os.pathsep.join(p for p in (os.environ.get("PATH", ""), SEARCH_AFTER_PATH) if p)
     return shutil.which("pgbouncer", path=path) if path else None

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from lab.servers.pgbouncer import MISSING, PgBouncer, find_pgbouncer
+from lab.servers.pgbouncer import PgBouncer
 
-# Where pgbouncer is missing these tests skip, naming it; .ci/run installs it and sets
-# LAB_REQUIRE_SYSTEM_SERVERS=1, so there a missing pgbouncer fails them instead.
-needs_pgbouncer = pytest.mark.skipif(find_pgbouncer() is None and not os.environ.get("LAB_REQUIRE_SYSTEM_SERVERS"),
-                                     reason=MISSING)
+# Where pgbouncer is missing these tests skip, naming it and its install command (tests/os_packages.py);
+# .ci/run installs it and sets LAB_REQUIRE_SYSTEM_SERVERS=1, so there a missing pgbouncer fails them instead.
+needs_pgbouncer = pytest.mark.os_packages("pgbouncer")
 
 
 def start_bouncer(services, mode: str, **kwargs) -> PgBouncer:

@@ -1,26 +1,17 @@
 """A real network drop (tc in a private network namespace): the server's keepalives end the lock's session
 when lab doctor says they will, and what the holder's own libpq settings change for it."""
 
-import os
 import socket
 
 import pytest
 
-from lab.servers.netns import NetNamespace, unavailable_reason
+from lab.servers.netns import NetNamespace
 from scenarios.netdrop import NetDrop
 from tests.server.helpers import processes_under, trial_env, verdict_of
 from tests.server.test_lease_faults import no_holder_left
 
-pytestmark = pytest.mark.server
-
-
-@pytest.fixture(autouse=True)
-def needs_tc():
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get("LAB_REQUIRE_SYSTEM_SERVERS"):
-            pytest.fail(f"the netdrop tier cannot run: {reason}")
-        pytest.skip(reason)
+# iproute2's ip, tc and ss, and root for the namespace: without them skipped with the install line.
+pytestmark = [pytest.mark.server, pytest.mark.os_packages("iproute2", root=True)]
 
 
 def run(services, engines, backend, variant):

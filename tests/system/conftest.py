@@ -1,9 +1,9 @@
 """The distribution-packaged tier: PostgreSQL 15 and Redis 7 from the operating system, set up as a
 cautious DBA would, started by the fixture itself on free ports in a temp dir (never the system service).
 
-`.ci/run` installs the packages with apt-get and sets LAB_REQUIRE_SYSTEM_SERVERS=1, so in CI a missing
-package fails the tier; elsewhere it is skipped with the install command. Skip it on purpose with
-`pytest -m "not system"`.
+`.ci/run` installs the packages with apt-get (from .ci/os-packages) and sets LAB_REQUIRE_SYSTEM_SERVERS=1, so
+in CI a missing package fails the tier; elsewhere it is skipped with the install command (tests/os_packages.py).
+Skip it on purpose with `pytest -m "not system"`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
-PG15 = Path("/usr/lib/postgresql/15/bin")
-REDIS7 = Path("/usr/bin/redis-server")
-INSTALL = "apt-get install postgresql-15 redis-server"
+from tests import os_packages
+
+# Where the list of optional packages says each is found: PostgreSQL 15's bin folder, Redis 7's server.
+PG15 = Path(os_packages.packages()["postgresql-15"].binary).parent
+REDIS7 = Path(os_packages.packages()["redis-server"].binary)
 # What a cautious DBA sets: few connections, guards on idle sessions at database level, a statement and
 # lock timeout for the application's role. The lab must pin what it relies on and fit its trials in.
 MAX_CONNECTIONS = 50
@@ -78,20 +80,9 @@ class DbaServers:
     redis_version: str
 
 
-def _missing() -> str | None:
-    for path, package in ((PG15 / "postgres", "postgresql-15"), (REDIS7, "redis-server")):
-        if not path.exists():
-            return f"does not run: {package} not installed ({path} missing; {INSTALL})"
-    return None
-
-
 @pytest.fixture(scope="session")
 def dba_servers():
-    reason = _missing()
-    if reason:
-        if os.environ.get("LAB_REQUIRE_SYSTEM_SERVERS"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    os_packages.require("postgresql-15", "redis-server")
     import redis
     from sqlalchemy import text
 

@@ -15,7 +15,8 @@ import pytest
 from tests.server.helpers import shared_tmp
 from tests.system.conftest import DATABASE_GUARDS, MAX_CONNECTIONS
 
-pytestmark = pytest.mark.system
+# Skipped before the fixture starts anything, in one line for the tier, without the packages.
+pytestmark = [pytest.mark.system, pytest.mark.os_packages("postgresql-15", "redis-server")]
 
 SCENARIOS = "cases,calibrate,overlap,pause,cut,lookalikes"
 

@@ -1,0 +1,64 @@
+"""The one list of optional operating-system packages (.ci/os-packages): README's table and install command
+are that list, .ci/run reads it and names none by hand, and the lab's own lines for a missing one match it."""
+
+import re
+from pathlib import Path
+
+from tests import os_packages
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_table() -> list[tuple[str, str]]:
+    """README's rows of `| package | what it enables |`, in order."""
+    text = (ROOT / "README.md").read_text()
+    table = text.split("| package | what it enables |\n|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    return [re.fullmatch(r"\| `([^`]+)` \| (.*) \|", row).groups() for row in table.splitlines()]
+
+
+def test_readme_lists_exactly_the_packages_of_the_list_with_what_each_enables():
+    assert all(p.binaries and p.enables for p in os_packages.packages().values())
+    assert readme_table() == [(p.name, p.enables) for p in os_packages.packages().values()]
+
+
+def test_readme_gives_the_one_command_that_installs_them_all():
+    assert f"```sh\n{os_packages.install_command()}\n```" in (ROOT / "README.md").read_text()
+
+
+def test_ci_installs_from_the_list_and_names_no_package_by_hand():
+    run = (ROOT / ".ci" / "run").read_text()
+    assert "done < .ci/os-packages" in run
+    code = "\n".join(line for line in run.splitlines() if not line.lstrip().startswith("#"))
+    assert not [name for name in os_packages.packages() if name in code]
+
+
+def test_the_labs_line_for_a_missing_package_is_the_lists():
+    """The lab says its own 'does not run: ...' for pgbouncer and iproute2; the tests accept exactly that line."""
+    from lab.servers import netns, pgbouncer
+
+    assert pgbouncer.MISSING == os_packages.not_installed("pgbouncer")
+    assert netns.MISSING == os_packages.not_installed("iproute2")
+    assert os_packages.not_installed("pgbouncer") == "pgbouncer not installed (apt-get install pgbouncer)"
+
+
+def test_one_line_names_every_missing_package_and_the_command_for_them(monkeypatch):
+    monkeypatch.setattr(os_packages.OsPackage, "installed", lambda self: self.name == "pgbouncer")
+    assert os_packages.missing() == ["iproute2", "postgresql-15", "redis-server"]
+    assert os_packages.missing("pgbouncer", hidden={"pgbouncer"}) == ["pgbouncer"]
+    assert os_packages.missing_line("pgbouncer") is None
+    assert os_packages.missing_line("postgresql-15", "redis-server") == (
+        "postgresql-15 and redis-server not installed (apt-get install postgresql-15 redis-server)")
+
+
+def test_lab_pgbouncer_search_path_tells_the_lab_where_to_look_or_not_to(monkeypatch, tmp_path):
+    """An executable file named pgbouncer (never run: this is where the lab looks, not a server)."""
+    from lab.servers.pgbouncer import SEARCH_PATH_VARIABLE, find_pgbouncer
+
+    binary = tmp_path / "pgbouncer"
+    binary.write_text("")
+    binary.chmod(0o755)
+    monkeypatch.setenv(SEARCH_PATH_VARIABLE, str(tmp_path))
+    assert find_pgbouncer() == str(binary)
+    monkeypatch.setenv(SEARCH_PATH_VARIABLE, "")
+    assert find_pgbouncer() is None
+    assert find_pgbouncer(str(tmp_path)) == str(binary)  # an explicit path is the caller's, whatever the variable
