@@ -108,13 +108,23 @@ def _effective_outcome(write: dict) -> str:
     return outcome
 
 
-def holder_ops(events: list[dict], t0: float, company: int, run_level: bool) -> list[Op]:
+def right_scope(backend_cls) -> str | None:
+    """Where a backend's right lives, as the history says it: "run" (held across writes), "company" (a lock
+    inside the write), or None (no lock at all: none, an idempotent upsert, SERIALIZABLE)."""
+    if backend_cls.holds_across_writes():
+        return "run"
+    return "company" if "in_transaction" in backend_cls.capabilities else None
+
+
+def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -> list[Op]:
     """The holder process's reported events as history operations on the trial's clock (t0: its zero).
 
     A run-level right is its grant; a right inside the write is its company lock, taken before the holder
-    stopped at its fault point after its delete. The holder reports its write once it has ended, so the
-    write's COMMIT is bounded by that report. Every signal it heard (told.py) is a `told` operation.
+    stopped at its fault point after its delete; a strategy without a lock has no right at all. The holder
+    reports its write once it has ended, so the write's COMMIT is bounded by that report. Every signal it
+    heard (told.py) is a `told` operation.
     """
+    run_level = scope == "run"
     rec = Recorder(t0)
     first = {}
     for event in events:
@@ -128,8 +138,9 @@ def holder_ops(events: list[dict], t0: float, company: int, run_level: bool) -> 
             rec.add("holder", Type.OK, F.ACQUIRE, at=acquire["t"], scope="run", token=acquire.get("token"))
     if at_point is not None and not run_level:
         rec.add("holder", Type.INVOKE, F.WRITE, at=at_point["t"], company=company)
-        rec.add("holder", Type.OK, F.ACQUIRE, at=at_point["t"], scope="company", company=company,
-                token=(acquire or {}).get("token"))
+        if scope == "company":
+            rec.add("holder", Type.OK, F.ACQUIRE, at=at_point["t"], scope="company", company=company,
+                    token=(acquire or {}).get("token"))
     elif run_level and write is not None:
         begun = first.get("resumed", write)
         rec.add("holder", Type.INVOKE, F.WRITE, at=begun["t"], company=company)
@@ -150,11 +161,11 @@ def holder_ops(events: list[dict], t0: float, company: int, run_level: bool) -> 
     return rec.ops()
 
 
-def lease_history(holder_events: list[dict], contender: History, company: int, run_level: bool,
+def lease_history(holder_events: list[dict], contender: History, company: int, scope: str | None,
                   fault: str, t_fault: float, t_heal: float) -> list[Op]:
     """One history of a lease-fault trial: the holder's operations, the contender's, the fault's strike and heal."""
     rec = Recorder(contender.t0)
-    rec.extend(holder_ops(holder_events, contender.t0, company, run_level))
+    rec.extend(holder_ops(holder_events, contender.t0, company, scope))
     rec.extend(ops.from_events(contender.to_list()))
     rec.add("fault", Type.OK, F.FAULT, at=t_fault, name=fault)
     rec.add("fault", Type.OK, F.HEAL, at=t_heal, name=fault)
@@ -180,7 +191,8 @@ def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
     holder_write_at = write.get("t") or by_name.get("exit", {}).get("t")
     noticed = by_name.get("held", {}).get("noticed_loss_at")
     judged_by = {} if contender_history is None else {
-        "history": ops.to_json(lease_history(events, contender_history, COMPANY, run_level, fault, t_fault, t_heal)),
+        "history": ops.to_json(lease_history(events, contender_history, COMPANY,
+                                             right_scope(backends.load(env.spec.backend)), fault, t_fault, t_heal)),
         "final": {str(COMPANY): {"rows": rows_final, "runs": runs_in}}}
     return {**judged_by,
         "fault": fault, "point": point, "ttl_s": ttl,

@@ -382,7 +382,8 @@ def _quiet_kind(facts: Facts) -> Kind:
     got = [r.process for r in facts.rights] + [w.process for w in facts.writes if w.landed]
     if not got:
         return Kind.NOT_ACQUIRED
-    return Kind.INTACT if len(set(got)) > 1 else Kind.HELD
+    # Without any lock nobody "holds": a whole company is intact, whoever wrote it.
+    return Kind.INTACT if len(set(got)) > 1 or not facts.rights else Kind.HELD
 
 
 def detection(ops: list[Op], poller: str, poll: float) -> str | None:

@@ -7,7 +7,7 @@ lock was detected); counts across trials are the report's business.
 
 from __future__ import annotations
 
-from lab.harness.verdict import Kind, Verdict
+from lab.harness.verdict import SAFETY_OF, Kind, Verdict
 
 # Calibration's detection, from the poller's view of a killed lock session.
 DETECTION = {"within one poll": "lost within one poll", "late": "lost, detected late",
@@ -69,6 +69,7 @@ def _search_text(verdict: Verdict) -> str:
     figures = verdict.figures
     if not figures.get("counterexample"):
         return f"{figures['schedules_struck']} schedules struck, none failed"
-    kinds = sorted({f.kind.value for f in verdict.findings if f.kind is not None and f.valid.value == "false"})
+    kinds = sorted({f.kind.value for f in verdict.findings if f.kind is not None and f.valid.value == "false"
+                    and SAFETY_OF[f.kind] is verdict.safety})  # what made it a counterexample, not the lock's loss
     prefix = "counterexample (did not fail on every replay): " if figures.get("flaky") else "counterexample: "
     return prefix + ", ".join(kinds or [verdict.kind.value])

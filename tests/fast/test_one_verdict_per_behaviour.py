@@ -40,7 +40,7 @@ def lease_shape(holder_events, contender_events, fault="pause", in_transaction=F
     the contender's run_job events on the trial's History, the fault struck at 100.2 s and healed at 103 s."""
     contender = History(100.0)
     contender.events.extend(contender_events)
-    return lease_history(holder_events, contender, 1, not in_transaction, fault, 100.2, 103.0)
+    return lease_history(holder_events, contender, 1, "company" if in_transaction else "run", fault, 100.2, 103.0)
 
 
 def write_events(t, run, outcome="write_committed", **fields):
@@ -175,3 +175,16 @@ def test_a_second_grant_before_the_first_lease_could_lapse_is_not_even_a_lease()
     """Kleppmann's Redlock case: a restarted master forgets the key and grants it while the lease is valid."""
     v = judge(never_writes_timing(), {}, SIZE, lease_ttl=30.0)
     assert v.figures["linearizable"]["linearizable (lease, TTL 30 s)"] == "false"
+
+
+def test_a_paused_holder_with_no_lock_has_no_right_to_lose():
+    """`none` under a pause: its write rolls back with the guard, the contender rebuilds; nothing lapsed."""
+    holder = [ev(100.0, "holder", "acquire", granted=True), ev(100.1, "holder", "at_point"),
+              ev(103.1, "holder", "resumed"), {"event": "write", "t": 103.3, "outcome": "failed"}]
+    contender = [ev(2.4, "contender", "acquire_requested"), ev(2.5, "contender", "acquire_granted", company_scoped=True),
+                 *write_events(2.6, "contender")]
+    contender_history = History(100.0)
+    contender_history.events.extend(contender)
+    history = lease_history(holder, contender_history, 1, None, "pause", 100.2, 103.0)
+    v = judge(history, {1: {"rows": 250, "runs": ["contender"]}}, SIZE, promises_exclusion=False)
+    assert (v.kind, v.safety, v.exercised) == (Kind.INTACT, Safety.SAFE, True)
