@@ -13,7 +13,9 @@ from collections import Counter
 
 import pandas as pd
 
+from lab.harness.outcomes import judgement_of
 from lab.harness.told import CHANNELS, first_after
+from lab.harness.verdict import Kind
 from lab.report.common import md_table, ordered_backends
 
 FAULT_COLUMNS = [("pause", "holder paused past the TTL"), ("cut", "lock connection cut past the TTL"),
@@ -41,6 +43,16 @@ def lost_trials(records: list[dict]) -> list[dict]:
             and r["measures"]["contender"].get("granted_at") is not None]
 
 
+def stale_accepted(record: dict) -> bool:
+    """Whether the trial's lapsed holder had its write accepted: the checkers' kind (schema 2), or on a
+    schema-1 run the scenario's own `lost` and the holder's committed write."""
+    judgement = judgement_of(record)
+    if judgement is not None:
+        return judgement["kind"] == Kind.STALE_WRITE_ACCEPTED.value
+    m = record["measures"]
+    return bool(m.get("lost")) and m["holder"]["write"] == "committed"
+
+
 def first_signal(measures: dict) -> dict | None:
     return first_after(measures["holder"]["signals"], measures["fault_at"])
 
@@ -55,15 +67,15 @@ def told_cell(records: list[dict]) -> str:
     lost = lost_trials(recorded)
     if not lost:
         return f"not lost {len(recorded)}/{len(recorded)}"
-    firsts = [(r["measures"], first_signal(r["measures"])) for r in lost]
+    firsts = [(r, first_signal(r["measures"])) for r in lost]
     kinds = Counter((s["how"], s["via"]) if s else None for _, s in firsts)
     ranked = sorted(kinds.items(), key=lambda kv: (-kv[1], str(kv[0])))
     (kind, n), others = ranked[0], ranked[1:]
     if kind is None:
         text = f"nothing {n}/{len(lost)}"
     else:
-        same = [(m, s) for m, s in firsts if s and (s["how"], s["via"]) == kind]
-        delay = statistics.median(s["at"] - m["contender"]["granted_at"] for m, s in same)
+        same = [(r, s) for r, s in firsts if s and (s["how"], s["via"]) == kind]
+        delay = statistics.median(s["at"] - r["measures"]["contender"]["granted_at"] for r, s in same)
         said = plain(same[0][1]["text"])
         text = (f"{_kind(kind)}" + (f": `{said}`" if said else "")
                 + f"; {n}/{len(lost)}, {delay:+.2f} s{_against_write(same)}")
@@ -74,12 +86,12 @@ def _kind(kind: tuple[str, str] | None) -> str:
     return "nothing" if kind is None else f"{CHANNELS[kind[0]]} from {kind[1]}"
 
 
-def _against_write(same: list[tuple[dict, dict]]) -> str:
+def _against_write(same: list[tuple[dict, dict]]) -> str:  # (record, its first signal)
     """Whether the signal came before or after the stale write it could have stopped."""
-    stale = [(m, s) for m, s in same if m["lost"] and m["holder"]["write"] == "committed"]
+    stale = [(r, s) for r, s in same if stale_accepted(r)]
     if not stale:
         return ""
-    after = sum(s["at"] >= m["holder"]["write_at"] for m, s in stale)
+    after = sum(s["at"] >= r["measures"]["holder"]["write_at"] for r, s in stale)
     if after == len(stale) == len(same):
         return ", after its stale write committed"
     if after == 0 and len(stale) == len(same):
@@ -124,8 +136,7 @@ def section_told(frame: pd.DataFrame) -> str | None:
             continue  # no lock held across writes, or trials recorded before signals were
         cells = [told_cell([r for r in mine if r["scenario"] == s]) for s, _ in columns]
         rows.append([backend, *cells, release_cell(mine)])
-        stale += [(first_signal(r["measures"]), r["measures"]) for r in lost_trials(mine)
-                  if r["measures"]["lost"] and r["measures"]["holder"]["write"] == "committed"]
+        stale += [(first_signal(r["measures"]), r["measures"]) for r in lost_trials(mine) if stale_accepted(r)]
         if any(r["measures"]["holder"]["write"] == "rejected" for r in lost_trials(mine)):
             fenced.append(backend)
     if not rows:

@@ -5,7 +5,7 @@ import pytest
 from lab.servers.drivers import DRIVERS, missing
 from scenarios.base import TrialSpec
 from scenarios.cases import Cases
-from tests.server.helpers import trial_env
+from tests.server.helpers import trial_env, verdict_of
 
 pytestmark = pytest.mark.server
 
@@ -22,7 +22,7 @@ def run_case(services, engines, driver, variant, backend="session"):
     env = trial_env(services, engines, "cases", backend, variant, scenario.profile_params("quick"))
     env.spec = TrialSpec("cases", backend, variant, 0, driver=driver)
     measures = scenario.run_trial(env)
-    return measures, scenario.verdict(measures)
+    return measures, verdict_of(scenario, measures, backend)
 
 
 def test_every_driver_is_covered_by_one_expectation():

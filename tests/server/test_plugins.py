@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.harness.outcomes import does_not_run
+from lab.harness.outcomes import does_not_run as cannot_work_here
 
 from lab.servers.pgbouncer import SEARCH_PATH_VARIABLE
 from tests import os_packages
@@ -144,7 +144,7 @@ def landed(trials: list[dict], does_not_run: set[str]) -> tuple[set, set]:
 
     A trial that says 'does not run' for any other reason fails the test: only a missing package excuses one."""
     ran = {(t["scenario"], t["variant"]) for t in trials if t["status"] == "ok"}
-    skipped = [t for t in trials if t["status"] == "skipped" and does_not_run(t)]
+    skipped = [t for t in trials if t["status"] == "skipped" and cannot_work_here(t)]
     assert {t["reason"] for t in skipped} <= does_not_run, {t["reason"] for t in skipped} - does_not_run
     return ran, {(t["scenario"], t["variant"]) for t in skipped} - ran
 

@@ -9,7 +9,7 @@ from lab.errors import LockLost
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
 from lab.servers import pg
 from scenarios.cases import Cases
-from tests.server.helpers import trial_env, wait_session_gone
+from tests.server.helpers import trial_env, wait_session_gone, verdict_of
 
 pytestmark = pytest.mark.server
 
@@ -37,7 +37,7 @@ def test_post_case(services, engines, case, backend, variant, state, lost, serve
     assert m["acquired"] is True
     assert m["holder_state"] == state  # the reason: in a transaction or not
     assert [p["got"] for p in m["probes"]] == [False, lost]
-    assert scenario.verdict(m) == ("lost" if lost else "held")
+    assert verdict_of(scenario, m, backend) == ("lost" if lost else "held")
     assert m["held_after"] is (not lost)
     assert m["next_query"] == ("OperationalError" if lost else "alive")
     assert m["release"].startswith("raised LockLost" if lost else "released")
