@@ -21,7 +21,6 @@ from lab import faults
 from lab.errors import LabError
 from lab.faults import Target
 from lab.harness import ops
-from lab.harness.checkers import company_state
 from lab.harness.history import History
 from lab.harness.holder import HolderProcess
 from lab.harness.job import run_job
@@ -209,13 +208,9 @@ def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
         "contender": {"acquired": job.acquired, "write": contender_rebuild.outcome if contender_rebuild else "none",
                       "granted_at": None if job.granted_at is None else round(job.granted_at - t0, 3),
                       "in_at": None if contender_in_at is None else round(contender_in_at - t0, 3)},
-        "lost": bool(granted and got_in and holder_write_at is not None and contender_in_at < holder_write_at),
+        # Whether the lock was lost, the company paid, or the fault took the right away at all is the checkers'
+        # finding over the history above (lab/harness/judge.py), not this scenario's.
         "rows": COMPANY_SIZE, "rows_final": rows_final, "runs_in_final": runs_in,
-        "company": company_state(COMPANY_SIZE, rows_final, runs_in),
-        # The fault took the lock away when another run got the right (its run-level grant, or its write
-        # through a lock inside the transaction), or when the holder's own write did not land.
-        "exercised": bool((run_level and job.acquired) or got_in
-                          or _effective_outcome(write) in ("failed", "rejected", "indeterminate")),
     }
 
 

@@ -210,7 +210,6 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
     }
     measures["client"] = {"settings": client, **learned,
                           "asked_after_drop_s": round(t_go - t_drop, 3)}
-    measures["exercised"] = bool(t_gone is not None and job.acquired)
     return measures
 
 

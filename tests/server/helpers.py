@@ -37,6 +37,11 @@ def outcome_of(scenario, measures: dict, backend: str) -> dict:
     return outcome_fields(scenario, dict(measures), backends.load(backend))
 
 
+def lock_lost(scenario, measures: dict, backend: str) -> bool:
+    """Whether the checkers found the lock two-held: another run granted while the holder still believed it held."""
+    return outcome_of(scenario, measures, backend)["judgement"]["lock"] == "false"
+
+
 def seeded_table(engines, label: str, company: int = 1, rows: int = 250) -> CompanyTable:
     """A fresh company_rows table of the test's own, with one company already built."""
     monitor, writes = engines
