@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from lab.harness.checkers import detected_within
 from lab.harness.linearizable import mutex_finding
 from lab.harness.ops import F, Op, Type
-from lab.harness.verdict import Finding, Kind, Valid, Verdict, worst
+from lab.harness.verdict import RANK, Finding, Kind, Valid, Verdict, worst
 
 RUN, COMPANY = "run", "company"
 
@@ -283,7 +283,7 @@ def lapsed_writes(facts: Facts) -> Finding:
                                  f"{write.process}'s COMMIT was in flight when its connection broke; it did not land"))
     if not found:
         return Finding("lapsed write", Valid.TRUE)
-    return min(found, key=lambda f: list(Kind).index(f.kind))
+    return min(found, key=lambda f: RANK[f.kind])
 
 
 def _lapsed_with_transaction(facts: Facts, write: Write) -> bool:
@@ -392,26 +392,12 @@ def detection(ops: list[Op], poller: str, poll: float) -> str | None:
     kills = [op.time for op in ops if op.f is F.FAULT]
     if not kills:
         return None
-    killed = kills[0]
-    starts, refused, got = {}, [], None
-    for i, op in enumerate(ops):
-        if op.process != poller or op.f is not F.ACQUIRE:
-            continue
+    killed, asked, refused, got = kills[0], None, [], None
+    for op in (o for o in ops if o.process == poller and o.f is F.ACQUIRE):
         if op.type is Type.INVOKE:
-            starts[poller] = op.time
-        elif op.type is Type.FAIL and starts.get(poller, -1) >= killed:
-            refused.append(starts[poller] - killed)
+            asked = op.time
+        elif op.type is Type.FAIL and asked is not None and asked >= killed:
+            refused.append(asked - killed)  # a poll that started after the kill and still found the lock taken
         elif op.type is Type.OK and got is None:
             got = op.time
-    gap = None if got is None else got - killed
-    return detected_within(gap, poll, max(refused) if refused else None)
-
-
-def search_verdict(counterexample: Verdict | None, struck: int, flaky: bool = False) -> Verdict:
-    """A kill-point search as one verdict: its smallest counterexample's (quoting that it is one), or, when every
-    schedule that struck passed, held with the count (exercised when any schedule struck)."""
-    figures = {"schedules_struck": struck, "flaky": flaky}
-    if counterexample is None:
-        return Verdict(Kind.HELD, Valid.TRUE, struck > 0, (), figures)
-    return Verdict(counterexample.kind, counterexample.lock, True, counterexample.findings,
-                   {**figures, "counterexample": True})
+    return detected_within(None if got is None else got - killed, poll, max(refused) if refused else None)

@@ -157,3 +157,18 @@ def test_a_verdict_survives_json():
                 *write(3.6, 3.7, "holder")])
     again = Verdict.from_json(v.to_json())
     assert (again.kind, again.lock, again.exercised, again.proof) == (v.kind, v.lock, v.exercised, v.proof)
+
+
+def test_detection_is_read_from_the_pollers_operations():
+    from lab.harness.judge import detection
+
+    def polls(*pairs):  # (start, ok?) after a kill at 2.0 s
+        out = [op(2.0, "fault", OK, F.FAULT, name="terminate")]
+        for start, got in pairs:
+            out += [op(start, "poller", I, F.ACQUIRE), op(start + 0.001, "poller", OK if got else FAIL, F.ACQUIRE)]
+        return sorted(out, key=lambda o: o.time)
+
+    assert detection(polls((1.98, False), (2.03, True)), "poller", 0.05) == "within one poll"
+    assert detection(polls((2.06, False), (2.11, True)), "poller", 0.05) == "late"  # still held a poll after
+    assert detection(polls((2.03, False), (2.08, False)), "poller", 0.05) == "not detected"
+    assert detection(polls((2.03, True))[1:], "poller", 0.05) is None  # no fault struck
