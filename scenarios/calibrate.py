@@ -32,7 +32,8 @@ class Calibrate(Scenario):
             history.add("holder", Type.INVOKE, F.ACQUIRE)
             acquired = holder.acquire()
             t0 = time.monotonic()
-            history.add("holder", Type.OK if acquired else Type.FAIL, F.ACQUIRE, at=t0, scope="run" if acquired else None)
+            history.add("holder", Type.OK if acquired else Type.FAIL, F.ACQUIRE, at=t0,
+                        scope="run" if acquired else None)
             got_at, polls = None, 0
             # A second process polls on its own 50 ms grid, not one aligned with the kill:
             # each trial gets a different, reproducible phase within the interval.

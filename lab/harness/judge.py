@@ -401,3 +401,13 @@ def detection(ops: list[Op], poller: str, poll: float) -> str | None:
         elif op.type is Type.OK and got is None:
             got = op.time
     return detected_within(None if got is None else got - killed, poll, max(refused) if refused else None)
+
+
+def search_verdict(counterexample: Verdict | None, struck: int, flaky: bool = False) -> Verdict:
+    """A kill-point search as one verdict: its smallest counterexample's (quoting that it is one), or, when every
+    schedule that struck passed, held with the count (exercised when any schedule struck)."""
+    figures = {"schedules_struck": struck, "flaky": flaky}
+    if counterexample is None:
+        return Verdict(Kind.HELD, Valid.TRUE, struck > 0, (), figures)
+    return Verdict(counterexample.kind, counterexample.lock, True, counterexample.findings,
+                   {**figures, "counterexample": True})

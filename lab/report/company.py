@@ -10,6 +10,7 @@ import pandas as pd
 from lab.harness.outcomes import outcome_text
 from lab.report import published
 from lab.report.common import md_table, ok_trials, side_by_side
+from lab.report.sections import RunView, section
 
 
 def _mask_waits(line: str) -> str:
@@ -31,7 +32,9 @@ def overlap_lines(measures: dict) -> list[str]:
     return [run_line(r) for r in measures["runs"]] + [f"rows afterwards: {measures['rows_final']}"]
 
 
-def section_overlap(frame: pd.DataFrame) -> str | None:
+@section(100)
+def section_overlap(run: RunView) -> str | None:
+    frame = run.frame
     ok = ok_trials(frame, "overlap")
     if ok.empty:
         return None
@@ -66,7 +69,9 @@ def kill_lines(measures: dict) -> list[str]:
             f"row counts the observer ever saw: {measures['rows_seen']}; final rows: {measures['rows_final']}"]
 
 
-def section_kill(frame: pd.DataFrame) -> str | None:
+@section(110)
+def section_kill(run: RunView) -> str | None:
+    frame = run.frame
     ok = ok_trials(frame, "kill")
     if ok.empty:
         return None
@@ -87,7 +92,9 @@ def section_kill(frame: pd.DataFrame) -> str | None:
                       "", *blocks])
 
 
-def section_rules(frame: pd.DataFrame) -> str | None:
+@section(120)
+def section_rules(run: RunView) -> str | None:
+    frame = run.frame
     ok = ok_trials(frame, "rules")
     if ok.empty:
         return None

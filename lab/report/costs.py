@@ -9,12 +9,15 @@ import pandas as pd
 from lab.report import published
 from lab.report.charts import ratio_chart
 from lab.report.common import md_table, ok_trials, seconds_summary
+from lab.report.sections import RunView, section
 
 RATIO_TOLERANCE = 0.25  # "close": our ratio within this fraction of the post's
 DESIGN_LABELS = {"no_index": "no index", "adjacent_ids": "index, adjacent ids", "spread_ids": "index, spread-out ids"}
 
 
-def section_conflicts(frame: pd.DataFrame) -> str | None:
+@section(130)
+def section_conflicts(run: RunView) -> str | None:
+    frame = run.frame
     ok = ok_trials(frame, "conflicts")
     if ok.empty:
         return None
@@ -81,7 +84,9 @@ def ratio_flag(variant: str, ratios: list[float], post_ratio: float | None) -> s
     return f"within noise: ours spans {min(ratios):.2f}-{max(ratios):.2f}, no verdict"
 
 
-def section_perf(frame: pd.DataFrame, charts: dict | None = None) -> str | None:
+@section(140)
+def section_perf(run: RunView) -> str | None:
+    frame, charts = run.frame, run.charts
     ok = ok_trials(frame, "perf")
     if ok.empty:
         return None

@@ -10,6 +10,7 @@ import pandas as pd
 
 from lab.harness.outcomes import lock_lost
 from lab.report.common import md_table, ok_trials
+from lab.report.sections import RunView, section
 
 DEFAULT = "psycopg2"  # the driver of a backend named without "@": the lab's default (lab/servers/drivers.py)
 GUARDS = [("idle_in_transaction", "idle_in_transaction_session_timeout"), ("idle_session", "idle_session_timeout")]
@@ -51,7 +52,9 @@ def _told(records: list[dict]) -> str:
     return f"`{first}`"
 
 
-def section_drivers(frame: pd.DataFrame) -> str | None:
+@section(50)
+def section_drivers(run: RunView) -> str | None:
+    frame = run.frame
     cases = ok_trials(frame, "cases")
     if not cases.backend.str.contains("@").any():
         return None  # no run of these chose --driver

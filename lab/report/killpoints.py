@@ -6,6 +6,7 @@ import pandas as pd
 
 from lab.report.common import md_table, ok_trials
 from lab.report.timelines import slug
+from lab.report.sections import RunView, section
 
 
 def passed(m: dict) -> str:
@@ -18,7 +19,9 @@ def passed(m: dict) -> str:
     return f"{struck} of {m['tried']} schedules struck, none failed"
 
 
-def section_killpoints(frame: pd.DataFrame, run_id: str) -> str | None:
+@section(180)
+def section_killpoints(run: RunView) -> str | None:
+    frame, run_id = run.frame, run.run_id
     ok = ok_trials(frame, "killpoints")
     if ok.empty:
         return None

@@ -11,6 +11,7 @@ import pandas as pd
 
 from lab.report.charts import plt
 from lab.report.common import md_table, ok_trials
+from lab.report.sections import RunView, section
 
 NO_BARE = "no bare call declared"
 NOT_MEASURED = "not measured (run predates it)"
@@ -79,7 +80,9 @@ def _medians(figures: list[dict]) -> str:
     return f"{duration(statistics.median(medians))} ({duration(min(medians))}-{duration(max(medians))})"
 
 
-def section_latency(frame: pd.DataFrame, charts: dict | None = None) -> str | None:
+@section(150)
+def section_latency(run: RunView) -> str | None:
+    frame, charts = run.frame, run.charts
     ok = ok_trials(frame, "latency")
     if ok.empty:
         return None

@@ -11,6 +11,7 @@ import pandas as pd
 from lab.harness.outcomes import Safety, does_not_run, exercised_of, safety_of
 from lab.report.charts import matrix_chart
 from lab.report.common import md_table, ordered_backends, with_capability
+from lab.report.sections import RunView, section
 
 # (scenario, variant) -> column heading, in the order a reader meets the faults in the post.
 FAULTS = [
@@ -126,7 +127,9 @@ def fault_records(frame: pd.DataFrame, backend: str, scenario: str, variant: str
                  & frame.variant.isin([variant, "-"])].to_dict("records")
 
 
-def section_matrix(frame: pd.DataFrame, charts: dict | None = None) -> str | None:
+@section(20)
+def section_matrix(run: RunView) -> str | None:
+    frame, charts = run.frame, run.charts
     columns = [(key, label) for key, label in FAULTS
                if not frame[(frame.scenario == key[0]) & frame.variant.isin([key[1], "-"])].empty]
     if not columns:
@@ -181,9 +184,11 @@ POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the databas
                   "A lease row does, at an extra write per company and one hot row. (Reasoned, not run, in the post.)")
 
 
-def section_why_not_leases(frame: pd.DataFrame) -> str | None:
+@section(160)
+def section_why_not_leases(run: RunView) -> str | None:
     """The post's 'Redis, etcd or a lease row' row of Why not just...?, backed by the lease-fault trials
     of every backend whose right is a lease (capability `lease_expiry`)."""
+    frame = run.frame
     columns = lease_faults_run(frame)
     relevant = with_capability(frame[frame.scenario.isin([s for s, _ in columns])], "lease_expiry")
     if relevant.empty:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from lab.report.common import md_table, ok_trials
 from lab.harness.keepalive import ends_as_estimated
+from lab.report.sections import RunView, section
 
 VARIANT_LABELS = {
     "server_keepalives": "holder's libpq as it comes",
@@ -92,7 +93,9 @@ def _learned_cell(records: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def section_netdrop(frame: pd.DataFrame) -> str | None:
+@section(170)
+def section_netdrop(run: RunView) -> str | None:
+    frame = run.frame
     trials = ok_trials(frame, "netdrop")
     if trials.empty:
         return None

@@ -8,6 +8,7 @@ from lab.harness.outcomes import detection_of, outcome_text
 from lab.report import published
 from lab.report.common import md_table, ok_trials, side_by_side
 from lab.report.matrix import CALIBRATION_WORDS as LOST_WORDS
+from lab.report.sections import RunView, section
 
 SESSION_BACKENDS = ["session", "session_commit", "session_autocommit"]
 FAULT_ROWS = {
@@ -29,7 +30,9 @@ def case_lines(measures: dict) -> list[str]:
     return lines
 
 
-def section_cases(frame: pd.DataFrame) -> str | None:
+@section(40)
+def section_cases(run: RunView) -> str | None:
+    frame = run.frame
     ok = ok_trials(frame, "cases")
     if ok.empty:
         return None
@@ -58,7 +61,9 @@ def section_cases(frame: pd.DataFrame) -> str | None:
     return "\n".join(intro + [table, ""] + out)
 
 
-def section_same_faults(frame: pd.DataFrame) -> str | None:
+@section(60)
+def section_same_faults(run: RunView) -> str | None:
+    frame = run.frame
     relevant = frame[frame.scenario.isin(["cases", "calibrate"]) & frame.backend.isin(SESSION_BACKENDS)
                      & (frame.variant != "-")]
     if relevant.empty:
@@ -100,7 +105,9 @@ def post_calibration(poll: float) -> tuple[list[float], int]:
     return gaps, sum(g <= 2 * poll for g in gaps)
 
 
-def section_calibration(frame: pd.DataFrame) -> str | None:
+@section(70)
+def section_calibration(run: RunView) -> str | None:
+    frame = run.frame
     ok = ok_trials(frame, "calibrate")
     if ok.empty:
         return None

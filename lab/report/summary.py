@@ -15,6 +15,7 @@ from lab.harness.outcomes import lock_lost, outcome_text
 from lab.report.common import md_table, ok_trials, ordered_backends, with_capability
 from lab.report.matrix import FAULTS, Mark, fault_records, judge, lease_faults_run
 from lab.report import whynot
+from lab.report.sections import RunView, section
 
 # (need, backend) in the order an engineer would look for them; then the ones to avoid.
 # A need whose backend the run did not measure is left out.
@@ -82,7 +83,9 @@ def verdict_line(card: Scorecard) -> str | None:
     return text
 
 
-def section_summary(frame: pd.DataFrame) -> str | None:
+@section(10)
+def section_summary(run: RunView) -> str | None:
+    frame = run.frame
     present = set(frame.backend)
     lines = []
     for need, backend in NEEDS:
@@ -225,7 +228,9 @@ WHY_NOT = [
 ]
 
 
-def section_why_not(frame: pd.DataFrame) -> str:
+@section(200)
+def section_why_not(run: RunView) -> str | None:
+    frame = run.frame
     rows = []
     for alternative, post, evidence in WHY_NOT:
         measured = evidence(frame) if evidence is not None else None

@@ -17,6 +17,7 @@ from lab.harness.outcomes import Safety, judgement_of, safety_of
 from lab.report.common import ordered_backends
 from lab.report.history_chart import history_chart
 from lab.report.matrix import FAULTS, Mark, fault_records, judge
+from lab.report.sections import RunView, section
 
 WRITE_EVENT = {"committed": "write_committed", "rejected": "write_rejected", "failed": "write_failed",
                "indeterminate": "write_indeterminate"}
@@ -121,7 +122,9 @@ def failing_trials(frame: pd.DataFrame) -> list[tuple[str, dict]]:
     return found
 
 
-def section_timelines(frame: pd.DataFrame, charts: dict | None) -> str | None:
+@section(190)
+def section_timelines(run: RunView) -> str | None:
+    frame, charts = run.frame, run.charts
     from lab.report.charts import timeline_chart
 
     shown, without = [], []

@@ -10,6 +10,7 @@ from lab.harness.outcomes import Safety, handover_of
 from lab.report import published
 from lab.report.charts import timing_chart
 from lab.report.common import md_table, ok_trials
+from lab.report.sections import RunView, section
 
 LABELS = {"session": "default", "session_autocommit": "AUTOCOMMIT"}
 
@@ -96,7 +97,9 @@ def chart_kind(s: dict) -> str:
     return "safe" if s["overlapped"] and s["safe"] == s["overlapped"] else "unknown"
 
 
-def section_timing(frame: pd.DataFrame, charts: dict) -> str | None:
+@section(80)
+def section_timing(run: RunView) -> str | None:
+    frame, charts = run.frame, run.charts
     ok = ok_trials(frame, "timing")
     if ok.empty:
         return None
@@ -162,7 +165,9 @@ def lookalike_evidence(check: str, m: dict) -> str:
             f"after invalidate(): another session got it {m['other_got_lock_after_invalidate']}")
 
 
-def section_lookalikes(frame: pd.DataFrame) -> str | None:
+@section(90)
+def section_lookalikes(run: RunView) -> str | None:
+    frame = run.frame
     ok = ok_trials(frame, "lookalikes")
     if ok.empty:
         return None

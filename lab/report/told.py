@@ -17,6 +17,7 @@ from lab.harness.outcomes import judgement_of
 from lab.harness.told import CHANNELS, first_after
 from lab.harness.verdict import Kind
 from lab.report.common import md_table, ordered_backends
+from lab.report.sections import RunView, section
 
 FAULT_COLUMNS = [("pause", "holder paused past the TTL"), ("cut", "lock connection cut past the TTL"),
                  ("restart", "lock server restarted"), ("failover", "PostgreSQL failed over"),
@@ -123,7 +124,9 @@ def _all(count: int) -> str:
 NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 
 
-def section_told(frame: pd.DataFrame) -> str | None:
+@section(30)
+def section_told(run: RunView) -> str | None:
+    frame = run.frame
     columns = [(s, label) for s, label in FAULT_COLUMNS if s in set(frame.scenario)]  # the faults these runs ran
     relevant = frame[frame.scenario.isin([s for s, _ in columns])]
     rows = []

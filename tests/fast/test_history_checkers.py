@@ -25,7 +25,8 @@ def invalid(finding) -> bool:
 
 CLEAN = [
     ev(0.00, "r0", "acquire_granted", token=1), ev(0.01, "r0", "write_begun", company=1),
-    ev(0.02, "r0", "write_committed", company=1), ev(0.025, "r0", "release_requested"), ev(0.03, "r0", "release", ok=True),
+    ev(0.02, "r0", "write_committed", company=1), ev(0.025, "r0", "release_requested"),
+    ev(0.03, "r0", "release", ok=True),
     ev(0.04, "r1", "acquire_granted", token=2), ev(0.05, "r1", "write_begun", company=1),
     ev(0.06, "r1", "write_committed", company=1), ev(0.07, "r1", "release", ok=True),
     ev(0.08, "observer", "observed", company=1, count=250),

@@ -1,6 +1,6 @@
 """The network-drop section computes "agrees" from the figures: a planted late ending is counted as not agreeing."""
 
-from lab.report.common import trials_frame
+from lab.report.sections import RunView
 from lab.report.netdrop import ending_summary, section_netdrop
 
 
@@ -23,7 +23,7 @@ def test_a_late_ending_does_not_agree_even_when_the_trial_said_it_did():
 
 
 def test_the_section_shows_the_median_range_and_what_the_holder_heard():
-    text = section_netdrop(trials_frame([trial(0, 8.1), trial(1, 8.3, stuck=True)]))
+    text = section_netdrop(RunView.of([trial(0, 8.1), trial(1, 8.3, stuck=True)]))
     assert "8.20 s (8.10-8.30 s, n=2)" in text
     assert "release raised LockLost after 1.95 s 1/2" in text and "release still waiting after 6 s 1/2" in text
     assert "in 2 of 2 trials" in text
@@ -32,13 +32,13 @@ def test_the_section_shows_the_median_range_and_what_the_holder_heard():
 def test_a_client_setting_that_changed_nothing_is_named():
     stuck = trial(0, 8.1, stuck=True)
     stuck.update(variant="client_user_timeout", id="netdrop/session/client_user_timeout/0")
-    text = section_netdrop(trials_frame([stuck, trial(1, 8.2)]))
+    text = section_netdrop(RunView.of([stuck, trial(1, 8.2)]))
     assert "session still waited: the settings never reached the lock's own connection" in text
-    assert "still waited" not in section_netdrop(trials_frame([trial(1, 8.2, stuck=True)]))
+    assert "still waited" not in section_netdrop(RunView.of([trial(1, 8.2, stuck=True)]))
 
 
 def test_the_os_defaults_read_in_hours():
-    text = section_netdrop(trials_frame([trial(0, 7875.4, estimate=7875, interval=75)]))
+    text = section_netdrop(RunView.of([trial(0, 7875.4, estimate=7875, interval=75)]))
     assert "| 7875 s (2 h 11 min) | 7875.40 s (2 h 11 min) (n=1) | 1/1 |" in text
 
 
@@ -50,4 +50,4 @@ def test_the_kernels_timer_lateness_widens_agreement_only_on_the_late_side():
         record["measures"]["keepalive"].update(kernel_hz=250, timer_lateness_s=149.504)
         return record
     assert ending_summary([late(0, 7990.0), late(1, 7700.0), late(2, 8100.0)])["agreed"] == 1
-    assert "7875 s (2 h 11 min) (+ up to 150 s at HZ 250)" in section_netdrop(trials_frame([late(0, 7990.0)]))
+    assert "7875 s (2 h 11 min) (+ up to 150 s at HZ 250)" in section_netdrop(RunView.of([late(0, 7990.0)]))

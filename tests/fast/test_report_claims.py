@@ -4,6 +4,7 @@ each test plants a figure that contradicts the sentence and sees the sentence ch
 import matplotlib.image
 
 from lab.harness.outcomes import RunOrder, Safety, exercised_of, safety_of
+from lab.report.sections import RunView
 from lab.report import published, render
 from lab.report.common import trials_frame
 from lab.report.matrix import cell, section_matrix, section_why_not_leases
@@ -61,7 +62,7 @@ def test_calibration_late_or_never_detected_is_a_failure_not_a_pass():
 
 def test_the_matrix_legend_says_when_exercised_was_not_recorded_and_the_chart_colours_not_exercised(tmp_path):
     charts = {}
-    recorded = section_matrix(trials_frame([lease("restart", "etcd_fenced", "held", exercised=False)]), charts)
+    recorded = section_matrix(RunView.of([lease("restart", "etcd_fenced", "held", exercised=False)], charts=charts))
     assert "○ not exercised: held 1/1" in recorded and "did not record whether" not in recorded
     assert "light blue-grey not exercised" in recorded
     charts["matrix.png"](tmp_path / "m.png")
@@ -69,20 +70,20 @@ def test_the_matrix_legend_says_when_exercised_was_not_recorded_and_the_chart_co
     blue_grey = [0xb0 / 255, 0xc4 / 255, 0xde / 255]
     assert any(abs(p - blue_grey).max() < 0.02 for p in pixels)
     assert not any(abs(p - [0x2e / 255, 0x7d / 255, 0x32 / 255]).max() < 0.02 for p in pixels)  # no green
-    old = section_matrix(trials_frame([lease("restart", "etcd_fenced", "held")]))
+    old = section_matrix(RunView.of([lease("restart", "etcd_fenced", "held")]))
     assert "1 of the trials behind ✓ cells come from runs that did not record whether" in old
 
 
 def test_backends_follow_the_runs_order_and_leases_are_chosen_by_capability():
     trials = [lease("pause", "redis", "stale write accepted"), lease("pause", "xact", "rolled back")]
     meta = {"backend_order": ["xact", "redis"], "capabilities": {"xact": ["lease_expiry"], "redis": ["exclusion"]}}
-    frame = trials_frame(trials, meta)
-    matrix = section_matrix(frame)
+    view = RunView.of(trials, meta)
+    matrix = section_matrix(view)
     assert matrix.index("| xact |") < matrix.index("| redis |")
-    leases = section_why_not_leases(frame)
+    leases = section_why_not_leases(view)
     assert "| xact |" in leases and "| redis |" not in leases
     # A run whose meta.json declares nothing: today's registry is not asked, so no backend is a lease.
-    assert section_why_not_leases(trials_frame(trials)) is None
+    assert section_why_not_leases(RunView.of(trials)) is None
     assert RunOrder.of({}).backend_key("redis") < RunOrder.of({}).backend_key("xact")  # by name
 
 
@@ -92,20 +93,20 @@ def test_summary_counts_only_exercised_faults_and_names_those_not_exercised():
     trials = [lease("pause", "etcd_fenced", "stale write rejected", exercised=True),
               lease("cut", "etcd_fenced", "stale write rejected", exercised=True),
               lease("restart", "etcd_fenced", "held", exercised=False)]
-    text = section_summary(trials_frame(trials))
+    text = section_summary(RunView.of(trials))
     assert ("`etcd_fenced` kept the company whole under all 2 exercised faults; not exercised by: lock server "
             "restarted.") in text
     planted = trials[:2] + [lease("restart", "etcd_fenced", "stale write accepted", exercised=True)]
-    text = section_summary(trials_frame(planted))
+    text = section_summary(RunView.of(planted))
     assert "kept it whole under 2 of 3 exercised faults; failed under: lock server restarted." in text
     older = [{k: v for k, v in t.items() if k != "exercised"} for t in trials]
-    text = section_summary(trials_frame(older))
+    text = section_summary(RunView.of(older))
     assert "all 3 faults run (whether each took the lock away was not recorded)" in text
     assert "exercised faults" not in text
 
 
 def test_summary_skips_a_need_whose_backend_was_not_measured():
-    text = section_summary(trials_frame([lease("pause", "xact", "rolled back", exercised=True)]))
+    text = section_summary(RunView.of([lease("pause", "xact", "rolled back", exercised=True)]))
     assert "`xact` kept the company whole under all 1 exercised fault." in text
     assert "a lock in etcd" not in text
 

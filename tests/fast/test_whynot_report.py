@@ -1,6 +1,7 @@
 """The Why-not rows backed by the whynot scenario: each sentence follows its figures (plant one, the words change),
 and a run without whynot trials keeps the old 'reasoned, not measured' text."""
 
+from lab.report.sections import RunView
 from lab.report import whynot
 from lab.report.common import trials_frame
 from lab.report.summary import section_why_not
@@ -27,7 +28,8 @@ def horizon(backend="session_guard_off", **mine):
 def test_a_run_without_whynot_trials_renders_the_rows_as_before():
     f = frame(trial("overlap", "xact", "two_runs", "intact (250 rows)", {"rows_final": 250}))
     assert whynot.guard_off(f) is None and whynot.row_lock_or_unique(f) is None and whynot.neighbours(f) is None
-    assert section_why_not(f).count("reasoned, not measured (no scenario covers it)") == 8
+    view = RunView(f, META, [], "")
+    assert section_why_not(view).count("reasoned, not measured (no scenario covers it)") == 8
 
 
 def test_the_guard_off_row_follows_whether_the_lock_held_and_what_vacuum_kept():

@@ -1,0 +1,73 @@
+"""How a report section joins the report: one signature, one decorator, a declared place.
+
+Every section is a function of one `RunView` (the run's trials as a frame, its meta.json, the raw trial
+records, the run's name, and the charts it may add) returning its Markdown or None (nothing to say for
+this run). `@section(order)` registers it where it is defined; `lab.report` imports every module of this
+package, so a new section is one new file. The order is a number, so a section goes between two others
+without renumbering them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+from lab.report.common import trials_frame
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a section may read: nothing but the run's own files, arranged once."""
+
+    frame: pd.DataFrame
+    meta: dict
+    trials: list[dict]
+    run_id: str
+    charts: dict = field(default_factory=dict)  # picture name -> draw(path), for the PNGs a section links
+
+    @classmethod
+    def of(cls, trials: list[dict], meta: dict | None = None, run_id: str = "", charts: dict | None = None) -> RunView:
+        meta = meta or {}
+        return cls(trials_frame(trials, meta), meta, trials, run_id, {} if charts is None else charts)
+
+
+Section = Callable[[RunView], "str | None"]
+
+
+@dataclass(frozen=True)
+class Registered:
+    order: float
+    name: str
+    render: Section
+
+
+_SECTIONS: dict[str, Registered] = {}
+
+
+def section(order: float) -> Callable[[Section], Section]:
+    """Register a section at its place in the report (lower first)."""
+
+    def register(render: Section) -> Section:
+        name = f"{render.__module__}.{render.__name__}"
+        _SECTIONS[name] = Registered(order, name, render)
+        return render
+
+    return register
+
+
+def registered() -> list[Registered]:
+    """Every section of the lab.report package, in report order (importing the package's modules registers them)."""
+    import lab.report as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+    return sorted(_SECTIONS.values(), key=lambda s: (s.order, s.name))
+
+
+def render_sections(view: RunView) -> list[str]:
+    """Each registered section's text for this run, in order; sections with nothing to say are left out."""
+    return [text for text in (s.render(view) for s in registered()) if text is not None]
