@@ -38,6 +38,7 @@ class Scorecard:
     failed: list[str] = field(default_factory=list)
     not_exercised: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)  # the lock lost, in trials that wrote nothing after it (⚠)
 
 
 def scorecard(frame: pd.DataFrame, backend: str) -> Scorecard:
@@ -50,6 +51,8 @@ def scorecard(frame: pd.DataFrame, backend: str) -> Scorecard:
             card.not_exercised.append(label)
         elif judged.mark is Mark.UNKNOWN:
             card.unknown.append(label)
+        elif judged.mark is Mark.LOST:
+            card.lost.append(label)
         elif judged.mark is Mark.KEPT:
             (card.kept if judged.exercised else card.kept_unrecorded).append(label)
     return card
@@ -59,7 +62,7 @@ def verdict_line(card: Scorecard) -> str | None:
     """'kept the company whole under all 4 exercised faults; not exercised by: lock server restarted'."""
     kept = len(card.kept) + len(card.kept_unrecorded)
     judged = kept + len(card.failed)
-    if not judged and not card.not_exercised and not card.unknown:
+    if not judged and not card.not_exercised and not card.unknown and not card.lost:
         return None
     faults = "fault" if judged == 1 else "faults"
     note = ""
@@ -80,6 +83,8 @@ def verdict_line(card: Scorecard) -> str | None:
         text += f"; not exercised by: {', '.join(card.not_exercised)}"
     if card.unknown:
         text += f"; safety unknown under: {', '.join(card.unknown)}"
+    if card.lost:
+        text += f"; lost the lock (no write judged there) under: {', '.join(card.lost)}"
     return text
 
 

@@ -324,3 +324,18 @@ def test_a_cost_row_whose_repetitions_straddle_the_posts_ratio_gets_no_verdict()
     drifting = render(META, perf("one_transaction_for_all", [1.0, 2.0, 3.0])
                       + perf("per_company_lock", [ratio, 2 * ratio, 3 * ratio]), "r")
     assert f"| {ratio:.2f} ({ratio:.2f}-{ratio:.2f}) | close |" in drifting
+
+
+# --- schema 2: a lost lock with no write to judge ---------------------------------------------------------
+
+def test_a_lost_lock_with_no_write_is_its_own_mark_and_the_summary_says_so():
+    cases = trial("cases", "session_autocommit", "idle_session", "lost", {"case": "E"}, safety="untested",
+                  exercised=True, schema=2, judgement={"kind": "lost", "lock": "false", "safety": "untested"})
+    assert cell([cases]) == "⚠ lost 1/1"
+    whole = [lease("pause", "session_autocommit", "held", exercised=True)]
+    text = section_summary(RunView.of(whole + [cases], {"backend_order": ["session_autocommit"]}))
+    assert "lost the lock (no write judged there) under: idle_session_timeout" in text
+    assert "lost the lock" not in (section_summary(RunView.of(whole, {"backend_order": ["session_autocommit"]}))
+                                   or "")
+    matrix = section_matrix(RunView.of(whole + [cases]))
+    assert "⚠ *lost*" in matrix and "⚠ *lost*" not in section_matrix(RunView.of(whole))  # a legend only when shown
