@@ -12,11 +12,11 @@ from pathlib import Path
 from lab.errors import LabError
 from lab.harness.outcomes import SCHEMAS, schema_of
 from lab.report.meta import commit_of
-from lab.report.sections import RunView, render_sections
+from lab.report.sections import MAIN, RunView, render_files
 from lab.report.session import case_lines
 from lab.results import RunFolder
 
-__all__ = ["write_report", "render", "render_runs", "case_lines"]
+__all__ = ["write_report", "render", "render_runs", "render_runs_files", "case_lines"]
 
 
 def write_report(folders: RunFolder | list[RunFolder], output: Path) -> Path:
@@ -27,7 +27,7 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path) -> Path:
     """
     folders = folders if isinstance(folders, list) else [folders]
     charts: dict = {}
-    text = render_runs(folders, charts)
+    files = render_runs_files(folders, charts)
     output.parent.mkdir(parents=True, exist_ok=True)
     for name, draw in sorted(charts.items()):  # a name may hold a folder: timelines/...
         target = output.parent / name
@@ -35,14 +35,21 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path) -> Path:
         tmp = target.with_name(target.name + ".tmp.png")
         draw(tmp)
         os.replace(tmp, target)
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, output)  # never a half-written report
+    for name, text in sorted(files.items(), key=lambda kv: kv[0] == MAIN):  # REPORT.md last: it links the rest
+        target = output if name == MAIN else output.parent / name
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, target)  # never a half-written report
     return output
 
 
 def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
-    """The report's text for one run or several merged (a later run's trial replaces an earlier one's)."""
+    """REPORT.md's text for one run or several merged (a later run's trial replaces an earlier one's)."""
+    return render_runs_files(folders, charts)[MAIN]
+
+
+def render_runs_files(folders: list[RunFolder], charts: dict | None = None) -> dict[str, str]:
+    """Every file of the report (REPORT.md and its appendices) for one run or several merged."""
     meta = dict(folders[0].meta())
     if len(folders) > 1:
         meta["merged_with"] = [f"{f.run_id}: `{f.meta().get('command', '')}` at commit {commit_of(f.meta())}"
@@ -58,7 +65,7 @@ def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
     trials = [{**t, "run": f.run_id} for f in folders for t in f.trials()]  # a replay needs the trial's own run
     for folder in folders:
         refuse_unknown_schema(folder)
-    return render(meta, trials, " + ".join(f.run_id for f in folders), charts)
+    return render_files(RunView.of(trials, meta, " + ".join(f.run_id for f in folders), charts))
 
 
 def refuse_unknown_schema(folder: RunFolder) -> None:
@@ -94,5 +101,4 @@ def _merged_order(metas: list[dict]) -> dict:
 def render(meta: dict, trials: list[dict], run_id: str, charts: dict | None = None) -> str:
     """The report's text: every registered section (lab/report/sections.py) in its declared order; charts,
     when given, collects name -> draw(path) for the PNGs it links."""
-    view = RunView.of(trials, meta, run_id, charts)
-    return "\n".join(part.rstrip() + "\n" for part in render_sections(view))
+    return render_files(RunView.of(trials, meta, run_id, charts))[MAIN]

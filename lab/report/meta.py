@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lab.harness.outcomes import outcome_rows
 from lab.report.common import md_table
-from lab.report.sections import RunView, section
+from lab.report.sections import OUTCOMES, RunView, section
 
 
 INTRO = ("# locklab report\n\n"
@@ -19,7 +19,7 @@ def section_intro(run: RunView) -> str | None:
     return INTRO
 
 
-@section(210)
+@section(210, file=OUTCOMES)
 def section_outcomes(run: RunView) -> str | None:
     trials, meta = run.trials, run.meta
     rows = [[r.scenario, r.backend, r.variant, r.case or "", r.outcome] for r in outcome_rows(trials, meta)]

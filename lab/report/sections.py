@@ -38,22 +38,27 @@ class RunView:
 Section = Callable[[RunView], "str | None"]
 
 
+MAIN = "REPORT.md"
+
+
 @dataclass(frozen=True)
 class Registered:
     order: float
     name: str
     render: Section
+    file: str  # the file it is written to: REPORT.md, or an appendix beside it that REPORT.md links
 
 
 _SECTIONS: dict[str, Registered] = {}
 
 
-def section(order: float) -> Callable[[Section], Section]:
-    """Register a section at its place in the report (lower first)."""
+def section(order: float, file: str = MAIN) -> Callable[[Section], Section]:
+    """Register a section at its place in the report (lower first); file: an appendix of its own, for a
+    section too long for the page a reader decides from (every outcome, the timeline gallery)."""
 
     def register(render: Section) -> Section:
         name = f"{render.__module__}.{render.__name__}"
-        _SECTIONS[name] = Registered(order, name, render)
+        _SECTIONS[name] = Registered(order, name, render, file)
         return render
 
     return register
@@ -68,6 +73,22 @@ def registered() -> list[Registered]:
     return sorted(_SECTIONS.values(), key=lambda s: (s.order, s.name))
 
 
-def render_sections(view: RunView) -> list[str]:
-    """Each registered section's text for this run, in order; sections with nothing to say are left out."""
-    return [text for text in (s.render(view) for s in registered()) if text is not None]
+def render_files(view: RunView) -> dict[str, str]:
+    """file name -> its text: REPORT.md and each appendix with something to say, sections in order; REPORT.md
+    ends its body with a link to each appendix written."""
+    parts: dict[str, list[str]] = {MAIN: []}
+    for s in registered():
+        text = s.render(view)
+        if text is not None:
+            parts.setdefault(s.file, []).append(text.rstrip() + "\n")
+    appendices = [name for name in parts if name != MAIN]
+    if appendices:
+        links = "\n".join(f"- [{APPENDIX_TITLES.get(name, name)}]({name})" for name in appendices)
+        parts[MAIN].insert(len(parts[MAIN]) - 1 if len(parts[MAIN]) > 1 else len(parts[MAIN]),
+                           f"## Appendices\n\nIn files of their own beside this one:\n\n{links}\n")
+    return {name: "\n".join(texts) for name, texts in parts.items()}
+
+
+OUTCOMES, TIMELINES = "REPORT-outcomes.md", "REPORT-timelines.md"
+APPENDIX_TITLES = {OUTCOMES: "every outcome of this run, one row per scenario, backend and variant",
+                   TIMELINES: "the timeline of every failure: one picture per failing cell and counterexample"}

@@ -17,7 +17,7 @@ from lab.harness.outcomes import Safety, judgement_of, safety_of
 from lab.report.common import ordered_backends
 from lab.report.history_chart import history_chart
 from lab.report.matrix import FAULTS, Mark, fault_records, judge
-from lab.report.sections import RunView, section
+from lab.report.sections import TIMELINES, RunView, section
 
 WRITE_EVENT = {"committed": "write_committed", "rejected": "write_rejected", "failed": "write_failed",
                "indeterminate": "write_indeterminate"}
@@ -122,20 +122,23 @@ def failing_trials(frame: pd.DataFrame) -> list[tuple[str, dict]]:
     return found
 
 
-@section(190)
+@section(190, file=TIMELINES)
 def section_timelines(run: RunView) -> str | None:
     frame, charts = run.frame, run.charts
     from lab.report.charts import timeline_chart
 
     shown, without = [], []
+    histories = points = 0
     for caption, record in failing_trials(frame):
         name = slug(record["scenario"], record["backend"], record["variant"])
         history = history_of(record)
         if history:  # schema 2: the trial's own history, drawn as intervals
-            ttl = (record.get("measures") or {}).get("ttl_s")
+            lease = "lease_expiry" in (record.get("capabilities") or ())  # a TTL band only for a lease
+            ttl = (record.get("measures") or {}).get("ttl_s") if lease else None
             if charts is not None:
                 charts[name] = lambda path, h=history, title=record["id"], ttl=ttl: history_chart(h, title, path, ttl)
             shown.append(f"{caption} (`{record['id']}`)\n\n![{record['id']}]({name})\n")
+            histories += 1
             continue
         events = events_of(record)
         if not events:
@@ -144,14 +147,21 @@ def section_timelines(run: RunView) -> str | None:
         if charts is not None:
             charts[name] = lambda path, events=events, title=record["id"]: timeline_chart(events, title, path)
         shown.append(f"{caption} (`{record['id']}`)\n\n![{record['id']}]({name})\n")
+        points += 1
     if not shown and not without:
         return None
     return "\n".join([
         "## Timelines of the failures", "",
         "For the first failing trial of every ✗ cell of the matrix, and for every kill-point counterexample: one "
         "lane per run, on the trial's own clock (seconds from the holder's grant, or from the start of the "
-        "history). Marks: asked, granted ▲, refused ×, write committed ■ (blue), refused by the fence ■ "
-        "(orange), rolled back ■ (red), commit unknown ■ (grey), the fault ▼ red and healed ▼ green, the "
-        "holder told ★ or noticing its loss ◆, the observer's counts.", "",
+        "history). "
+        + ("A trial with a recorded history (schema 2) is drawn as Jepsen draws one: each operation a bar from "
+           "its invoke to its completion (blue ok, red failed, orange refused by the fence, grey unknown or never "
+           "completed), a run-level right a pale green band from its grant to its release (or the moment its "
+           "holder heard it was gone), a lease's TTL a dark green line beside it, the fault's window shaded red, "
+           "the holder told ★, the observer's counts as numbers. " if histories else "")
+        + ("Older trials are points: asked, granted ▲, refused ×, write committed ■ (blue), refused by the fence "
+           "■ (orange), rolled back ■ (red), commit unknown ■ (grey), the fault ▼ red and healed ▼ green, the "
+           "holder told ★ or noticing its loss ◆, the observer's counts." if points else ""), "",
         *shown,
         *([f"No times recorded for: {'; '.join(without)}.", ""] if without else [])])

@@ -61,5 +61,7 @@ def test_several_runs_merge_with_the_later_trial_winning(tmp_path):
     out = tmp_path / "merged" / "REPORT.md"
     write_report([first, second], out)
     text = out.read_text()
-    assert "| cases | session | idle_in_transaction | A | held 1/1 |" in text
+    outcomes = (out.parent / "REPORT-outcomes.md").read_text()  # every outcome: an appendix of its own
+    assert "| cases | session | idle_in_transaction | A | held 1/1 |" in outcomes
+    assert "[every outcome of this run" in text and "(REPORT-outcomes.md)" in text
     assert "| run | r1 + r2 |" in text and "| merged with | r2: `lab run` at commit abc |" in text
