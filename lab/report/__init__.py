@@ -90,11 +90,12 @@ def _merged_order(metas: list[dict]) -> dict:
             for scenario, names in m["variants"].items():
                 variants[scenario] = list(dict.fromkeys([*variants.get(scenario, []), *names]))
         merged["variants"] = variants
-    capabilities: dict = {}
-    for m in metas:
-        capabilities.update(m.get("capabilities") or {})  # a later run's declaration wins, as its trials do
-    if capabilities:
-        merged["capabilities"] = capabilities
+    for key in ("capabilities", "lock_service", "summaries"):
+        declared: dict = {}
+        for m in metas:
+            declared.update(m.get(key) or {})  # a later run's declaration wins, as its trials do
+        if declared:
+            merged[key] = declared
     return merged
 
 

@@ -1,119 +1,20 @@
-"""The report's first screen: which backend for which need, and the post's 'Why not just...?' with evidence.
+"""The post's 'Why not just...?' with this run's evidence, right after the decision page (lab/report/decide.py).
 
-Every statement is computed from the matrix cells and measured rows, so it says only
-what the run showed; where no scenario covers an alternative the row says so.
+Every statement is computed from measured rows, so it says only what the run showed; where no
+scenario covers an alternative the row says so.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
 
 import pandas as pd
 
 from lab.harness.outcomes import lock_lost, outcome_text
-from lab.report.common import md_table, ok_trials, ordered_backends, with_capability
-from lab.report.matrix import FAULTS, Mark, fault_records, judge, lease_faults_run
 from lab.report import whynot
+from lab.report.common import md_table, ok_trials, with_capability
+from lab.report.matrix import lease_faults_run
 from lab.report.sections import RunView, section
-
-# (need, backend) in the order an engineer would look for them; then the ones to avoid.
-# A need whose backend the run did not measure is left out.
-NEEDS = [
-    ("one writer per company, every write in PostgreSQL", "xact"),
-    ("no lock code, and retries are acceptable", "serializable"),
-    ("a lease without another service, fenced by PostgreSQL", "lease_row"),
-    ("a lock in etcd", "etcd_fenced"),
-    ("a lock in Redis", "redis_fenced"),
-    ("one run-level lock held across many transactions", "session_autocommit"),
-]
-
-
-@dataclass
-class Scorecard:
-    """A backend's matrix cells, by mark: the faults (column labels) in each."""
-
-    kept: list[str] = field(default_factory=list)  # kept whole, and exercised in at least one trial
-    kept_unrecorded: list[str] = field(default_factory=list)  # kept whole; exercised not recorded
-    failed: list[str] = field(default_factory=list)
-    not_exercised: list[str] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
-    lost: list[str] = field(default_factory=list)  # the lock lost, in trials that wrote nothing after it (⚠)
-
-
-def scorecard(frame: pd.DataFrame, backend: str) -> Scorecard:
-    card = Scorecard()
-    for (scenario, variant), label in FAULTS:
-        judged = judge(fault_records(frame, backend, scenario, variant))
-        if judged.mark is Mark.FAILED:
-            card.failed.append(label)
-        elif judged.mark is Mark.NOT_EXERCISED:
-            card.not_exercised.append(label)
-        elif judged.mark is Mark.UNKNOWN:
-            card.unknown.append(label)
-        elif judged.mark is Mark.LOST:
-            card.lost.append(label)
-        elif judged.mark is Mark.KEPT:
-            (card.kept if judged.exercised else card.kept_unrecorded).append(label)
-    return card
-
-
-def verdict_line(card: Scorecard) -> str | None:
-    """'kept the company whole under all 4 exercised faults; not exercised by: lock server restarted'."""
-    kept = len(card.kept) + len(card.kept_unrecorded)
-    judged = kept + len(card.failed)
-    if not judged and not card.not_exercised and not card.unknown and not card.lost:
-        return None
-    faults = "fault" if judged == 1 else "faults"
-    note = ""
-    if card.kept_unrecorded and not card.kept:  # an older run: the faults ran; that they took the lock away is unknown
-        faults += " run"
-        note = " (whether each took the lock away was not recorded)"
-    elif card.kept_unrecorded:
-        faults += f" run ({len(card.kept)} recorded as exercised, {len(card.kept_unrecorded)} not recorded)"
-    else:
-        faults = "exercised " + faults
-    if not judged:
-        text = "was exercised by no fault"
-    elif not card.failed:
-        text = f"kept the company whole under all {kept} {faults}{note}"
-    else:
-        text = f"kept it whole under {kept} of {judged} {faults}{note}; failed under: {', '.join(card.failed)}"
-    if card.not_exercised:
-        text += f"; not exercised by: {', '.join(card.not_exercised)}"
-    if card.unknown:
-        text += f"; safety unknown under: {', '.join(card.unknown)}"
-    if card.lost:
-        text += f"; lost the lock (no write judged there) under: {', '.join(card.lost)}"
-    return text
-
-
-@section(10)
-def section_summary(run: RunView) -> str | None:
-    frame = run.frame
-    present = set(frame.backend)
-    lines = []
-    for need, backend in NEEDS:
-        if backend not in present:
-            continue
-        verdict = verdict_line(scorecard(frame, backend))
-        if verdict is not None:
-            lines.append(f"- **{need}**: `{backend}` {verdict}.")
-    avoid = []
-    recommended = {backend for _, backend in NEEDS}
-    for backend in [b for b in ordered_backends(frame) if b not in recommended]:
-        failed = scorecard(frame, backend).failed
-        if failed:
-            avoid.append(f"`{backend}` ({', '.join(failed)})")
-    if not lines and not avoid:
-        return None
-    out = ["## Summary: which lock for which need", "",
-           "Computed from the matrix below: a fault counts against a backend when any trial of it failed "
-           "(✗ in its cell), for it when the company stayed whole (✓), and neither way when the fault never "
-           "took the lock away (○ not exercised).", "", *lines, ""]
-    if avoid:
-        out += ["Failed the lock's one job under at least one measured fault: " + "; ".join(avoid) + ".", ""]
-    return "\n".join(out)
 
 
 def _timing_range(frame) -> str | None:
@@ -233,7 +134,7 @@ WHY_NOT = [
 ]
 
 
-@section(200)
+@section(12)
 def section_why_not(run: RunView) -> str | None:
     frame = run.frame
     rows = []

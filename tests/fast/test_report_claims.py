@@ -8,7 +8,8 @@ from lab.report.sections import RunView
 from lab.report import published, render
 from lab.report.common import trials_frame
 from lab.report.matrix import cell, section_matrix, section_why_not_leases
-from lab.report.summary import _heartbeat, _perf_ratio, _timing_range, section_summary
+from lab.report.decide import section_decide
+from lab.report.summary import _heartbeat, _perf_ratio, _timing_range
 from tests.fast.test_report import META
 
 
@@ -87,28 +88,35 @@ def test_backends_follow_the_runs_order_and_leases_are_chosen_by_capability():
     assert RunOrder.of({}).backend_key("redis") < RunOrder.of({}).backend_key("xact")  # by name
 
 
-# --- the summary ------------------------------------------------------------------------------------------
+# --- the decision page ------------------------------------------------------------------------------------
 
-def test_summary_counts_only_exercised_faults_and_names_those_not_exercised():
+DECLARED = {"capabilities": {"etcd_fenced": ["exclusion", "fencing", "lease_expiry"], "xact": ["in_transaction"],
+                             "session_autocommit": ["exclusion", "session_lock"]},
+            "lock_service": {"etcd_fenced": "etcd", "xact": "postgres", "session_autocommit": "postgres"},
+            "summaries": {"etcd_fenced": "etcd lock + revision as fencing token"}}
+
+
+def test_the_decision_page_counts_only_exercised_faults_and_a_planted_failure_moves_a_lock_to_do_not_use():
     trials = [lease("pause", "etcd_fenced", "stale write rejected", exercised=True),
               lease("cut", "etcd_fenced", "stale write rejected", exercised=True),
               lease("restart", "etcd_fenced", "held", exercised=False)]
-    text = section_summary(RunView.of(trials))
-    assert ("`etcd_fenced` kept the company whole under all 2 exercised faults; not exercised by: lock server "
-            "restarted.") in text
+    text = section_decide(RunView.of(trials, DECLARED))
+    assert ("- `etcd_fenced`: etcd lock + revision as fencing token. Kept the company whole under all 2 faults that "
+            "took its right away (2 trials); not exercised by 1 more.") in text
+    assert "**A lock service you already run (Redis, etcd)**" in text and "Do not use" not in text
     planted = trials[:2] + [lease("restart", "etcd_fenced", "stale write accepted", exercised=True)]
-    text = section_summary(RunView.of(planted))
-    assert "kept it whole under 2 of 3 exercised faults; failed under: lock server restarted." in text
+    text = section_decide(RunView.of(planted, DECLARED))
+    assert "Kept the company whole" not in text and "No lock measured here qualifies" in text
+    assert "- `etcd_fenced`: stale write accepted 1/1 under *lock server restarted*." in text
+    # An older run that never recorded whether a fault took the right away: nothing is claimed as exercised.
     older = [{k: v for k, v in t.items() if k != "exercised"} for t in trials]
-    text = section_summary(RunView.of(older))
-    assert "all 3 faults run (whether each took the lock away was not recorded)" in text
-    assert "exercised faults" not in text
+    assert "Kept the company whole" not in section_decide(RunView.of(older, DECLARED))
 
 
-def test_summary_skips_a_need_whose_backend_was_not_measured():
-    text = section_summary(RunView.of([lease("pause", "xact", "rolled back", exercised=True)]))
-    assert "`xact` kept the company whole under all 1 exercised fault." in text
-    assert "a lock in etcd" not in text
+def test_a_need_is_chosen_by_declaration_and_left_out_when_no_lock_can_serve_it():
+    text = section_decide(RunView.of([lease("pause", "xact", "rolled back", exercised=True)], DECLARED))
+    assert "**One writer per company, every write in PostgreSQL**" in text and "- `xact`" in text
+    assert "Redis, etcd" not in text and "run-level lock" not in text  # xact serves neither
 
 
 # --- why not just...? -------------------------------------------------------------------------------------
@@ -328,14 +336,13 @@ def test_a_cost_row_whose_repetitions_straddle_the_posts_ratio_gets_no_verdict()
 
 # --- schema 2: a lost lock with no write to judge ---------------------------------------------------------
 
-def test_a_lost_lock_with_no_write_is_its_own_mark_and_the_summary_says_so():
+def test_a_lost_lock_with_no_write_is_its_own_mark_and_keeps_a_lock_off_the_decision_page():
     cases = trial("cases", "session_autocommit", "idle_session", "lost", {"case": "E"}, safety="untested",
                   exercised=True, schema=2, judgement={"kind": "lost", "lock": "false", "safety": "untested"})
     assert cell([cases]) == "⚠ lost 1/1"
     whole = [lease("pause", "session_autocommit", "held", exercised=True)]
-    text = section_summary(RunView.of(whole + [cases], {"backend_order": ["session_autocommit"]}))
-    assert "lost the lock (no write judged there) under: idle_session_timeout" in text
-    assert "lost the lock" not in (section_summary(RunView.of(whole, {"backend_order": ["session_autocommit"]}))
-                                   or "")
+    assert "- `session_autocommit`" in section_decide(RunView.of(whole, DECLARED))
+    text = section_decide(RunView.of(whole + [cases], DECLARED))
+    assert "- `session_autocommit`" not in text and "lost its lock or left safety unknown under 1" in text
     matrix = section_matrix(RunView.of(whole + [cases]))
     assert "⚠ *lost*" in matrix and "⚠ *lost*" not in section_matrix(RunView.of(whole))  # a legend only when shown

@@ -1,0 +1,145 @@
+"""The report's first screen: for each need, the locks these trials say keep the company whole, and those to avoid.
+
+Every line is computed from the matrix cells (lab/report/matrix.py) and the run's declarations in
+meta.json (capabilities, lock service, one-line summaries): a need selects locks by what they declare,
+never by name, so a plugin lands where it qualifies. A lock qualifies for a need when no trial of it
+failed (✗), lost its lock with no write to judge (⚠) or left safety unknown (?), and at least one
+fault took its right away while the company stayed whole (✓, exercised). Where no lock qualifies,
+the page says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pandas as pd
+
+from lab.report.common import ordered_backends
+from lab.report.matrix import FAULTS, Cell, Mark, fault_records, judge
+from lab.report.sections import RunView, section
+
+HELD_ACROSS_WRITES = frozenset({"session_lock", "lease_expiry"})
+
+
+@dataclass(frozen=True)
+class Need:
+    """A need an engineer comes with, and which declared locks can serve it at all."""
+
+    title: str
+    serves: Callable[[frozenset, str | None], bool]  # (capabilities, lock service) -> can it serve the need
+    why: str  # what a lock must do for it, in one line
+
+
+NEEDS = [
+    Need("One writer per company, every write in PostgreSQL",
+         lambda caps, service: service == "postgres",
+         "the lock lives in the database the writes go to"),
+    Need("A run-level lock held across many transactions",
+         lambda caps, service: bool(HELD_ACROSS_WRITES & caps),
+         "one right for the whole run, held between its per-company transactions"),
+    Need("Writes outside PostgreSQL (no fence the storage can check)",
+         lambda caps, service: bool(HELD_ACROSS_WRITES & caps) and "fencing" not in caps,
+         "the lock alone must keep a lapsed holder from writing"),
+    Need("A lock service you already run (Redis, etcd)",
+         lambda caps, service: service is not None and service != "postgres",
+         "the lock lives in Redis or etcd"),
+]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A backend's matrix cells, arranged for a decision: labels of the faults in each state, and trial counts."""
+
+    backend: str
+    kept: tuple[str, ...]  # ✓ with the fault exercised
+    failed: tuple[tuple[str, Cell], ...]  # ✗, with the cell (its words and counts)
+    doubtful: tuple[str, ...]  # ⚠ lost with no write judged, or ? unknown
+    not_exercised: tuple[str, ...]
+    trials: int  # ok trials behind the exercised ✓ cells
+
+    @property
+    def qualifies(self) -> bool:
+        return bool(self.kept) and not self.failed and not self.doubtful
+
+
+def standing(frame: pd.DataFrame, backend: str) -> Standing:
+    kept, failed, doubtful, idle, trials = [], [], [], [], 0
+    for (scenario, variant), label in FAULTS:
+        records = fault_records(frame, backend, scenario, variant)
+        cell = judge(records)
+        if cell.mark is Mark.FAILED:
+            failed.append((label, cell))
+        elif cell.mark in (Mark.LOST, Mark.UNKNOWN):
+            doubtful.append(label)
+        elif cell.mark is Mark.NOT_EXERCISED:
+            idle.append(label)
+        elif cell.mark is Mark.KEPT and cell.exercised:
+            kept.append(label)
+            trials += cell.exercised
+    return Standing(backend, tuple(kept), tuple(failed), tuple(doubtful), tuple(idle), trials)
+
+
+def _declared(meta: dict, key: str, backend: str):
+    return (meta.get(key) or {}).get(backend.partition("@")[0] if "@" in backend else backend)
+
+
+def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
+    """Its acquire + release, median, from the latency scenario when this run measured it."""
+    rows = frame[(frame.scenario == "latency") & (frame.status == "ok") & (frame.backend == backend)]
+    figures = [m["acquire_release"].get("p50") for m in rows.measures if (m.get("acquire_release") or {}).get("p50")]
+    return None if not figures else f"{figures[-1] * 1000:.2f} ms"
+
+
+def candidate_line(s: Standing, meta: dict, frame: pd.DataFrame) -> str:
+    summary = _declared(meta, "summaries", s.backend)
+    what = f": {summary}" if summary else ""
+    idle = f"; not exercised by {len(s.not_exercised)} more" if s.not_exercised else ""
+    cost = acquire_cost(frame, s.backend)
+    per = ("per company (it is taken inside each company's transaction)"
+           if "in_transaction" in (_declared(meta, "capabilities", s.backend) or ()) else "per run")
+    priced = f" Acquire + release {cost}, median, {per}." if cost else ""
+    return (f"- `{s.backend}`{what}. Kept the company whole under all {len(s.kept)} faults that took its right "
+            f"away ({s.trials} trials){idle}.{priced}")
+
+
+def avoid_line(s: Standing) -> str:
+    label, cell = s.failed[0]
+    more = f"; and under {len(s.failed) - 1} more" if len(s.failed) > 1 else ""
+    return f"- `{s.backend}`: {cell.text.removeprefix('✗ ')} under *{label}*{more}."
+
+
+@section(10)
+def section_decide(run: RunView) -> str | None:
+    frame, meta = run.frame, run.meta
+    backends = [b for b in ordered_backends(frame) if "@" not in b]  # the driver rows have a table of their own
+    if not backends:
+        return None
+    standings = {b: standing(frame, b) for b in backends}
+    out = ["## Which lock, for which need", "",
+           "Decided from this run's trials. A lock qualifies for a need when it can serve it by what it declares, "
+           "no trial of it failed (✗), lost its lock with no write to judge (⚠) or left safety unknown (?), and "
+           "at least one fault took its right away while the company stayed whole (✓). Each line counts the "
+           "exercised faults and the trials behind them; the matrix below has every cell.", ""]
+    for need in NEEDS:
+        able = [b for b in backends if need.serves(frozenset(_declared(meta, "capabilities", b) or ()),
+                                                   _declared(meta, "lock_service", b))]
+        if not able:
+            continue
+        fit = sorted((standings[b] for b in able if standings[b].qualifies),
+                     key=lambda s: (-len(s.kept), -s.trials, s.backend))
+        out += [f"**{need.title}** ({need.why}):", ""]
+        if fit:
+            out += [candidate_line(s, meta, frame) for s in fit]
+        else:
+            best = max((standings[b] for b in able), key=lambda s: (len(s.kept), -len(s.failed), s.backend))
+            out.append(f"- No lock measured here qualifies. Closest: `{best.backend}`, kept whole under "
+                       f"{len(best.kept)} exercised faults but "
+                       + (f"failed under {len(best.failed)}" if best.failed else
+                          f"lost its lock or left safety unknown under {len(best.doubtful)}") + ".")
+        out.append("")
+    avoid = [standings[b] for b in backends if standings[b].failed]
+    if avoid:
+        out += ["**Do not use** (the first fault that rules each out, with its trials):", "",
+                *[avoid_line(s) for s in avoid], ""]
+    return "\n".join(out)
