@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from lab.harness.outcomes import outcome_rows
+from collections import Counter
+
+from lab.harness.outcomes import latest_per_trial, outcome_rows, schema_of
 from lab.report.common import md_table
 from lab.report.sections import OUTCOMES, RunView, section
 
@@ -51,6 +53,7 @@ def section_provenance(run: RunView) -> str | None:
             ["machine", f"{machine.get('cores')} cores, {machine.get('memory_gib')} GiB, {machine.get('platform')}"]]
     for merged in meta.get("merged_with", []):
         rows.append(["merged with", merged])
+    rows += trial_rows(run.trials, run_id)
     for name, info in sorted(services.items()):
         kind = "embedded" if info.get("embedded") else "external"
         rows.append([f"server: {name}", f"{info.get('version')} ({kind})"])
@@ -64,6 +67,26 @@ def section_provenance(run: RunView) -> str | None:
     rows += capacity_rows(meta)
     rows += [[f"package: {name}", str(version)] for name, version in sorted(versions.items())]
     return "\n".join(["## Provenance", "", md_table(["what", "value"], rows), ""])
+
+
+def trial_rows(trials: list[dict], run_id: str) -> list[list[str]]:
+    """Per run merged: its trials by status and the schema they were recorded in; then what the report counts
+    (a later run's trial replaces an earlier one's with the same id)."""
+    rows = []
+    names = run_id.split(" + ")
+    for name in names:
+        mine = [t for t in trials if t.get("run", name) == name]
+        if not mine:
+            continue
+        statuses = Counter(t["status"] for t in mine)
+        schemas = sorted({schema_of(t) for t in mine})
+        rows.append([f"trials of {name}", f"{len(mine)}: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+                     + f"; schema {', '.join(map(str, schemas))}"])
+    if len(names) > 1:
+        counted = Counter(t["status"] for t in latest_per_trial(trials))
+        rows.append(["trials counted", f"{sum(counted.values())}: "
+                     + ", ".join(f"{n} {s}" for s, n in sorted(counted.items()))])
+    return rows
 
 
 def capacity_rows(meta: dict) -> list[list[str]]:
