@@ -33,9 +33,12 @@ def test_the_reference_reports_timelines_come_from_its_trials_and_are_committed(
     for _, record in failing:
         if record["scenario"] == "killpoints":  # recomputed: exactly the recorded history
             assert events_of(record) == record["measures"]["minimal"]["events"]
-    report = (ROOT / "REPORT.md").read_text()
-    pictures = re.findall(r"\]\((timelines/[^)]+\.png)\)", report)
+    gallery = (ROOT / "REPORT-timelines.md").read_text()  # the gallery is an appendix REPORT.md links
+    assert "(REPORT-timelines.md)" in (ROOT / "REPORT.md").read_text()
+    pictures = re.findall(r"\]\((timelines/[^)]+\.png)\)", gallery)
     assert pictures and all((ROOT / p).is_file() for p in pictures)
+    kept = {str(p.relative_to(ROOT)) for p in (ROOT / "timelines").glob("*.png")}
+    assert kept == set(pictures)  # and no picture of an older report is left beside them
 
 
 # Schema 2: a history drawn as intervals, Jepsen's way (lab/report/history_chart.py).
