@@ -101,7 +101,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
             contender.close()
         fault.close()
     measures = holder_measures(events, job, table, env, fault.name, spec["fault_point"], t_fault, t_heal, ttl,
-                               run_level=cls.holds_across_writes(), contender_history=history)
+                               history)
     measures["evidence"] = evidence
     measures["contender"]["token"] = contender.token
     measures["grant"] = NEVER_ACKNOWLEDGED if waiting is not None else "acknowledged"

@@ -93,7 +93,7 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
         contender.close()
         fault.close()
     measures = holder_measures(events, job, table, env, fault_name, spec["fault_point"], t_fault, t_heal, effective_ttl,
-                               run_level=cls.holds_across_writes(), contender_history=history)
+                               history)
     measures["evidence"] = evidence
     measures["contender"]["token"] = contender.token
     return measures
@@ -171,12 +171,11 @@ def lease_history(holder_events: list[dict], contender: History, company: int, s
     return rec.ops()
 
 
-def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl, run_level: bool,
-                    contender_history: History | None = None) -> dict:
+def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
+                    contender_history: History) -> dict:
     """What the holder and the contender did and what the company ended as, times from the holder's grant
-    (from its first event when no grant ever came back to it: a holder without a grant cannot lose one).
-
-    With the contender's history, the measures carry the trial's whole history and final table for the checkers."""
+    (from its first event when no grant ever came back to it: a holder without a grant cannot lose one),
+    with the trial's whole history and final table for the checkers."""
     by_name = {e["event"]: e for e in events}
     granted = bool(by_name.get("acquire", {}).get("granted"))
     t0 = by_name["acquire"]["t"] if "acquire" in by_name else events[0]["t"]
@@ -189,11 +188,10 @@ def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
         rows_final, runs_in = table.count(conn, COMPANY), table.runs_in(conn, COMPANY)
     holder_write_at = write.get("t") or by_name.get("exit", {}).get("t")
     noticed = by_name.get("held", {}).get("noticed_loss_at")
-    judged_by = {} if contender_history is None else {
-        "history": ops.to_json(lease_history(events, contender_history, COMPANY,
-                                             right_scope(backends.load(env.spec.backend)), fault, t_fault, t_heal)),
-        "final": {str(COMPANY): {"rows": rows_final, "runs": runs_in}}}
-    return {**judged_by,
+    scope = right_scope(backends.load(env.spec.backend))
+    return {
+        "history": ops.to_json(lease_history(events, contender_history, COMPANY, scope, fault, t_fault, t_heal)),
+        "final": {str(COMPANY): {"rows": rows_final, "runs": runs_in}},
         "fault": fault, "point": point, "ttl_s": ttl,
         "fault_at": round(t_fault - t0, 3), "healed_at": round(t_heal - t0, 3),
         "holder": {"granted": granted, "token": by_name.get("acquire", {}).get("token"),

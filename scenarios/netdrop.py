@@ -182,7 +182,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         fault.heal(target)
         events = holder.finish(timeout=10)
         measures = holder_measures(events, job, table, inside, fault.name, "before_write", t_drop, t_heal, estimate,
-                                   run_level=True, contender_history=history)  # reads the table: while it is up
+                                   history)  # reads the table: while the server is up
     finally:
         if target is not None:
             fault.heal(target)

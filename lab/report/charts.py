@@ -117,6 +117,17 @@ TIMELINE_WORDS = {
 }
 
 
+def lane_axes(ax, lanes: list[str], end: float, title: str) -> None:
+    """The axes every timeline shares: one lane per process, top first, on the trial's own clock up to end."""
+    ax.set_yticks(range(len(lanes)), list(reversed(lanes)), fontsize=8)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.set_xlim(-end * 0.03, end * 1.05)
+    ax.set_xlabel("seconds (the trial's own clock)", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_title(title, fontsize=8)
+    ax.grid(axis="x", linewidth=0.3, color="#e0e0e0")
+
+
 def timeline_chart(events: list[dict], title: str, path: Path) -> None:
     """One lane per run, one mark per event, the trial's clock on the x axis; faults as vertical lines."""
     lanes = sorted({e["run"] for e in events},
@@ -134,13 +145,7 @@ def timeline_chart(events: list[dict], title: str, path: Path) -> None:
         if event["event"] == "observed":
             ax.annotate(str(event.get("count")), (event["t"], y), textcoords="offset points", xytext=(0, 4),
                         fontsize=6, ha="center", color=colour)
-    ax.set_yticks(range(len(lanes)), list(reversed(lanes)), fontsize=8)
-    ax.set_ylim(-0.6, len(lanes) - 0.4)
-    ax.set_xlim(-end * 0.03, end * 1.05)
-    ax.set_xlabel("seconds (the trial's own clock)", fontsize=8)
-    ax.tick_params(axis="x", labelsize=7)
-    ax.set_title(title, fontsize=8)
-    ax.grid(axis="x", linewidth=0.3, color="#e0e0e0")
+    lane_axes(ax, lanes, end, title)
     kinds = [k for k in TIMELINE_MARKS if any(e["event"] == k for e in events)]
     handles = [plt.Line2D([], [], marker=TIMELINE_MARKS[k][0], color=TIMELINE_MARKS[k][1], linestyle="",
                           markersize=5, label=TIMELINE_WORDS[k]) for k in kinds]

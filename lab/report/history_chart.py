@@ -90,11 +90,10 @@ def lanes_of(ops: list[Op]) -> list[str]:
 
 def history_chart(ops: list[Op], title: str, path: Path, ttl: float | None = None) -> None:
     """Draw the history's intervals, one lane per process, the fault's window shaded."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.patches
     import matplotlib.pyplot as plt
+
+    from lab.report.charts import lane_axes  # charts sets matplotlib's Agg backend on import
 
     bars, windows, points = bars_of(ops, ttl)
     lanes = lanes_of(ops) or ["(empty)"]
@@ -122,13 +121,7 @@ def history_chart(ops: list[Op], title: str, path: Path, ttl: float | None = Non
             ax.annotate(str(o.get("count")), (o.time, y), fontsize=6, ha="center", va="center", color="#616161")
         else:
             ax.scatter([o.time], [y + 0.25], marker="*", color="#6a1b9a", s=50, zorder=4)
-    ax.set_yticks(range(len(lanes)), list(reversed(lanes)), fontsize=8)
-    ax.set_ylim(-0.6, len(lanes) - 0.4)
-    ax.set_xlim(-end * 0.03, end * 1.05)
-    ax.set_xlabel("seconds (the trial's own clock)", fontsize=8)
-    ax.tick_params(axis="x", labelsize=7)
-    ax.set_title(title, fontsize=8)
-    ax.grid(axis="x", linewidth=0.3, color="#e0e0e0")
+    lane_axes(ax, lanes, end, title)
     legend = [("right held (grant to release, told or end)", RIGHT_COLOUR), ("lease valid (grant + TTL)", LEASE_COLOUR),
               ("fault window", FAULT_COLOUR), ("op ok", COMPLETION_COLOUR[Type.OK]),
               ("op failed", COMPLETION_COLOUR[Type.FAIL]), ("refused by the fence", FENCED_COLOUR),
