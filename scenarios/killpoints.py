@@ -33,7 +33,7 @@ from lab.harness import ops
 from lab.harness.history import History
 from lab.harness.judge import judge, search_verdict
 from lab.harness.outcomes import Safety
-from lab.harness.verdict import SAFETY_OF, Verdict
+from lab.harness.verdict import SAFETY_OF, Valid, Verdict
 from lab.harness.job import run_job
 from lab.harness.workload import COMPANY_SIZE, Observer
 from lab.servers import pg
@@ -216,11 +216,10 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
                     lease_ttl=ttl if "lease_expiry" in cls.capabilities else None)
     # An example fails when the company paid: an unknown commit or a lock lost with no write after it does not.
     violations = [{"kind": f.kind.value, "detail": f.detail} for f in verdict.findings
-                  if f.valid.value == "false" and f.kind is not None and SAFETY_OF[f.kind] is Safety.UNSAFE]
+                  if f.valid is Valid.FALSE and f.kind is not None and SAFETY_OF[f.kind] is Safety.UNSAFE]
     return {"schedule": schedule, "events": events, "final": {str(c): v for c, v in final.items()},
             "violations": violations, "verdict": verdict.to_json(), "struck": bool(struck.get("struck")),
             "evidence": struck}
-
 
 
 class Killpoints(Scenario):
@@ -282,7 +281,7 @@ class Killpoints(Scenario):
         except Flaky:
             flaky = True  # a schedule failed once and passed on its replay: timing decided, report it so
         return {"examples": p["examples"], "tried": tried[0], "failing_seen": failures[0], "ttl_s": p["ttl_s"],
-                "flaky": flaky, **count, "exercised": count["struck"] > 0,
+                "flaky": flaky, **count,
                 "seconds": round(time.monotonic() - started, 1),
                 "minimal": None if not best else {k: best[k] for k in ("schedule", "violations", "events", "final",
                                                                       "verdict")},

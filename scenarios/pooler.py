@@ -20,15 +20,15 @@ from typing import ClassVar
 import backends
 from lab.errors import LabError
 from lab.harness import ops
-from lab.harness.outcomes import DoesNotRun
 from lab.harness.history import History
 from lab.harness.job import run_job
+from lab.harness.outcomes import DoesNotRun
+from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE, Observer
 from lab.servers.clients import pg_engine
 from lab.servers.pgbouncer import MISSING, PgBouncer, find_pgbouncer
 from lab.servers.pooler_settings import refusal
 from scenarios._pool_evidence import PoolView, Probes, bystander_unlock_all, sessions_moved
-from lab.harness.verdict import Verdict
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
 MODES = {"session_mode": "session", "transaction_mode": "transaction"}
@@ -82,7 +82,8 @@ class Pooler(Scenario):
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
         """The checkers over both runs' operations: the same as without a pooler, unless the pooler let run2 in
-        while run1 held. Whether it moved sessions between clients at all is the pool's evidence (`sessions_moved`)."""
+        while run1 held. Whether it moved sessions between clients at all is the pool's own evidence
+        (`sessions_moved`)."""
         return judged(measures, backend_cls)
 
 
