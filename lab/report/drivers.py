@@ -75,7 +75,8 @@ def section_drivers(run: RunView) -> str | None:
         "Each row is the same lock on another driver's default connection, under each idle guard (the cases "
         "scenario: a second session probes the lock after the timeout), with the holder's session state as "
         "pg_stat_activity saw it; whether `held()` and `release()` told the truth afterwards; and what the "
-        "code heard first (its next query's error). Reproduce: `lab run --backend session,session_commit,"
+        "code heard first (its next query's error). *psycopg* is psycopg 3; *sqlalchemy+X* is SQLAlchemy 2 on "
+        "driver X. Reproduce: `lab run --backend session,session_commit,"
         "session_autocommit --driver all --scenario cases`.", "",
         md_table(["driver", "idle in transaction guard", "idle session guard", "held() and release() truthful",
                   "told"], rows), "",

@@ -181,6 +181,7 @@ def section_lookalikes(run: RunView) -> str | None:
                      + lookalike_evidence(check, group.measures.iloc[0])])
     return "\n".join(["## Lookalikes, measured", "",
                       "Three timers from the post's *How to tell it from a lookalike* that can be checked locally. "
-                      "(NAT, load balancers and poolers need a network path this lab does not have.) "
+                      "(A pooler is measured in its own columns, PgBouncer in session and transaction mode, and a "
+                      "dropped network by the network-drop scenario; NAT boxes and load balancers are not run here.) "
                       "Reproduce: `lab run --backend session --scenario lookalikes`.", "",
                       md_table(["lookalike", "post: what rules it out", "measured"], rows), ""])
