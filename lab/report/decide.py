@@ -81,7 +81,7 @@ def standing(frame: pd.DataFrame, backend: str) -> Standing:
 
 
 def _declared(meta: dict, key: str, backend: str):
-    return (meta.get(key) or {}).get(backend.partition("@")[0] if "@" in backend else backend)
+    return (meta.get(key) or {}).get(backend.partition("@")[0])  # a driver row is declared as its backend
 
 
 def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:

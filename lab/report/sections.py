@@ -73,19 +73,21 @@ def registered() -> list[Registered]:
     return sorted(_SECTIONS.values(), key=lambda s: (s.order, s.name))
 
 
+APPENDIX_LINKS_ORDER = 215  # where REPORT.md links its appendices: after the last section, before provenance
+
+
 def render_files(view: RunView) -> dict[str, str]:
     """file name -> its text: REPORT.md and each appendix with something to say, sections in order; REPORT.md
-    ends its body with a link to each appendix written."""
-    parts: dict[str, list[str]] = {MAIN: []}
-    for s in registered():
-        text = s.render(view)
-        if text is not None:
-            parts.setdefault(s.file, []).append(text.rstrip() + "\n")
-    appendices = [name for name in parts if name != MAIN]
+    links each appendix written at APPENDIX_LINKS_ORDER."""
+    rendered = [(s.order, s.file, text) for s in registered() if (text := s.render(view)) is not None]
+    appendices = list(dict.fromkeys(file for _, file, _ in rendered if file != MAIN))
     if appendices:
         links = "\n".join(f"- [{APPENDIX_TITLES.get(name, name)}]({name})" for name in appendices)
-        parts[MAIN].insert(len(parts[MAIN]) - 1 if len(parts[MAIN]) > 1 else len(parts[MAIN]),
-                           f"## Appendices\n\nIn files of their own beside this one:\n\n{links}\n")
+        text = f"## Appendices\n\nIn files of their own beside this one:\n\n{links}\n"
+        rendered.append((APPENDIX_LINKS_ORDER, MAIN, text))
+    parts: dict[str, list[str]] = {MAIN: []}
+    for _, file, text in sorted(rendered, key=lambda r: r[0]):  # stable: registration order breaks ties
+        parts.setdefault(file, []).append(text.rstrip() + "\n")
     return {name: "\n".join(texts) for name, texts in parts.items()}
 
 
