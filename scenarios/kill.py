@@ -52,7 +52,7 @@ class Kill(Scenario):
 
         result = two_runs(env, kill_after_delete, note_run2_pid)
         holder = result.first.rebuilds[0] if result.first.rebuilds else None
-        return {**result.measures(), **seen, "holder_error": holder.error if holder else None}
+        return {**result.judged_measures(), **seen, "holder_error": holder.error if holder else None}
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
         """The checkers: with the lock in the killed session, run1 rolled back and run2 got in; a run-level lock

@@ -41,7 +41,7 @@ class Overlap(Scenario):
         result = two_runs(env, hold_after_delete, options={"isolation": isolation})
         if "serializable" in backends.load(env.spec.backend).capabilities:
             isolation = "SERIALIZABLE"
-        return {"isolation": isolation, "hold_s": hold, **result.measures()}
+        return {"isolation": isolation, "hold_s": hold, **result.judged_measures()}
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
         """The checkers: a refused run2 tested exclusion alone (held, not exercised); one that got past its lock
