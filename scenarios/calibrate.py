@@ -32,8 +32,7 @@ class Calibrate(Scenario):
             history.add("holder", Type.INVOKE, F.ACQUIRE)
             acquired = holder.acquire()
             t0 = time.monotonic()
-            history.add("holder", Type.OK if acquired else Type.FAIL, F.ACQUIRE, at=t0,
-                        scope="run" if acquired else None)
+            history.granted("holder", acquired, at=t0)
             got_at, polls = None, 0
             # A second process polls on its own 50 ms grid, not one aligned with the kill:
             # each trial gets a different, reproducible phase within the interval.

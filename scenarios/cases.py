@@ -59,8 +59,7 @@ class Cases(Scenario):
         try:
             history.add("holder", Type.INVOKE, F.ACQUIRE)
             acquired = holder.acquire()
-            history.add("holder", Type.OK if acquired else Type.FAIL, F.ACQUIRE, scope="run" if acquired else None,
-                        token=holder.token)
+            history.granted("holder", acquired, token=holder.token)
             if variant == "query_then_idle_in_transaction":
                 holder.touch()
             # The probes count from the lock's last statement, when the guard's timer starts: a driver that
@@ -72,7 +71,7 @@ class Cases(Scenario):
                 env.wait_until(t0, timeout * fraction)
                 history.add(f"probe-{n}", Type.INVOKE, F.ACQUIRE)
                 got = env.contender_gets_in()
-                history.add(f"probe-{n}", Type.OK if got else Type.FAIL, F.ACQUIRE, scope="run" if got else None)
+                history.granted(f"probe-{n}", got)
                 if got:  # the probe gave the lock back at once
                     history.add(f"probe-{n}", Type.INVOKE, F.RELEASE)
                     history.add(f"probe-{n}", Type.OK, F.RELEASE)

@@ -121,7 +121,7 @@ class Timing(Scenario):
             return True
         history.add(process, Type.INVOKE, F.ACQUIRE)
         got = env.contender_gets_in(options={"ttl_s": timeout})
-        history.add(process, Type.OK if got else Type.FAIL, F.ACQUIRE, scope="run" if got else None)
+        history.granted(process, got)
         return got
 
     def judge(self, measures: dict, backend_cls) -> Verdict:

@@ -82,6 +82,12 @@ class Recorder:
             self._ops.append(op)
         return op
 
+    def granted(self, process: str, got: bool, at: float | None = None, **value) -> Op:
+        """A run-level acquire's completion: ok with scope "run" (and value) when it got the right, else fail."""
+        if got:
+            return self.add(process, Type.OK, F.ACQUIRE, at=at, scope="run", **value)
+        return self.add(process, Type.FAIL, F.ACQUIRE, at=at)
+
     def extend(self, ops: list[Op]) -> None:
         with self._lock:
             self._ops.extend(ops)
