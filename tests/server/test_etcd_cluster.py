@@ -104,7 +104,10 @@ def test_a_holder_on_the_isolated_member_loses_its_lease_to_the_majority_and_its
     assert evidence["isolated_health"]["reason"] == "RAFT NO LEADER"
     assert evidence["relayed_across_partition"] == 0
     assert m["contender"]["acquired"] is True and m["token_increased"] is True
-    assert m["holder"]["noticed_loss_at"] is not None  # its keep-alive raised on the leaderless member
+    # Its keep-alive raises on the leaderless member only when a renewal falls due and times out before the
+    # heal (the reference, at a 2 s TTL, saw none in 3 of 3); its release() says so every time.
+    holder = m["holder"]
+    assert holder["noticed_loss_at"] is not None or any(s["via"] == "release()" for s in holder["signals"])
     assert m["holder"]["write"] == "committed" and verdict == "stale write accepted"
 
 
