@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import backends
 from lab import faults
+from lab.capabilities import Capability
 from lab.errors import LabError
 from lab.faults import Target
 from lab.harness import ops
@@ -112,7 +113,7 @@ def right_scope(backend_cls) -> str | None:
     inside the write), or None (no lock at all: none, an idempotent upsert, SERIALIZABLE)."""
     if backend_cls.holds_across_writes():
         return "run"
-    return "company" if "in_transaction" in backend_cls.capabilities else None
+    return "company" if Capability.IN_TRANSACTION in backend_cls.capabilities else None
 
 
 def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -> list[Op]:

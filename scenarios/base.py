@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
+from lab.capabilities import Capability
 from lab.errors import Interrupted, LockLost
 from lab.harness import ops
 from lab.harness.judge import judge
@@ -31,9 +32,9 @@ from lab.servers.services import Services
 def judged(measures: dict, backend_cls: type[Backend], **figures) -> Verdict:
     """The checkers over a trial's recorded history and final table; figures are what its words quote."""
     final = {int(company): state for company, state in (measures.get("final") or {}).items()}
-    ttl = measures.get("ttl_s", measures.get("timeout_s")) if "lease_expiry" in backend_cls.capabilities else None
+    ttl = measures.get("ttl_s", measures.get("timeout_s")) if Capability.LEASE_EXPIRY in backend_cls.capabilities else None
     return judge(ops.from_json(measures["history"]), final, measures.get("rows", 0),
-                 "exclusion" in backend_cls.capabilities, figures, lease_ttl=ttl)
+                 Capability.EXCLUSION in backend_cls.capabilities, figures, lease_ttl=ttl)
 
 
 def release_said(backend: Backend) -> str:
@@ -142,7 +143,7 @@ class Scenario(ABC):
 
     name: ClassVar[str]
     summary: ClassVar[str]
-    requires: ClassVar[frozenset[str]] = frozenset()  # backend capabilities it needs
+    requires: ClassVar[frozenset[Capability]] = frozenset()  # backend capabilities it needs
     params: ClassVar[dict[str, dict]]  # profile -> parameters; 'full' falls back to 'default'
     variants: ClassVar[tuple[str, ...]] = ("default",)
     # Where its trials run, which decides what may run beside it (lab/runner.py):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from lab.capabilities import Capability
 from lab.faults import TerminateSession
 from lab.harness import ops
 from lab.harness.judge import detection
@@ -17,7 +18,7 @@ class Calibrate(Scenario):
     name = "calibrate"
     lane = ALONE  # how soon a poller got in, timed: nothing beside it
     summary = "detector check: holder's session killed at 2.00 s, a second session polls every 50 ms"
-    requires = frozenset({"session_lock"})
+    requires = frozenset({Capability.SESSION_LOCK})
     variants = ("terminate",)
     params = {
         "quick": {"kill_at": 2.0, "poll": 0.05, "give_up": 3.0, "trials": 5, "parallel": 15},

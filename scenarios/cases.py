@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from backends.base import Backend, describe_error
+from lab.capabilities import Capability
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
 from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
@@ -34,7 +35,7 @@ PROBE_FRACTIONS = (1 / 3, 5 / 3)
 class Cases(Scenario):
     name = "cases"
     summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"
-    requires = frozenset({"session_lock"})
+    requires = frozenset({Capability.SESSION_LOCK})
     variants = ("idle_in_transaction", "query_then_idle_in_transaction", "idle_session")
     params = {
         "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},

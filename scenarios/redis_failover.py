@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lab import faults
+from lab.capabilities import Capability
 from lab.faults import FaultNotConfirmed
 from lab.harness.holder import HolderProcess
 from lab.servers.redis_replica import RedisWithReplica
@@ -44,7 +45,7 @@ class RedisFailover(LeaseFaultScenario):
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         reason = faults.load(self.fault).applies_to(backend_cls)
-        if reason is None and variant == "behind_wait" and "replica_ack" not in backend_cls.capabilities:
+        if reason is None and variant == "behind_wait" and Capability.REPLICA_ACK not in backend_cls.capabilities:
             reason = "its library has no way to wait for a replica's acknowledgement (Redis WAIT)"
         return reason
 

@@ -53,6 +53,7 @@ from sqlalchemy.exc import SQLAlchemyError
 import backends
 from backends.base import describe_error
 from backends.session_guard_off import GUARD, guard_left_to_server
+from lab.capabilities import Capability
 from lab.faults import FaultNotConfirmed, terminate_confirmed
 from lab.harness.checkers import company_state, company_whole
 from lab.harness.outcomes import Safety
@@ -73,25 +74,25 @@ _CUTOFF = re.compile(r"removable cutoff: (\d+), which was (\d+) XIDs old")
 
 
 def _is_session_lock_on_postgres(cls) -> bool:
-    return "session_lock" in cls.capabilities and cls.lock_service == "postgres"
+    return Capability.SESSION_LOCK in cls.capabilities and cls.lock_service == "postgres"
 
 
 def _locks_parent_row(cls) -> bool:
-    return getattr(cls, "row_lock_strength", None) is not None and getattr(cls, "parent_table", None) is not None
+    return Capability.PARENT_ROW_LOCK in cls.capabilities
 
 
 def _hands_out(cls) -> bool:
-    return callable(getattr(cls, "rebuild_next", None))
+    return Capability.QUEUE in cls.capabilities
 
 
 def _guard_off_on_role(cls) -> bool:
-    return "role" in getattr(cls, "guard_off_on", ())
+    return Capability.GUARD_OFF_ON_ROLE in cls.capabilities
 
 
 def _batches_without_run_lock(cls) -> bool:
     """Can write several companies in one transaction (rebuild_batch) and holds no right between writes: its
     lock, if any, lives in that transaction, so one transaction for all the run's companies is its own shape."""
-    return callable(getattr(cls, "rebuild_batch", None)) and not cls.holds_across_writes()
+    return Capability.BATCH_REBUILD in cls.capabilities and not cls.holds_across_writes()
 
 
 # variant -> (does it apply to this backend class, the reason when it does not)
@@ -106,9 +107,9 @@ APPLIES = {
                    "costs what xact does: see the cost table)"),
     "fk_child_insert": (_locks_parent_row, "locks no parent row (declares no row_lock_strength)"),
     "no_parent_row": (_locks_parent_row, "locks no parent row (declares no row_lock_strength)"),
-    "backstop_loser": (lambda cls: getattr(cls, "marker_table", None) is not None, "keeps no unique marker row"),
-    "same_inputs": (lambda cls: getattr(cls, "natural_key", None) is not None, "writes no upsert on a natural key"),
-    "different_inputs": (lambda cls: getattr(cls, "natural_key", None) is not None,
+    "backstop_loser": (lambda cls: Capability.UNIQUE_MARKER in cls.capabilities, "keeps no unique marker row"),
+    "same_inputs": (lambda cls: Capability.NATURAL_KEY in cls.capabilities, "writes no upsert on a natural key"),
+    "different_inputs": (lambda cls: Capability.NATURAL_KEY in cls.capabilities,
                          "writes no upsert on a natural key"),
     "queue_exclusion": (_hands_out, "hands out no companies (no rebuild_next)"),
 }
