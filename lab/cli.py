@@ -232,8 +232,11 @@ def print_outcomes(trials: list[dict]) -> None:
 
 
 def cmd_report(args, argv) -> int:
-    from lab.report import write_report
+    import scenarios
+    from lab.report import declared, write_report
     from lab.results import RunFolder
+
+    declared.install(scenarios.fault_columns())  # for runs recorded before meta.json kept them
 
     if args.compare:
         from lab.report.compare import compare

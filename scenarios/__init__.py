@@ -45,3 +45,8 @@ def resolve(spec: str | None) -> list[str]:
 def load(name: str):
     """A fresh instance of the scenario registered under name."""
     return REGISTRY.load(name)()
+
+
+def fault_columns():
+    """Every registered scenario's fault declaration (lab/columns.py), for runs that did not record theirs."""
+    return [f for name in names() if (f := REGISTRY.load(name).fault_columns()) is not None]

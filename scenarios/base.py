@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
 from lab.capabilities import Capability
+from lab.columns import Column, FaultColumns
 from lab.errors import Interrupted, LockLost
 from lab.harness import ops
 from lab.harness.judge import judge
@@ -151,6 +152,19 @@ class Scenario(ABC):
     # OWN_SERVERS: only on servers each trial starts itself, so beside the SHARED ones;
     # ALONE: its figures are times or throughputs another scenario's work would skew, so with nothing beside it.
     lane: ClassVar[str] = SHARED
+    # The fault it injects, as the report shows it (lab/columns.py): a title, and the variants that are
+    # columns of the matrix with their headings and legends. A scenario without columns is in no matrix.
+    title: ClassVar[str] = ""
+    columns: ClassVar[tuple[Column, ...]] = ()
+    breaks_leases: ClassVar[bool] = False  # the lease-fault trial shape: in the told and lease tables
+    replicated: ClassVar[bool] = False  # the lock service loses one of its servers
+
+    @classmethod
+    def fault_columns(cls) -> FaultColumns | None:
+        """What this scenario declares for the report, or None when it is no fault column."""
+        if not cls.columns:
+            return None
+        return FaultColumns(cls.name, cls.title, cls.columns, cls.breaks_leases, cls.replicated)
 
     def profile_params(self, profile: str) -> dict:
         return dict(self.params.get(profile) or self.params["default"])

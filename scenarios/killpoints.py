@@ -29,6 +29,7 @@ from hypothesis.errors import Flaky
 import backends
 from lab import faults
 from lab.capabilities import Capability
+from lab.columns import Column
 from lab.faults import FaultNotConfirmed, Target
 from lab.harness import ops
 from lab.harness.history import History
@@ -227,6 +228,12 @@ class Killpoints(Scenario):
     name = "killpoints"
     summary = "hypothesis searches kill points x faults x runs x companies; shrinks any schedule that breaks a backend"
     variants = ("search",)
+    title = "kill points searched by hypothesis"
+    columns = (
+        Column("search", "kill points searched by hypothesis", 25,
+               "hypothesis searches schedules of kills and cuts at the write's named points for one that breaks "
+               "the company; each kill confirmed as the lock session's is"),
+    )
     params = {
         "quick": {"examples": 15, "shrink_s": 15.0, "ttl_s": 0.5, "trials": 1, "parallel": 2},
         # Two searches at once (hypothesis is thread-safe from 6.136), each with its backend's own key,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import backends
 from lab.capabilities import Capability
+from lab.columns import Column
 from lab.harness.verdict import Verdict
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged
@@ -20,6 +21,11 @@ class Overlap(Scenario):
     name = "overlap"
     summary = "one 250-row company rebuilt by two runs at once, READ COMMITTED (and REPEATABLE READ with the lock)"
     variants = ("two_runs", "repeatable_read")
+    title = "two runs at once"
+    columns = (
+        Column("two_runs", "two runs at once", 5,
+               "two runs rebuild the same companies at the same time; no fault, the contention itself"),
+    )
     params = {
         "quick": {"hold_s": 0.3, "trials": 1, "parallel": 8},
         "default": {"hold_s": 0.7, "trials": 3, "parallel": 8},

@@ -16,7 +16,7 @@ from typing import Callable
 import pandas as pd
 
 from lab.report.common import ordered_backends
-from lab.report.matrix import FAULTS, Cell, Mark, fault_records, judge
+from lab.report.matrix import Cell, Mark, columns_run, fault_records, judge
 from lab.report.sections import RunView, section
 
 HELD_ACROSS_WRITES = frozenset({"session_lock", "lease_expiry"})
@@ -63,9 +63,9 @@ class Standing:
         return bool(self.kept) and not self.failed and not self.doubtful
 
 
-def standing(frame: pd.DataFrame, backend: str) -> Standing:
+def standing(frame: pd.DataFrame, backend: str, columns: list[tuple[tuple[str, str], str]]) -> Standing:
     kept, failed, doubtful, idle, trials = [], [], [], [], 0
-    for (scenario, variant), label in FAULTS:
+    for (scenario, variant), label in columns:
         records = fault_records(frame, backend, scenario, variant)
         cell = judge(records)
         if cell.mark is Mark.FAILED:
@@ -115,7 +115,8 @@ def section_decide(run: RunView) -> str | None:
     backends = [b for b in ordered_backends(frame) if "@" not in b]  # the driver rows have a table of their own
     if not backends:
         return None
-    standings = {b: standing(frame, b) for b in backends}
+    columns = columns_run(run)
+    standings = {b: standing(frame, b, columns) for b in backends}
     out = ["## Which lock, for which need", "",
            "Decided from this run's trials. A lock qualifies for a need when it can serve it by what it declares, "
            "no trial of it failed (✗), lost its lock with no write to judge (⚠) or left safety unknown (?), and "

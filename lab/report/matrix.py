@@ -8,39 +8,12 @@ from enum import Enum
 
 import pandas as pd
 
+from lab.columns import FaultColumns
 from lab.harness.outcomes import Safety, does_not_run, exercised_of, safety_of
 from lab.report.charts import matrix_chart
 from lab.report.common import md_table, ordered_backends, with_capability
+from lab.report.declared import lease_faults, matrix_columns
 from lab.report.sections import RunView, section
-
-# (scenario, variant) -> column heading, in the order a reader meets the faults in the post.
-FAULTS = [
-    (("cases", "idle_in_transaction"), "idle in transaction past the timeout"),
-    (("cases", "query_then_idle_in_transaction"), "one more query, then that timeout"),
-    (("cases", "idle_session"), "idle_session_timeout"),
-    (("calibrate", "terminate"), "lock session killed"),
-    (("overlap", "two_runs"), "two runs at once"),
-    (("kill", "after_delete"), "write session killed mid-write"),
-    (("pause", "sigstop"), "holder paused past the TTL"),
-    (("cut", "blackhole"), "lock connection cut past the TTL"),
-    (("restart", "server_restart"), "lock server restarted"),
-    (("restart", "aof_always"), "Redis restarted with appendfsync always"),
-    (("failover", "async"), "PostgreSQL failed over (async)"),
-    (("failover", "async_lagging"), "failed over, standby behind (async)"),
-    (("failover", "sync_lagging"), "failed over, standby behind (sync)"),
-    (("redis_failover", "caught_up"), "Redis failed over, replica caught up"),
-    (("redis_failover", "behind"), "Redis failed over, replica behind"),
-    (("redis_failover", "behind_wait"), "Redis failed over, replica behind, WAIT 1"),
-    (("etcd_partition", "holder_member"), "the holder's etcd member partitioned"),
-    (("etcd_partition", "leader"), "the etcd leader (the holder's) partitioned"),
-    (("etcd_partition", "leader_kill"), "the etcd leader killed"),
-    (("redlock_restart", "no_persistence"), "a Redlock master that granted restarted empty"),
-    (("redlock_restart", "appendfsync_always"), "that master restarted with appendfsync always"),
-    (("netdrop", "server_keepalives"), "lock connection dropped on the network (keepalives tuned)"),
-    (("pooler", "session_mode"), "through PgBouncer, session pooling"),
-    (("pooler", "transaction_mode"), "through PgBouncer, transaction pooling"),
-    (("killpoints", "search"), "kill points searched by hypothesis"),
-]
 
 # Calibration measures detection: every verdict there is a lost lock, said so in the cell.
 CALIBRATION_WORDS = {"within one poll": "lost within one poll", "late": "lost, detected late",
@@ -127,11 +100,17 @@ def fault_records(frame: pd.DataFrame, backend: str, scenario: str, variant: str
                  & frame.variant.isin([variant, "-"])].to_dict("records")
 
 
+def columns_run(run: RunView) -> list[tuple[tuple[str, str], str]]:
+    """((scenario, variant), heading) of every declared matrix column these runs have trials for."""
+    frame = run.frame
+    return [((scenario, c.variant), c.label) for scenario, c in matrix_columns(run.meta)
+            if not frame[(frame.scenario == scenario) & frame.variant.isin([c.variant, "-"])].empty]
+
+
 @section(20)
 def section_matrix(run: RunView) -> str | None:
     frame, charts = run.frame, run.charts
-    columns = [(key, label) for key, label in FAULTS
-               if not frame[(frame.scenario == key[0]) & frame.variant.isin([key[1], "-"])].empty]
+    columns = columns_run(run)
     if not columns:
         return None
     rows, cells = [], []
@@ -169,17 +148,11 @@ def section_matrix(run: RunView) -> str | None:
         "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
 
 
-LEASE_FAULTS = [("pause", "paused past the TTL"), ("cut", "cut past the TTL"), ("restart", "lock server restarted"),
-                ("failover", "PostgreSQL failed over"), ("redis_failover", "Redis failed over"),
-                ("redlock_restart", "a Redlock master restarted"),
-                ("etcd_partition", "etcd partitioned or its leader killed")]
-# The faults of replicated lock services; each column sums its scenario's variants (the matrix has them apart).
-CLUSTER_FAULTS = ("failover", "redis_failover", "redlock_restart", "etcd_partition")
+def lease_faults_run(run: RunView) -> list[FaultColumns]:
+    """The lease faults these runs ran, in column order."""
+    return [f for f in lease_faults(run.meta) if f.scenario in set(run.frame.scenario)]
 
 
-def lease_faults_run(frame: pd.DataFrame) -> list[tuple[str, str]]:
-    """The lease faults these runs ran, in the table's order."""
-    return [(s, label) for s, label in LEASE_FAULTS if s in set(frame.scenario)]
 POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the database must check a fencing token. "
                   "A lease row does, at an extra write per company and one hot row. (Reasoned, not run, in the post.)")
 
@@ -189,15 +162,15 @@ def section_why_not_leases(run: RunView) -> str | None:
     """The post's 'Redis, etcd or a lease row' row of Why not just...?, backed by the lease-fault trials
     of every backend whose right is a lease (capability `lease_expiry`)."""
     frame = run.frame
-    columns = lease_faults_run(frame)
-    relevant = with_capability(frame[frame.scenario.isin([s for s, _ in columns])], "lease_expiry")
+    columns = [(f.scenario, f.title, f.replicated) for f in lease_faults_run(run)]
+    relevant = with_capability(frame[frame.scenario.isin([s for s, _, _ in columns])], "lease_expiry")
     if relevant.empty:
         return None
     rows = []
     for backend in ordered_backends(relevant):
         mine = relevant[relevant.backend == backend]
-        rows.append([backend, *[cell(mine[mine.scenario == s].to_dict("records")) for s, _ in columns]])
-    clusters = [s for s, _ in columns if s in CLUSTER_FAULTS]
+        rows.append([backend, *[cell(mine[mine.scenario == s].to_dict("records")) for s, _, _ in columns]])
+    clusters = [s for s, _, replicated in columns if replicated]
     return "\n".join([
         "## Why not just Redis, etcd or a lease row?", "",
         f"The post: *{POST_LEASE_ROW}* Measured here, for every backend whose right is a lease with a TTL: the "
@@ -208,8 +181,8 @@ def section_why_not_leases(run: RunView) -> str | None:
            "restarted, an etcd member partitioned or its leader killed; each column sums its variants, which the "
            "matrix shows apart. " if clusters else "")
         + "Cells read as in the matrix above. Reproduce: "
-        f"`lab run --backend all --scenario {','.join(s for s, _ in columns)}`.",
-        "", md_table(["backend", *[label for _, label in columns]], rows), "",
+        f"`lab run --backend all --scenario {','.join(s for s, _, _ in columns)}`.",
+        "", md_table(["backend", *[title for _, title, _ in columns]], rows), "",
         *_token_evidence(relevant)])
 
 

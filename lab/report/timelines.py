@@ -16,7 +16,7 @@ from lab.harness import ops
 from lab.harness.outcomes import Safety, judgement_of, safety_of
 from lab.report.common import ordered_backends
 from lab.report.history_chart import history_chart
-from lab.report.matrix import FAULTS, Mark, fault_records, judge
+from lab.report.matrix import Mark, columns_run, fault_records, judge
 from lab.report.sections import TIMELINES, RunView, section
 
 WRITE_EVENT = {"committed": "write_committed", "rejected": "write_rejected", "failed": "write_failed",
@@ -102,12 +102,12 @@ def slug(*parts: str) -> str:
     return "timelines/" + "-".join(re.sub(r"[^a-z0-9]+", "_", p.lower()).strip("_") for p in parts) + ".png"
 
 
-def failing_trials(frame: pd.DataFrame) -> list[tuple[str, dict]]:
+def failing_trials(run: RunView) -> list[tuple[str, dict]]:
     """(what it explains, record) for the first unsafe trial of every ✗ matrix cell, then every kill-point
     counterexample, in the report's order."""
+    frame = run.frame
     found = []
-    columns = [(key, label) for key, label in FAULTS
-               if not frame[(frame.scenario == key[0]) & frame.variant.isin([key[1], "-"])].empty]
+    columns = columns_run(run)
     for backend in ordered_backends(frame):
         for (scenario, variant), label in columns:
             records = fault_records(frame, backend, scenario, variant)
@@ -129,7 +129,7 @@ def section_timelines(run: RunView) -> str | None:
 
     shown, without = [], []
     histories = points = 0
-    for caption, record in failing_trials(frame):
+    for caption, record in failing_trials(run):
         name = slug(record["scenario"], record["backend"], record["variant"])
         history = history_of(record)
         if history:  # schema 2: the trial's own history, drawn as intervals

@@ -55,9 +55,9 @@ def test_every_matrix_count_comes_from_the_trials():
     text = REPORT.read_text()
     header = [c.strip() for c in text.split("## Every backend under every fault", 1)[1]
               .split("\n| backend |", 1)[1].split("\n", 1)[0].strip(" |").split(" | ")]
-    from lab.report.matrix import FAULTS
+    from lab.report.declared import matrix_columns
 
-    keys = {label: key for key, label in FAULTS}
+    keys = {c.label: (scenario, c.variant) for scenario, c in matrix_columns(folder[0].meta())}
     checked = 0
     for row in table(text, "## Every backend under every fault"):
         backend = row[0]
