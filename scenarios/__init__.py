@@ -13,6 +13,7 @@ REGISTRY = Registry("scenario", {
     "pause": "scenarios.pause:Pause",
     "cut": "scenarios.cut:Cut",
     "restart": "scenarios.restart:Restart",
+    "server_pause": "scenarios.server_pause:ServerPause",
     "etcd_partition": "scenarios.etcd_partition:EtcdPartition",
     "failover": "scenarios.failover:Failover",
     "redis_failover": "scenarios.redis_failover:RedisFailover",

@@ -166,6 +166,11 @@ class Scenario(ABC):
             return None
         return FaultColumns(cls.name, cls.title, cls.columns, cls.breaks_leases, cls.replicated)
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "variants" not in cls.__dict__ and "columns" in cls.__dict__:  # its columns are its variants
+            cls.variants = tuple(c.variant for c in cls.columns)
+
     def profile_params(self, profile: str) -> dict:
         return dict(self.params.get(profile) or self.params["default"])
 
