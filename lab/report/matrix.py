@@ -8,7 +8,7 @@ from enum import Enum
 
 import pandas as pd
 
-from lab.columns import FaultColumns
+from lab.columns import Column, FaultColumns
 from lab.harness.outcomes import Safety, does_not_run, exercised_of, safety_of
 from lab.report.charts import matrix_chart
 from lab.report.common import md_table, ordered_backends, with_capability
@@ -100,11 +100,21 @@ def fault_records(frame: pd.DataFrame, backend: str, scenario: str, variant: str
                  & frame.variant.isin([variant, "-"])].to_dict("records")
 
 
+def declared_run(run: RunView) -> list[tuple[str, Column]]:
+    """(scenario, column) of every declared matrix column these runs have trials for, in column order."""
+    frame = run.frame
+    return [(scenario, c) for scenario, c in matrix_columns(run.meta)
+            if not frame[(frame.scenario == scenario) & frame.variant.isin([c.variant, "-"])].empty]
+
+
 def columns_run(run: RunView) -> list[tuple[tuple[str, str], str]]:
     """((scenario, variant), heading) of every declared matrix column these runs have trials for."""
-    frame = run.frame
-    return [((scenario, c.variant), c.label) for scenario, c in matrix_columns(run.meta)
-            if not frame[(frame.scenario == scenario) & frame.variant.isin([c.variant, "-"])].empty]
+    return [((scenario, c.variant), c.label) for scenario, c in declared_run(run)]
+
+
+def legend(run: RunView) -> list[str]:
+    """One line per column: what its fault does and what confirmed, in each trial, that it struck."""
+    return [f"- *{c.label}* (`{scenario}`/`{c.variant}`): {c.legend}." for scenario, c in declared_run(run)]
 
 
 @section(20)
@@ -144,6 +154,8 @@ def section_matrix(run: RunView) -> str | None:
         + "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
         md_table(["backend", *[label for _, label in columns]], rows), "",
+        "The columns, each with what its fault does and what confirms in every trial that it struck (a trial "
+        "whose fault cannot confirm it is an error, never a verdict):", "", *legend(run), "",
         "![the matrix as colours: red failed, green kept the company whole, light blue-grey not exercised "
         "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
 
