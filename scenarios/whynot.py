@@ -180,7 +180,7 @@ class WhyNot(Scenario):
                    f"{m['create']['company']}"
         if kind == "backstop_loser":
             return m["loser_saw"]
-        if kind == "inputs":
+        if kind in ("same_inputs", "different_inputs"):
             if m["same"]:
                 return "same rows" if m["identical"] else "rows differ"
             if not m["last_committer_won"]:
@@ -740,7 +740,8 @@ def inputs_trial(env: TrialEnv, same: bool) -> dict:
                            and (final["min_n"], final["max_n"]) == (1, COMPANY_SIZE),
                            "tags_expected": expected, "tags_as_expected": final["tags"] == expected}
     identical = all(o["whole"] and o["tags_as_expected"] for o in overlaps.values())
-    return {"kind": "inputs", "same": same, "inputs": options.get("inputs", "each run's own id"),
+    return {"kind": "same_inputs" if same else "different_inputs", "same": same,
+            "inputs": options.get("inputs", "each run's own id"),
             "hold_s": env.params["hold_s"], "overlaps": overlaps, "identical": identical if same else None,
             "last_committer_won": all(o["whole"] and o["tags_as_expected"] for o in overlaps.values()),
             "newest_kept": {p: o["final"]["tags"] == ["run2"] for p, o in overlaps.items()}}

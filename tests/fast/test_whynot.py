@@ -131,7 +131,7 @@ def test_the_backstop_is_unsafe_when_the_company_is_torn_or_not_whole():
 
 
 def inputs(variant: str, **m) -> dict:
-    return {"kind": "inputs", "same": variant == "same_inputs", **m}
+    return {"kind": variant, "same": variant == "same_inputs", **m}
 
 
 def test_the_inputs_verdicts_say_whose_rows_the_company_kept():
