@@ -2,12 +2,15 @@
 reasons are in saved runs, and the report prints them), and what each alternative's measures say (verdict,
 safety), each against a planted figure that changes the words."""
 
+import sys
+from types import SimpleNamespace
+
 import pytest
 
 from backends.base import Backend
 from lab.capabilities import Capability
 from lab.harness.outcomes import Safety
-from scenarios.whynot import WhyNot
+from scenarios.whynot import EXPERIMENTS, WhyNot, experiment_of
 
 # The order meta.json records and the report shows, as the committed reference runs have it.
 VARIANTS = ("xmin_horizon", "guard_off_role", "giant_transaction", "throughput", "fk_child_insert", "no_parent_row",
@@ -41,6 +44,25 @@ def runs(cls) -> set[str]:
 
 def test_the_variants_keep_their_recorded_order():
     assert WhyNot.variants == VARIANTS
+
+
+def test_each_variant_belongs_to_one_experiment_whose_module_says_what_it_measures():
+    declared = [variant for experiment in EXPERIMENTS for variant in experiment.variants]
+    assert len(declared) == len(set(declared))
+    for experiment in EXPERIMENTS:
+        cls = type(experiment)
+        assert cls.__doc__ and sys.modules[cls.__module__].__doc__, cls.__name__
+        assert all(experiment_of(variant) is experiment for variant in experiment.variants)
+    with pytest.raises(ValueError):
+        experiment_of("inputs")  # the kind both idempotent variants shared before: no variant of its own
+
+
+def test_a_trial_goes_to_its_variants_experiment_and_records_the_variant_as_its_kind(monkeypatch):
+    for experiment in EXPERIMENTS:
+        monkeypatch.setattr(type(experiment), "run", lambda self, env, variant: {"ran": type(self).__name__})
+    for variant in VARIANTS:
+        measures = WhyNot().run_trial(SimpleNamespace(spec=SimpleNamespace(variant=variant)))
+        assert measures == {"kind": variant, "ran": type(experiment_of(variant)).__name__}
 
 
 def test_a_backend_that_declares_nothing_gets_every_reason_as_recorded():
