@@ -5,7 +5,7 @@ The post's Why-not table: an idempotent rebuild "solves a neighbouring problem".
 two rebuilds of the same inputs, however they overlap, leave the same N rows. The inputs are what a
 row carries: option `inputs` names them (two runs given the same inputs write identical rows); without
 it each run's own id is its input, as in the post's overlap, where two runs wrote different outputs.
-scenarios/whynot.py measures both.
+scenarios/whynot/inputs.py measures both.
 
 The natural key needs a unique index on the company table; a rebuild that finds it missing creates it
 first (the lab's tables carry one row per (company, n) already), in a short transaction of its own.

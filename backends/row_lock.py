@@ -1,7 +1,7 @@
 """A parent row per company, locked FOR UPDATE as the first statement of the company's write transaction.
 
 The post's Why-not table: "A row lock needs a parent row for every company and blocks foreign-key
-inserts." Both halves are measured (scenarios/whynot.py). A company with no parent row yet has
+inserts." Both halves are measured (scenarios/whynot/row_locks.py). A company with no parent row yet has
 nothing to lock, so this backend defines what happens then (option missing_parent):
 
 - "create" (the default): INSERT ... ON CONFLICT DO NOTHING, then the lock, in the same transaction.

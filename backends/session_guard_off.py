@@ -5,7 +5,7 @@ The post's first Why-not row: "It works, but it exempts the session from a guard
 purpose and leaves the transaction open." The setting is made with set_config on the lock's session,
 as its first statement, so it outranks whatever the server, database, role or connection string gave
 that session; the lock is then taken in the same autobegun transaction, which stays open all run long.
-scenarios/whynot.py measures what that open transaction holds back (backend_xmin, and dead tuples
+scenarios/whynot/horizon.py measures what that open transaction holds back (backend_xmin, and dead tuples
 VACUUM cannot remove).
 
 Option guard_off_on="role" is the row's other form: ALTER ROLE <role> SET idle_in_transaction_session_timeout

@@ -5,7 +5,7 @@ lock survives commits, so the run takes it once and rebuilds every company in it
 that same session. The lock and the writes now end together: a run whose session ended has lost its
 lock and its connection for writing at once, and this backend never reconnects to write on. What it
 costs: every write of the run goes through one session, so a run's workers queue for it
-(scenarios/whynot.py measures companies per second with 1, 2 and 4 workers against xact).
+(scenarios/whynot/throughput.py measures companies per second with 1, 2 and 4 workers against xact).
 
 Every use of the connection ends in a commit (acquire, each rebuild, touch), so between companies it
 is idle, never idle in a transaction.

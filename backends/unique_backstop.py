@@ -5,7 +5,7 @@ inserted inside the write transaction and removed right after its commit. A seco
 company that arrives meanwhile inserts the same key: its insert waits on the first's uncommitted index
 entry (so it never touches the company's rows while the first is writing), and once the first commits
 with its marker still there, it fails with a unique violation (23505). If the first rolls back, its
-marker goes with it and the second goes on. scenarios/whynot.py measures which of these a loser sees.
+marker goes with it and the second goes on. scenarios/whynot/backstop.py measures which of these a loser sees.
 
 A run that dies between its commit and the marker's removal leaves the marker behind, and every later
 rebuild of that company fails until someone deletes it: the price of a marker that outlives its
