@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from backends._writes import commit_failure
+from backends._writes import CommitWindow
 from backends.base import Point, RebuildResult, no_point
 from lab.harness.workload import CompanyTable
 
@@ -38,7 +38,7 @@ def claimed_transaction(engine: Engine, table: CompanyTable, companies: list[int
     transaction rolls back and the result is "skipped", with the companies named in its error.
     """
     write = write or (lambda conn, company, n, run, hook: table.rebuild(conn, company, n, run, hook))
-    waited, deleted, committing, skipped = 0.0, 0, False, []
+    waited, deleted, skipped, window = 0.0, 0, [], CommitWindow()
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level=isolation)
@@ -61,14 +61,12 @@ def claimed_transaction(engine: Engine, table: CompanyTable, companies: list[int
                 if len(skipped) == len(companies):
                     trans.rollback()
                     return RebuildResult("skipped", waited=waited, error=_skipped(skipped))
-                committing = True  # COMMIT goes out now: from here the server may commit without our hearing
-                trans.commit()
-                committing = False
+                window.commit(trans)
             point("after_commit", None)
         return RebuildResult("committed", deleted=deleted, waited=waited, error=_skipped(skipped) if skipped else None)
     except SQLAlchemyError as exc:
-        return commit_failure(exc, engine, table, [c for c in companies if c not in skipped], run_id,
-                              committing=committing, deleted=deleted, waited=waited)
+        return window.failure(exc, engine, table, [c for c in companies if c not in skipped], run_id,
+                              deleted=deleted, waited=waited)
 
 
 def _skipped(companies: list[int]) -> str:

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from backends._writes import commit_failure
+from backends._writes import CommitWindow
 from backends.base import Point, RebuildResult, no_point
 from lab.harness.workload import SCHEMA, CompanyTable
 
@@ -35,7 +35,7 @@ def fenced_write(engine: Engine, table: CompanyTable, company: int, rows: int, r
 
     Outcomes as write_transaction's, plus "rejected" when the fence refuses the token.
     """
-    deleted, committing = None, False
+    deleted, window = None, CommitWindow()
     try:
         with engine.connect() as conn, conn.begin() as trans:
             point("begin", conn)
@@ -43,12 +43,10 @@ def fenced_write(engine: Engine, table: CompanyTable, company: int, rows: int, r
                 raise FenceRejected(f"token {token} is older than the company's fence")
             point("after_lock", conn)  # the fence row, locked until commit, now holds the company for us
             deleted = table.rebuild(conn, company, rows, run_id, point)
-            committing = True  # COMMIT goes out now: from here the server may commit without our hearing
-            trans.commit()
-            committing = False
+            window.commit(trans)
         point("after_commit", None)
         return RebuildResult("committed", deleted=deleted)
     except FenceRejected as exc:
         return RebuildResult("rejected", error=f"FenceRejected: {exc}")
     except SQLAlchemyError as exc:
-        return commit_failure(exc, engine, table, [company], run_id, committing=committing, deleted=deleted)
+        return window.failure(exc, engine, table, [company], run_id, deleted=deleted)

@@ -55,6 +55,34 @@ def resolve_commit(engine: Engine, table: CompanyTable, companies: list[int], ru
     return "committed" if found else "not committed"
 
 
+class CommitWindow:
+    """Whether COMMIT is in flight: from the moment it goes out the server may commit without our hearing,
+    so an error then leaves the outcome unknown (indeterminate, resolved by reading the table) where an
+    error before it is a plain rollback. Every write transaction marks its COMMIT through one of these."""
+
+    def __init__(self) -> None:
+        self.in_flight = False
+
+    def commit(self, trans) -> None:
+        """Send COMMIT on a transaction and hear it back."""
+        self.sending()
+        trans.commit()
+        self.heard()
+
+    def sending(self) -> None:
+        """COMMIT goes out now (for a `with conn.begin():` block, whose end sends it)."""
+        self.in_flight = True
+
+    def heard(self) -> None:
+        self.in_flight = False
+
+    def failure(self, exc: SQLAlchemyError, engine: Engine, table: CompanyTable, companies: list[int],
+                run_id: str, *, deleted: int | None, waited: float = 0.0) -> RebuildResult:
+        """The result of the write that raised exc: failed, or indeterminate when COMMIT was in flight."""
+        return commit_failure(exc, engine, table, companies, run_id, committing=self.in_flight, deleted=deleted,
+                              waited=waited)
+
+
 def commit_failure(exc: SQLAlchemyError, engine: Engine, table: CompanyTable, companies: list[int],
                    run_id: str, *, committing: bool, deleted: int | None, waited: float = 0.0) -> RebuildResult:
     """The result of a write that raised: "failed", or "indeterminate" (resolved) when COMMIT was in flight."""
@@ -78,7 +106,7 @@ def write_transaction(engine: Engine, table: CompanyTable, companies: list[int],
     An error before COMMIT is "failed" (rolled back); a broken connection while COMMIT was
     in flight is "indeterminate", resolved by reading the table afterwards (commit_failure).
     """
-    waited, deleted, committing = 0.0, 0, False
+    waited, deleted, window = 0.0, 0, CommitWindow()
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level=isolation)
@@ -93,14 +121,11 @@ def write_transaction(engine: Engine, table: CompanyTable, companies: list[int],
                         waited += time.monotonic() - start
                         point("after_lock", conn)
                     deleted += table.rebuild(conn, company, rows, run_id, point, use_copy=use_copy)
-                committing = True  # COMMIT goes out now: from here the server may commit without our hearing
-                trans.commit()
-                committing = False
+                window.commit(trans)
             point("after_commit", None)
         return RebuildResult("committed", deleted=deleted, waited=waited)
     except SQLAlchemyError as exc:
-        return commit_failure(exc, engine, table, companies, run_id, committing=committing, deleted=deleted,
-                              waited=waited)
+        return window.failure(exc, engine, table, companies, run_id, deleted=deleted, waited=waited)
 
 
 LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout fired

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from backends._claimed import claimed_transaction
-from backends._writes import commit_failure
+from backends._writes import CommitWindow
 from backends.base import NoRunLock, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA
@@ -80,7 +80,7 @@ class JobQueue(NoRunLock):
     def rebuild_next(self, rows: int, run_id: str, point: Point = no_point) -> tuple[int | None, RebuildResult]:
         """Claim the next job not yet done and rebuild its company, as a queue's worker does: (company, result),
         or (None, skipped) when every job left is done or taken by another run."""
-        company, committing = None, False
+        company, window = None, CommitWindow()
         try:
             with self.ctx.writes.connect() as conn:
                 conn = conn.execution_options(isolation_level=self.ctx.options.get("isolation", "READ COMMITTED"))
@@ -92,14 +92,12 @@ class JobQueue(NoRunLock):
                         return None, RebuildResult("skipped", error="skipped: no job left that another run has not")
                     point("after_lock", conn)
                     deleted = self._write_and_done(conn, company, rows, run_id, point)
-                    committing = True
-                    trans.commit()
-                    committing = False
+                    window.commit(trans)
                 point("after_commit", None)
             return company, RebuildResult("committed", deleted=deleted)
         except SQLAlchemyError as exc:
-            return company, commit_failure(exc, self.ctx.writes, self.ctx.table, [] if company is None else [company],
-                                           run_id, committing=committing, deleted=None)
+            return company, window.failure(exc, self.ctx.writes, self.ctx.table, [] if company is None else [company],
+                                           run_id, deleted=None)
 
     def _write_and_done(self, conn, company: int, rows: int, run_id: str, point: Point) -> int:
         deleted = self.ctx.table.rebuild(conn, company, rows, run_id, point)

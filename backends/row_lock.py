@@ -21,8 +21,8 @@ from typing import ClassVar
 from sqlalchemy import text
 
 from backends._claimed import claimed_transaction
-from backends._writes import retried_on_lock_timeout
-from backends.base import NoRunLock, Point, RebuildResult, no_point
+from backends._in_write import LockInWrite
+from backends.base import Point, RebuildResult
 from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA
 
@@ -32,7 +32,7 @@ PARENTS_DDL = (f"create table if not exists {PARENTS} (scope text not null, comp
 MISSING_PARENT = ("create", "lock_only")
 
 
-class RowLock(NoRunLock):
+class RowLock(LockInWrite):
     """The company's parent row is the lock: it lives in the write transaction and ends with it.
 
     Options: missing_parent ("create" or "lock_only", above), isolation, lock_timeout_ms with
@@ -65,18 +65,7 @@ class RowLock(NoRunLock):
         conn.execute(self._lock, params)  # zero rows when there is no parent: nothing is locked
         return True
 
-    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        return self.rebuild_batch([company], rows, run_id, point)
-
-    def rebuild_batch(self, companies: list[int], rows: int, run_id: str, point: Point = no_point,
-                      *, use_copy: bool = False) -> RebuildResult:
-        """Several companies in one transaction, their parent rows locked in sorted order unless told otherwise."""
-        opts = self.ctx.options
-        order = sorted(companies) if opts.get("sort_batches", True) else list(companies)
-        def attempt() -> RebuildResult:
-            return claimed_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
-                                       claim=self.claim,
-                                       isolation=opts.get("isolation", "READ COMMITTED"),
-                                       lock_timeout_ms=opts.get("lock_timeout_ms"))
-
-        return retried_on_lock_timeout(attempt, opts.get("lock_timeout_retries", 0))
+    def write_attempt(self, companies: list[int], rows: int, run_id: str, point: Point,
+                      use_copy: bool) -> RebuildResult:
+        return claimed_transaction(self.ctx.writes, self.ctx.table, companies, rows, run_id, point=point,
+                                   claim=self.claim, isolation=self.isolation, lock_timeout_ms=self.lock_timeout_ms)

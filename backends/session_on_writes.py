@@ -19,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from backends import _bare
-from backends._writes import commit_failure
+from backends._writes import CommitWindow
 from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
@@ -87,7 +87,7 @@ class SessionLockOnWrites(Backend):
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         """The company's own transaction, on the lock's session; a dead session fails it (no reconnect)."""
-        deleted, committing = None, False
+        deleted, window = None, CommitWindow()
         with self._use:
             conn = self._conn
             if conn is None or conn.invalidated:  # SQLAlchemy would reconnect: a new session, without the lock
@@ -96,13 +96,12 @@ class SessionLockOnWrites(Backend):
                 with conn.begin():
                     point("begin", conn)
                     deleted = self.ctx.table.rebuild(conn, company, rows, run_id, point)
-                    committing = True  # leaving the block sends COMMIT
-                committing = False
+                    window.sending()  # leaving the block sends COMMIT
+                window.heard()
                 point("after_commit", None)
                 return RebuildResult("committed", deleted=deleted)
             except SQLAlchemyError as exc:
-                return commit_failure(exc, self.ctx.writes, self.ctx.table, [company], run_id,
-                                      committing=committing, deleted=deleted)
+                return window.failure(exc, self.ctx.writes, self.ctx.table, [company], run_id, deleted=deleted)
 
     def release(self) -> None:
         if self._conn is None:

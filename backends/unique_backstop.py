@@ -20,8 +20,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from backends._claimed import claimed_transaction
-from backends._writes import retried_on_lock_timeout
-from backends.base import NoRunLock, Point, RebuildResult, describe_error, no_point
+from backends._in_write import LockInWrite
+from backends.base import Point, RebuildResult, describe_error
 from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA
 
@@ -32,7 +32,7 @@ MARKERS_DDL = (f"create table if not exists {MARKERS} (scope text not null, comp
 UNIQUE_VIOLATION = "23505"
 
 
-class UniqueBackstop(NoRunLock):
+class UniqueBackstop(LockInWrite):
     """The marker's unique key is the only thing between two rebuilds of one company."""
 
     name = "unique_backstop"
@@ -47,23 +47,16 @@ class UniqueBackstop(NoRunLock):
     _MARK = text(f"insert into {MARKERS} (scope, company_id, run_id) values (:s, :c, :r)")
     _CLEAR = text(f"delete from {MARKERS} where scope = :s and company_id = any(:cs) and run_id = :r")
 
-    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        return self.rebuild_batch([company], rows, run_id, point)
+    def write_attempt(self, companies: list[int], rows: int, run_id: str, point: Point,
+                      use_copy: bool) -> RebuildResult:
+        # a lock_timeout is retried (by the template); 23505, the other run's marker, is not
+        return claimed_transaction(self.ctx.writes, self.ctx.table, companies, rows, run_id, point=point,
+                                   claim=lambda conn, c: self._mark(conn, c, run_id), isolation=self.isolation,
+                                   lock_timeout_ms=self.lock_timeout_ms)
 
-    def rebuild_batch(self, companies: list[int], rows: int, run_id: str, point: Point = no_point,
-                      *, use_copy: bool = False) -> RebuildResult:
-        opts = self.ctx.options
-        order = sorted(companies) if opts.get("sort_batches", True) else list(companies)
-        # a lock_timeout is retried; 23505, the other run's marker, is not
-        def attempt() -> RebuildResult:
-            return claimed_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
-                                       claim=lambda conn, c: self._mark(conn, c, run_id),
-                                       isolation=opts.get("isolation", "READ COMMITTED"),
-                                       lock_timeout_ms=opts.get("lock_timeout_ms"))
-
-        result = retried_on_lock_timeout(attempt, opts.get("lock_timeout_retries", 0))
+    def finished(self, result: RebuildResult, companies: list[int], run_id: str) -> RebuildResult:
         if result.outcome == "committed" or (result.outcome == "indeterminate" and result.resolved == "committed"):
-            left = self._clear(order, run_id)
+            left = self._clear(companies, run_id)
             if left is not None:
                 result.error = left
         return result
