@@ -10,6 +10,7 @@ the page says so.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Callable
 
@@ -91,22 +92,56 @@ def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
     return None if not figures else f"{figures[-1] * 1000:.2f} ms"
 
 
+def company_seconds(frame: pd.DataFrame, backend: str) -> tuple[float, int, int] | None:
+    """A backend's one-worker, one-transaction-per-company rebuild from the cost table: (median seconds per
+    company, companies, repetitions), or None when the run did not time it."""
+    rows = frame[(frame.scenario == "perf") & (frame.status == "ok") & (frame.backend == backend)]
+    per_company = [m for m in rows.measures
+                   if m.get("workers") == 1 and m.get("transactions") == m.get("companies") and not m.get("failed")
+                   and "COPY" not in str(m.get("config"))]
+    if not per_company:
+        return None
+    return (statistics.median(m["seconds"] / m["companies"] for m in per_company), per_company[0]["companies"],
+            len(per_company))
+
+
+def cost_sentence(frame: pd.DataFrame, meta: dict, backend: str) -> str:
+    """What the lock costs: per company where it is taken in each company's transaction, per run where it is
+    held across them, and what a company's transaction costs with no lock, where the run timed them."""
+    caps = frozenset(_declared(meta, "capabilities", backend) or ())
+    bare = company_seconds(frame, "none")  # the same transaction with no lock
+    base = f"{bare[0] * 1000:.2f} ms without a lock" if bare else None
+    timed = sorted(set(frame[(frame.scenario == "perf") & (frame.status == "ok")].backend) - {"none"})
+    if HELD_ACROSS_WRITES & caps:
+        cost = acquire_cost(frame, backend)
+        per_run = f" Acquire + release {cost}, median, once per run" if cost else " Taken once per run"
+        return per_run + (f"; nothing per company on top of its transaction ({base})." if base else ".")
+    mine = company_seconds(frame, backend)
+    if mine is not None:
+        against = f" against {base}" if base else ""
+        return (f" Per company: its transaction took {mine[0] * 1000:.2f} ms with the lock{against} (cost table, "
+                f"{mine[1]:,} companies, median of {mine[2]}).")
+    if timed:
+        return f" Per company: not timed here (the cost table times {', '.join(f'`{b}`' for b in timed)})."
+    return ""
+
+
 def candidate_line(s: Standing, meta: dict, frame: pd.DataFrame) -> str:
     summary = _declared(meta, "summaries", s.backend)
     what = f": {summary}" if summary else ""
     idle = f"; not exercised by {len(s.not_exercised)} more" if s.not_exercised else ""
-    cost = acquire_cost(frame, s.backend)
-    per = ("per company (it is taken inside each company's transaction)"
-           if "in_transaction" in (_declared(meta, "capabilities", s.backend) or ()) else "per run")
-    priced = f" Acquire + release {cost}, median, {per}." if cost else ""
     return (f"- `{s.backend}`{what}. Kept the company whole under all {len(s.kept)} faults that took its right "
-            f"away ({s.trials} trials){idle}.{priced}")
+            f"away ({s.trials} trials){idle}.{cost_sentence(frame, meta, s.backend)}")
 
 
 def avoid_line(s: Standing) -> str:
+    """The first fault that rules it out with its trials, how many more do, and where it lost the lock with no
+    write to judge, by name (semicolons: a fault's name may hold a comma)."""
     label, cell = s.failed[0]
     more = f"; and under {len(s.failed) - 1} more" if len(s.failed) > 1 else ""
-    return f"- `{s.backend}`: {cell.text.removeprefix('✗ ')} under *{label}*{more}."
+    lost = "; ".join(f"*{d}*" for d in s.doubtful)
+    doubtful = f"; it lost the lock (no write judged) or left safety unknown under {lost}" if lost else ""
+    return f"- `{s.backend}`: {cell.text.removeprefix('✗ ')} under *{label}*{more}{doubtful}."
 
 
 @section(10)
@@ -136,11 +171,12 @@ def section_decide(run: RunView) -> str | None:
             best = max((standings[b] for b in able), key=lambda s: (len(s.kept), -len(s.failed), s.backend))
             out.append(f"- No lock measured here qualifies. Closest: `{best.backend}`, kept whole under "
                        f"{len(best.kept)} exercised faults but "
-                       + (f"failed under {len(best.failed)}" if best.failed else
+                       + (f"failed under {len(best.failed)} (" + "; ".join(f"*{label}*" for label, _ in best.failed)
+                          + ")" if best.failed else
                           f"lost its lock or left safety unknown under {len(best.doubtful)}") + ".")
         out.append("")
     avoid = [standings[b] for b in backends if standings[b].failed]
     if avoid:
-        out += ["**Do not use** (the first fault that rules each out, with its trials):", "",
+        out += ["**Do not use** (the first fault that rules each out, with its trials; the matrix has every cell):", "",
                 *[avoid_line(s) for s in avoid], ""]
     return "\n".join(out)

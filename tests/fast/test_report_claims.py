@@ -119,6 +119,33 @@ def test_a_need_is_chosen_by_declaration_and_left_out_when_no_lock_can_serve_it(
     assert "Redis, etcd" not in text and "run-level lock" not in text  # xact serves neither
 
 
+def _perf_trial(backend, variant, seconds, index=0):
+    return trial("perf", backend, variant, "measured", {"workers": 1, "companies": 1000, "transactions": 1000,
+                                                        "failed": 0, "seconds": seconds, "config": variant}, index)
+
+
+def test_the_decision_page_states_the_cost_per_company_and_a_planted_figure_changes_it():
+    trials = [lease("pause", "xact", "rolled back", exercised=True),
+              _perf_trial("none", "transaction_per_company", 1.5), _perf_trial("xact", "per_company_lock", 1.7)]
+    text = section_decide(RunView.of(trials, DECLARED))
+    assert ("Per company: its transaction took 1.70 ms with the lock against 1.50 ms without a lock (cost table, "
+            "1,000 companies, median of 1).") in text
+    planted = trials[:2] + [_perf_trial("xact", "per_company_lock", 2.4)]
+    assert "its transaction took 2.40 ms with the lock" in section_decide(RunView.of(planted, DECLARED))
+    # A run-level lock is priced per run, and a lock the cost table did not time says so.
+    run_level = [lease("pause", "etcd_fenced", "stale write rejected", exercised=True), *trials[1:]]
+    text = section_decide(RunView.of(run_level, DECLARED))
+    assert "Taken once per run; nothing per company on top of its transaction (1.50 ms without a lock)." in text
+
+
+def test_do_not_use_names_where_a_lock_was_lost_with_no_write_to_judge():
+    trials = [lease("pause", "session_autocommit", "stale write accepted", exercised=True),
+              trial("cases", "session_autocommit", "idle_session", "lost", safety="untested", exercised=True)]
+    text = section_decide(RunView.of(trials, DECLARED))
+    assert ("- `session_autocommit`: stale write accepted 1/1 under *holder paused past the TTL*; it lost the lock "
+            "(no write judged) or left safety unknown under *idle_session_timeout*.") in text
+
+
 # --- why not just...? -------------------------------------------------------------------------------------
 
 def perf(variant, seconds):
