@@ -84,6 +84,12 @@ def _declared(meta: dict, key: str, backend: str):
     return (meta.get(key) or {}).get(backend.partition("@")[0])  # a driver row is declared as its backend
 
 
+def can_serve(need: Need, meta: dict, backend: str) -> bool:
+    """Whether a backend can serve a need at all, by what the run's meta.json says it declares."""
+    return need.serves(frozenset(_declared(meta, "capabilities", backend) or ()),
+                       _declared(meta, "lock_service", backend))
+
+
 def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
     """Its acquire + release, median, from the latency scenario when this run measured it."""
     rows = frame[(frame.scenario == "latency") & (frame.status == "ok") & (frame.backend == backend)]
@@ -122,8 +128,7 @@ def section_decide(run: RunView) -> str | None:
            "at least one fault took its right away while the company stayed whole (✓). Each line counts the "
            "exercised faults and the trials behind them; the matrix below has every cell.", ""]
     for need in NEEDS:
-        able = [b for b in backends if need.serves(frozenset(_declared(meta, "capabilities", b) or ()),
-                                                   _declared(meta, "lock_service", b))]
+        able = [b for b in backends if can_serve(need, meta, b)]
         if not able:
             continue
         fit = sorted((standings[b] for b in able if standings[b].qualifies),

@@ -127,18 +127,47 @@ def fault_records(frame: pd.DataFrame, backend: str, scenario: str, variant: str
                  & frame.variant.isin([variant, "-"])].to_dict("records")
 
 
+def matrix_columns(frame: pd.DataFrame) -> list[tuple[tuple[str, str], str]]:
+    """The faults these trials ran, in FAULTS' order: ((scenario, variant), label), no empty column."""
+    return [(key, label) for key, label in FAULTS
+            if not frame[(frame.scenario == key[0]) & frame.variant.isin([key[1], "-"])].empty]
+
+
+@dataclass(frozen=True)
+class MatrixCell:
+    """One cell of the matrix with the trials behind it: what the HTML report's panel opens."""
+
+    backend: str
+    scenario: str
+    variant: str
+    label: str
+    records: list
+    cell: Cell
+
+
+def matrix_rows(frame: pd.DataFrame) -> list[tuple[str, list[MatrixCell]]]:
+    """Every row of the matrix in the run's backend order, each cell judged from its trials."""
+    columns = matrix_columns(frame)
+    rows = []
+    for backend in ordered_backends(frame) if columns else []:
+        cells = []
+        for (scenario, variant), label in columns:
+            records = fault_records(frame, backend, scenario, variant)
+            cells.append(MatrixCell(backend, scenario, variant, label, records, judge(records)))
+        rows.append((backend, cells))
+    return rows
+
+
 @section(20)
 def section_matrix(run: RunView) -> str | None:
     frame, charts = run.frame, run.charts
-    columns = [(key, label) for key, label in FAULTS
-               if not frame[(frame.scenario == key[0]) & frame.variant.isin([key[1], "-"])].empty]
+    columns = matrix_columns(frame)
     if not columns:
         return None
     rows, cells = [], []
-    for backend in ordered_backends(frame):
-        judged = [judge(fault_records(frame, backend, scenario, variant)) for (scenario, variant), _ in columns]
-        rows.append([backend, *[c.text for c in judged]])
-        cells.append(judged)
+    for backend, judged in matrix_rows(frame):
+        rows.append([backend, *[c.cell.text for c in judged]])
+        cells.append([c.cell for c in judged])
     if charts is not None:
         charts["matrix.png"] = lambda path: matrix_chart([r[0] for r in rows], [label for _, label in columns],
                                                          [[c.mark.name for c in row] for row in cells], path)
