@@ -17,6 +17,7 @@ from backends.base import BareCall
 
 class ToozLease(LeaseBackend):
     capabilities = frozenset({"lease_expiry", "exclusion"})
+    library = "tooz"
     renews = False  # tooz's own heartbeat renews held locks
 
     def __init__(self, ctx, key):

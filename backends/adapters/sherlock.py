@@ -21,6 +21,7 @@ class _SherlockLease(LeaseBackend):
     """acquire(blocking=False), renew() from the keep-alive, release(); ownership read, never written."""
 
     capabilities = frozenset({"lease_expiry", "exclusion"})
+    library = "sherlock"
     lock: sherlock.lock.BaseLock
 
     def _try_acquire(self) -> int | None:

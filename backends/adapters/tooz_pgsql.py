@@ -35,6 +35,7 @@ class ToozPostgresLock(Backend):
     name = "tooz_pgsql"
     summary = "OpenStack tooz PostgreSQL lock (coordinator with heartbeat); no fencing"
     capabilities = frozenset({"session_lock", "exclusion"})
+    library = "tooz"
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)

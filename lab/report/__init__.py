@@ -90,7 +90,7 @@ def _merged_order(metas: list[dict]) -> dict:
             for scenario, names in m["variants"].items():
                 variants[scenario] = list(dict.fromkeys([*variants.get(scenario, []), *names]))
         merged["variants"] = variants
-    for key in ("capabilities", "lock_service", "summaries"):
+    for key in ("capabilities", "lock_service", "summaries", "libraries"):
         declared: dict = {}
         for m in metas:
             declared.update(m.get(key) or {})  # a later run's declaration wins, as its trials do
