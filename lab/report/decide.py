@@ -80,14 +80,15 @@ def standing(frame: pd.DataFrame, backend: str) -> Standing:
     return Standing(backend, tuple(kept), tuple(failed), tuple(doubtful), tuple(idle), trials)
 
 
-def _declared(meta: dict, key: str, backend: str):
+def declared(meta: dict, key: str, backend: str):
+    """What the run's meta.json declares of a backend under key (capabilities, lock_service, ...), or None."""
     return (meta.get(key) or {}).get(backend.partition("@")[0])  # a driver row is declared as its backend
 
 
 def can_serve(need: Need, meta: dict, backend: str) -> bool:
     """Whether a backend can serve a need at all, by what the run's meta.json says it declares."""
-    return need.serves(frozenset(_declared(meta, "capabilities", backend) or ()),
-                       _declared(meta, "lock_service", backend))
+    return need.serves(frozenset(declared(meta, "capabilities", backend) or ()),
+                       declared(meta, "lock_service", backend))
 
 
 def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
@@ -98,12 +99,12 @@ def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
 
 
 def candidate_line(s: Standing, meta: dict, frame: pd.DataFrame) -> str:
-    summary = _declared(meta, "summaries", s.backend)
+    summary = declared(meta, "summaries", s.backend)
     what = f": {summary}" if summary else ""
     idle = f"; not exercised by {len(s.not_exercised)} more" if s.not_exercised else ""
     cost = acquire_cost(frame, s.backend)
     per = ("per company (it is taken inside each company's transaction)"
-           if "in_transaction" in (_declared(meta, "capabilities", s.backend) or ()) else "per run")
+           if "in_transaction" in (declared(meta, "capabilities", s.backend) or ()) else "per run")
     priced = f" Acquire + release {cost}, median, {per}." if cost else ""
     return (f"- `{s.backend}`{what}. Kept the company whole under all {len(s.kept)} faults that took its right "
             f"away ({s.trials} trials){idle}.{priced}")
