@@ -236,6 +236,7 @@ def print_outcomes(trials: list[dict]) -> None:
 
 def cmd_report(args, argv) -> int:
     from lab.report import write_report
+    from lab.report.html import PAGE
     from lab.results import RunFolder
 
     if args.compare:
@@ -250,7 +251,7 @@ def cmd_report(args, argv) -> int:
         return 0
     folders = [RunFolder.open(args.results, run) for run in args.run] or [RunFolder.latest(args.results)]
     path = write_report(folders, args.output or folders[-1].path / "REPORT.md", html=args.html)
-    page = f" and {path.parent / 'report.html'}" if args.html else ""
+    page = f" and {path.parent / PAGE}" if args.html else ""
     print(f"wrote {path}{page} from {', '.join(str(f.path) for f in folders)}")
     return 0
 
