@@ -15,6 +15,7 @@ import functools
 import io
 import json
 import math
+import string
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,7 @@ class Page:
         self.labels = [label for _, label in matrix_columns(view.frame)]
         self.shown: dict[str, str] = {}  # picture name -> data URI, for the pictures the Markdown shows
         self.pictures: dict[str, str] = {}  # those only a panel shows
+        self.borrowed: dict[str, dict] = {}  # picture name -> trial, for a panel showing the appendix's picture
         self.cells: list[dict] = []
         self.converter = MarkdownHtml(image=self._image, link=self._link, table=self._table)
         self.files: list[str] = []
@@ -187,16 +189,23 @@ class Page:
         name = None
         if record is not None:
             name = slug(record["scenario"], record["backend"], record["variant"])
-            if self.gallery.get(name) != record["id"]:  # not the appendix's picture: the panel's own
+            if self.gallery.get(name) == record["id"]:
+                self.borrowed[name] = record  # the page shows it in the timeline appendix: not stored twice
+            else:
                 name = f"cell:{record['id']}"
-                with tempfile.TemporaryDirectory() as folder:
-                    path = Path(folder) / "timeline.png"
-                    history_picture(record)(path)
-                    self.pictures[name] = embedded_png(path.read_bytes())
+                self.pictures[name] = self.draw(record)
         return {"backend": c.backend, "scenario": c.scenario, "variant": c.variant, "label": c.label,
                 "mark": c.cell.mark.name, "text": c.cell.text, "picture": name,
                 "pictured": None if record is None else record["id"],
                 "trials": [trial_data(r) for r in c.records]}
+
+    @staticmethod
+    def draw(record: dict) -> str:
+        """A trial's history drawn as REPORT-timelines.md draws it, as a data: URI."""
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "timeline.png"
+            history_picture(record)(path)
+            return embedded_png(path.read_bytes())
 
     @functools.cached_property
     def gallery(self) -> dict[str, str]:
@@ -208,15 +217,16 @@ class Page:
         order = [MAIN, *[name for name in files if name != MAIN]]
         sections = [f'<section id="{file_id(name)}" data-file="{attribute(name)}">\n'
                     f"{self.converter.blocks(files[name])}</section>" for name in order]
-        # A panel's picture the Markdown already shows is found in the page by name, not stored twice.
-        unseen = {name: uri for name, uri in self.pictures.items() if name not in self.shown}
-        data = {"cells": self.cells, "pictures": unseen, "marks": {m.name: m.value for m in Mark}}
+        for name, record in self.borrowed.items():  # the page's script finds these by name in the appendix
+            if name not in self.shown:  # ... unless the appendix did not show it after all
+                self.pictures[name] = self.draw(record)
+        data = {"cells": self.cells, "pictures": self.pictures}
         nav = " · ".join(f'<a href="#{file_id(name)}">{attribute(name)}</a>' for name in order)
         title = f"locklab report: {self.view.run_id}" if self.view.run_id else "locklab report"
         return "\n".join([
             "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{attribute(title)}</title>", f"<style>{STYLE}</style>", "</head>", "<body>",
+            f"<title>{attribute(title)}</title>", f"<style>{style()}</style>", "</head>", "<body>",
             f'<nav class="files">{nav}</nav>', "<main>", *sections, "</main>",
             '<aside id="panel" hidden><button id="panel-close" type="button" aria-label="close">×</button>'
             '<div id="panel-body"></div></aside>',
@@ -244,9 +254,19 @@ def render_html(files: dict[str, str], view: RunView, picture_bytes: Callable[[s
     return Page(view, picture_bytes).render(files)
 
 
-# The marks' colours are the matrix chart's (lab/report/charts.py), so the page reads like matrix.png.
-STYLE = """
-:root { --failed: #c62828; --kept: #2e7d32; --idle: #b0c4de; --unknown: #f9a825; --lost: #ef6c00; --other: #bdbdbd; }
+def style() -> str:
+    """The page's CSS; a cell's colour is its mark's in the matrix chart (lab/report/charts.py), so the page
+    reads like matrix.png."""
+    from lab.report.charts import MARK_COLOURS, OTHER_COLOUR
+
+    marks = "\n".join(f"td.mark-{name} {{ border-left-color: {colour}; "
+                       f"background: color-mix(in srgb, {colour} 14%, white); }}"
+                       for name, (colour, _) in MARK_COLOURS.items())
+    colours = {"other": OTHER_COLOUR, "failed": MARK_COLOURS["FAILED"][0], "kept": MARK_COLOURS["KEPT"][0]}
+    return STYLE.substitute(colours) + marks + "\n"
+
+
+STYLE = string.Template("""
 body { font: 15px/1.5 system-ui, sans-serif; margin: 0; color: #212121; background: #fff; }
 main { max-width: 1200px; margin: 0 auto; padding: 0 1.5em 4em; }
 nav.files { position: sticky; top: 0; background: #fafafa; border-bottom: 1px solid #e0e0e0; padding: .4em 1.5em;
@@ -263,16 +283,11 @@ img { max-width: 100%; height: auto; }
 table.matrix { margin: 0; font-size: 12px; }
 table.matrix thead th { position: sticky; top: 0; z-index: 1; min-width: 7em; }
 table.matrix tbody th { position: sticky; left: 0; background: #fff; white-space: nowrap; z-index: 1; }
-td.cell { cursor: pointer; min-width: 7em; border-left: 4px solid var(--other); background: #fafafa; }
+td.cell { cursor: pointer; min-width: 7em; border-left: 4px solid $other; background: #fafafa; }
 td.cell:hover, td.cell:focus, td.cell.open { outline: 2px solid #1565c0; outline-offset: -2px; }
-td.mark-FAILED { border-left-color: var(--failed); background: #c628281f; }
-td.mark-KEPT { border-left-color: var(--kept); background: #2e7d321a; }
-td.mark-NOT_EXERCISED { border-left-color: var(--idle); background: #b0c4de33; }
-td.mark-UNKNOWN { border-left-color: var(--unknown); background: #f9a82526; }
-td.mark-LOST { border-left-color: var(--lost); background: #ef6c0021; }
 .filters { margin: .6em 0; display: flex; flex-wrap: wrap; gap: .4em 1.2em; align-items: center; font-size: 14px; }
 .filters .hint { color: #616161; font-size: 13px; }
-.fit { display: none; color: #2e7d32; margin-left: .3em; }
+.fit { display: none; color: $kept; margin-left: .3em; }
 body.need-chosen tr[data-qualifies="yes"] .fit { display: inline; }
 #panel { position: fixed; top: 0; right: 0; bottom: 0; width: min(760px, 94vw); overflow: auto; background: #fff;
   border-left: 1px solid #bdbdbd; box-shadow: -4px 0 16px #0002; padding: 1em 1.2em 3em; z-index: 3; }
@@ -282,9 +297,8 @@ body.need-chosen tr[data-qualifies="yes"] .fit { display: inline; }
 #panel table { font-size: 12px; } #panel td.value { font-family: ui-monospace, monospace; word-break: break-word; }
 #panel tr.proof td { background: #fff3e0; }
 #panel .picture img { border: 1px solid #e0e0e0; }
-.verdict-unsafe { color: var(--failed); } .verdict-safe { color: var(--kept); }
-.missing { color: #c62828; }
-"""
+.verdict-unsafe, .missing { color: $failed; } .verdict-safe { color: $kept; }
+""")
 
 # Everything the panel shows is set as text (never parsed as HTML): a trial's words cannot inject markup.
 SCRIPT = r"""
@@ -304,7 +318,8 @@ SCRIPT = r"""
     if (value === null || value === undefined) return "";
     if (typeof value !== "object") return String(value);
     if (Array.isArray(value)) return value.map(words).join(", ");
-    return Object.entries(value).map(([k, v]) => k + "=" + (typeof v === "object" && v !== null ? JSON.stringify(v) : v)).join(", ");
+    return Object.entries(value)
+      .map(([k, v]) => k + "=" + (typeof v === "object" && v !== null ? JSON.stringify(v) : v)).join(", ");
   }
   function pairs(object) {
     return el("table", {class: "pairs"}, [el("tbody", {}, Object.entries(object).map(([k, v]) =>
@@ -320,7 +335,8 @@ SCRIPT = r"""
     for (const f of (trial.judgement && trial.judgement.findings) || []) {
       for (const i of f.proof || []) proof.set(i, (proof.has(i) ? proof.get(i) + ", " : "") + f.checker);
     }
-    const rows = trial.history.map((op, i) => el("tr", proof.has(i) ? {class: "proof", title: "cited by " + proof.get(i)} : {},
+    const rows = trial.history.map((op, i) => el("tr",
+      proof.has(i) ? {class: "proof", title: "cited by " + proof.get(i)} : {},
       [el("td", {}, String(i)), el("td", {}, op[0].toFixed(4)), el("td", {}, op[1]), el("td", {}, op[2]),
        el("td", {}, op[3]), el("td", {class: "value"}, words(op[4]))]));
     return el("table", {class: "history", "data-trial": trial.id}, [
@@ -343,7 +359,8 @@ SCRIPT = r"""
       parts.push(el("h4", {}, "Judgement"));
       parts.push(pairs({kind: j.kind, safety: j.safety, lock: j.lock, exercised: j.exercised, figures: j.figures}));
       parts.push(el("table", {class: "findings"}, [
-        el("thead", {}, [el("tr", {}, ["checker", "valid", "kind", "detail", "proof (history rows)"].map(h => el("th", {}, h)))]),
+        el("thead", {}, [el("tr", {}, ["checker", "valid", "kind", "detail", "proof (history rows)"]
+          .map(h => el("th", {}, h)))]),
         el("tbody", {}, (j.findings || []).map(f => el("tr", {}, [el("td", {}, f.checker), el("td", {}, f.valid),
           el("td", {}, f.kind || ""), el("td", {}, f.detail || ""), el("td", {}, (f.proof || []).join(", "))])))]));
     }
