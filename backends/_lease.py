@@ -23,6 +23,7 @@ from backends.base import (
     describe_error,
     no_point,
 )
+from lab.capabilities import Capability
 from lab.errors import LockLost
 
 DEFAULT_TTL_S = 2.0
@@ -47,7 +48,7 @@ class LeaseBackend(Backend):
 
     @property
     def fenced(self) -> bool:
-        return "fencing" in self.capabilities
+        return Capability.FENCING in self.capabilities
 
     @abstractmethod
     def _try_acquire(self) -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from backends import _bare
 from backends._writes import write_transaction
 from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
+from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.drivers import DRIVERS, LockSession, open_session
@@ -30,7 +31,7 @@ class SessionLockBackend(Backend):
     mode or its autocommit mode: method 1 on asyncpg is not the post's case A, because asyncpg leaves
     no transaction open."""
 
-    capabilities = frozenset({"session_lock", "exclusion"})
+    capabilities = frozenset({Capability.SESSION_LOCK, Capability.EXCLUSION})
     drivers = tuple(DRIVERS)
     autocommit: bool = False
     commit_after_acquire: bool = False

@@ -11,7 +11,7 @@ backend", walks from an empty file to a report row.
 
 from backends._fence import FenceRejected, fenced_write
 from backends._writes import write_transaction
-from backends.base import CAPABILITIES, Backend, BareCall, NoRunLock
+from backends.base import CAPABILITIES, Backend, BareCall, Capability, NoRunLock
 from lab.errors import LockLost
 from lab.harness.contract import (
            POINTS,
@@ -23,6 +23,6 @@ from lab.harness.contract import (
 from lab.harness.workload import CompanyTable, no_point
 from lab.servers.clients import pg_engine, redis_client
 
-__all__ = ["Backend", "NoRunLock", "BareCall", "BackendContext", "RebuildResult", "Point", "POINTS", "CAPABILITIES",
+__all__ = ["Backend", "NoRunLock", "BareCall", "BackendContext", "RebuildResult", "Point", "POINTS", "CAPABILITIES", "Capability",
            "LockLost", "FenceRejected", "write_transaction", "fenced_write", "describe_error", "CompanyTable",
            "no_point", "pg_engine", "redis_client"]

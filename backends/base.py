@@ -15,6 +15,7 @@ from typing import Callable, ClassVar
 # The types a backend exchanges with the lab live one layer down, in lab.harness.contract, so the
 # harness (a run's job, a holder process) needs no backend; they are re-exported here and in
 # backends.api for plugin authors.
+from lab.capabilities import Capability, describe
 from lab.harness.contract import (  # noqa: F401
     POINTS,
     BackendContext,
@@ -26,16 +27,8 @@ from lab.harness.workload import CompanyTable, no_point  # noqa: F401  (re-expor
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
 
-# Capabilities a backend may declare, and what each promises.
-CAPABILITIES = {
-    "session_lock": "holds a PostgreSQL session advisory lock for the whole run, on its own connection",
-    "in_transaction": "takes its lock inside the write transaction, so lock and writes end together",
-    "fencing": "the storage checks a token in the write transaction and refuses a lapsed holder",
-    "lease_expiry": "the right is a lease with a TTL that lapses unless renewed",
-    "exclusion": "promises that two runs never rebuild the same company at once",
-    "serializable": "no lock: SERIALIZABLE aborts one of two conflicting rebuilds and the run retries it",
-    "replica_ack": "with option wait_replicas=N, takes a grant only once N replicas have it (Redis WAIT)",
-}
+# Capabilities a backend may declare, and what each promises (lab/capabilities.py holds them).
+CAPABILITIES = describe()
 
 @dataclass(frozen=True)
 class BareCall:
@@ -58,7 +51,7 @@ class Backend(ABC):
 
     name: ClassVar[str]
     summary: ClassVar[str]
-    capabilities: ClassVar[frozenset[str]] = frozenset()
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
     services: ClassVar[tuple[str, ...]] = ("postgres",)
     # Which of its services holds the lock; a class that does not set it gets the one service
     # that is not PostgreSQL, else PostgreSQL.
@@ -84,6 +77,8 @@ class Backend(ABC):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        # A plugin may declare plain strings; they become members here, and an unknown one fails its load.
+        cls.capabilities = frozenset(Capability(c) for c in cls.capabilities)
         if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
             others = [s for s in cls.services if s != "postgres"]
             cls.lock_service = others[0] if len(others) == 1 else "postgres"
@@ -91,7 +86,7 @@ class Backend(ABC):
     @classmethod
     def holds_across_writes(cls) -> bool:
         """True when the right is held between writes on a connection of its own (a session lock, a lease)."""
-        return bool({"session_lock", "lease_expiry"} & cls.capabilities)
+        return bool({Capability.SESSION_LOCK, Capability.LEASE_EXPIRY} & cls.capabilities)
 
     def __init__(self, ctx: BackendContext, key: str):
         self.ctx = ctx

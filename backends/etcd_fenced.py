@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from backends.etcd_lock import EtcdLock
+from lab.capabilities import Capability
 
 
 class EtcdFencedLock(EtcdLock):
@@ -10,4 +11,4 @@ class EtcdFencedLock(EtcdLock):
 
     name = "etcd_fenced"
     summary = "etcd lock + the key's revision as fencing token, checked by PostgreSQL inside the write"
-    capabilities = frozenset({"lease_expiry", "fencing", "exclusion"})
+    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.FENCING, Capability.EXCLUSION})

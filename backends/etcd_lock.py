@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
+from lab.capabilities import Capability
 from lab.servers.clients import etcd_client
 
 
@@ -12,7 +13,7 @@ class EtcdLock(LeaseBackend):
 
     name = "etcd"
     summary = "etcd lock (key on a lease) kept alive by refresh; no fencing"
-    capabilities = frozenset({"lease_expiry", "exclusion"})
+    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     services = ("postgres", "etcd")
 
     def __init__(self, ctx, key):

@@ -19,6 +19,7 @@ from sqlalchemy import text
 
 from backends._claimed import claimed_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
+from lab.capabilities import Capability
 
 NO_MATCHING_KEY = "42P10"  # ON CONFLICT found no unique index on (company_id, n)
 
@@ -29,6 +30,7 @@ class IdempotentUpsert(NoRunLock):
     name = "idempotent"
     summary = ("no lock: rows are a function of the company and its inputs, upserted on the natural key "
                "(company_id, n); rows outside the set deleted")
+    capabilities = frozenset({Capability.BATCH_REBUILD, Capability.NATURAL_KEY})
     natural_key: ClassVar[tuple[str, ...]] = ("company_id", "n")
 
     def __init__(self, ctx, key):

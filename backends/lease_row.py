@@ -12,6 +12,7 @@ from backends import _bare
 from backends._fence import FENCES_DDL
 from backends._lease import LeaseBackend
 from backends.base import BareCall
+from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA
 from lab.servers.clients import pg_engine
 
@@ -37,7 +38,7 @@ class LeaseRow(LeaseBackend):
 
     name = "lease_row"
     summary = "lease row in PostgreSQL with expiry and a token; PostgreSQL fences every write"
-    capabilities = frozenset({"lease_expiry", "fencing", "exclusion"})
+    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.FENCING, Capability.EXCLUSION})
     ddl = [FENCES_DDL, *LEASES_DDL]
 
     def __init__(self, ctx, key):

@@ -2,6 +2,7 @@
 
 from backends._writes import write_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
+from lab.capabilities import Capability
 
 
 class NoLock(NoRunLock):
@@ -9,6 +10,7 @@ class NoLock(NoRunLock):
 
     name = "none"
     summary = "no lock: each company rebuilt in one transaction, nothing else"
+    capabilities = frozenset({Capability.BATCH_REBUILD})
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         return self.rebuild_batch([company], rows, run_id, point)

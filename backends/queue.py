@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from backends._claimed import claimed_transaction
 from backends._writes import commit_failure
 from backends.base import NoRunLock, Point, RebuildResult, no_point
+from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA
 
 JOBS = f"{SCHEMA}.company_jobs"
@@ -37,7 +38,8 @@ class JobQueue(NoRunLock):
     name = "queue"
     summary = ("companies handed out through a PostgreSQL job queue: a per-company job row taken FOR UPDATE "
                "SKIP LOCKED, held inside the write transaction")
-    capabilities = frozenset({"in_transaction", "exclusion"})
+    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD,
+                              Capability.QUEUE})
     ddl = [JOBS_DDL]
 
     _ENQUEUE = text(f"insert into {JOBS} (scope, company_id) select :s, c from unnest(cast(:cs as int[])) c "

@@ -6,6 +6,7 @@ import uuid
 
 from backends.base import BareCall
 from backends.redis_lock import RedisLock
+from lab.capabilities import Capability
 
 # Grant and token in one step: SET NX PX, and only when that set the key, INCR the counter.
 # Two round trips (lock.acquire(), then INCR) let a holder paused between them past the TTL
@@ -24,7 +25,7 @@ class RedisFencedLock(RedisLock):
 
     name = "redis_fenced"
     summary = "redis-py Lock, grant + INCR fencing token in one Lua script, checked by PostgreSQL inside the write"
-    capabilities = frozenset({"lease_expiry", "fencing", "exclusion", "replica_ack"})
+    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.FENCING, Capability.EXCLUSION, Capability.REPLICA_ACK})
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
+from lab.capabilities import Capability
 from lab.servers.clients import redis_client
 
 
@@ -12,7 +13,7 @@ class RedisLock(LeaseBackend):
 
     name = "redis"
     summary = "redis-py Lock (SET NX PX, random token, Lua release) with a TTL; no fencing"
-    capabilities = frozenset({"lease_expiry", "exclusion", "replica_ack"})
+    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION, Capability.REPLICA_ACK})
     services = ("postgres", "redis")
     renews = False  # redis-py does not extend a lock by itself; most callers never do
 

@@ -6,6 +6,7 @@ from pottery import Redlock
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
+from lab.capabilities import Capability
 from lab.servers.clients import redis_client
 
 
@@ -14,7 +15,7 @@ class RedlockLock(LeaseBackend):
 
     name = "redlock"
     summary = "Redlock over 3 Redis masters (pottery), auto-release after the TTL; no fencing"
-    capabilities = frozenset({"lease_expiry", "exclusion"})
+    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     services = ("postgres", "redlock")
     renews = False
 

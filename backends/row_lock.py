@@ -23,6 +23,7 @@ from sqlalchemy import text
 from backends._claimed import claimed_transaction
 from backends._writes import retried_on_lock_timeout
 from backends.base import NoRunLock, Point, RebuildResult, no_point
+from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA
 
 PARENTS = f"{SCHEMA}.company_parents"
@@ -40,7 +41,8 @@ class RowLock(NoRunLock):
 
     name = "row_lock"
     summary = "a parent row per company locked FOR UPDATE as the first statement of its write transaction"
-    capabilities = frozenset({"in_transaction", "exclusion"})
+    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD,
+                              Capability.PARENT_ROW_LOCK})
     ddl = [PARENTS_DDL]
     # What this backend declares about its lock, for scenarios that test row locks as such.
     parent_table: ClassVar[str] = PARENTS

@@ -5,6 +5,7 @@ import time
 
 from backends._writes import write_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
+from lab.capabilities import Capability
 
 SERIALIZATION_FAILURE = "40001"
 DEADLOCK_DETECTED = "40P01"
@@ -20,7 +21,7 @@ class SerializableRetry(NoRunLock):
 
     name = "serializable"
     summary = "no lock; SERIALIZABLE, retried on serialization failure (40001) with jittered backoff"
-    capabilities = frozenset({"serializable"})
+    capabilities = frozenset({Capability.SERIALIZABLE})
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)

@@ -26,6 +26,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from backends._session import SessionLockBackend
+from lab.capabilities import Capability
 from lab.errors import LabError
 from lab.servers.clients import known_settings, pg_engine
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
@@ -71,7 +72,8 @@ class SessionLockGuardOff(SessionLockBackend):
     name = "session_guard_off"
     summary = ("session advisory lock on a default (autobegin) connection that sets "
                "idle_in_transaction_session_timeout = 0 on its own session (or, with guard_off_on=role, on a role)")
-    guard_off_on: ClassVar[tuple[str, ...]] = GUARD_OFF_ON  # where it can turn the guard off (scenarios read it)
+    capabilities = SessionLockBackend.capabilities | {Capability.GUARD_OFF_ON_ROLE}
+    guard_off_on: ClassVar[tuple[str, ...]] = GUARD_OFF_ON  # where it can turn the guard off
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)

@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from backends import _bare
 from backends._writes import commit_failure
 from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
+from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.clients import pg_engine
 from lab.servers.pg import holds_advisory_lock
@@ -35,7 +36,7 @@ class SessionLockOnWrites(Backend):
     name = "session_on_writes"
     summary = ("session advisory lock taken on the connection that does the writes, a commit after each "
                "company: lock and writes end together")
-    capabilities = frozenset({"session_lock", "exclusion"})
+    capabilities = frozenset({Capability.SESSION_LOCK, Capability.EXCLUSION})
 
     def __init__(self, ctx: BackendContext, key: str):
         super().__init__(ctx, key)

@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from backends._claimed import claimed_transaction
 from backends._writes import retried_on_lock_timeout
 from backends.base import NoRunLock, Point, RebuildResult, describe_error, no_point
+from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA
 
 MARKERS = f"{SCHEMA}.rebuild_markers"
@@ -38,7 +39,8 @@ class UniqueBackstop(NoRunLock):
     summary = ("no lock: a per-company 'rebuild in progress' row with a unique key, inserted first in the write "
                "transaction and removed after its commit; a second concurrent rebuild fails with 23505")
     # The marker lives in the write transaction (rolled back with it) and a second rebuild cannot pass it.
-    capabilities = frozenset({"in_transaction", "exclusion"})
+    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD,
+                              Capability.UNIQUE_MARKER})
     ddl = [MARKERS_DDL]
     marker_table: ClassVar[str] = MARKERS
 

@@ -2,6 +2,7 @@
 
 from backends._writes import retried_on_lock_timeout, write_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
+from lab.capabilities import Capability
 
 
 class TransactionLock(NoRunLock):
@@ -14,7 +15,7 @@ class TransactionLock(NoRunLock):
 
     name = "xact"
     summary = "pg_advisory_xact_lock inside each company's write transaction: the post's method 4"
-    capabilities = frozenset({"in_transaction", "exclusion"})
+    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD})
 
     def company_key(self, company: int) -> str:
         return f"{self.key}:company:{company}"

@@ -235,9 +235,12 @@ def print_outcomes(trials: list[dict]) -> None:
 
 
 def cmd_report(args, argv) -> int:
-    from lab.report import write_report
+    import scenarios
+    from lab.report import declared, write_report
     from lab.report.html import PAGE
     from lab.results import RunFolder
+
+    declared.install(scenarios.fault_columns())  # for runs recorded before meta.json kept them
 
     if args.compare:
         from lab.report.compare import compare

@@ -66,6 +66,7 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
     A backend on another driver is a row of its own ("session@asyncpg"), declared like its backend."""
     import backends
     import scenarios
+    from lab.columns import to_meta
     from lab.servers.drivers import DEFAULT
 
     classes = {name: backends.load(name) for name in backend_names}
@@ -89,6 +90,8 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
         "libraries": {name: cls.library or None for name, cls in classes.items()},
         # One line of what each lock is, for the report's decision page (a report never imports a backend).
         "summaries": {name: cls.summary for name, cls in classes.items()},
+        # What each fault is called and explained by (lab/columns.py): the report reads it from here.
+        **to_meta([f for s in chosen.values() if (f := s.fault_columns()) is not None]),
     }
 
 

@@ -13,6 +13,7 @@ REGISTRY = Registry("scenario", {
     "pause": "scenarios.pause:Pause",
     "cut": "scenarios.cut:Cut",
     "restart": "scenarios.restart:Restart",
+    "server_pause": "scenarios.server_pause:ServerPause",
     "etcd_partition": "scenarios.etcd_partition:EtcdPartition",
     "failover": "scenarios.failover:Failover",
     "redis_failover": "scenarios.redis_failover:RedisFailover",
@@ -45,3 +46,8 @@ def resolve(spec: str | None) -> list[str]:
 def load(name: str):
     """A fresh instance of the scenario registered under name."""
     return REGISTRY.load(name)()
+
+
+def fault_columns():
+    """Every registered scenario's fault declaration (lab/columns.py), for runs that did not record theirs."""
+    return [f for name in names() if (f := REGISTRY.load(name).fault_columns()) is not None]

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable
 
 import backends
+from lab.capabilities import Capability
 from lab.errors import LabError
 from lab.faults import Fault, Target
 from lab.harness.history import History
@@ -106,7 +107,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
     measures["contender"]["token"] = contender.token
     measures["grant"] = NEVER_ACKNOWLEDGED if waiting is not None else "acknowledged"
     holder_token, contender_token = measures["holder"]["token"], contender.token
-    if waiting is None and job.acquired and cls.capabilities >= {"fencing"} and None not in (holder_token,
+    if waiting is None and job.acquired and cls.capabilities >= {Capability.FENCING} and None not in (holder_token,
                                                                                            contender_token):
         # A fencing token protects only if the next holder's is higher; a forgotten grant can hand it out again.
         measures["token_reused"] = contender_token <= holder_token

@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import backends
 from lab import faults
+from lab.capabilities import Capability
 from lab.errors import LabError
-from lab.faults import Target
+from lab.faults import Fault, Target
 from lab.harness import ops
 from lab.harness.history import History
 from lab.harness.holder import HolderProcess
@@ -34,9 +35,10 @@ COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
 
 
-def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
+def lease_fault_trial(env: TrialEnv, which: str | type[Fault]) -> dict:
+    """One trial of this shape with the fault named (lab/faults) or given as a class (declared by its scenario)."""
     cls = backends.load(env.spec.backend)
-    fault = faults.load(fault_name)
+    fault = faults.load(which)
     reason = fault.cannot_run(cls, env.services)
     if reason is not None:
         raise Skip(reason)
@@ -92,7 +94,7 @@ def lease_fault_trial(env: TrialEnv, fault_name: str) -> dict:
         pool.shutdown(wait=False, cancel_futures=True)
         contender.close()
         fault.close()
-    measures = holder_measures(events, job, table, env, fault_name, spec["fault_point"], t_fault, t_heal, effective_ttl,
+    measures = holder_measures(events, job, table, env, fault.name, spec["fault_point"], t_fault, t_heal, effective_ttl,
                                history)
     measures["evidence"] = evidence
     measures["contender"]["token"] = contender.token
@@ -112,7 +114,7 @@ def right_scope(backend_cls) -> str | None:
     inside the write), or None (no lock at all: none, an idempotent upsert, SERIALIZABLE)."""
     if backend_cls.holds_across_writes():
         return "run"
-    return "company" if "in_transaction" in backend_cls.capabilities else None
+    return "company" if Capability.IN_TRANSACTION in backend_cls.capabilities else None
 
 
 def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -> list[Op]:
@@ -219,15 +221,13 @@ class LeaseFaultScenario(Scenario):
     and without Redis' append-only file); a variant the fault cannot strike is n/a with its reason.
     """
 
-    fault: str
-    faults: dict[str, str] = {}
+    fault: str | type[Fault]
+    faults: dict[str, str | type[Fault]] = {}
 
-    def fault_of(self, variant: str) -> str:
+    def fault_of(self, variant: str) -> str | type[Fault]:
         return self.faults.get(variant, self.fault)
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
-        if variant not in self.faults:
-            return None
         return faults.load(self.fault_of(variant)).applies_to(backend_cls)
 
     def run_trial(self, env: TrialEnv) -> dict:

@@ -18,6 +18,8 @@ from sqlalchemy.engine import Engine
 
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
+from lab.capabilities import Capability
+from lab.columns import Column, FaultColumns
 from lab.errors import Interrupted, LockLost
 from lab.harness import ops
 from lab.harness.judge import judge
@@ -31,9 +33,9 @@ from lab.servers.services import Services
 def judged(measures: dict, backend_cls: type[Backend], **figures) -> Verdict:
     """The checkers over a trial's recorded history and final table; figures are what its words quote."""
     final = {int(company): state for company, state in (measures.get("final") or {}).items()}
-    ttl = measures.get("ttl_s", measures.get("timeout_s")) if "lease_expiry" in backend_cls.capabilities else None
+    ttl = measures.get("ttl_s", measures.get("timeout_s")) if Capability.LEASE_EXPIRY in backend_cls.capabilities else None
     return judge(ops.from_json(measures["history"]), final, measures.get("rows", 0),
-                 "exclusion" in backend_cls.capabilities, figures, lease_ttl=ttl)
+                 Capability.EXCLUSION in backend_cls.capabilities, figures, lease_ttl=ttl)
 
 
 def release_said(backend: Backend) -> str:
@@ -142,7 +144,7 @@ class Scenario(ABC):
 
     name: ClassVar[str]
     summary: ClassVar[str]
-    requires: ClassVar[frozenset[str]] = frozenset()  # backend capabilities it needs
+    requires: ClassVar[frozenset[Capability]] = frozenset()  # backend capabilities it needs
     params: ClassVar[dict[str, dict]]  # profile -> parameters; 'full' falls back to 'default'
     variants: ClassVar[tuple[str, ...]] = ("default",)
     # Where its trials run, which decides what may run beside it (lab/runner.py):
@@ -150,6 +152,24 @@ class Scenario(ABC):
     # OWN_SERVERS: only on servers each trial starts itself, so beside the SHARED ones;
     # ALONE: its figures are times or throughputs another scenario's work would skew, so with nothing beside it.
     lane: ClassVar[str] = SHARED
+    # The fault it injects, as the report shows it (lab/columns.py): a title, and the variants that are
+    # columns of the matrix with their headings and legends. A scenario without columns is in no matrix.
+    title: ClassVar[str] = ""
+    columns: ClassVar[tuple[Column, ...]] = ()
+    breaks_leases: ClassVar[bool] = False  # the lease-fault trial shape: in the told and lease tables
+    replicated: ClassVar[bool] = False  # the lock service loses one of its servers
+
+    @classmethod
+    def fault_columns(cls) -> FaultColumns | None:
+        """What this scenario declares for the report, or None when it is no fault column."""
+        if not cls.columns:
+            return None
+        return FaultColumns(cls.name, cls.title, cls.columns, cls.breaks_leases, cls.replicated)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "variants" not in cls.__dict__ and "columns" in cls.__dict__:  # its columns are its variants
+            cls.variants = tuple(c.variant for c in cls.columns)
 
     def profile_params(self, profile: str) -> dict:
         return dict(self.params.get(profile) or self.params["default"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from lab.capabilities import Capability
+from lab.columns import Column
 from lab.faults import TerminateSession
 from lab.harness import ops
 from lab.harness.judge import detection
@@ -17,8 +19,14 @@ class Calibrate(Scenario):
     name = "calibrate"
     lane = ALONE  # how soon a poller got in, timed: nothing beside it
     summary = "detector check: holder's session killed at 2.00 s, a second session polls every 50 ms"
-    requires = frozenset({"session_lock"})
+    requires = frozenset({Capability.SESSION_LOCK})
     variants = ("terminate",)
+    title = "the lock session killed"
+    columns = (
+        Column("terminate", "lock session killed", 4,
+               "pg_terminate_backend on the holder's lock session at 2 s while a second session polls; confirmed"
+               " when the server answers true and the session is gone from pg_stat_activity"),
+    )
     params = {
         "quick": {"kill_at": 2.0, "poll": 0.05, "give_up": 3.0, "trials": 5, "parallel": 15},
         "default": {"kill_at": 2.0, "poll": 0.05, "give_up": 3.0, "trials": 5, "parallel": 15},

@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 
 from backends.base import Backend, describe_error
+from lab.capabilities import Capability
+from lab.columns import Column
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
 from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
@@ -34,8 +36,19 @@ PROBE_FRACTIONS = (1 / 3, 5 / 3)
 class Cases(Scenario):
     name = "cases"
     summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"
-    requires = frozenset({"session_lock"})
+    requires = frozenset({Capability.SESSION_LOCK})
     variants = ("idle_in_transaction", "query_then_idle_in_transaction", "idle_session")
+    title = "the lock session's idle guard"
+    columns = (
+        Column("idle_in_transaction", "idle in transaction past the timeout", 1,
+               "the holder's lock session sits idle in its transaction past idle_in_transaction_session_timeout;"
+               " confirmed by the server's log line or the session gone from pg_stat_activity"),
+        Column("query_then_idle_in_transaction", "one more query, then that timeout", 2,
+               "the same, after one more query on the lock's session (the naive liveness check); confirmed the "
+               "same way"),
+        Column("idle_session", "idle_session_timeout", 3,
+               "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way"),
+    )
     params = {
         "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},
         "default": {"timeout_s": 3.0, "trials": 3, "parallel": 40},

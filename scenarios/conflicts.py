@@ -13,6 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from lab.capabilities import Capability
 from lab.harness.checkers import company_whole
 from scenarios.base import ALONE, Scenario, TrialEnv
 
@@ -34,13 +35,13 @@ class Conflicts(Scenario):
 
     def applies_to(self, backend_cls) -> str | None:
         """SERIALIZABLE itself, or a lock taken inside each company's write (what it is set against)."""
-        if not ({"serializable", "in_transaction"} & backend_cls.capabilities):
+        if not ({Capability.SERIALIZABLE, Capability.IN_TRANSACTION} & backend_cls.capabilities):
             return "sets SERIALIZABLE against a lock inside the write transaction"
         return None
 
     def variants_for(self, backend_cls) -> tuple[str, ...]:
         # The false-conflict counts are a SERIALIZABLE effect; the lock joins the 10-company race.
-        return self.variants if "serializable" in backend_cls.capabilities else ("ten_companies",)
+        return self.variants if Capability.SERIALIZABLE in backend_cls.capabilities else ("ten_companies",)
 
     def trial_seconds(self, profile: str) -> float:
         """Filling the table of companies, then eight (or ten) rebuilds at once, retried."""

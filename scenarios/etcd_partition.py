@@ -37,6 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lab import faults
+from lab.columns import Column
 from lab.servers.etcd_cluster import EtcdCluster
 from lab.servers.services import OWNER_FILE
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
@@ -52,6 +53,19 @@ class EtcdPartition(LeaseFaultScenario):
     summary = ("a three-member etcd mid-hold: the holder's member partitioned, the leader (the holder's) "
                "partitioned, the leader killed")
     variants = ("holder_member", "leader", "leader_kill")
+    title = "etcd member partitioned or leader killed"
+    breaks_leases = True
+    replicated = True
+    columns = (
+        Column("holder_member", "the holder's etcd member partitioned", 17,
+               "the holder's member, a follower, cut off from the other two; confirmed by the members: it follows "
+               "no leader, the others follow one of themselves"),
+        Column("leader", "the etcd leader (the holder's) partitioned", 18,
+               "the leader, which the holder talks to, cut off; confirmed the same way"),
+        Column("leader_kill", "the etcd leader killed", 19,
+               "the leader SIGKILLed and started again on its data; confirmed by the survivors following a new "
+               "leader on a later term"),
+    )
     faults = {"holder_member": "etcd_partition", "leader": "etcd_partition_leader", "leader_kill": "etcd_leader_kill"}
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},

@@ -26,6 +26,7 @@ from sqlalchemy import text
 
 import backends
 from lab import faults
+from lab.columns import Column
 from lab.errors import LabError
 from lab.harness.holder import HolderProcess
 from lab.harness.workload import ensure_schema
@@ -45,6 +46,19 @@ class Failover(LeaseFaultScenario):
     fault = "failover"
     summary = "the lock's PostgreSQL crashed and its standby promoted mid-hold: async, async lagging, sync lagging"
     variants = ("async", "async_lagging", "sync_lagging")
+    title = "PostgreSQL failed over"
+    breaks_leases = True
+    replicated = True
+    columns = (
+        Column("async", "PostgreSQL failed over (async)", 11,
+               "the primary crashes (immediate shutdown) and its asynchronous standby is promoted; confirmed by "
+               "the old process gone and the new primary out of recovery on a later timeline"),
+        Column("async_lagging", "failed over, standby behind (async)", 12,
+               "the same failover with the standby's replay paused, so it is behind when promoted; confirmed the"
+               " same way, with the lag recorded"),
+        Column("sync_lagging", "failed over, standby behind (sync)", 13,
+               "the same with a synchronous standby whose replay is paused; confirmed the same way"),
+    )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
         "default": {"ttl_s": 2.0, "trials": 2, "parallel": 3},

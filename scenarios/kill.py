@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from lab.columns import Column
 from lab.faults import terminate_confirmed
 from lab.harness.verdict import Verdict
 from lab.servers import pg
@@ -20,6 +21,12 @@ class Kill(Scenario):
     name = "kill"
     summary = "run1's write session terminated after its delete, before its commit, while run2 waits"
     variants = ("after_delete",)
+    title = "the write session killed"
+    columns = (
+        Column("after_delete", "write session killed mid-write", 6,
+               "pg_terminate_backend on the holder's write session after its DELETE, before its INSERT; "
+               "confirmed as the lock session's kill is"),
+    )
     params = {
         "quick": {"trials": 1, "parallel": 8, "wait_for_run2_s": 5.0, "work_s": 0.2},
         "default": {"trials": 3, "parallel": 8, "wait_for_run2_s": 5.0, "work_s": 0.5},

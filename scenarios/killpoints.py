@@ -28,6 +28,8 @@ from hypothesis.errors import Flaky
 
 import backends
 from lab import faults
+from lab.capabilities import Capability
+from lab.columns import Column
 from lab.faults import FaultNotConfirmed, Target
 from lab.harness import ops
 from lab.harness.history import History
@@ -212,8 +214,8 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
     with env.writes.connect() as conn:
         final = {c: {"rows": table.count(conn, c), "runs": table.runs_in(conn, c)} for c in companies}
     events = history.to_list()
-    verdict = judge(ops.from_events(events), final, COMPANY_SIZE, "exclusion" in cls.capabilities,
-                    lease_ttl=ttl if "lease_expiry" in cls.capabilities else None)
+    verdict = judge(ops.from_events(events), final, COMPANY_SIZE, Capability.EXCLUSION in cls.capabilities,
+                    lease_ttl=ttl if Capability.LEASE_EXPIRY in cls.capabilities else None)
     # An example fails when the company paid: an unknown commit or a lock lost with no write after it does not.
     violations = [{"kind": f.kind.value, "detail": f.detail} for f in verdict.findings
                   if f.valid is Valid.FALSE and f.kind is not None and SAFETY_OF[f.kind] is Safety.UNSAFE]
@@ -226,6 +228,12 @@ class Killpoints(Scenario):
     name = "killpoints"
     summary = "hypothesis searches kill points x faults x runs x companies; shrinks any schedule that breaks a backend"
     variants = ("search",)
+    title = "kill points searched by hypothesis"
+    columns = (
+        Column("search", "kill points searched by hypothesis", 25,
+               "hypothesis searches schedules of kills and cuts at the write's named points for one that breaks "
+               "the company; each kill confirmed as the lock session's is"),
+    )
     params = {
         "quick": {"examples": 15, "shrink_s": 15.0, "ttl_s": 0.5, "trials": 1, "parallel": 2},
         # Two searches at once (hypothesis is thread-safe from 6.136), each with its backend's own key,

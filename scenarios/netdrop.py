@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
+from lab.columns import Column
 from lab.errors import Interrupted, LabError
 from lab.faults import Target
 from lab.faults.net_drop import NetDrop as DropFault
@@ -76,6 +77,13 @@ class NetDrop(Scenario):
     summary = ("the holder's lock connection dropped on the network (no FIN, no RST): when the server's keepalives "
                "free the lock, against lab doctor's figure, and what client keepalives or tcp_user_timeout tell it")
     variants = ("server_keepalives", "client_keepalives", "client_user_timeout", "os_defaults")
+    title = "lock connection dropped on the network"
+    columns = (
+        Column("server_keepalives", "lock connection dropped on the network (keepalives tuned)", 22,
+               "the lock connection's packets dropped in a private network namespace (no FIN, no RST) while the "
+               "server's keepalives are tuned short; confirmed by the dropped port being the lock session's and "
+               "the server ending it"),
+    )
     params = {
         "quick": {"trials": 1, "parallel": 3, "server_keepalives": [2, 1, 2], "client_keepalives": [1, 1, 2],
                   "user_timeout_ms": 1500, "holder_patience_s": 4.0,

@@ -7,6 +7,8 @@ mid-write: without a lock both commit and the company ends with 500 rows.
 from __future__ import annotations
 
 import backends
+from lab.capabilities import Capability
+from lab.columns import Column
 from lab.harness.verdict import Verdict
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged
@@ -19,13 +21,18 @@ class Overlap(Scenario):
     name = "overlap"
     summary = "one 250-row company rebuilt by two runs at once, READ COMMITTED (and REPEATABLE READ with the lock)"
     variants = ("two_runs", "repeatable_read")
+    title = "two runs at once"
+    columns = (
+        Column("two_runs", "two runs at once", 5,
+               "two runs rebuild the same companies at the same time; no fault, the contention itself"),
+    )
     params = {
         "quick": {"hold_s": 0.3, "trials": 1, "parallel": 8},
         "default": {"hold_s": 0.7, "trials": 3, "parallel": 8},
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
-        if variant == "repeatable_read" and "in_transaction" not in backend_cls.capabilities:
+        if variant == "repeatable_read" and Capability.IN_TRANSACTION not in backend_cls.capabilities:
             return "REPEATABLE READ is the post's rule 1 for a lock inside the transaction"
         return None
 
@@ -39,7 +46,7 @@ class Overlap(Scenario):
 
         isolation = ISOLATION[env.spec.variant]
         result = two_runs(env, hold_after_delete, options={"isolation": isolation})
-        if "serializable" in backends.load(env.spec.backend).capabilities:
+        if Capability.SERIALIZABLE in backends.load(env.spec.backend).capabilities:
             isolation = "SERIALIZABLE"
         return {"isolation": isolation, "hold_s": hold, **result.judged_measures()}
 

@@ -4,6 +4,7 @@ Kleppmann's garbage-collection pause: every thread stops, keep-alives included,
 so a lease lapses while its holder still believes it holds it.
 """
 
+from lab.columns import Column
 from scenarios._lease_faults import LeaseFaultScenario
 
 
@@ -12,6 +13,13 @@ class Pause(LeaseFaultScenario):
     fault = "pause"
     summary = "holder process SIGSTOPped past the TTL at its fault point, then SIGCONTed; a contender tries meanwhile"
     variants = ("sigstop",)
+    title = "holder paused past the TTL"
+    breaks_leases = True
+    columns = (
+        Column("sigstop", "holder paused past the TTL", 7,
+               "the holder's whole process SIGSTOPped for longer than the TTL, then SIGCONTed; confirmed by its "
+               "process state T (stopped)"),
+    )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 12},
         "default": {"ttl_s": 2.0, "trials": 3, "parallel": 12},

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 import backends
+from lab.columns import Column
 from lab.errors import LabError
 from lab.harness import ops
 from lab.harness.history import History
@@ -46,6 +47,15 @@ class Pooler(Scenario):
     summary = ("every PostgreSQL lock and its writes through the lab's own PgBouncer, session and transaction "
                "pooling, more clients than server sessions")
     variants = tuple(MODES)
+    title = "through PgBouncer"
+    columns = (
+        Column("session_mode", "through PgBouncer, session pooling", 23,
+               "the run's sessions go through the lab's own PgBouncer in session pooling, and the holder's lock "
+               "session is killed behind it; confirmed by the server session PgBouncer had paired it with"),
+        Column("transaction_mode", "through PgBouncer, transaction pooling", 24,
+               "the same in transaction pooling, where consecutive transactions may land on different server "
+               "sessions; confirmed the same way"),
+    )
     params = {
         "quick": {"hold_s": 1.0, "trials": 1, "parallel": 6},
         "default": {"hold_s": 2.0, "trials": 3, "parallel": 6},

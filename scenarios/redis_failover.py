@@ -23,6 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from lab import faults
+from lab.capabilities import Capability
+from lab.columns import Column
 from lab.faults import FaultNotConfirmed
 from lab.harness.holder import HolderProcess
 from lab.servers.redis_replica import RedisWithReplica
@@ -37,6 +39,20 @@ class RedisFailover(LeaseFaultScenario):
     fault = "redis_failover"
     summary = "the lock's Redis failed over to its replica (REPLICAOF NO ONE) with the holder on the old primary"
     variants = ("caught_up", "behind", "behind_wait")
+    title = "Redis failed over"
+    breaks_leases = True
+    replicated = True
+    columns = (
+        Column("caught_up", "Redis failed over, replica caught up", 14,
+               "the primary cut off and its replica promoted with REPLICAOF NO ONE once it has the lock key; "
+               "confirmed by the replica answering as a primary"),
+        Column("behind", "Redis failed over, replica behind", 15,
+               "the same with the replica held behind, so the lock key never reached it; confirmed the same way,"
+               " with the keys the new primary lacks"),
+        Column("behind_wait", "Redis failed over, replica behind, WAIT 1", 16,
+               "the same with a lock that takes a grant only once a replica has it (WAIT 1); confirmed the same "
+               "way"),
+    )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},
         "default": {"ttl_s": 2.0, "trials": 2, "parallel": 4},
@@ -44,7 +60,7 @@ class RedisFailover(LeaseFaultScenario):
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         reason = faults.load(self.fault).applies_to(backend_cls)
-        if reason is None and variant == "behind_wait" and "replica_ack" not in backend_cls.capabilities:
+        if reason is None and variant == "behind_wait" and Capability.REPLICA_ACK not in backend_cls.capabilities:
             reason = "its library has no way to wait for a replica's acknowledgement (Redis WAIT)"
         return reason
 

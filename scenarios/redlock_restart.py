@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lab import faults
+from lab.columns import Column
 from lab.faults import FaultNotConfirmed
 from lab.faults.redlock_restart import keys_on
 from lab.servers.embedded import EmbeddedRedlockMasters
@@ -40,6 +41,17 @@ class RedlockRestart(LeaseFaultScenario):
     fault = "redlock_restart"
     summary = "Redlock over 5 masters, its grant on exactly 3; one of them restarts, another client asks at once"
     variants = ("no_persistence", "appendfsync_always")
+    title = "a Redlock master restarted"
+    breaks_leases = True
+    replicated = True
+    columns = (
+        Column("no_persistence", "a Redlock master that granted restarted empty", 20,
+               "one of the three masters that granted the holder's lock restarts without persistence; confirmed "
+               "by a new process on its port and the key gone"),
+        Column("appendfsync_always", "that master restarted with appendfsync always", 21,
+               "the same restart of a master that fsyncs an append-only file on every write; confirmed by a new "
+               "process and the key back"),
+    )
     # The TTL must outlast the restarts, so the contender asks while the holder's lease still runs.
     params = {
         "quick": {"ttl_s": 5.0, "trials": 1, "parallel": 2},

@@ -9,6 +9,7 @@ deadlock detector has to abort one of them.
 
 from __future__ import annotations
 
+from lab.capabilities import Capability
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv
 
@@ -18,7 +19,7 @@ DEADLOCK_DETECTED = "40P01"
 class Rules(Scenario):
     name = "rules"
     summary = "lock_timeout retries the company; sorted vs opposite lock order and deadlocks"
-    requires = frozenset({"in_transaction"})
+    requires = frozenset({Capability.IN_TRANSACTION})
     variants = ("lock_timeout_retry", "sorted_batches", "opposite_batches")
     params = {
         "quick": {"trials": 2, "parallel": 8, "hold_s": 0.6, "lock_timeout_ms": 150, "batch": 5},

@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import backends
+from lab.capabilities import Capability
 from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
 from lab.harness.verdict import Verdict
@@ -59,7 +60,7 @@ class Timing(Scenario):
 
     def applies_to(self, backend_cls) -> str | None:
         """Any lock a long run can hold while idle: across writes (a session lock, a lease) or inside one."""
-        if not (backend_cls.holds_across_writes() or "in_transaction" in backend_cls.capabilities):
+        if not (backend_cls.holds_across_writes() or Capability.IN_TRANSACTION in backend_cls.capabilities):
             return "no lock for a long run to hold: the timing runs need a session lock, a lease or a lock in the write"
         return None
 
@@ -136,7 +137,7 @@ class LongRun:
 
     def __init__(self, env: TrialEnv, timeout: float, guard: dict):
         self.env, self.timeout, self.guard = env, timeout, guard
-        self.in_transaction = "in_transaction" in backends.load(env.spec.backend).capabilities
+        self.in_transaction = Capability.IN_TRANSACTION in backends.load(env.spec.backend).capabilities
         self.table = None
         self._done = threading.Event()
         self._pool: ThreadPoolExecutor | None = None

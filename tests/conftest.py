@@ -11,6 +11,14 @@ logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
 logging.getLogger("sqlalchemy.pool").propagate = False
 
 
+def pytest_configure(config):
+    """The lab's fault declarations, as `lab report` installs them, for saved runs that did not record theirs."""
+    import scenarios
+    from lab.report import declared
+
+    declared.install(scenarios.fault_columns())
+
+
 def pytest_runtest_setup(item):
     """A test marked os_packages("pgbouncer", ...) skips with one line naming what is missing and its install command.
 

@@ -13,10 +13,11 @@ from tooz import coordination
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
+from lab.capabilities import Capability
 
 
 class ToozLease(LeaseBackend):
-    capabilities = frozenset({"lease_expiry", "exclusion"})
+    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     library = "tooz"
     renews = False  # tooz's own heartbeat renews held locks
 

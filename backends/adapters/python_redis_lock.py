@@ -6,6 +6,7 @@ import redis_lock
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
+from lab.capabilities import Capability
 from lab.servers.clients import redis_client
 
 
@@ -14,7 +15,7 @@ class PythonRedisLock(LeaseBackend):
 
     name = "python_redis_lock"
     summary = "python-redis-lock Lock(expire=TTL), no auto_renewal; no fencing"
-    capabilities = frozenset({"lease_expiry", "exclusion"})
+    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     library = "python-redis-lock"
     services = ("postgres", "redis")
     renews = False  # the library's auto_renewal thread does it, when asked (see the subclass)

@@ -14,13 +14,14 @@ import sherlock
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
+from lab.capabilities import Capability
 from lab.servers.clients import redis_client
 
 
 class _SherlockLease(LeaseBackend):
     """acquire(blocking=False), renew() from the keep-alive, release(); ownership read, never written."""
 
-    capabilities = frozenset({"lease_expiry", "exclusion"})
+    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     library = "sherlock"
     lock: sherlock.lock.BaseLock
 

@@ -14,6 +14,7 @@ from tooz import coordination
 
 from backends._writes import write_transaction
 from backends.base import Backend, BareCall, Point, RebuildResult, no_point
+from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers import pg
 from lab.servers.clients import pg_hosts, pin_session
@@ -34,7 +35,7 @@ def _tooz_url(url) -> str:
 class ToozPostgresLock(Backend):
     name = "tooz_pgsql"
     summary = "OpenStack tooz PostgreSQL lock (coordinator with heartbeat); no fencing"
-    capabilities = frozenset({"session_lock", "exclusion"})
+    capabilities = frozenset({Capability.SESSION_LOCK, Capability.EXCLUSION})
     library = "tooz"
 
     def __init__(self, ctx, key):

@@ -1,8 +1,9 @@
 """Faults: what the world does to a run's sessions, servers and processes, one module each.
 
 Every fault injects, confirms that it struck (the evidence goes into the trial) and
-heals. A new fault is one module plus one line in FAULTS. Scenarios and the kill-point
-search use these same names.
+heals. A fault shared by several scenarios is one module here plus one line in FAULTS; a fault of
+one scenario may live in that scenario's module (scenarios/server_pause.py). Scenarios and the
+kill-point search use these same names.
 """
 
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
@@ -31,8 +32,10 @@ FAULTS: dict[str, type[Fault]] = {"pause": Pause, "cut": Cut, "restart": Restart
                                    "redlock_restart": RedlockMasterRestart, "net_drop": NetDrop}
 
 
-def load(name: str) -> Fault:
-    return FAULTS[name]()
+def load(fault: str | type[Fault]) -> Fault:
+    """A fresh instance of a fault: one registered here by name, or a fault class a scenario declares
+    in its own module (a new fault is then that one file plus its scenario's registry line)."""
+    return FAULTS[fault]() if isinstance(fault, str) else fault()
 
 
 __all__ = ["FAULTS", "Fault", "FaultNotConfirmed", "Route", "Target", "Cut", "Failover", "NetDrop", "RedisFailover", "RedlockMasterRestart", "Pause", "Restart", "RestartWithAof",

@@ -48,6 +48,10 @@ class Fault:
     label: ClassVar[str]  # the matrix column heading
     # True when, on a server the lab did not start, the user's `--fault-command NAME=CMD` performs it
     commandable: ClassVar[bool] = False
+    # What the lab-started server of the backend's lock service must be able to do (lab/servers/abilities.py),
+    # and the n/a reason when it cannot (the fault never acts on a server the lab did not start).
+    needs_server: ClassVar[type | None] = None
+    no_server: ClassVar[str] = ""
 
     def applies_to(self, backend_cls) -> str | None:
         """Why this fault cannot strike this backend by its declarations alone (n/a when planning), or None."""
@@ -55,7 +59,11 @@ class Fault:
 
     def cannot_run(self, backend_cls, services: Services) -> str | None:
         """Why this fault cannot strike this backend on these servers (recorded as n/a), or None."""
-        return self.applies_to(backend_cls)
+        reason = self.applies_to(backend_cls)
+        if reason is None and self.needs_server is not None:
+            if not isinstance(services.embedded.get(backend_cls.lock_service), self.needs_server):
+                return self.no_server
+        return reason
 
     def prepare(self, services: Services, backend_cls) -> None:
         """Set up what the fault needs before the holder takes its lock (a server setting)."""

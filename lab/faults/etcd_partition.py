@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
+from lab.servers.abilities import PartitionsMembers
 from lab.servers.services import Services
 
 CONFIRM_WITHIN = 5.0  # seconds for the isolated member to give up its leader (its election timeout is 0.5-1 s)
@@ -27,6 +28,9 @@ CONFIRM_WITHIN = 5.0  # seconds for the isolated member to give up its leader (i
 class EtcdClusterFault(Fault):
     """What both etcd cluster faults share: they apply to etcd locks, on a cluster the lab started."""
 
+    needs_server = PartitionsMembers
+    no_server = "needs three etcd members the lab started; it never partitions or kills yours"
+
     def __init__(self):
         self.holder_member: str | None = None
 
@@ -34,12 +38,6 @@ class EtcdClusterFault(Fault):
         if backend_cls.lock_service != "etcd":
             return f"its lock is on {backend_cls.lock_service}: an etcd member's fault does not reach it"
         return None
-
-    def cannot_run(self, backend_cls, services: Services) -> str | None:
-        reason = self.applies_to(backend_cls)
-        if reason is None and not hasattr(services.embedded.get("etcd"), "isolate"):
-            reason = "needs three etcd members the lab started; it never partitions or kills yours"
-        return reason
 
     def _holder_member(self, cluster, contender):
         """The member the holder's client is given (the contender's is Services.etcd_endpoint's)."""

@@ -11,24 +11,21 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.servers.abilities import FailsOver
 from lab.servers.cluster import in_recovery, timeline
-from lab.servers.services import Services
 
 
 class Failover(Fault):
     name = "failover"
     label = "PostgreSQL failed over to its standby"
+    needs_server = FailsOver
+    no_server = "failover needs a primary and a standby the lab started; it never fails over yours"
 
     def applies_to(self, backend_cls) -> str | None:
         if backend_cls.lock_service != "postgres":
             return f"its lock is on {backend_cls.lock_service}: a PostgreSQL failover does not reach it"
         return None
 
-    def cannot_run(self, backend_cls, services: Services) -> str | None:
-        reason = self.applies_to(backend_cls)
-        if reason is None and not hasattr(services.embedded.get("postgres"), "fail_over"):
-            reason = "failover needs a primary and a standby the lab started; it never fails over yours"
-        return reason
 
     def inject(self, target: Target) -> None:
         pair = target.services.embedded["postgres"]

@@ -19,6 +19,7 @@ import time
 
 from sqlalchemy import text
 
+from lab.capabilities import Capability
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.servers.netns import NetNamespace
 
@@ -48,7 +49,7 @@ class NetDrop(Fault):
         self.dropped_at: float | None = None
 
     def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service != "postgres" or "session_lock" not in backend_cls.capabilities:
+        if backend_cls.lock_service != "postgres" or Capability.SESSION_LOCK not in backend_cls.capabilities:
             return ("holds no PostgreSQL session lock: a dropped connection ends only its own transaction "
                     "(a lease's lapse is the cut's column)")
         return None

@@ -8,23 +8,20 @@ one lacks: a lock key among them is a grant the failover forgot.
 from __future__ import annotations
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
-from lab.servers.services import Services
+from lab.servers.abilities import PromotesReplica
 
 
 class RedisFailover(Fault):
     name = "redis_failover"
     label = "Redis failed over to its replica"
+    needs_server = PromotesReplica
+    no_server = "a Redis failover needs a primary and a replica the lab started; it never fails over yours"
 
     def applies_to(self, backend_cls) -> str | None:
         if backend_cls.lock_service != "redis":
             return f"its lock is on {backend_cls.lock_service}: a Redis failover does not reach it"
         return None
 
-    def cannot_run(self, backend_cls, services: Services) -> str | None:
-        reason = self.applies_to(backend_cls)
-        if reason is None and not hasattr(services.embedded.get("redis"), "promote"):
-            reason = "a Redis failover needs a primary and a replica the lab started; it never fails over yours"
-        return reason
 
     def inject(self, target: Target) -> None:
         pair = target.services.embedded["redis"]

@@ -9,8 +9,8 @@ many masters the holder's grant stands afterwards.
 from __future__ import annotations
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.servers.abilities import RedlockMasters
 from lab.servers.clients import redis_client
-from lab.servers.services import Services
 
 
 def keys_on(master) -> list[bytes]:
@@ -25,17 +25,14 @@ def keys_on(master) -> list[bytes]:
 class RedlockMasterRestart(Fault):
     name = "redlock_restart"
     label = "a Redlock master that granted restarted"
+    needs_server = RedlockMasters
+    no_server = "restarting a Redlock master needs masters the lab started; it never restarts yours"
 
     def applies_to(self, backend_cls) -> str | None:
         if backend_cls.lock_service != "redlock":
             return f"its lock is on {backend_cls.lock_service}, not on Redlock masters"
         return None
 
-    def cannot_run(self, backend_cls, services: Services) -> str | None:
-        reason = self.applies_to(backend_cls)
-        if reason is None and not hasattr(services.embedded.get("redlock"), "masters"):
-            reason = "restarting a Redlock master needs masters the lab started; it never restarts yours"
-        return reason
 
     def inject(self, target: Target) -> None:
         masters = target.services.embedded["redlock"].masters

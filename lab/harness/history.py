@@ -17,6 +17,7 @@ EVENTS = {
     "acquire_requested": "a run asks for its run-level right",
     "acquire_granted": "the run got the right (token when there is one)",
     "acquire_refused": "another run holds it",
+    "acquire_error": "the lock's server did not answer the request (a timeout): no grant heard of, asked again",
     "company_locked": "a lock inside the write transaction was granted for one company",
     "write_begun": "a company's write transaction began",
     "commit_requested": "the write's last statement is done and COMMIT is about to be sent",

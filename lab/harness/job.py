@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from lab.errors import LockLost
-from lab.harness.contract import Point, RebuildResult
+from lab.harness.contract import Point, RebuildResult, describe_error
 from lab.harness.history import History
 from lab.harness.workload import no_point
 
@@ -59,10 +59,10 @@ def run_job(backend, companies: list[int], rows: int, run_id: str,
     try:
         deadline = job.started + patience
         record.add("acquire_requested")
-        job.acquired = backend.acquire()
+        job.acquired = _ask(backend, record, polling=patience > 0)
         while not job.acquired and time.monotonic() + retry_every <= deadline:
             time.sleep(retry_every)
-            job.acquired = backend.acquire()
+            job.acquired = _ask(backend, record, polling=True)
         if job.acquired:
             job.granted_at = time.monotonic()
         record.add("acquire_granted" if job.acquired else "acquire_refused",
@@ -89,6 +89,19 @@ def run_job(backend, companies: list[int], rows: int, run_id: str,
         return job
     finally:
         job.ended = time.monotonic()
+
+
+def _ask(backend, record: _Recorder, polling: bool) -> bool:
+    """One try for the lock. A polling contender takes an error from its lock's server (a timeout while that
+    server is stopped) as no grant and asks again, as a retrying job would; the error stays in the history
+    as an acquire nobody knows the outcome of (info). A single try lets the error out."""
+    if not polling:
+        return backend.acquire()
+    try:
+        return backend.acquire()
+    except Exception as exc:  # the client's own error type: redis-py, grpc, a library's wrapper
+        record.add("acquire_error", error=describe_error(exc))
+        return False
 
 
 class _Recorder:

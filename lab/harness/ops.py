@@ -103,6 +103,7 @@ _EVENTS = {
     "acquire_requested": (Type.INVOKE, F.ACQUIRE),
     "acquire_granted": (Type.OK, F.ACQUIRE),
     "acquire_refused": (Type.FAIL, F.ACQUIRE),
+    "acquire_error": (Type.INFO, F.ACQUIRE),  # the lock's server did not answer: no grant heard of
     "company_locked": (Type.OK, F.ACQUIRE),
     "write_begun": (Type.INVOKE, F.WRITE),
     "commit_requested": (Type.INVOKE, F.COMMIT),

@@ -94,7 +94,7 @@ def refuse_unknown_schema(folder: RunFolder) -> None:
 
 def _merged_order(metas: list[dict]) -> dict:
     """The order keys of several runs' meta.json merged, first run first; a key one run lacks is dropped
-    (the registries order that run), except capabilities, which merge per backend."""
+    (the registries order that run), except the declarations, which merge per backend or scenario."""
     merged: dict = {}
     for key in ("backend_order", "scenario_order"):
         if all(m.get(key) for m in metas):
@@ -105,7 +105,7 @@ def _merged_order(metas: list[dict]) -> dict:
             for scenario, names in m["variants"].items():
                 variants[scenario] = list(dict.fromkeys([*variants.get(scenario, []), *names]))
         merged["variants"] = variants
-    for key in ("capabilities", "lock_service", "summaries", "libraries"):
+    for key in ("capabilities", "lock_service", "summaries", "faults", "libraries"):
         declared: dict = {}
         for m in metas:
             declared.update(m.get(key) or {})  # a later run's declaration wins, as its trials do

@@ -16,7 +16,7 @@ from typing import Callable
 import pandas as pd
 
 from lab.report.common import ordered_backends
-from lab.report.matrix import FAULTS, Cell, Mark, fault_records, judge
+from lab.report.matrix import Cell, Mark, columns_run, fault_records, judge
 from lab.report.sections import RunView, section
 
 HELD_ACROSS_WRITES = frozenset({"session_lock", "lease_expiry"})
@@ -63,9 +63,9 @@ class Standing:
         return bool(self.kept) and not self.failed and not self.doubtful
 
 
-def standing(frame: pd.DataFrame, backend: str) -> Standing:
+def standing(frame: pd.DataFrame, backend: str, columns: list[tuple[tuple[str, str], str]]) -> Standing:
     kept, failed, doubtful, idle, trials = [], [], [], [], 0
-    for (scenario, variant), label in FAULTS:
+    for (scenario, variant), label in columns:
         records = fault_records(frame, backend, scenario, variant)
         cell = judge(records)
         if cell.mark is Mark.FAILED:
@@ -80,15 +80,15 @@ def standing(frame: pd.DataFrame, backend: str) -> Standing:
     return Standing(backend, tuple(kept), tuple(failed), tuple(doubtful), tuple(idle), trials)
 
 
-def declared(meta: dict, key: str, backend: str):
+def declaration(meta: dict, key: str, backend: str):
     """What the run's meta.json declares of a backend under key (capabilities, lock_service, ...), or None."""
     return (meta.get(key) or {}).get(backend.partition("@")[0])  # a driver row is declared as its backend
 
 
 def can_serve(need: Need, meta: dict, backend: str) -> bool:
     """Whether a backend can serve a need at all, by what the run's meta.json says it declares."""
-    return need.serves(frozenset(declared(meta, "capabilities", backend) or ()),
-                       declared(meta, "lock_service", backend))
+    return need.serves(frozenset(declaration(meta, "capabilities", backend) or ()),
+                       declaration(meta, "lock_service", backend))
 
 
 def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
@@ -99,12 +99,12 @@ def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
 
 
 def candidate_line(s: Standing, meta: dict, frame: pd.DataFrame) -> str:
-    summary = declared(meta, "summaries", s.backend)
+    summary = declaration(meta, "summaries", s.backend)
     what = f": {summary}" if summary else ""
     idle = f"; not exercised by {len(s.not_exercised)} more" if s.not_exercised else ""
     cost = acquire_cost(frame, s.backend)
     per = ("per company (it is taken inside each company's transaction)"
-           if "in_transaction" in (declared(meta, "capabilities", s.backend) or ()) else "per run")
+           if "in_transaction" in (declaration(meta, "capabilities", s.backend) or ()) else "per run")
     priced = f" Acquire + release {cost}, median, {per}." if cost else ""
     return (f"- `{s.backend}`{what}. Kept the company whole under all {len(s.kept)} faults that took its right "
             f"away ({s.trials} trials){idle}.{priced}")
@@ -122,7 +122,8 @@ def section_decide(run: RunView) -> str | None:
     backends = [b for b in ordered_backends(frame) if "@" not in b]  # the driver rows have a table of their own
     if not backends:
         return None
-    standings = {b: standing(frame, b) for b in backends}
+    columns = columns_run(run)
+    standings = {b: standing(frame, b, columns) for b in backends}
     out = ["## Which lock, for which need", "",
            "Decided from this run's trials. A lock qualifies for a need when it can serve it by what it declares, "
            "no trial of it failed (✗), lost its lock with no write to judge (⚠) or left safety unknown (?), and "

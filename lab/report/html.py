@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from lab.capabilities import Capability
 from lab.harness.outcomes import judgement_of
-from lab.report.decide import NEEDS, declared, can_serve, standing
+from lab.report.decide import NEEDS, can_serve, declaration, standing
 from lab.report.markdown_html import MarkdownHtml, attribute
-from lab.report.matrix import Mark, MatrixCell, matrix_columns, matrix_rows
+from lab.report.matrix import Mark, MatrixCell, columns_run, matrix_rows
 from lab.report.sections import MAIN, RunView
 from lab.report.timelines import failing_trials, first_unsafe, history_of, history_picture, slug
 
@@ -42,15 +43,15 @@ class Family:
 
 FAMILIES = [
     Family("run_level", "PostgreSQL run-level locks (a session lock held across the run's transactions)",
-           lambda caps, service, library: service == "postgres" and "session_lock" in caps),
+           lambda caps, service, library: service == "postgres" and Capability.SESSION_LOCK in caps),
     Family("in_write", "locks inside the write transaction",
-           lambda caps, service, library: "in_transaction" in caps),
+           lambda caps, service, library: Capability.IN_TRANSACTION in caps),
     Family("lease", "lease services (a lock with a TTL its holder renews)",
-           lambda caps, service, library: "lease_expiry" in caps),
+           lambda caps, service, library: Capability.LEASE_EXPIRY in caps),
     Family("fenced", "fenced (the storage checks the holder's token)",
-           lambda caps, service, library: "fencing" in caps),
+           lambda caps, service, library: Capability.FENCING in caps),
     Family("no_lock", "no lock (the write itself must cope)",
-           lambda caps, service, library: "exclusion" not in caps),
+           lambda caps, service, library: Capability.EXCLUSION not in caps),
     Family("library", "third-party lock libraries (adapters)",
            lambda caps, service, library: bool(library)),
 ]
@@ -58,10 +59,10 @@ FAMILIES = [
 
 def families_of(meta: dict, backend: str) -> list[str]:
     """The keys of the families a backend belongs to; none for a backend whose run declared nothing of it."""
-    capabilities = declared(meta, "capabilities", backend)
+    capabilities = declaration(meta, "capabilities", backend)
     if capabilities is None:
         return []
-    service, library = declared(meta, "lock_service", backend), declared(meta, "libraries", backend)
+    service, library = declaration(meta, "lock_service", backend), declaration(meta, "libraries", backend)
     return [f.key for f in FAMILIES if f.member(frozenset(capabilities), service, library)]
 
 
@@ -116,8 +117,9 @@ class Page:
 
     def __init__(self, view: RunView, picture_bytes: Callable[[str], bytes | None]):
         self.view, self.picture_bytes = view, picture_bytes
-        self.rows = matrix_rows(view.frame)
-        self.labels = [label for _, label in matrix_columns(view.frame)]
+        self.columns = columns_run(view)
+        self.rows = matrix_rows(view)
+        self.labels = [label for _, label in self.columns]
         self.shown: dict[str, str] = {}  # picture name -> data URI, for the pictures the Markdown shows
         self.pictures: dict[str, str] = {}  # those only a panel shows
         self.borrowed: dict[str, dict] = {}  # picture name -> trial, for a panel showing the appendix's picture
@@ -152,7 +154,7 @@ class Page:
         body = []
         for backend, cells in self.rows:
             serves = [str(i) for i, need in enumerate(NEEDS) if can_serve(need, meta, backend)]
-            fits = standing(frame, backend).qualifies
+            fits = standing(frame, backend, self.columns).qualifies
             tds = [f'<th scope="row">{self.converter.inline(f"`{backend}`")}'
                    f'<span class="fit" title="qualifies for the needs it can serve">★</span></th>']
             for c in cells:
@@ -210,7 +212,7 @@ class Page:
     @functools.cached_property
     def gallery(self) -> dict[str, str]:
         """picture name -> trial id, for the timelines REPORT-timelines.md draws (the page shows them already)."""
-        return {slug(r["scenario"], r["backend"], r["variant"]): r["id"] for _, r in failing_trials(self.view.frame)}
+        return {slug(r["scenario"], r["backend"], r["variant"]): r["id"] for _, r in failing_trials(self.view)}
 
     def render(self, files: dict[str, str]) -> str:
         self.files = list(files)

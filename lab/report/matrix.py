@@ -8,39 +8,12 @@ from enum import Enum
 
 import pandas as pd
 
+from lab.columns import Column, FaultColumns
 from lab.harness.outcomes import Safety, does_not_run, exercised_of, safety_of
 from lab.report.charts import matrix_chart
 from lab.report.common import md_table, ordered_backends, with_capability
+from lab.report.declared import lease_faults, matrix_columns
 from lab.report.sections import RunView, section
-
-# (scenario, variant) -> column heading, in the order a reader meets the faults in the post.
-FAULTS = [
-    (("cases", "idle_in_transaction"), "idle in transaction past the timeout"),
-    (("cases", "query_then_idle_in_transaction"), "one more query, then that timeout"),
-    (("cases", "idle_session"), "idle_session_timeout"),
-    (("calibrate", "terminate"), "lock session killed"),
-    (("overlap", "two_runs"), "two runs at once"),
-    (("kill", "after_delete"), "write session killed mid-write"),
-    (("pause", "sigstop"), "holder paused past the TTL"),
-    (("cut", "blackhole"), "lock connection cut past the TTL"),
-    (("restart", "server_restart"), "lock server restarted"),
-    (("restart", "aof_always"), "Redis restarted with appendfsync always"),
-    (("failover", "async"), "PostgreSQL failed over (async)"),
-    (("failover", "async_lagging"), "failed over, standby behind (async)"),
-    (("failover", "sync_lagging"), "failed over, standby behind (sync)"),
-    (("redis_failover", "caught_up"), "Redis failed over, replica caught up"),
-    (("redis_failover", "behind"), "Redis failed over, replica behind"),
-    (("redis_failover", "behind_wait"), "Redis failed over, replica behind, WAIT 1"),
-    (("etcd_partition", "holder_member"), "the holder's etcd member partitioned"),
-    (("etcd_partition", "leader"), "the etcd leader (the holder's) partitioned"),
-    (("etcd_partition", "leader_kill"), "the etcd leader killed"),
-    (("redlock_restart", "no_persistence"), "a Redlock master that granted restarted empty"),
-    (("redlock_restart", "appendfsync_always"), "that master restarted with appendfsync always"),
-    (("netdrop", "server_keepalives"), "lock connection dropped on the network (keepalives tuned)"),
-    (("pooler", "session_mode"), "through PgBouncer, session pooling"),
-    (("pooler", "transaction_mode"), "through PgBouncer, transaction pooling"),
-    (("killpoints", "search"), "kill points searched by hypothesis"),
-]
 
 # Calibration measures detection: every verdict there is a lost lock, said so in the cell.
 CALIBRATION_WORDS = {"within one poll": "lost within one poll", "late": "lost, detected late",
@@ -127,10 +100,21 @@ def fault_records(frame: pd.DataFrame, backend: str, scenario: str, variant: str
                  & frame.variant.isin([variant, "-"])].to_dict("records")
 
 
-def matrix_columns(frame: pd.DataFrame) -> list[tuple[tuple[str, str], str]]:
-    """The faults these trials ran, in FAULTS' order: ((scenario, variant), label), no empty column."""
-    return [(key, label) for key, label in FAULTS
-            if not frame[(frame.scenario == key[0]) & frame.variant.isin([key[1], "-"])].empty]
+def declared_run(run: RunView) -> list[tuple[str, Column]]:
+    """(scenario, column) of every declared matrix column these runs have trials for, in column order."""
+    frame = run.frame
+    return [(scenario, c) for scenario, c in matrix_columns(run.meta)
+            if not frame[(frame.scenario == scenario) & frame.variant.isin([c.variant, "-"])].empty]
+
+
+def columns_run(run: RunView) -> list[tuple[tuple[str, str], str]]:
+    """((scenario, variant), heading) of every declared matrix column these runs have trials for."""
+    return [((scenario, c.variant), c.label) for scenario, c in declared_run(run)]
+
+
+def legend(run: RunView) -> list[str]:
+    """One line per column: what its fault does and what confirmed, in each trial, that it struck."""
+    return [f"- *{c.label}* (`{scenario}`/`{c.variant}`): {c.legend}." for scenario, c in declared_run(run)]
 
 
 @dataclass(frozen=True)
@@ -145,9 +129,9 @@ class MatrixCell:
     cell: Cell
 
 
-def matrix_rows(frame: pd.DataFrame) -> list[tuple[str, list[MatrixCell]]]:
+def matrix_rows(run: RunView) -> list[tuple[str, list[MatrixCell]]]:
     """Every row of the matrix in the run's backend order, each cell judged from its trials."""
-    columns = matrix_columns(frame)
+    frame, columns = run.frame, columns_run(run)
     rows = []
     for backend in ordered_backends(frame) if columns else []:
         cells = []
@@ -161,11 +145,11 @@ def matrix_rows(frame: pd.DataFrame) -> list[tuple[str, list[MatrixCell]]]:
 @section(20)
 def section_matrix(run: RunView) -> str | None:
     frame, charts = run.frame, run.charts
-    columns = matrix_columns(frame)
+    columns = columns_run(run)
     if not columns:
         return None
     rows, cells = [], []
-    for backend, judged in matrix_rows(frame):
+    for backend, judged in matrix_rows(run):
         rows.append([backend, *[c.cell.text for c in judged]])
         cells.append([c.cell for c in judged])
     if charts is not None:
@@ -194,21 +178,17 @@ def section_matrix(run: RunView) -> str | None:
         + "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
         md_table(["backend", *[label for _, label in columns]], rows), "",
+        "The columns, each with what its fault does and what confirms in every trial that it struck (a trial "
+        "whose fault cannot confirm it is an error, never a verdict):", "", *legend(run), "",
         "![the matrix as colours: red failed, green kept the company whole, light blue-grey not exercised "
         "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
 
 
-LEASE_FAULTS = [("pause", "paused past the TTL"), ("cut", "cut past the TTL"), ("restart", "lock server restarted"),
-                ("failover", "PostgreSQL failed over"), ("redis_failover", "Redis failed over"),
-                ("redlock_restart", "a Redlock master restarted"),
-                ("etcd_partition", "etcd partitioned or its leader killed")]
-# The faults of replicated lock services; each column sums its scenario's variants (the matrix has them apart).
-CLUSTER_FAULTS = ("failover", "redis_failover", "redlock_restart", "etcd_partition")
+def lease_faults_run(run: RunView) -> list[FaultColumns]:
+    """The lease faults these runs ran, in column order."""
+    return [f for f in lease_faults(run.meta) if f.scenario in set(run.frame.scenario)]
 
 
-def lease_faults_run(frame: pd.DataFrame) -> list[tuple[str, str]]:
-    """The lease faults these runs ran, in the table's order."""
-    return [(s, label) for s, label in LEASE_FAULTS if s in set(frame.scenario)]
 POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the database must check a fencing token. "
                   "A lease row does, at an extra write per company and one hot row. (Reasoned, not run, in the post.)")
 
@@ -218,15 +198,15 @@ def section_why_not_leases(run: RunView) -> str | None:
     """The post's 'Redis, etcd or a lease row' row of Why not just...?, backed by the lease-fault trials
     of every backend whose right is a lease (capability `lease_expiry`)."""
     frame = run.frame
-    columns = lease_faults_run(frame)
-    relevant = with_capability(frame[frame.scenario.isin([s for s, _ in columns])], "lease_expiry")
+    columns = [(f.scenario, f.title, f.replicated) for f in lease_faults_run(run)]
+    relevant = with_capability(frame[frame.scenario.isin([s for s, _, _ in columns])], "lease_expiry")
     if relevant.empty:
         return None
     rows = []
     for backend in ordered_backends(relevant):
         mine = relevant[relevant.backend == backend]
-        rows.append([backend, *[cell(mine[mine.scenario == s].to_dict("records")) for s, _ in columns]])
-    clusters = [s for s, _ in columns if s in CLUSTER_FAULTS]
+        rows.append([backend, *[cell(mine[mine.scenario == s].to_dict("records")) for s, _, _ in columns]])
+    clusters = [s for s, _, replicated in columns if replicated]
     return "\n".join([
         "## Why not just Redis, etcd or a lease row?", "",
         f"The post: *{POST_LEASE_ROW}* Measured here, for every backend whose right is a lease with a TTL: the "
@@ -237,8 +217,8 @@ def section_why_not_leases(run: RunView) -> str | None:
            "restarted, an etcd member partitioned or its leader killed; each column sums its variants, which the "
            "matrix shows apart. " if clusters else "")
         + "Cells read as in the matrix above. Reproduce: "
-        f"`lab run --backend all --scenario {','.join(s for s, _ in columns)}`.",
-        "", md_table(["backend", *[label for _, label in columns]], rows), "",
+        f"`lab run --backend all --scenario {','.join(s for s, _, _ in columns)}`.",
+        "", md_table(["backend", *[title for _, title, _ in columns]], rows), "",
         *_token_evidence(relevant)])
 
 

@@ -93,8 +93,9 @@ def _serializable(frame) -> str | None:
     return ("measured: " + "; ".join(parts)) if parts else None
 
 
-def _leases(frame) -> str | None:
-    names = [s for s, _ in lease_faults_run(frame)]
+def _leases(run: RunView) -> str | None:
+    frame = run.frame
+    names = [f.scenario for f in lease_faults_run(run)]
     rows = frame[frame.scenario.isin(names) & (frame.status == "ok")]
     if rows.empty:
         return None
@@ -119,27 +120,28 @@ def _heartbeat(frame) -> str | None:
 WHY_NOT = [
     ("SET idle_in_transaction_session_timeout = 0, on the session or a role",
      "It works, but it exempts the session from a guard the owner set on purpose and leaves the transaction open.",
-     whynot.guard_off),
-    ("A heartbeat select 1", "It proves the connection is alive, not the run.", _heartbeat),
-    ("Raise the timeout", "It hides every other leaked transaction.", _timing_range),
+     lambda run: whynot.guard_off(run.frame)),
+    ("A heartbeat select 1", "It proves the connection is alive, not the run.", lambda run: _heartbeat(run.frame)),
+    ("Raise the timeout", "It hides every other leaked transaction.", lambda run: _timing_range(run.frame)),
     ("One giant transaction", "It holds a transaction id for hours and loses all work on failure.",
-     lambda frame: whynot.giant_transaction(frame, _perf_ratio(frame))),
+     lambda run: whynot.giant_transaction(run.frame, _perf_ratio(run.frame))),
     ("Redis, etcd or a lease row", "The holder can lose the lock and keep writing, so the database must check a "
                                    "fencing token.", _leases),
     ("A row lock or a unique constraint", "A row lock needs a parent row per company; a unique constraint is a "
-                                          "backstop, not exclusion.", whynot.row_lock_or_unique),
-    ("SERIALIZABLE with retry", "It works, but unrelated companies can fail together.", _serializable),
+                                          "backstop, not exclusion.",
+     lambda run: whynot.row_lock_or_unique(run.frame)),
+    ("SERIALIZABLE with retry", "It works, but unrelated companies can fail together.",
+     lambda run: _serializable(run.frame)),
     ("A queue, an idempotent rebuild, the lock on the writes' connection, Kafka partitioning",
-     "Each solves a neighbouring problem.", whynot.neighbours),
+     "Each solves a neighbouring problem.", lambda run: whynot.neighbours(run.frame)),
 ]
 
 
 @section(12)
 def section_why_not(run: RunView) -> str | None:
-    frame = run.frame
     rows = []
     for alternative, post, evidence in WHY_NOT:
-        measured = evidence(frame) if evidence is not None else None
+        measured = evidence(run) if evidence is not None else None
         rows.append([alternative, post, measured or "reasoned, not measured (no scenario covers it)"])
     return "\n".join(["## Why not just...?", "",
                       "The post's alternatives, its reason, and what this run measured about each.", "",

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
-
 from lab.harness import ops
 from lab.harness.outcomes import Safety, judgement_of, safety_of
 from lab.report.history_chart import history_chart
@@ -116,11 +114,12 @@ def history_picture(record: dict):
     return lambda path, h=history, title=record["id"], ttl=ttl: history_chart(h, title, path, ttl)
 
 
-def failing_trials(frame: pd.DataFrame) -> list[tuple[str, dict]]:
+def failing_trials(run: RunView) -> list[tuple[str, dict]]:
     """(what it explains, record) for the first unsafe trial of every ✗ matrix cell, then every kill-point
     counterexample, in the report's order."""
+    frame = run.frame
     found = []
-    for _, cells in matrix_rows(frame):
+    for _, cells in matrix_rows(run):
         for c in cells:
             if c.cell.mark is Mark.FAILED and c.scenario != "killpoints":
                 first = first_unsafe(c.records)
@@ -138,7 +137,7 @@ def section_timelines(run: RunView) -> str | None:
 
     shown, without = [], []
     histories = points = 0
-    for caption, record in failing_trials(frame):
+    for caption, record in failing_trials(run):
         name = slug(record["scenario"], record["backend"], record["variant"])
         draw = history_picture(record)
         if draw:  # schema 2: the trial's own history, drawn as intervals

@@ -17,13 +17,9 @@ from lab.harness.outcomes import judgement_of
 from lab.harness.told import CHANNELS, first_after
 from lab.harness.verdict import Kind
 from lab.report.common import md_table, ordered_backends
+from lab.report.matrix import lease_faults_run
 from lab.report.sections import RunView, section
 
-FAULT_COLUMNS = [("pause", "holder paused past the TTL"), ("cut", "lock connection cut past the TTL"),
-                 ("restart", "lock server restarted"), ("failover", "PostgreSQL failed over"),
-                 ("redis_failover", "Redis failed over"),
-                 ("etcd_partition", "etcd member partitioned or leader killed"),
-                 ("redlock_restart", "a Redlock master restarted")]
 TEXT_LIMIT = 90
 
 
@@ -127,7 +123,7 @@ NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 @section(30)
 def section_told(run: RunView) -> str | None:
     frame = run.frame
-    columns = [(s, label) for s, label in FAULT_COLUMNS if s in set(frame.scenario)]  # the faults these runs ran
+    columns = [(f.scenario, f.title) for f in lease_faults_run(run)]  # the lease faults these runs ran
     relevant = frame[frame.scenario.isin([s for s, _ in columns])]
     rows = []
     stale = []  # (first signal, measures) of every trial whose stale write was accepted

@@ -18,7 +18,7 @@ import pytest
 from lab.report import run_view, write_report
 from lab.report.decide import NEEDS, can_serve, standing
 from lab.report.html import PAGE, families_of
-from lab.report.matrix import matrix_rows
+from lab.report.matrix import columns_run, matrix_rows
 from tests import os_packages
 from tests.fast.test_html_report import small_run
 
@@ -70,7 +70,7 @@ def opened(browser, report):
 
 
 def cells_of(folder):
-    return [c for _, row in matrix_rows(run_view([folder]).frame) for c in row]
+    return [c for _, row in matrix_rows(run_view([folder])) for c in row]
 
 
 def visible_rows(page) -> list[str]:
@@ -121,7 +121,7 @@ def test_a_click_on_a_failed_cell_shows_that_trials_timeline_and_history(opened,
 def test_filters_hide_the_rows_outside_a_family_or_a_need(opened, report):
     folder, _ = report
     meta, page = folder.meta(), opened.page
-    backends = [backend for backend, _ in matrix_rows(run_view([folder]).frame)]
+    backends = [backend for backend, _ in matrix_rows(run_view([folder]))]
     assert visible_rows(page) == backends
     page.select_option("#filter-family", "library")
     assert visible_rows(page) == [b for b in backends if "library" in families_of(meta, b)] == ["tooz_pgsql"]
@@ -132,11 +132,11 @@ def test_filters_hide_the_rows_outside_a_family_or_a_need(opened, report):
     page.select_option("#filter-need", "0")
     serving = [b for b in backends if can_serve(NEEDS[0], meta, b)]
     assert visible_rows(page) == serving and 0 < len(serving) < len(backends)
-    frame = run_view([folder]).frame
+    view = run_view([folder])
     starred = page.eval_on_selector_all("table.matrix tbody tr:not([hidden]) .fit",
                                         "marks => marks.filter(m => m.offsetParent !== null)"
                                         ".map(m => m.closest('tr').dataset.backend)")
-    assert starred == [b for b in serving if standing(frame, b).qualifies]
+    assert starred == [b for b in serving if standing(view.frame, b, columns_run(view)).qualifies]
     page.select_option("#filter-need", "")
     assert visible_rows(page) == backends
     assert opened.errors == []

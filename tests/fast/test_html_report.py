@@ -137,7 +137,7 @@ def test_the_page_fetches_nothing(rendered):
 
 def test_every_matrix_cell_is_one_clickable_cell_carrying_its_data(rendered):
     folder, _, page = rendered
-    rows = matrix_rows(run_view([folder]).frame)
+    rows = matrix_rows(run_view([folder]))
     cells = [c for _, row in rows for c in row]
     clickable = Elements(page).all("td", role="button")
     assert len(clickable) == len(cells) == len(data_of(page)["cells"]) == len(BACKENDS) * 7
@@ -202,7 +202,7 @@ def test_the_page_holds_the_same_content_as_the_report_and_its_appendices(render
     headings = [re.sub(r"[`*]", "", h) for name in order
                 for h in re.findall(r"^#{1,3} (.+)$", (out / name).read_text(), re.M)]
     assert Headings(page).found == headings
-    for _, row in matrix_rows(run_view([folder]).frame):
+    for _, row in matrix_rows(run_view([folder])):
         for c in row:
             assert re.sub(r"[`*]", "", c.cell.text) in page
     links = Elements(page).all("a")

@@ -55,9 +55,9 @@ def test_every_matrix_count_comes_from_the_trials():
     text = REPORT.read_text()
     header = [c.strip() for c in text.split("## Every backend under every fault", 1)[1]
               .split("\n| backend |", 1)[1].split("\n", 1)[0].strip(" |").split(" | ")]
-    from lab.report.matrix import FAULTS
+    from lab.report.declared import matrix_columns
 
-    keys = {label: key for key, label in FAULTS}
+    keys = {c.label: (scenario, c.variant) for scenario, c in matrix_columns(folder[0].meta())}
     checked = 0
     for row in table(text, "## Every backend under every fault"):
         backend = row[0]
@@ -203,21 +203,20 @@ def test_every_told_cell_comes_from_the_trials():
 
 
 # The told table's column headings -> the scenario each counts (read from REPORT.md, not from the report's code).
-TOLD_HEADINGS = {"holder paused past the TTL": "pause", "lock connection cut past the TTL": "cut",
-                 "lock server restarted": "restart", "PostgreSQL failed over": "failover",
-                 "Redis failed over": "redis_failover", "a Redlock master restarted": "redlock_restart",
-                 "etcd member partitioned or leader killed": "etcd_partition"}
-
-
 def told_columns() -> list[str]:
     section = REPORT.read_text().split("## What the holder was told when its lock was lost", 1)[1]
     header = next(line for line in section.splitlines() if line.startswith("| backend |"))
-    return [TOLD_HEADINGS[h.strip()] for h in header.strip("|").split("|")[1:-1]]
+    from lab.report.declared import lease_faults
+
+    first = re.search(r"^\| run \| (.+?) \|$", REPORT.read_text(), re.M).group(1).split(" + ")[0]
+    by_title = {f.title: f.scenario for f in lease_faults(RunFolder(ROOT / "results" / first).meta())}  # as declared
+    return [by_title[h.strip()] for h in header.strip("|").split("|")[1:-1]]
 
 
 def test_the_told_summary_line_is_recounted():
     _, trials = reference()
-    stale = [t["measures"] for t in trials if t["scenario"] in told_columns() and t["status"] == "ok"
+    faults = told_columns()
+    stale = [t["measures"] for t in trials if t["scenario"] in faults and t["status"] == "ok"
              and "signals" in t["measures"]["holder"] and t["measures"]["point"] == "before_write"
              and t["measures"]["contender"].get("granted_at") is not None and stale_write_accepted(t)]
     before = sum(any(s["at"] >= m["fault_at"] and s["at"] < m["holder"]["write_at"] for s in m["holder"]["signals"])

@@ -2,7 +2,7 @@
 
 import re
 
-from lab.report.common import trials_frame
+from lab.report.sections import RunView
 from lab.report.timelines import events_of, failing_trials
 from tests.fast.test_reference_report import ROOT, reference
 
@@ -27,8 +27,7 @@ def test_a_holder_that_was_never_granted_has_no_grant_on_its_lane():
 
 def test_the_reference_reports_timelines_come_from_its_trials_and_are_committed():
     folders, trials = reference()
-    frame = trials_frame(trials, folders[0].meta())
-    failing = failing_trials(frame)
+    failing = failing_trials(RunView.of(trials, folders[0].meta()))
     assert failing, "the reference runs have failing cells"
     for _, record in failing:
         if record["scenario"] == "killpoints":  # recomputed: exactly the recorded history

@@ -5,6 +5,8 @@ from lab.report.sections import RunView
 from lab.report import whynot
 from lab.report.common import trials_frame
 from lab.report.summary import section_why_not
+from lab.results import RunFolder
+from tests.fast.test_reference_report import ROOT
 from tests.fast.test_report import META
 from tests.fast.test_report_claims import trial
 
@@ -94,3 +96,19 @@ def test_the_neighbours_row_follows_duplicates_overwrites_and_speedups_and_names
     planted = whynot.neighbours(frame(queue, different, speed([2.1, 2.2])))
     assert "1 given to two runs" in planted and "overwritten by the older run's in 0/2" in planted
     assert "is within the noise of xact's" in planted
+
+
+def test_the_idempotent_trials_read_alike_under_the_old_shared_kind_and_the_kind_of_each_variant():
+    """The reference run recorded same_inputs and different_inputs with one kind, 'inputs'; newer runs record
+    each variant's own. The report selects whynot trials by variant, so both render the same sentence."""
+    recorded = [r for r in RunFolder(ROOT / "results" / "20261201-182949-85a8").trials()
+                if r["scenario"] == "whynot" and r["variant"] in ("same_inputs", "different_inputs")
+                and r["status"] == "ok"]
+    assert {r["measures"]["kind"] for r in recorded} == {"inputs"}
+    assert {(r["backend"], r["variant"]) for r in recorded} == {("idempotent", "same_inputs"),
+                                                                ("idempotent", "different_inputs")}
+    renamed = [{**r, "measures": {**r["measures"], "kind": r["variant"]}} for r in recorded]
+    old, new = whynot.neighbours(frame(*recorded)), whynot.neighbours(frame(*renamed))
+    assert old == new
+    assert "idempotent, same inputs: two overlapping rebuilds left the same 250 rows in 3/3 trials" in old
+    assert "idempotent, different inputs (each run's own" in old

@@ -1,0 +1,55 @@
+"""What a fault declares about itself for the report: its columns, their headings and one-line legends.
+
+A scenario that injects a fault declares one `FaultColumns` beside its code (scenarios/<name>.py); a run
+records the declarations in its meta.json, and the report reads them from there, so a saved run renders
+from its folder alone. The matrix, the told table, the lease table, the decision page and the timeline
+gallery all read these; none keeps a list of faults of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the backends x faults matrix: one variant of a scenario."""
+
+    variant: str
+    label: str  # the heading in the matrix
+    order: float  # its place among every scenario's columns: the order a reader meets the faults in the post
+    legend: str  # one line: what the fault does, and what confirms in each trial that it struck
+
+
+@dataclass(frozen=True)
+class FaultColumns:
+    """A scenario's fault: its title, its columns, and which of the report's fault tables it belongs to."""
+
+    scenario: str
+    title: str  # the fault in a few words, as the told and lease tables head its column
+    columns: tuple[Column, ...]
+    breaks_leases: bool = False  # the lease-fault trial shape: a holder hit mid-hold, a contender, the write
+    replicated: bool = False  # the lock service loses one of its servers (a standby, a replica, a member)
+
+    @property
+    def order(self) -> float:
+        return min(c.order for c in self.columns)
+
+    def to_json(self) -> dict:
+        return {"title": self.title, "columns": [asdict(c) for c in self.columns],
+                "breaks_leases": self.breaks_leases, "replicated": self.replicated}
+
+    @classmethod
+    def from_json(cls, scenario: str, data: dict) -> FaultColumns:
+        return cls(scenario, data["title"], tuple(Column(**c) for c in data["columns"]),
+                   bool(data.get("breaks_leases")), bool(data.get("replicated")))
+
+
+def from_meta(meta: dict) -> list[FaultColumns]:
+    """The fault declarations a run's meta.json recorded, in column order."""
+    found = [FaultColumns.from_json(s, d) for s, d in (meta.get("faults") or {}).items()]
+    return sorted(found, key=lambda f: (f.order, f.scenario))
+
+
+def to_meta(declared: list[FaultColumns]) -> dict:
+    return {"faults": {f.scenario: f.to_json() for f in declared}}

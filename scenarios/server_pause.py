@@ -1,0 +1,91 @@
+"""The lock's server stopped with SIGSTOP for longer than the TTL, then continued: a server, not a holder, paused.
+
+The mirror of `pause`: here the holder runs on and the server that keeps the lease stands still, as
+a Redis or etcd host does in a long GC, a VM migration or a frozen container. A lease's deadline is
+kept by the server's clock, which goes on while the process is stopped, so on SIGCONT the lease has
+lapsed; whether the holder's renewal or a contender's request reaches the server first decides who
+holds it then, and the holder's write follows. One file: the fault and its scenario.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import psutil
+
+from lab.columns import Column
+from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.servers.abilities import Pausable
+from scenarios._lease_faults import LeaseFaultScenario
+
+PAUSED_SERVICES = ("redis", "etcd")  # one server process each; the run's PostgreSQL also takes the writes
+
+
+class ServerPauseFault(Fault):
+    """SIGSTOP every process of the lock's server; confirmed by each one's state T (stopped)."""
+
+    name = "server_pause"
+    label = "lock server paused past the TTL"
+    needs_server = Pausable
+    no_server = "pausing a lock server needs one the lab started; it never stops yours"
+
+    def __init__(self) -> None:
+        self.stopped: list[int] = []
+
+    def applies_to(self, backend_cls) -> str | None:
+        if backend_cls.lock_service not in PAUSED_SERVICES:
+            return (f"its lock is on {backend_cls.lock_service}: this pauses a Redis or etcd server (pausing the "
+                    "run's PostgreSQL would stop its writes as well)")
+        return None
+
+    def inject(self, target: Target) -> None:
+        server = target.services.embedded[target.backend_cls.lock_service]
+        for pid in server.pids:
+            psutil.Process(pid).send_signal(signal.SIGSTOP)
+            self.stopped.append(pid)
+
+    def confirm(self, target: Target, within: float = 5.0) -> dict:
+        if not self.stopped:
+            raise FaultNotConfirmed("the lock's server had no process to stop")
+        deadline = time.monotonic() + within
+        while True:
+            states = {pid: _state(pid) for pid in self.stopped}
+            if all(state == psutil.STATUS_STOPPED for state in states.values()):
+                return {"fault": self.name, "service": target.backend_cls.lock_service, "pids": list(self.stopped),
+                        "process_state": "T"}
+            if time.monotonic() > deadline:
+                raise FaultNotConfirmed(f"the lock's server was not stopped {within:g} s after SIGSTOP: {states}")
+            time.sleep(0.005)  # the kernel has no event for "stopped"; its state is polled
+
+    def heal(self, target: Target) -> dict:
+        for pid in self.stopped:
+            try:
+                psutil.Process(pid).send_signal(signal.SIGCONT)
+            except psutil.NoSuchProcess:
+                pass
+        return {}
+
+
+def _state(pid: int) -> str:
+    try:
+        return psutil.Process(pid).status()
+    except psutil.NoSuchProcess:
+        return "gone"
+
+
+class ServerPause(LeaseFaultScenario):
+    name = "server_pause"
+    fault = ServerPauseFault
+    summary = "the lock's Redis or etcd server SIGSTOPped past the TTL mid-hold, then SIGCONTed; a contender tries meanwhile"
+    title = "lock server paused past the TTL"
+    breaks_leases = True
+    columns = (
+        Column("sigstop", "lock server paused past the TTL", 10.5,
+               "the Redis or etcd server that holds the lease SIGSTOPped for longer than the TTL, then SIGCONTed; "
+               "confirmed by every server process in state T (stopped)"),
+    )
+    params = {  # it stops a server every trial of the run shares: one trial at a time
+        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},
+        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 1},
+    }
