@@ -59,6 +59,10 @@ class Backend(ABC):
     # True when the lock connection is opened to ctx.lock_services (or, for a lock inside the write,
     # through ctx.writes), so a proxy can carry it; a backend that cannot promise that says False.
     lock_routable: ClassVar[bool] = True
+    # The third-party package (its PyPI name) whose own lock this backend drives as that library documents
+    # it, with no fix of ours: an adapter. Empty for the lab's own strategies. The run records it, so the
+    # report can tell the libraries apart without knowing a backend's name.
+    library: ClassVar[str] = ""
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
     # The drivers its lock's PostgreSQL connection can be made with (lab/servers/drivers.py); the lab's
     # own SQLAlchemy engine on psycopg2 unless it says more.

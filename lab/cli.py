@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--results", default="results", type=Path)
     report.add_argument("--output", default=None, type=Path,
                         help="default: REPORT.md in the (last) run's folder; with --compare: stdout")
+    report.add_argument("--html", action="store_true",
+                        help="also write report.html beside REPORT.md: the report and its appendices on one "
+                             "self-contained page, each matrix cell opening its trials")
     report.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
                         help="a table of the outcomes that differ between two runs")
 
@@ -234,6 +237,7 @@ def print_outcomes(trials: list[dict]) -> None:
 def cmd_report(args, argv) -> int:
     import scenarios
     from lab.report import declared, write_report
+    from lab.report.html import PAGE
     from lab.results import RunFolder
 
     declared.install(scenarios.fault_columns())  # for runs recorded before meta.json kept them
@@ -249,8 +253,9 @@ def cmd_report(args, argv) -> int:
             print(f"wrote {args.output}")
         return 0
     folders = [RunFolder.open(args.results, run) for run in args.run] or [RunFolder.latest(args.results)]
-    path = write_report(folders, args.output or folders[-1].path / "REPORT.md")
-    print(f"wrote {path} from {', '.join(str(f.path) for f in folders)}")
+    path = write_report(folders, args.output or folders[-1].path / "REPORT.md", html=args.html)
+    page = f" and {path.parent / PAGE}" if args.html else ""
+    print(f"wrote {path}{page} from {', '.join(str(f.path) for f in folders)}")
     return 0
 
 

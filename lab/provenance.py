@@ -86,6 +86,8 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
         "variants": {name: list(s.variants) for name, s in chosen.items()},
         "capabilities": {name: sorted(cls.capabilities) for name, cls in classes.items()},
         "lock_service": {name: cls.lock_service for name, cls in classes.items()},
+        # The third-party library an adapter drives (None: the lab's own strategy), for the HTML report's filter.
+        "libraries": {name: cls.library or None for name, cls in classes.items()},
         # One line of what each lock is, for the report's decision page (a report never imports a backend).
         "summaries": {name: cls.summary for name, cls in classes.items()},
         # What each fault is called and explained by (lab/columns.py): the report reads it from here.

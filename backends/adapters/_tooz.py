@@ -18,6 +18,7 @@ from lab.capabilities import Capability
 
 class ToozLease(LeaseBackend):
     capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
+    library = "tooz"
     renews = False  # tooz's own heartbeat renews held locks
 
     def __init__(self, ctx, key):

@@ -16,6 +16,7 @@ class PythonRedisLock(LeaseBackend):
     name = "python_redis_lock"
     summary = "python-redis-lock Lock(expire=TTL), no auto_renewal; no fencing"
     capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
+    library = "python-redis-lock"
     services = ("postgres", "redis")
     renews = False  # the library's auto_renewal thread does it, when asked (see the subclass)
     auto_renewal = False

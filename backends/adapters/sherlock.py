@@ -22,6 +22,7 @@ class _SherlockLease(LeaseBackend):
     """acquire(blocking=False), renew() from the keep-alive, release(); ownership read, never written."""
 
     capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
+    library = "sherlock"
     lock: sherlock.lock.BaseLock
 
     def _try_acquire(self) -> int | None:

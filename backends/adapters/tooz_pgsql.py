@@ -36,6 +36,7 @@ class ToozPostgresLock(Backend):
     name = "tooz_pgsql"
     summary = "OpenStack tooz PostgreSQL lock (coordinator with heartbeat); no fencing"
     capabilities = frozenset({Capability.SESSION_LOCK, Capability.EXCLUSION})
+    library = "tooz"
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)

@@ -19,15 +19,17 @@ from lab.results import RunFolder
 __all__ = ["write_report", "render", "render_runs", "render_runs_files", "case_lines"]
 
 
-def write_report(folders: RunFolder | list[RunFolder], output: Path) -> Path:
-    """REPORT.md and its charts (PNG, beside it); each file replaced whole or not at all.
+def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool = False) -> Path:
+    """REPORT.md and its charts (PNG, beside it), and with html report.html beside them (lab/report/html.py);
+    each file replaced whole or not at all.
 
     Several runs merge in the order given: a later run's trial replaces an earlier run's trial
     with the same id, and the provenance is the first run's, naming the others.
     """
     folders = folders if isinstance(folders, list) else [folders]
     charts: dict = {}
-    files = render_runs_files(folders, charts)
+    view = run_view(folders, charts)
+    files = render_files(view)
     output.parent.mkdir(parents=True, exist_ok=True)
     for name, draw in sorted(charts.items()):  # a name may hold a folder: timelines/...
         target = output.parent / name
@@ -35,8 +37,16 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path) -> Path:
         tmp = target.with_name(target.name + ".tmp.png")
         draw(tmp)
         os.replace(tmp, target)
-    for name, text in sorted(files.items(), key=lambda kv: kv[0] == MAIN):  # REPORT.md last: it links the rest
-        target = output if name == MAIN else output.parent / name
+    pages = {}
+    if html:  # made before any file is replaced: one that fails leaves the report as it was
+        from lab.report.html import PAGE, render_html
+
+        def drawn(name: str) -> bytes | None:  # a picture this render drew, as the page inlines it
+            return (output.parent / name).read_bytes() if name in charts else None
+
+        pages[PAGE] = render_html(files, view, drawn)
+    for name, text in [*sorted(files.items(), key=lambda kv: kv[0] == MAIN), *pages.items()]:  # REPORT.md after
+        target = output if name == MAIN else output.parent / name  # its appendices: it links them
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_text(text)
         os.replace(tmp, target)  # never a half-written report
@@ -50,6 +60,11 @@ def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
 
 def render_runs_files(folders: list[RunFolder], charts: dict | None = None) -> dict[str, str]:
     """Every file of the report (REPORT.md and its appendices) for one run or several merged."""
+    return render_files(run_view(folders, charts))
+
+
+def run_view(folders: list[RunFolder], charts: dict | None = None) -> RunView:
+    """What the sections read, for one run or several merged (a later run's trial replaces an earlier one's)."""
     meta = dict(folders[0].meta())
     if len(folders) > 1:
         meta["merged_with"] = [f"{f.run_id}: `{f.meta().get('command', '')}` at commit {commit_of(f.meta())}"
@@ -65,7 +80,7 @@ def render_runs_files(folders: list[RunFolder], charts: dict | None = None) -> d
     trials = [{**t, "run": f.run_id} for f in folders for t in f.trials()]  # a replay needs the trial's own run
     for folder in folders:
         refuse_unknown_schema(folder)
-    return render_files(RunView.of(trials, meta, " + ".join(f.run_id for f in folders), charts))
+    return RunView.of(trials, meta, " + ".join(f.run_id for f in folders), charts)
 
 
 def refuse_unknown_schema(folder: RunFolder) -> None:
@@ -90,7 +105,7 @@ def _merged_order(metas: list[dict]) -> dict:
             for scenario, names in m["variants"].items():
                 variants[scenario] = list(dict.fromkeys([*variants.get(scenario, []), *names]))
         merged["variants"] = variants
-    for key in ("capabilities", "lock_service", "summaries", "faults"):
+    for key in ("capabilities", "lock_service", "summaries", "faults", "libraries"):
         declared: dict = {}
         for m in metas:
             declared.update(m.get(key) or {})  # a later run's declaration wins, as its trials do

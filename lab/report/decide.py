@@ -81,8 +81,15 @@ def standing(frame: pd.DataFrame, backend: str, columns: list[tuple[tuple[str, s
     return Standing(backend, tuple(kept), tuple(failed), tuple(doubtful), tuple(idle), trials)
 
 
-def _declared(meta: dict, key: str, backend: str):
+def declaration(meta: dict, key: str, backend: str):
+    """What the run's meta.json declares of a backend under key (capabilities, lock_service, ...), or None."""
     return (meta.get(key) or {}).get(backend.partition("@")[0])  # a driver row is declared as its backend
+
+
+def can_serve(need: Need, meta: dict, backend: str) -> bool:
+    """Whether a backend can serve a need at all, by what the run's meta.json says it declares."""
+    return need.serves(frozenset(declaration(meta, "capabilities", backend) or ()),
+                       declaration(meta, "lock_service", backend))
 
 
 def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
@@ -108,7 +115,7 @@ def company_seconds(frame: pd.DataFrame, backend: str) -> tuple[float, int, int]
 def cost_sentence(frame: pd.DataFrame, meta: dict, backend: str) -> str:
     """What the lock costs: per company where it is taken in each company's transaction, per run where it is
     held across them, and what a company's transaction costs with no lock, where the run timed them."""
-    caps = frozenset(_declared(meta, "capabilities", backend) or ())
+    caps = frozenset(declaration(meta, "capabilities", backend) or ())
     bare = company_seconds(frame, "none")  # the same transaction with no lock
     base = f"{bare[0] * 1000:.2f} ms without a lock" if bare else None
     timed = sorted(set(frame[(frame.scenario == "perf") & (frame.status == "ok")].backend) - {"none"})
@@ -127,7 +134,7 @@ def cost_sentence(frame: pd.DataFrame, meta: dict, backend: str) -> str:
 
 
 def candidate_line(s: Standing, meta: dict, frame: pd.DataFrame) -> str:
-    summary = _declared(meta, "summaries", s.backend)
+    summary = declaration(meta, "summaries", s.backend)
     what = f": {summary}" if summary else ""
     idle = f"; not exercised by {len(s.not_exercised)} more" if s.not_exercised else ""
     return (f"- `{s.backend}`{what}. Kept the company whole under all {len(s.kept)} faults that took its right "
@@ -158,8 +165,7 @@ def section_decide(run: RunView) -> str | None:
            "at least one fault took its right away while the company stayed whole (✓). Each line counts the "
            "exercised faults and the trials behind them; the matrix below has every cell.", ""]
     for need in NEEDS:
-        able = [b for b in backends if need.serves(frozenset(_declared(meta, "capabilities", b) or ()),
-                                                   _declared(meta, "lock_service", b))]
+        able = [b for b in backends if can_serve(need, meta, b)]
         if not able:
             continue
         fit = sorted((standings[b] for b in able if standings[b].qualifies),

@@ -117,6 +117,31 @@ def legend(run: RunView) -> list[str]:
     return [f"- *{c.label}* (`{scenario}`/`{c.variant}`): {c.legend}." for scenario, c in declared_run(run)]
 
 
+@dataclass(frozen=True)
+class MatrixCell:
+    """One cell of the matrix with the trials behind it: what the HTML report's panel opens."""
+
+    backend: str
+    scenario: str
+    variant: str
+    label: str
+    records: list
+    cell: Cell
+
+
+def matrix_rows(run: RunView) -> list[tuple[str, list[MatrixCell]]]:
+    """Every row of the matrix in the run's backend order, each cell judged from its trials."""
+    frame, columns = run.frame, columns_run(run)
+    rows = []
+    for backend in ordered_backends(frame) if columns else []:
+        cells = []
+        for (scenario, variant), label in columns:
+            records = fault_records(frame, backend, scenario, variant)
+            cells.append(MatrixCell(backend, scenario, variant, label, records, judge(records)))
+        rows.append((backend, cells))
+    return rows
+
+
 @section(20)
 def section_matrix(run: RunView) -> str | None:
     frame, charts = run.frame, run.charts
@@ -124,10 +149,9 @@ def section_matrix(run: RunView) -> str | None:
     if not columns:
         return None
     rows, cells = [], []
-    for backend in ordered_backends(frame):
-        judged = [judge(fault_records(frame, backend, scenario, variant)) for (scenario, variant), _ in columns]
-        rows.append([backend, *[c.text for c in judged]])
-        cells.append(judged)
+    for backend, judged in matrix_rows(run):
+        rows.append([backend, *[c.cell.text for c in judged]])
+        cells.append([c.cell for c in judged])
     if charts is not None:
         charts["matrix.png"] = lambda path: matrix_chart([r[0] for r in rows], [label for _, label in columns],
                                                          [[c.mark.name for c in row] for row in cells], path)

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
-
 from lab.harness import ops
 from lab.harness.outcomes import Safety, judgement_of, safety_of
-from lab.report.common import ordered_backends
 from lab.report.history_chart import history_chart
-from lab.report.matrix import Mark, columns_run, fault_records, judge
+from lab.report.matrix import Mark, matrix_rows
 from lab.report.sections import TIMELINES, RunView, section
 
 WRITE_EVENT = {"committed": "write_committed", "rejected": "write_rejected", "failed": "write_failed",
@@ -102,20 +99,31 @@ def slug(*parts: str) -> str:
     return "timelines/" + "-".join(re.sub(r"[^a-z0-9]+", "_", p.lower()).strip("_") for p in parts) + ".png"
 
 
+def first_unsafe(records: list[dict]) -> dict | None:
+    """The trial a failing cell is pictured by: its first unsafe one."""
+    return next((r for r in records if r["status"] == "ok" and safety_of(r) is Safety.UNSAFE), None)
+
+
+def history_picture(record: dict):
+    """draw(path) for a schema-2 trial's history as intervals (a TTL band only for a lease), or None."""
+    history = history_of(record)
+    if not history:
+        return None
+    lease = "lease_expiry" in (record.get("capabilities") or ())
+    ttl = (record.get("measures") or {}).get("ttl_s") if lease else None
+    return lambda path, h=history, title=record["id"], ttl=ttl: history_chart(h, title, path, ttl)
+
+
 def failing_trials(run: RunView) -> list[tuple[str, dict]]:
     """(what it explains, record) for the first unsafe trial of every ✗ matrix cell, then every kill-point
     counterexample, in the report's order."""
     frame = run.frame
     found = []
-    columns = columns_run(run)
-    for backend in ordered_backends(frame):
-        for (scenario, variant), label in columns:
-            records = fault_records(frame, backend, scenario, variant)
-            if judge(records).mark is not Mark.FAILED:
-                continue
-            first = next(r for r in records if r["status"] == "ok" and safety_of(r) is Safety.UNSAFE)
-            if scenario != "killpoints":
-                found.append((f"`{backend}` under *{label}*: {first['verdict']}", first))
+    for _, cells in matrix_rows(run):
+        for c in cells:
+            if c.cell.mark is Mark.FAILED and c.scenario != "killpoints":
+                first = first_unsafe(c.records)
+                found.append((f"`{c.backend}` under *{c.label}*: {first['verdict']}", first))
     for record in frame[(frame.scenario == "killpoints") & (frame.status == "ok")].to_dict("records"):
         if (record["measures"] or {}).get("minimal"):
             found.append((f"`{record['backend']}`: kill-point counterexample, {record['verdict']}", record))
@@ -131,12 +139,10 @@ def section_timelines(run: RunView) -> str | None:
     histories = points = 0
     for caption, record in failing_trials(run):
         name = slug(record["scenario"], record["backend"], record["variant"])
-        history = history_of(record)
-        if history:  # schema 2: the trial's own history, drawn as intervals
-            lease = "lease_expiry" in (record.get("capabilities") or ())  # a TTL band only for a lease
-            ttl = (record.get("measures") or {}).get("ttl_s") if lease else None
+        draw = history_picture(record)
+        if draw:  # schema 2: the trial's own history, drawn as intervals
             if charts is not None:
-                charts[name] = lambda path, h=history, title=record["id"], ttl=ttl: history_chart(h, title, path, ttl)
+                charts[name] = draw
             shown.append(f"{caption} (`{record['id']}`)\n\n![{record['id']}]({name})\n")
             histories += 1
             continue
