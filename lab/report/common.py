@@ -72,3 +72,8 @@ def seconds_summary(values: list[float]) -> str:
     if len(values) == 1:
         return f"{values[0]:.2f} s (n=1)"
     return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f}, n={len(values)})"
+
+
+def declaration(meta: dict, key: str, backend: str):
+    """What the run's meta.json declares of a backend under key (capabilities, lock_service, ...), or None."""
+    return (meta.get(key) or {}).get(backend.partition("@")[0])  # a driver row is declared as its backend

@@ -16,7 +16,7 @@ from typing import Callable
 
 import pandas as pd
 
-from lab.report.common import ordered_backends
+from lab.report.common import declaration, ordered_backends
 from lab.report.matrix import Cell, Mark, columns_run, fault_records, judge
 from lab.report.sections import RunView, section
 
@@ -79,11 +79,6 @@ def standing(frame: pd.DataFrame, backend: str, columns: list[tuple[tuple[str, s
             kept.append(label)
             trials += cell.exercised
     return Standing(backend, tuple(kept), tuple(failed), tuple(doubtful), tuple(idle), trials)
-
-
-def declaration(meta: dict, key: str, backend: str):
-    """What the run's meta.json declares of a backend under key (capabilities, lock_service, ...), or None."""
-    return (meta.get(key) or {}).get(backend.partition("@")[0])  # a driver row is declared as its backend
 
 
 def can_serve(need: Need, meta: dict, backend: str) -> bool:

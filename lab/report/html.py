@@ -17,53 +17,18 @@ import json
 import math
 import string
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from lab.capabilities import Capability
 from lab.harness.outcomes import judgement_of
-from lab.report.decide import NEEDS, can_serve, declaration, standing
+from lab.report.decide import NEEDS, can_serve, standing
+from lab.report.families import FAMILIES, families_of
 from lab.report.markdown_html import MarkdownHtml, attribute
-from lab.report.matrix import Mark, MatrixCell, columns_run, matrix_rows
+from lab.report.matrix import FamilyTable, Mark, MatrixCell, columns_run, family_tables_of, matrix_rows
 from lab.report.sections import MAIN, RunView
 from lab.report.timelines import failing_trials, first_unsafe, history_of, history_picture, slug
 
 PAGE = "report.html"
-
-
-@dataclass(frozen=True)
-class Family:
-    """A family of locks the matrix can be narrowed to, by what a backend declares (never by its name)."""
-
-    key: str
-    title: str
-    member: Callable[[frozenset, str | None, str | None], bool]  # (capabilities, lock service, library)
-
-
-FAMILIES = [
-    Family("run_level", "PostgreSQL run-level locks (a session lock held across the run's transactions)",
-           lambda caps, service, library: service == "postgres" and Capability.SESSION_LOCK in caps),
-    Family("in_write", "locks inside the write transaction",
-           lambda caps, service, library: Capability.IN_TRANSACTION in caps),
-    Family("lease", "lease services (a lock with a TTL its holder renews)",
-           lambda caps, service, library: Capability.LEASE_EXPIRY in caps),
-    Family("fenced", "fenced (the storage checks the holder's token)",
-           lambda caps, service, library: Capability.FENCING in caps),
-    Family("no_lock", "no lock (the write itself must cope)",
-           lambda caps, service, library: Capability.EXCLUSION not in caps),
-    Family("library", "third-party lock libraries (adapters)",
-           lambda caps, service, library: bool(library)),
-]
-
-
-def families_of(meta: dict, backend: str) -> list[str]:
-    """The keys of the families a backend belongs to; none for a backend whose run declared nothing of it."""
-    capabilities = declaration(meta, "capabilities", backend)
-    if capabilities is None:
-        return []
-    service, library = declaration(meta, "lock_service", backend), declaration(meta, "libraries", backend)
-    return [f.key for f in FAMILIES if f.member(frozenset(capabilities), service, library)]
 
 
 def embedded_png(png: bytes) -> str:
@@ -119,7 +84,8 @@ class Page:
         self.view, self.picture_bytes = view, picture_bytes
         self.columns = columns_run(view)
         self.rows = matrix_rows(view)
-        self.labels = [label for _, label in self.columns]
+        self.tables = family_tables_of(view)  # the matrix as the report shows it: a table per family of lock
+        self.matched = 0  # how many of them the Markdown has met so far
         self.shown: dict[str, str] = {}  # picture name -> data URI, for the pictures the Markdown shows
         self.pictures: dict[str, str] = {}  # those only a panel shows
         self.borrowed: dict[str, dict] = {}  # picture name -> trial, for a panel showing the appendix's picture
@@ -143,16 +109,21 @@ class Page:
         return None  # nothing in the page to go to: the words stay, without a link
 
     def _table(self, headers: list[str], rows: list[list[str]]) -> str | None:
-        """The matrix, recognised by its computed header and rows, with a clickable cell each."""
-        if headers != ["backend", *self.labels] or [r[0] for r in rows] != [b for b, _ in self.rows]:
+        """A table of the matrix, recognised by its computed header and rows, with a clickable cell each; the
+        filters go before the first."""
+        if self.matched >= len(self.tables):
             return None
-        return self.matrix_html()
+        table = self.tables[self.matched]
+        if headers != ["backend", *table.labels] or [r[0] for r in rows] != [b for b, _ in table.rows]:
+            return None
+        self.matched += 1
+        return self.matrix_html(table, with_filters=self.matched == 1)
 
-    def matrix_html(self) -> str:
+    def matrix_html(self, table: FamilyTable, with_filters: bool) -> str:
         meta, frame = self.view.meta, self.view.frame
-        head = "".join(f"<th>{self.converter.inline(h)}</th>" for h in ["backend", *self.labels])
+        head = "".join(f"<th>{self.converter.inline(h)}</th>" for h in ["backend", *table.labels])
         body = []
-        for backend, cells in self.rows:
+        for backend, cells in table.rows:
             serves = [str(i) for i, need in enumerate(NEEDS) if can_serve(need, meta, backend)]
             fits = standing(frame, backend, self.columns).qualifies
             tds = [f'<th scope="row">{self.converter.inline(f"`{backend}`")}'
@@ -167,8 +138,9 @@ class Page:
             body.append(f'<tr data-backend="{attribute(backend)}" '
                         f'data-families="{" ".join(families_of(meta, backend))}" data-needs="{" ".join(serves)}" '
                         f'data-qualifies="{"yes" if fits else "no"}">' + "".join(tds) + "</tr>")
-        return "\n".join([self.filters_html(), '<div class="scroll">', '<table class="matrix">',
-                          f"<thead><tr>{head}</tr></thead>", "<tbody>", *body, "</tbody>", "</table>", "</div>"])
+        return "\n".join([self.filters_html() if with_filters else "", '<div class="scroll">',
+                          '<table class="matrix">', f"<thead><tr>{head}</tr></thead>", "<tbody>", *body, "</tbody>",
+                          "</table>", "</div>"])
 
     def filters_html(self) -> str:
         meta = self.view.meta

@@ -13,6 +13,7 @@ from lab.harness.outcomes import Safety, does_not_run, exercised_of, safety_of
 from lab.report.charts import matrix_chart
 from lab.report.common import md_table, ordered_backends, with_capability
 from lab.report.declared import lease_faults, matrix_columns
+from lab.report.families import TABLE_ORDER, table_of
 from lab.report.sections import RunView, section
 
 # Calibration measures detection: every verdict there is a lost lock, said so in the cell.
@@ -142,9 +143,52 @@ def matrix_rows(run: RunView) -> list[tuple[str, list[MatrixCell]]]:
     return rows
 
 
+IDLE_MARKS = (Mark.NOT_APPLICABLE, Mark.NOT_RUN, Mark.DOES_NOT_RUN)
+
+
+@dataclass(frozen=True)
+class FamilyTable:
+    """One table of the matrix: a family of locks (lab/report/families.py), with only the columns where one
+    of its rows ran (the cells of the others are n/a, not run or does not run for every row)."""
+
+    title: str | None  # None: the only table, for a run that declared no family
+    labels: list[str]
+    rows: list[tuple[str, list[MatrixCell]]]
+
+    @property
+    def cells(self) -> list[MatrixCell]:
+        return [c for _, cells in self.rows for c in cells]
+
+
+def family_tables_of(run: RunView) -> list[FamilyTable]:
+    """The matrix's rows grouped into one table per family, in the families' order."""
+    grouped: dict[str, tuple[str, list]] = {}
+    for backend, cells in matrix_rows(run):
+        table = table_of(run.meta, backend)
+        key, title = (table.key, table.title) if table else ("", "Backends the run declared nothing of")
+        grouped.setdefault(key, (title, []))[1].append((backend, cells))
+    ordered = [grouped[t.key] for t in TABLE_ORDER if t.key in grouped] + ([grouped[""]] if "" in grouped else [])
+    tables = []
+    for title, members in ordered:
+        keep = [i for i in range(len(members[0][1]))
+                if any(cells[i].cell.mark not in IDLE_MARKS for _, cells in members)]
+        tables.append(FamilyTable(title if len(ordered) > 1 else None, [members[0][1][i].label for i in keep],
+                                  [(backend, [cells[i] for i in keep]) for backend, cells in members]))
+    return tables
+
+
+def family_tables(run: RunView) -> list[str]:
+    """The matrix in Markdown: a heading and a table per family."""
+    out = []
+    for table in family_tables_of(run):
+        body = [[backend, *[c.cell.text for c in cells]] for backend, cells in table.rows]
+        out += ([f"### {table.title}", ""] if table.title else []) + [md_table(["backend", *table.labels], body), ""]
+    return out[:-1]
+
+
 @section(20)
 def section_matrix(run: RunView) -> str | None:
-    frame, charts = run.frame, run.charts
+    charts = run.charts
     columns = columns_run(run)
     if not columns:
         return None
@@ -177,7 +221,7 @@ def section_matrix(run: RunView) -> str | None:
            if unrecorded else "")
         + "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
-        md_table(["backend", *[label for _, label in columns]], rows), "",
+        *family_tables(run), "",
         "The columns, each with what its fault does and what confirms in every trial that it struck (a trial "
         "whose fault cannot confirm it is an error, never a verdict):", "", *legend(run), "",
         "![the matrix as colours: red failed, green kept the company whole, light blue-grey not exercised "

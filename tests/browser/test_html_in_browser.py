@@ -18,7 +18,7 @@ import pytest
 from lab.report import run_view, write_report
 from lab.report.decide import NEEDS, can_serve, standing
 from lab.report.html import PAGE, families_of
-from lab.report.matrix import columns_run, matrix_rows
+from lab.report.matrix import columns_run, family_tables_of
 from tests import os_packages
 from tests.fast.test_html_report import small_run
 
@@ -70,7 +70,7 @@ def opened(browser, report):
 
 
 def cells_of(folder):
-    return [c for _, row in matrix_rows(run_view([folder])) for c in row]
+    return [c for table in family_tables_of(run_view([folder])) for c in table.cells]
 
 
 def visible_rows(page) -> list[str]:
@@ -121,7 +121,7 @@ def test_a_click_on_a_failed_cell_shows_that_trials_timeline_and_history(opened,
 def test_filters_hide_the_rows_outside_a_family_or_a_need(opened, report):
     folder, _ = report
     meta, page = folder.meta(), opened.page
-    backends = [backend for backend, _ in matrix_rows(run_view([folder]))]
+    backends = [backend for table in family_tables_of(run_view([folder])) for backend, _ in table.rows]
     assert visible_rows(page) == backends
     page.select_option("#filter-family", "library")
     assert visible_rows(page) == [b for b in backends if "library" in families_of(meta, b)] == ["tooz_pgsql"]

@@ -50,33 +50,54 @@ def test_report_is_reproduced_byte_for_byte():
     assert render_runs(folders) == REPORT.read_text()
 
 
+def matrix_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Every table of the matrix section (one per family of lock), as (header, rows)."""
+    section = text.split("## Every backend under every fault", 1)[1].split("\n## ", 1)[0]
+    tables, current = [], None
+    for line in section.splitlines():
+        if line.startswith("| backend |"):
+            current = ([c.strip() for c in line.strip(" |").split(" | ")][1:], [])
+            tables.append(current)
+        elif line.startswith("|---"):
+            continue
+        elif line.startswith("|") and current is not None:
+            current[1].append([c.strip() for c in line.strip("|").split(" | ")])
+        else:
+            current = None
+    return tables
+
+
 def test_every_matrix_count_comes_from_the_trials():
     folder, trials = reference()
     text = REPORT.read_text()
-    header = [c.strip() for c in text.split("## Every backend under every fault", 1)[1]
-              .split("\n| backend |", 1)[1].split("\n", 1)[0].strip(" |").split(" | ")]
     from lab.report.declared import matrix_columns
 
     keys = {c.label: (scenario, c.variant) for scenario, c in matrix_columns(folder[0].meta())}
-    checked = 0
-    for row in table(text, "## Every backend under every fault"):
-        backend = row[0]
-        for label, cell in zip(header, row[1:]):
-            scenario, variant = keys[label]
-            records = [t for t in trials if t["scenario"] == scenario and t["backend"] == backend
-                       and t["variant"] == variant]
-            verdicts = Counter(t["verdict"] for t in records if t["status"] == "ok")
-            total = sum(t["status"] != "skipped" for t in records)
-            if not verdicts:
+    checked, rows_seen = 0, []
+    tables = matrix_tables(text)
+    assert len(tables) >= 4  # a table per family of lock
+    for header, rows in tables:
+        for row in rows:
+            backend = row[0]
+            rows_seen.append(backend)
+            for label, cell in zip(header, row[1:]):
+                scenario, variant = keys[label]
+                records = [t for t in trials if t["scenario"] == scenario and t["backend"] == backend
+                           and t["variant"] == variant]
+                verdicts = Counter(t["verdict"] for t in records if t["status"] == "ok")
+                total = sum(t["status"] != "skipped" for t in records)
+                if not verdicts:
+                    errors = sum(t["status"] == "error" for t in records)
+                    assert cell in ("n/a", "not run", "does not run", f"error {errors}/{total}"), (backend, label, cell)
+                    continue
+                for verdict, n in verdicts.items():
+                    assert f"{verdict} {n}/{total}" in cell, (backend, label, cell)
+                    checked += 1
                 errors = sum(t["status"] == "error" for t in records)
-                assert cell in ("n/a", "not run", "does not run", f"error {errors}/{total}"), (backend, label, cell)
-                continue
-            for verdict, n in verdicts.items():
-                assert f"{verdict} {n}/{total}" in cell, (backend, label, cell)
-                checked += 1
-            errors = sum(t["status"] == "error" for t in records)
-            assert (f"error {errors}/{total}" in cell) == bool(errors), (backend, label, cell)
+                assert (f"error {errors}/{total}" in cell) == bool(errors), (backend, label, cell)
     assert checked > 50
+    assert len(rows_seen) == len(set(rows_seen)) == len({t["backend"] for t in trials if t["scenario"] in
+                                                          {s for s, _ in keys.values()}})  # each row once
 
 
 def test_every_timing_row_comes_from_the_trials():
