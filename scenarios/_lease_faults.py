@@ -25,6 +25,7 @@ from lab.harness import ops
 from lab.harness.history import History
 from lab.harness.holder import HolderProcess
 from lab.harness.job import run_job
+from lab.harness.measures import LeaseFaultMeasures
 from lab.harness.ops import F, Op, Recorder, Type
 from lab.harness.told import signals
 from lab.harness.verdict import Verdict
@@ -35,7 +36,7 @@ COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
 
 
-def lease_fault_trial(env: TrialEnv, which: str | type[Fault]) -> dict:
+def lease_fault_trial(env: TrialEnv, which: str | type[Fault]) -> LeaseFaultMeasures:
     """One trial of this shape with the fault named (lab/faults) or given as a class (declared by its scenario)."""
     cls = backends.load(env.spec.backend)
     fault = faults.load(which)
@@ -174,7 +175,7 @@ def lease_history(holder_events: list[dict], contender: History, company: int, s
 
 
 def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
-                    contender_history: History) -> dict:
+                    contender_history: History) -> LeaseFaultMeasures:
     """What the holder and the contender did and what the company ended as, times from the holder's grant
     (from its first event when no grant ever came back to it: a holder without a grant cannot lose one),
     with the trial's whole history and final table for the checkers."""
@@ -231,7 +232,7 @@ class LeaseFaultScenario(Scenario):
         return faults.load(self.fault_of(variant)).applies_to(backend_cls)
 
     def run_trial(self, env: TrialEnv) -> dict:
-        return lease_fault_trial(env, self.fault_of(env.spec.variant))
+        return dict(lease_fault_trial(env, self.fault_of(env.spec.variant)))  # its shape: LeaseFaultMeasures
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
         """The checkers over the holder's, the contender's and the fault's operations."""

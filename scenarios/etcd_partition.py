@@ -87,7 +87,7 @@ class EtcdPartition(LeaseFaultScenario):
             start_s = time.monotonic() - started  # the price of a cluster per trial, kept with the trial
             contender = cluster.followers()[-1]  # a follower: on the majority side of every variant
             services = replace(env.services, etcd_endpoint=contender.endpoint, embedded={"etcd": cluster}, tmp=None)
-            measures = lease_fault_trial(replace(env, services=services), self.fault_of(env.spec.variant))
+            measures: dict = dict(lease_fault_trial(replace(env, services=services), self.fault_of(env.spec.variant)))
         finally:
             cluster.stop()
             shutil.rmtree(root, ignore_errors=True)

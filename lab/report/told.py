@@ -13,6 +13,7 @@ from collections import Counter
 
 import pandas as pd
 
+from lab.harness.measures import LeaseFaultMeasures
 from lab.harness.outcomes import judgement_of
 from lab.harness.told import CHANNELS, first_after
 from lab.harness.verdict import Kind
@@ -50,7 +51,7 @@ def stale_accepted(record: dict) -> bool:
     return bool(m.get("lost")) and m["holder"]["write"] == "committed"
 
 
-def first_signal(measures: dict) -> dict | None:
+def first_signal(measures: LeaseFaultMeasures) -> dict | None:
     return first_after(measures["holder"]["signals"], measures["fault_at"])
 
 

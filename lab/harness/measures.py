@@ -1,0 +1,53 @@
+"""The shapes of the measures a trial records and the report reads, as TypedDicts.
+
+A trial's measures are JSON in trials.jsonl, so they stay dicts; these say which keys a writer fills and a
+reader may use, and the type checker holds both sides to them. A key a run of an older schema did not
+write is NotRequired.
+"""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+
+class HolderMeasures(TypedDict):
+    """What the lease-fault trial's holder did, times from its grant."""
+
+    granted: bool
+    token: int | None
+    write: str  # committed / rejected / failed / indeterminate / none
+    write_resolved: str | None
+    write_error: str | None
+    write_at: float | None
+    held_after: bool | None
+    noticed_loss_at: float | None
+    release: str | None
+    signals: list[dict]  # what its process heard, in order (lab/harness/told.py)
+
+
+class ContenderMeasures(TypedDict):
+    """What the second run did while the fault held the holder."""
+
+    acquired: bool
+    write: str
+    granted_at: float | None
+    in_at: float | None
+    token: NotRequired[int | None]  # the fence token of its grant, where the lock has one
+
+
+class LeaseFaultMeasures(TypedDict):
+    """A lease-fault trial (scenarios/_lease_faults.py): a holder hit mid-hold, a contender, then the write."""
+
+    history: list[dict]  # the trial's operations (lab/harness/ops.py), judged by lab/harness/judge.py
+    final: dict[str, dict]  # company -> rows and runs it ended with
+    fault: str
+    point: str  # where the holder stopped: before_write, after_delete
+    ttl_s: float
+    fault_at: float
+    healed_at: float
+    holder: HolderMeasures
+    contender: ContenderMeasures
+    rows: int
+    rows_final: int
+    runs_in_final: list
+    evidence: NotRequired[dict]  # the fault's proof that it struck (lab/faults)
