@@ -24,15 +24,15 @@ from rich.progress import (
 import backends
 import scenarios
 from lab.errors import Interrupted
-from lab.harness import ops
 from lab.harness.contract import describe_error
 from lab.harness.outcomes import DoesNotRun
-from lab.harness.words import verdict_text
 from lab.harness.workload import drop_schema, ensure_schema
 from lab.provenance import run_meta
 from lab.progress import ScenarioProgress
 from lab.quiet import LibraryNoise
 from lab.results import RunFolder
+from lab.runner import records
+from lab.runner.records import Started, TrialRecord, outcome_fields  # noqa: F401 (outcome_fields: imported from here)
 from lab import waves as capacity_plan
 from lab.servers import pg
 from lab.servers.capacity import SessionSampler, read_capacity
@@ -298,7 +298,7 @@ class Runner:
         runnable = []
         for spec in specs:
             if spec.skip is not None:
-                record = _record(spec, "skipped", reason=spec.skip)
+                record = records.skipped(spec, spec.skip)
                 folder.append(record)
                 shown.advance(record)
             else:
@@ -331,23 +331,24 @@ class Runner:
         finally:
             pool.shutdown(wait=not self.stop.is_set(), cancel_futures=True)
 
-    def _run_trial(self, scenario: Scenario, env: TrialEnv) -> dict | None:
+    def _run_trial(self, scenario: Scenario, env: TrialEnv) -> TrialRecord | None:
         if self.stop.is_set():
             return None
-        started, t0 = time.time(), time.monotonic()
+        started = Started()
         try:
             measures = scenario.run_trial(env)
-            return _record(env.spec, "ok", measures=measures, started=started, duration=time.monotonic() - t0,
-                           **outcome_fields(scenario, measures, backends.load(env.spec.backend)))
+            timing = started.timing()  # the trial's own time, without the checkers'
+            return records.ok(env.spec, measures, outcome_fields(scenario, measures, backends.load(env.spec.backend)),
+                              timing)
         except Skip as exc:
-            return _record(env.spec, "skipped", reason=exc.args[0] if exc.args else "")
+            return records.skipped(env.spec, exc.args[0] if exc.args else "")
         except Interrupted:
             return None
         except Exception as exc:  # one broken trial must not end the run; it is recorded as such
             if self.stop.is_set():
                 return None
-            return _record(env.spec, "error", reason=describe_error(exc), started=started,
-                           duration=time.monotonic() - t0, trace=traceback.format_exc(limit=6))
+            reason, timing = describe_error(exc), started.timing()
+            return records.error(env.spec, reason, traceback.format_exc(limit=6), timing)
 
 
 def schedule(chosen: list[Scenario]) -> list[list[list[Scenario]]]:
@@ -358,36 +359,3 @@ def schedule(chosen: list[Scenario]) -> list[list[list[Scenario]]]:
     phases = [[lane for lane in (shared, own) if lane]]
     phases += [[[s]] for s in chosen if s.lane == ALONE]
     return [phase for phase in phases if phase]
-
-
-def outcome_fields(scenario: Scenario, measures: dict, backend_cls) -> dict:
-    """A finished trial's verdict, safety and exercised: from the checkers over its history where the scenario
-    records one (then the history and the typed verdict are kept beside them, schema 2), else the
-    scenario's own words for what it measured."""
-    verdict = scenario.judge(measures, backend_cls)
-    if verdict is not None:
-        history = measures.pop("history")
-        return {"verdict": verdict_text(verdict), "safety": verdict.safety.value, "exercised": verdict.exercised,
-                "judgement": verdict.to_json(), "history": history, "schema": ops.SCHEMA}
-    words = scenario.verdict(measures)
-    safety = scenario.safety(measures, words)
-    return {"verdict": words, "safety": getattr(safety, "value", safety), "exercised": scenario.exercised(measures)}
-
-
-def _record(spec: TrialSpec, status: str, *, measures: dict | None = None, verdict: str | None = None,
-            reason: str | None = None, started: float | None = None, duration: float | None = None,
-            trace: str | None = None, safety: str | None = None, exercised: bool | None = None,
-            judgement: dict | None = None, history: list | None = None, schema: int | None = None) -> dict:
-    # A backend on another driver than the default is its own row everywhere: "session@asyncpg".
-    record = {"id": spec.id, "scenario": spec.scenario, "backend": spec.label, "variant": spec.variant,
-              "index": spec.index, "status": status}
-    if spec.driver != DEFAULT_DRIVER:
-        record["driver"] = spec.driver
-    if status == "skipped":
-        record["runs_here"] = not isinstance(reason, DoesNotRun)  # typed: n/a, or cannot work here at all
-    optional = {"schema": schema, "measures": measures, "verdict": verdict, "judgement": judgement,
-                "history": history, "reason": reason, "trace": trace, "safety": safety, "exercised": exercised,
-                "started": None if started is None else round(started, 3),
-                "duration": None if duration is None else round(duration, 3)}
-    record.update({k: v for k, v in optional.items() if v is not None})
-    return record
