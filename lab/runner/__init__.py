@@ -32,6 +32,7 @@ from lab.progress import ScenarioProgress
 from lab.quiet import LibraryNoise
 from lab.results import RunFolder
 from lab.runner import records
+from lab.runner.lanes import LANE_WIND_DOWN_S, run_lanes, schedule  # noqa: F401 (imported from here)
 from lab.runner.records import Started, TrialRecord, outcome_fields  # noqa: F401 (outcome_fields: imported from here)
 from lab import waves as capacity_plan
 from lab.servers import pg
@@ -44,10 +45,7 @@ from lab.servers.services import (
     Services,
     start_services,
 )
-from scenarios.base import ALONE, OWN_SERVERS, Scenario, Skip, TrialEnv, TrialSpec
-
-
-LANE_WIND_DOWN_S = 30.0  # after a stop, how long the other lanes' trials get to see it and clean up
+from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv, TrialSpec
 
 
 @dataclass
@@ -190,59 +188,13 @@ class Runner:
                     self._run_one(plan, scenario, services, monitor, writes, folder, progress, sampler)
 
                 for phase in schedule(plan.scenarios):
-                    self._run_lanes(phase, run)
+                    run_lanes(phase, run, self.stop)
         finally:
             sampler.close()
             if not self.stop.is_set():
                 drop_schema(monitor)
             monitor.dispose()
             writes.dispose()
-
-    def _run_lanes(self, lanes: list[list[Scenario]], run) -> None:
-        """Run each lane's scenarios one after another, the lanes side by side: the first on this thread,
-        the others on threads of their own. An error or Ctrl-C in any lane stops them all, and the other
-        lanes wind down (their trials see the stop) before the servers are stopped under them."""
-        failures: list[BaseException] = []
-
-        def lane_thread(lane: list[Scenario]) -> None:
-            try:
-                for scenario in lane:
-                    if self.stop.is_set():
-                        return
-                    run(scenario)
-            except BaseException as exc:  # raised again on the main thread
-                failures.append(exc)
-                self.stop.set()
-
-        others = [threading.Thread(target=lane_thread, args=(lane,), name=f"lane-{lane[0].name}", daemon=True)
-                  for lane in lanes[1:]]
-        for thread in others:
-            thread.start()
-        interrupted: BaseException | None = None
-        try:
-            for scenario in lanes[0]:
-                if self.stop.is_set():
-                    break
-                run(scenario)
-        except BaseException as exc:
-            self.stop.set()
-            interrupted = exc
-        give_up = None
-        for thread in others:
-            while thread.is_alive():
-                if give_up is not None and time.monotonic() > give_up:
-                    break  # a trial that ignores the stop: its children die with the lab
-                try:
-                    thread.join(0.2)  # a short timeout keeps this thread responsive to Ctrl-C
-                except BaseException as exc:  # Ctrl-C while the other lanes run: stop them, and still wait
-                    self.stop.set()
-                    interrupted = interrupted or exc
-                if self.stop.is_set() and give_up is None:
-                    give_up = time.monotonic() + LANE_WIND_DOWN_S
-        if interrupted is not None:
-            raise interrupted
-        if failures:
-            raise failures[0]
 
     def _run_one(self, plan: Plan, scenario: Scenario, services: Services, monitor, writes, folder: RunFolder,
                  progress: Progress, sampler: SessionSampler) -> None:
@@ -349,13 +301,3 @@ class Runner:
                 return None
             reason, timing = describe_error(exc), started.timing()
             return records.error(env.spec, reason, traceback.format_exc(limit=6), timing)
-
-
-def schedule(chosen: list[Scenario]) -> list[list[list[Scenario]]]:
-    """Phases of lanes, by each scenario's declared lane: first the run's-server scenarios one after another
-    beside those on servers of their own, then each ALONE scenario by itself. Plan order within a lane."""
-    shared = [s for s in chosen if s.lane not in (OWN_SERVERS, ALONE)]
-    own = [s for s in chosen if s.lane == OWN_SERVERS]
-    phases = [[lane for lane in (shared, own) if lane]]
-    phases += [[[s]] for s in chosen if s.lane == ALONE]
-    return [phase for phase in phases if phase]
