@@ -9,8 +9,6 @@ import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from rich.console import Console
 from rich.progress import (
@@ -22,109 +20,48 @@ from rich.progress import (
 )
 
 import backends
-import scenarios
 from lab.errors import Interrupted
 from lab.harness.contract import describe_error
-from lab.harness.outcomes import DoesNotRun
 from lab.harness.workload import drop_schema, ensure_schema
 from lab.provenance import run_meta
 from lab.progress import ScenarioProgress
 from lab.quiet import LibraryNoise
 from lab.results import RunFolder
 from lab.runner import records
+from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable  # noqa: F401 (imported from here)
+from lab.runner.resume import resumed
 from lab.runner.lanes import LANE_WIND_DOWN_S, run_lanes, schedule  # noqa: F401 (imported from here)
 from lab.runner.records import Started, TrialRecord, outcome_fields  # noqa: F401 (outcome_fields: imported from here)
 from lab import waves as capacity_plan
 from lab.servers import pg
 from lab.servers.capacity import SessionSampler, read_capacity
 from lab.servers.clients import redact
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import (
     SERVICE_NAMES,
-    ExternalAddresses,
     Services,
     start_services,
 )
 from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv, TrialSpec
 
 
-@dataclass
-class RunRequest:
-    backends: list[str]
-    scenarios: list[str]
-    profile: str
-    results_root: Path
-    external: ExternalAddresses = field(default_factory=ExternalAddresses)
-    argv: list[str] = field(default_factory=list)
-    resume: str | None = None
-    extra_backends: list[str] = field(default_factory=list)  # --backend-module specs, re-registered on resume
-    fault_commands: dict[str, str] = field(default_factory=dict)  # --fault-command: the user's own fault commands
-    drivers: list[str] = field(default_factory=lambda: [DEFAULT_DRIVER])  # --driver: the lock connection's driver
-
-
-@dataclass
-class Plan:
-    """The trials still to run, grouped by scenario, and the services they need."""
-
-    scenarios: list[Scenario]
-    pending: dict[str, list[TrialSpec]]
-
-    @property
-    def services(self) -> set[str]:
-        needed = {"postgres"}  # the workload and the report's evidence live there
-        for specs in self.pending.values():
-            for spec in specs:
-                if spec.skip is None:
-                    needed.update(backends.load(spec.backend).services)
-        return needed
-
-    @property
-    def total(self) -> int:
-        return sum(len(specs) for specs in self.pending.values())
-
-    def cost(self, scenario: Scenario, spec: TrialSpec, profile: str) -> int:
-        """PostgreSQL sessions one trial holds at most."""
-        return scenario.pg_sessions(backends.load(spec.backend), profile)
-
-    def demands(self, profile: str) -> list[capacity_plan.Demand]:
-        """What each scenario's runnable trials ask of the server, for lab/waves.py."""
-        return [capacity_plan.Demand(s.name, tuple(self.cost(s, spec, profile) for spec in self.pending[s.name]
-                                                   if spec.skip is None), max(1, s.parallelism(profile)))
-                for s in self.scenarios]
-
-
-def make_plan(backend_names: list[str], scenario_names: list[str], profile: str,
-              done: set[str] = frozenset(), drivers: list[str] | None = None) -> Plan:
-    classes = [backends.load(name) for name in backend_names]
-    chosen = [scenarios.load(name) for name in scenario_names]
-    pending = {s.name: [spec for spec in s.plan_drivers(classes, profile, drivers or [DEFAULT_DRIVER])
-                        if spec.id not in done] for s in chosen}
-    return Plan(chosen, pending)
-
-
 class Runner:
     """Runs one plan end to end; stops every server it started, whatever happens."""
 
     def __init__(self, request: RunRequest, console: Console | None = None):
-        self.request = request
+        self.request = request  # on resume, replaced by the request the run was started with
         self.console = console or Console(stderr=True)
         self.stop = threading.Event()
         self.folder: RunFolder | None = None  # set once the run's folder exists
         self.waves: dict[str, capacity_plan.Wave] = {}  # scenario -> how many trials at once
 
     def execute(self) -> RunFolder:
-        req = self.request
-        if req.resume:
-            folder = RunFolder.open(req.results_root, req.resume)
-            meta = folder.meta()
-            req.backends, req.scenarios, req.profile = meta["backends"], meta["scenarios"], meta["profile"]
-            req.drivers = meta.get("drivers") or [DEFAULT_DRIVER]
-            for spec in meta.get("backend_modules", []):
-                backends.add_module(spec)
-            done = {r["id"] for r in folder.trials() if r["status"] != "error"}
+        if self.request.resume:
+            folder = RunFolder.open(self.request.results_root, self.request.resume)
+            self.request, done = resumed(self.request, folder)
         else:
-            folder, done = None, set()
-        plan = make_plan(req.backends, req.scenarios, req.profile, done, req.drivers)
+            folder, done = None, frozenset()
+        req = self.request
+        plan = make_plan(req, done)
 
         # Servers first: a bad address must fail before anything is written under results/.
         # An address the user gave is checked even when no chosen backend needs it.
@@ -177,7 +114,7 @@ class Runner:
         monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
         ensure_schema(monitor)
         backends.prepare_storage(monitor, self.request.backends)
-        self._mark_unrunnable(plan, services)
+        mark_unrunnable(plan, services, self.console)
         sampler = SessionSampler(services.pg_url)
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
@@ -225,22 +162,6 @@ class Runner:
             limited = f"; about {wave.waves} waves for the server's connections" if wave.limited else ""
             progress.console.print(f"{scenario.name}: {wall:.1f} s for a {window:.0f} s observation "
                                    f"window ({wall / window:.2f}x{limited})")
-
-    def _mark_unrunnable(self, plan: Plan, services: Services) -> None:
-        """A backend whose library cannot work against these servers: its trials are recorded as skipped."""
-        reasons = {}
-        for name in {spec.backend for specs in plan.pending.values() for spec in specs if spec.skip is None}:
-            try:
-                reason = backends.load(name).cannot_run(services)
-            except Exception as exc:  # a plugin's own check failing says as much about it
-                reason = describe_error(exc)
-            if reason is not None:
-                reasons[name] = DoesNotRun(reason)
-                self.console.print(f"{name} {reasons[name]}")
-        for scenario_name, specs in plan.pending.items():
-            plan.pending[scenario_name] = [replace(spec, skip=reasons[spec.backend])
-                                           if spec.skip is None and spec.backend in reasons else spec
-                                           for spec in specs]
 
     def _run_scenario(self, scenario: Scenario, specs: list[TrialSpec], services: Services,
                       monitor, writes, folder: RunFolder, shown: ScenarioProgress,
