@@ -9,7 +9,7 @@ import sys
 from lab.harness import ops
 from lab.harness.judge import judge
 from lab.results import RunFolder
-from lab.runner import _record
+from lab.runner import records
 from scenarios.base import TrialSpec
 from tests.fast.test_one_verdict_per_behaviour import superseded_pause
 
@@ -20,9 +20,9 @@ LINE = re.compile(r'\{:process (?P<process>\d+|:nemesis), :type :(?P<type>\w+), 
 
 def judged_record(history, index=0):
     verdict = judge(history, {1: {"rows": 250, "runs": ["holder"]}}, 250)
-    return _record(TrialSpec("pause", "redis", "sigstop", index), "ok", measures={}, verdict=verdict.kind.value,
-                   judgement=verdict.to_json(), history=ops.to_json(history), schema=ops.SCHEMA,
-                   safety=verdict.safety.value, exercised=verdict.exercised)
+    return records.ok(TrialSpec("pause", "redis", "sigstop", index), {},
+                      {"verdict": verdict.kind.value, "judgement": verdict.to_json(), "history": ops.to_json(history),
+                       "schema": ops.SCHEMA, "safety": verdict.safety.value, "exercised": verdict.exercised})
 
 
 def test_export_writes_each_history_as_jepsen_operations(tmp_path):

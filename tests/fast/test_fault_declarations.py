@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,7 @@ from lab.provenance import declarations
 from lab.report.decide import section_decide
 from lab.report.matrix import section_matrix, section_why_not_leases
 from lab.report.sections import RunView
-from lab.runner import make_plan
+from lab.runner import RunRequest, make_plan
 from lab.servers.services import Services
 
 PLANTED = '''
@@ -67,7 +68,7 @@ def test_lab_list_shows_it(planted, capsys):
 
 
 def test_the_plan_runs_it_where_its_declarations_say_and_names_why_not_elsewhere(planted):
-    plan = make_plan(["redis", "xact"], ["planted"], "default")
+    plan = make_plan(RunRequest(["redis", "xact"], ["planted"], "default", Path("results")))
     specs = {(s.backend, s.index): s.skip for s in plan.pending["planted"]}
     assert specs[("redis", 0)] is None and specs[("redis", 1)] is None
     assert specs[("xact", 0)] == "the planted fault strikes Redis locks only"

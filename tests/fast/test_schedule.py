@@ -1,10 +1,15 @@
 """The runner's phases follow each scenario's declared lane: nothing runs beside an ALONE scenario, and a
-scenario on servers of its own runs beside the run's-server ones and holds none of that server's sessions."""
+scenario on servers of its own runs beside the run's-server ones and holds none of that server's sessions.
+run_lanes keeps plan order within a lane, runs the lanes side by side, and an error in one stops them all."""
+
+import threading
+
+import pytest
 
 import backends
 import scenarios
-from lab.runner import schedule
-from scenarios.base import ALONE, LANES, OWN_SERVERS
+from lab.runner import run_lanes, schedule
+from scenarios.base import ALONE, LANES, OWN_SERVERS, SHARED
 
 
 def test_every_scenario_declares_a_known_lane():
@@ -37,3 +42,61 @@ def test_a_scenario_on_its_own_servers_asks_nothing_of_the_runs_postgres():
 def test_a_run_of_only_alone_scenarios_runs_them_one_by_one():
     chosen = [scenarios.load(n) for n in ("perf", "latency")]
     assert [[[s.name for s in lane] for lane in phase] for phase in schedule(chosen)] == [[["perf"]], [["latency"]]]
+
+
+class Planned:
+    """A stand-in scenario: the scheduler reads only its name and lane."""
+
+    def __init__(self, name, lane):
+        self.name, self.lane = name, lane
+
+
+TWO_LANES = [[Planned("a", SHARED), Planned("b", SHARED)], [Planned("f", OWN_SERVERS), Planned("g", OWN_SERVERS)]]
+
+
+def names(phases):
+    return [[[s.name for s in lane] for lane in phase] for phase in phases]
+
+
+def test_plan_order_is_kept_within_each_lane_and_alone_ones_come_last_in_plan_order():
+    chosen = [Planned("a", SHARED), Planned("x", ALONE), Planned("f", OWN_SERVERS), Planned("b", SHARED),
+              Planned("y", ALONE), Planned("g", OWN_SERVERS), Planned("c", SHARED)]
+    assert names(schedule(chosen)) == [[["a", "b", "c"], ["f", "g"]], [["x"]], [["y"]]]
+    assert names(schedule([Planned("f", OWN_SERVERS)])) == [[["f"]]]
+    assert schedule([]) == []
+
+
+def test_run_lanes_runs_each_lane_in_order_the_lanes_side_by_side():
+    ran, stop = [], threading.Event()
+    both = threading.Barrier(2, timeout=5)  # each lane's first scenario waits for the other's: side by side
+
+    def run(scenario):
+        if scenario.name in ("a", "f"):
+            both.wait()
+        ran.append(scenario.name)
+
+    run_lanes(TWO_LANES, run, stop)
+    assert [n for n in ran if n in "ab"] == ["a", "b"] and [n for n in ran if n in "fg"] == ["f", "g"]
+    assert not stop.is_set()
+
+
+def test_an_error_in_another_lane_stops_every_lane_and_is_raised_on_the_main_thread():
+    ran, stop, main_running = [], threading.Event(), threading.Event()
+
+    def run(scenario):
+        ran.append(scenario.name)
+        if scenario.name == "f":
+            assert main_running.wait(5)
+            raise RuntimeError("lane broke")
+        main_running.set()
+        assert stop.wait(5), "the main lane never saw the stop"
+
+    with pytest.raises(RuntimeError, match="lane broke"):
+        run_lanes(TWO_LANES, run, stop)
+    assert stop.is_set() and sorted(ran) == ["a", "f"]  # neither lane started its next scenario
+
+
+def test_a_stop_set_before_a_lane_starts_runs_nothing():
+    stop = threading.Event()
+    stop.set()
+    run_lanes([[Planned("a", SHARED)], [Planned("f", OWN_SERVERS)]], lambda s: pytest.fail(s.name), stop)

@@ -1,0 +1,22 @@
+"""Plan the trials of a run, start the servers they need, run them, and keep every finished one.
+
+Data flows one way: cli -> runner -> scenario -> (backend, faults, checkers) -> results.
+This package is split by job, and this module is its front door (the cli and tests import from here):
+- plan.py: what was asked (RunRequest) and the trials still to run (Plan);
+- resume.py: a resumed run's request, as its meta.json has it, and its trials already done;
+- run.py: Runner, the order of a run: servers, capacity, meta.json, then each scenario;
+- lanes.py: which scenarios run side by side, and how a stop or Ctrl-C winds every lane down;
+- trials.py: one scenario's trials on a pool under the server's session budget, each finished one kept;
+- records.py: the one record a trial leaves in trials.jsonl, and its verdict;
+- context.py: RunContext, what every scenario and trial of a run shares, as one object.
+"""
+
+from lab.runner.context import RunContext
+from lab.runner.lanes import LANE_WIND_DOWN_S, run_lanes, schedule
+from lab.runner.plan import Plan, RunRequest, make_plan
+from lab.runner.records import Outcome, TrialRecord, outcome_fields
+from lab.runner.resume import resumed
+from lab.runner.run import Runner
+
+__all__ = ["LANE_WIND_DOWN_S", "Outcome", "Plan", "RunContext", "RunRequest", "Runner", "TrialRecord", "make_plan",
+           "outcome_fields", "resumed", "run_lanes", "schedule"]

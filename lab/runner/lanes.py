@@ -1,0 +1,86 @@
+"""The lane scheduler: which scenarios run side by side, and how a stop, an error or Ctrl-C in one lane ends them all.
+
+A module of its own because the wind-down is the delicate part: the other lanes' trials must see the stop
+and clean up before the servers are stopped under them, and the main thread must stay responsive to Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from scenarios.base import ALONE, OWN_SERVERS, Scenario
+
+LANE_WIND_DOWN_S = 30.0  # after a stop, how long the other lanes' trials get to see it and clean up
+JOIN_POLL_S = 0.2  # a short join keeps the main thread responsive to Ctrl-C
+
+Lane = list[Scenario]
+
+
+def schedule(chosen: list[Scenario]) -> list[list[Lane]]:
+    """Phases of lanes, by each scenario's declared lane: first the run's-server scenarios one after another
+    beside those on servers of their own, then each ALONE scenario by itself. Plan order within a lane."""
+    shared = [s for s in chosen if s.lane not in (OWN_SERVERS, ALONE)]
+    own = [s for s in chosen if s.lane == OWN_SERVERS]
+    phases = [[lane for lane in (shared, own) if lane]]
+    phases += [[[s]] for s in chosen if s.lane == ALONE]
+    return [phase for phase in phases if phase]
+
+
+def run_lanes(lanes: list[Lane], run: Callable[[Scenario], None], stop: threading.Event) -> None:
+    """Run each lane's scenarios one after another, the lanes side by side: the first on this thread,
+    the others on threads of their own. An error or Ctrl-C in any lane stops them all, and the other
+    lanes wind down (their trials see the stop) before the servers are stopped under them."""
+    failures: list[BaseException] = []
+    others = [threading.Thread(target=_lane_thread, args=(lane, run, stop, failures), name=f"lane-{lane[0].name}",
+                               daemon=True)
+              for lane in lanes[1:]]
+    for thread in others:
+        thread.start()
+    interrupted: BaseException | None = None
+    try:
+        for scenario in lanes[0]:
+            if stop.is_set():
+                break
+            run(scenario)
+    except BaseException as exc:
+        stop.set()
+        interrupted = exc
+    late = _wind_down(others, stop)
+    interrupted = interrupted or late
+    if interrupted is not None:
+        raise interrupted
+    if failures:
+        raise failures[0]
+
+
+def _lane_thread(lane: Lane, run: Callable[[Scenario], None], stop: threading.Event,
+                 failures: list[BaseException]) -> None:
+    try:
+        for scenario in lane:
+            if stop.is_set():
+                return
+            run(scenario)
+    except BaseException as exc:  # raised again on the main thread
+        failures.append(exc)
+        stop.set()
+
+
+def _wind_down(others: list[threading.Thread], stop: threading.Event) -> BaseException | None:
+    """Wait for the other lanes; once stopped, at most LANE_WIND_DOWN_S more. Returns a Ctrl-C that came
+    meanwhile (it stops the lanes and the wait goes on), None without one."""
+    interrupted: BaseException | None = None
+    give_up = None
+    for thread in others:
+        while thread.is_alive():
+            if give_up is not None and time.monotonic() > give_up:
+                break  # a trial that ignores the stop: its children die with the lab
+            try:
+                thread.join(JOIN_POLL_S)
+            except BaseException as exc:  # Ctrl-C while the other lanes run: stop them, and still wait
+                stop.set()
+                interrupted = interrupted or exc
+            if stop.is_set() and give_up is None:
+                give_up = time.monotonic() + LANE_WIND_DOWN_S
+    return interrupted

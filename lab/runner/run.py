@@ -1,0 +1,151 @@
+"""Runner: one run end to end: servers, capacity, meta.json, then each scenario in its lane.
+
+What is left here is the order of things and what must hold whatever happens (every server it started
+is stopped); resuming, lanes, the trial pool and trial records are the modules beside it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+import backends
+from lab import waves as capacity_plan
+from lab.harness.workload import drop_schema, ensure_schema
+from lab.progress import ScenarioProgress
+from lab.provenance import run_meta
+from lab.quiet import LibraryNoise
+from lab.results import RunFolder
+from lab.runner.context import RunContext
+from lab.runner.lanes import run_lanes, schedule
+from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
+from lab.runner.resume import resumed
+from lab.runner.trials import run_trials
+from lab.servers import pg
+from lab.servers.capacity import Capacity, SessionSampler, read_capacity
+from lab.servers.clients import redact
+from lab.servers.services import SERVICE_NAMES, Services, start_services
+from scenarios.base import OWN_SERVERS, Scenario
+
+
+class Runner:
+    """Runs one plan end to end; stops every server it started, whatever happens."""
+
+    def __init__(self, request: RunRequest, console: Console | None = None):
+        self.request = request  # on resume, replaced by the request the run was started with
+        self.console = console or Console(stderr=True)
+        self.stop = threading.Event()
+        self.folder: RunFolder | None = None  # set once the run's folder exists
+        self.waves: dict[str, capacity_plan.Wave] = {}  # scenario -> how many trials at once
+
+    def execute(self) -> RunFolder:
+        if self.request.resume:
+            folder = RunFolder.open(self.request.results_root, self.request.resume)
+            self.request, done = resumed(self.request, folder)
+        else:
+            folder, done = None, frozenset()
+        req = self.request
+        plan = make_plan(req, done)
+
+        # Servers first: a bad address must fail before anything is written under results/.
+        # An address the user gave is checked even when no chosen backend needs it.
+        given = {name for name in SERVICE_NAMES if req.external.given(name)}
+        services = start_services(plan.services | given, req.external)
+        services.fault_commands = dict(req.fault_commands)
+        if services.swept:
+            self.console.print(f"removed the temp dirs of lab runs that were killed: {', '.join(services.swept)}")
+        try:
+            # Capacity before work: a server that cannot give one trial its sessions refuses the run here.
+            capacity = read_capacity(services.pg_url)
+            self.waves = {w.scenario: w for w in capacity_plan.fit(plan.demands(req.profile), capacity,
+                                                                   redact(services.pg_url))}
+            for wave in self.waves.values():
+                if wave.limited:
+                    self.console.print(capacity_plan.describe(wave, capacity))
+            if folder is None:
+                folder = RunFolder.create(req.results_root, run_meta(req, services))
+            _record_capacity(folder, capacity, self.waves)
+            self.folder = folder
+            self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials; "
+                               f"servers: " + ", ".join(f"{n} {d['address']}" + (" (embedded)" if d["embedded"] else "")
+                                                        for n, d in services.describe().items()))
+            with LibraryNoise(folder.path / "libraries.log") as noise:
+                try:
+                    self._run_plan(plan, services, folder)
+                finally:
+                    if noise.summary():
+                        self.console.print(noise.summary())
+            return folder
+        finally:
+            self.stop.set()
+            services.stop()
+
+    def _run_plan(self, plan: Plan, services: Services, folder: RunFolder) -> None:
+        monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
+        ensure_schema(monitor)
+        backends.prepare_storage(monitor, self.request.backends)
+        mark_unrunnable(plan, services, self.console)
+        sampler = SessionSampler(services.pg_url)
+        try:
+            with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
+                          transient=False,
+                          disable=not self.console.is_terminal) as progress:
+                ctx = RunContext(profile=self.request.profile, plan=plan, services=services, monitor=monitor,
+                                 writes=writes, folder=folder, progress=progress, sampler=sampler, stop=self.stop,
+                                 waves=self.waves)
+                for phase in schedule(plan.scenarios):
+                    run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
+        finally:
+            sampler.close()
+            if not self.stop.is_set():
+                drop_schema(monitor)
+            monitor.dispose()
+            writes.dispose()
+
+
+def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
+    """One scenario: its progress line or bar, its trials, and afterwards what it used and how long it took."""
+    specs = ctx.plan.pending[scenario.name]
+    wave = ctx.wave(scenario)
+    runnable = [spec for spec in specs if spec.skip is None]
+    at_once = max(1, scenario.parallelism(ctx.profile))
+    if wave is not None and wave.limited:
+        at_once = max(1, -(-at_once // wave.waves))
+    shown = ScenarioProgress(ctx.progress.console, ctx.progress, scenario.name, len(specs),
+                             scenario.estimate_seconds(ctx.profile, len(runnable), at_once) if runnable else None,
+                             at_once)
+    # The run's PostgreSQL sessions are sampled for the scenarios that use them; a scenario on servers
+    # of its own runs beside one that does, and must not take that one's peak.
+    samples = scenario.lane != OWN_SERVERS
+    if samples:
+        ctx.sampler.take_peak()
+    run_trials(ctx, scenario, shown)
+    shown.finish()
+    if samples and wave is not None and not ctx.stop.is_set():
+        _record_peak(ctx.folder, scenario.name, ctx.sampler.take_peak())
+    window = scenario.wall_budget(ctx.profile)
+    if window and wave is not None:
+        wall = time.monotonic() - shown.started
+        limited = f"; about {wave.waves} waves for the server's connections" if wave.limited else ""
+        ctx.progress.console.print(f"{scenario.name}: {wall:.1f} s for a {window:.0f} s observation "
+                                   f"window ({wall / window:.2f}x{limited})")
+
+
+def _record_capacity(folder: RunFolder, capacity: Capacity, waves: dict[str, capacity_plan.Wave]) -> None:
+    """meta.json keeps the server's limits and each scenario's plan (a resumed run adds its own)."""
+    meta = folder.meta()
+    meta.setdefault("capacity", []).append({"server": capacity.as_dict(),
+                                            "waves": {n: w.as_dict() for n, w in waves.items()}})
+    folder.write_meta(meta)
+
+
+def _record_peak(folder: RunFolder, scenario: str, peak: tuple[int, dict]) -> None:
+    """What the scenario really used, beside what was planned: evidence that the plan held."""
+    meta = folder.meta()
+    wave = meta["capacity"][-1]["waves"][scenario]
+    wave["peak_sessions_on_server"], wave["peak_by_application"] = peak
+    folder.write_meta(meta)

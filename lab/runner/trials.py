@@ -1,0 +1,93 @@
+"""The trial executor: one scenario's trials on a thread pool, under the server's session budget, each
+finished one appended to trials.jsonl at once.
+
+Its own module because its promises are easy to break: a trial starts only when its PostgreSQL sessions
+are free, the main thread stays responsive to Ctrl-C, and once the run stops nothing more is recorded.
+"""
+
+from __future__ import annotations
+
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+import backends
+from lab import waves as capacity_plan
+from lab.errors import Interrupted
+from lab.harness.contract import describe_error
+from lab.progress import ScenarioProgress
+from lab.runner import records
+from lab.runner.context import RunContext
+from lab.runner.records import Started, TrialRecord
+from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
+
+WAIT_POLL_S = 0.2  # a short wait keeps the main thread responsive to Ctrl-C
+
+
+def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> None:
+    """Record the scenario's skipped trials, then run the others, as many at once as its parallelism and
+    its session budget allow. An error or Ctrl-C sets the stop (waking every waiting trial) and is raised;
+    what was in flight is not recorded."""
+    runnable = _record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
+    params = scenario.profile_params(ctx.profile)
+    wave = ctx.wave(scenario)
+    budget = capacity_plan.SessionBudget(wave.budget if wave else 1)
+    workers = max(1, scenario.parallelism(ctx.profile))
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=scenario.name)
+    queue = capacity_plan.Dispatch([(spec, ctx.plan.cost(scenario, spec, ctx.profile)) for spec in runnable],
+                                   budget, scarce_first=wave is not None and wave.limited)
+    try:
+        in_flight: dict[Future, tuple[TrialSpec, int]] = {}
+        while (queue and not ctx.stop.is_set()) or in_flight:
+            # Start what fits: a trial whose sessions are not free yet waits without holding a worker,
+            # and a later one that fits (a Redis lock's, which needs none) goes first.
+            for spec, sessions in [] if ctx.stop.is_set() else queue.ready(workers - len(in_flight)):
+                in_flight[pool.submit(run_trial, scenario, ctx.trial_env(spec, params))] = (spec, sessions)
+            finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
+            for future in finished:
+                _, sessions = in_flight.pop(future)
+                budget.give(sessions)
+                record = future.result()
+                if record is not None and not ctx.stop.is_set():
+                    ctx.folder.append(record)
+                shown.advance(record)
+            shown.tick()
+    except BaseException:
+        # Wake every waiting trial now; what is in flight is not recorded.
+        ctx.stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
+
+
+def run_trial(scenario: Scenario, env: TrialEnv) -> TrialRecord | None:
+    """One trial's record; None when the run stopped before or while it ran (it is not kept)."""
+    if env.stop.is_set():
+        return None
+    started = Started()
+    try:
+        measures = scenario.run_trial(env)
+        timing = started.timing()  # the trial's own time, without the checkers'
+        return records.ok(env.spec, measures, records.outcome_fields(scenario, measures,
+                                                                     backends.load(env.spec.backend)), timing)
+    except Skip as exc:
+        return records.skipped(env.spec, exc.args[0] if exc.args else "")
+    except Interrupted:
+        return None
+    except Exception as exc:  # one broken trial must not end the run; it is recorded as such
+        if env.stop.is_set():
+            return None
+        reason, timing = describe_error(exc), started.timing()
+        return records.error(env.spec, reason, traceback.format_exc(limit=6), timing)
+
+
+def _record_skipped(ctx: RunContext, specs: list[TrialSpec], shown: ScenarioProgress) -> list[TrialSpec]:
+    """Append a record for each trial planned as skipped; the others, in plan order, are left to run."""
+    runnable = []
+    for spec in specs:
+        if spec.skip is not None:
+            record = records.skipped(spec, spec.skip)
+            ctx.folder.append(record)
+            shown.advance(record)
+        else:
+            runnable.append(spec)
+    return runnable
