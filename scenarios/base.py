@@ -147,7 +147,7 @@ class Scenario(ABC):
     requires: ClassVar[frozenset[Capability]] = frozenset()  # backend capabilities it needs
     params: ClassVar[dict[str, dict]]  # profile -> parameters; 'full' falls back to 'default'
     variants: ClassVar[tuple[str, ...]] = ("default",)
-    # Where its trials run, which decides what may run beside it (lab/runner.py):
+    # Where its trials run, which decides what may run beside it (lab/runner/lanes.py):
     # SHARED: on the run's servers, one such scenario after another;
     # OWN_SERVERS: only on servers each trial starts itself, so beside the SHARED ones;
     # ALONE: its figures are times or throughputs another scenario's work would skew, so with nothing beside it.

@@ -91,6 +91,7 @@ def render_files(view: RunView) -> dict[str, str]:
     return {name: "\n".join(texts) for name, texts in parts.items()}
 
 
-OUTCOMES, TIMELINES = "REPORT-outcomes.md", "REPORT-timelines.md"
-APPENDIX_TITLES = {OUTCOMES: "every outcome of this run, one row per scenario, backend and variant",
+OUTCOMES, TIMELINES, WHYNOT = "REPORT-outcomes.md", "REPORT-timelines.md", "REPORT-whynot.md"
+APPENDIX_TITLES = {WHYNOT: "why not just...?: every figure behind each row of the table",
+                   OUTCOMES: "every outcome of this run, one row per scenario, backend and variant",
                    TIMELINES: "the timeline of every failure: one picture per failing cell and counterexample"}

@@ -14,7 +14,7 @@ from lab.harness.outcomes import lock_lost, outcome_text
 from lab.report import whynot
 from lab.report.common import md_table, ok_trials, with_capability
 from lab.report.matrix import lease_faults_run
-from lab.report.sections import RunView, section
+from lab.report.sections import WHYNOT, RunView, section
 
 
 def _timing_range(frame) -> str | None:
@@ -137,12 +137,58 @@ WHY_NOT = [
 ]
 
 
+LEAD_LIMIT = 280  # characters of a finding the table quotes; the rest is one link away
+
+
+def anchor(heading: str) -> str:
+    """The id a Markdown viewer (GitHub's rule) gives a heading: lower case, punctuation dropped, spaces to -."""
+    kept = "".join(ch for ch in heading.lower() if ch.isalnum() or ch in " -_")
+    return kept.replace(" ", "-")
+
+
+def lead(evidence: str) -> str:
+    """The first finding of an evidence paragraph: up to its first top-level '; ', cut at a comma if long."""
+    text = evidence.removeprefix("measured: ")
+    depth, cut = 0, len(text)
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith("; ", i):
+            cut = i
+            break
+    first = text[:cut]
+    if len(first) > LEAD_LIMIT:
+        first = first[:first.rfind(", ", 0, LEAD_LIMIT)] + " …"
+    return first + ("" if cut == len(text) and first == text else " …" if not first.endswith("…") else "")
+
+
+def _evidence(run: RunView) -> list[tuple[str, str, str | None]]:
+    return [(alternative, post, evidence(run) if evidence is not None else None)
+            for alternative, post, evidence in WHY_NOT]
+
+
 @section(12)
 def section_why_not(run: RunView) -> str | None:
     rows = []
-    for alternative, post, evidence in WHY_NOT:
-        measured = evidence(run) if evidence is not None else None
-        rows.append([alternative, post, measured or "reasoned, not measured (no scenario covers it)"])
+    for alternative, post, measured in _evidence(run):
+        if measured is None:
+            rows.append([alternative, post, "reasoned, not measured (no scenario covers it)", ""])
+        else:
+            rows.append([alternative, post, lead(measured), f"[all of it]({WHYNOT}#{anchor(alternative)})"])
     return "\n".join(["## Why not just...?", "",
-                      "The post's alternatives, its reason, and what this run measured about each.", "",
-                      md_table(["alternative", "post", "evidence here"], rows), ""])
+                      "The post's alternatives, its reason, and the first thing this run measured about each; "
+                      f"every figure behind it is one link away, in [{WHYNOT}]({WHYNOT}).", "",
+                      md_table(["alternative", "post", "first finding here", "evidence"], rows), ""])
+
+
+@section(12, file=WHYNOT)
+def section_why_not_evidence(run: RunView) -> str | None:
+    """Every figure behind each row of Why not just...?, a heading per alternative (the table links here)."""
+    measured = [(alternative, post, text) for alternative, post, text in _evidence(run) if text is not None]
+    if not measured:
+        return None
+    out = ["# Why not just...? The evidence", "",
+           "Every figure this run measured about each of the post's alternatives; REPORT.md's table quotes the "
+           "first of each.", ""]
+    for alternative, post, text in measured:
+        out += [f"## {alternative}", "", f"The post: *{post}*", "", text, ""]
+    return "\n".join(out)

@@ -373,3 +373,13 @@ def test_a_lost_lock_with_no_write_is_its_own_mark_and_keeps_a_lock_off_the_deci
     assert "- `session_autocommit`" not in text and "lost its lock or left safety unknown under 1" in text
     matrix = section_matrix(RunView.of(whole + [cases]))
     assert "⚠ *lost*" in matrix and "⚠ *lost*" not in section_matrix(RunView.of(whole))  # a legend only when shown
+
+
+def test_why_not_quotes_each_rows_first_finding_and_links_the_rest():
+    from lab.report.summary import anchor, lead
+
+    assert lead("measured: a (b; c) took 1 s; d took 2 s") == "a (b; c) took 1 s …"  # a ';' in brackets stays
+    assert lead("measured: all of it") == "all of it"
+    long = "measured: " + ", ".join(f"figure {i}" for i in range(80))
+    assert len(lead(long)) <= 282 and lead(long).endswith(" …")
+    assert anchor("SET x = 0, on a role") == "set-x--0-on-a-role"
