@@ -80,7 +80,7 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault]) -> LeaseFaultMeas
         # (a lock inside a live transaction keeps it waiting, and then it goes in only after the heal).
         patience = effective_ttl + 1.0
         other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience,
-                            history=history)
+                            history=history, retry_errors=True)  # a stopped server times its requests out
         wait([other], timeout=patience + 0.5)
         t_heal = time.monotonic()
         evidence.update(fault.heal(target))

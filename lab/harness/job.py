@@ -46,11 +46,11 @@ class JobResult:
 
 def run_job(backend, companies: list[int], rows: int, run_id: str,
             point: Point = no_point, batch: bool = False, patience: float = 0.0,
-            retry_every: float = 0.1, history: History | None = None) -> JobResult:
+            retry_every: float = 0.1, history: History | None = None, retry_errors: bool = False) -> JobResult:
     """Run the job as the post's does: try for the lock, leave quietly if refused, else rebuild and release.
 
     patience > 0 keeps trying for the lock that long (a contender polling, like the post's short
-    runs); batch=True rebuilds all companies in one transaction (backends with rebuild_batch).
+    runs), and retry_errors keeps trying through the lock server's errors too; batch=True rebuilds all companies in one transaction (backends with rebuild_batch).
     The job itself calls point('after_acquire') and point('before_release'); with a history,
     every step is recorded there.
     """
@@ -59,10 +59,10 @@ def run_job(backend, companies: list[int], rows: int, run_id: str,
     try:
         deadline = job.started + patience
         record.add("acquire_requested")
-        job.acquired = _ask(backend, record, polling=patience > 0)
+        job.acquired = _ask(backend, record, retry_errors)
         while not job.acquired and time.monotonic() + retry_every <= deadline:
             time.sleep(retry_every)
-            job.acquired = _ask(backend, record, polling=True)
+            job.acquired = _ask(backend, record, retry_errors)
         if job.acquired:
             job.granted_at = time.monotonic()
         record.add("acquire_granted" if job.acquired else "acquire_refused",
@@ -91,11 +91,11 @@ def run_job(backend, companies: list[int], rows: int, run_id: str,
         job.ended = time.monotonic()
 
 
-def _ask(backend, record: _Recorder, polling: bool) -> bool:
-    """One try for the lock. A polling contender takes an error from its lock's server (a timeout while that
-    server is stopped) as no grant and asks again, as a retrying job would; the error stays in the history
-    as an acquire nobody knows the outcome of (info). A single try lets the error out."""
-    if not polling:
+def _ask(backend, record: _Recorder, retry_errors: bool) -> bool:
+    """One try for the lock. With retry_errors (a contender polling a lock server a fault may have stopped),
+    an error from the server (a timeout) is no grant and the job asks again, as a retrying job would; the
+    error stays in the history as an acquire nobody knows the outcome of (info). Otherwise it is let out."""
+    if not retry_errors:
         return backend.acquire()
     try:
         return backend.acquire()

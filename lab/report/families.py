@@ -2,7 +2,7 @@
 one table each backend's row goes to in the report's matrix.
 
 A filter family may overlap another (a fenced lease is both); the matrix gives each row one table, the
-first family of TABLE_ORDER it belongs to, so a reader meets PostgreSQL run-level locks, the locks inside
+first of PRECEDENCE that holds it, so a reader meets PostgreSQL run-level locks, the locks inside
 the write, the lease services and the third-party libraries apart, and the driver rows in a table of
 their own.
 """
@@ -14,6 +14,7 @@ from typing import Callable
 
 from lab.capabilities import Capability
 from lab.report.common import declaration
+
 
 @dataclass(frozen=True)
 class Family:
@@ -47,10 +48,6 @@ def families_of(meta: dict, backend: str) -> list[str]:
         return []
     service, library = declaration(meta, "lock_service", backend), declaration(meta, "libraries", backend)
     return [f.key for f in FAMILIES if f.member(frozenset(capabilities), service, library)]
-
-
-
-HELD_ACROSS_WRITES = frozenset({Capability.SESSION_LOCK, Capability.LEASE_EXPIRY})
 
 
 @dataclass(frozen=True)
