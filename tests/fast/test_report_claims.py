@@ -383,3 +383,15 @@ def test_why_not_quotes_each_rows_first_finding_and_links_the_rest():
     long = "measured: " + ", ".join(f"figure {i}" for i in range(80))
     assert len(lead(long)) <= 282 and lead(long).endswith(" …")
     assert anchor("SET x = 0, on a role") == "set-x--0-on-a-role"
+
+
+def test_the_matrix_gives_each_family_a_table_with_only_the_columns_its_rows_ran():
+    trials = [lease("pause", "xact", "rolled back", exercised=True),
+              lease("pause", "etcd_fenced", "stale write rejected", exercised=True),
+              lease("restart", "etcd_fenced", "held", exercised=False),
+              trial("restart", "xact", "server_restart", "", status="skipped", reason="n/a here")]
+    matrix = section_matrix(RunView.of(trials, DECLARED))
+    inside, lease_table = matrix.split("### Locks inside the write transaction, and no lock", 1)[1].split(
+        "### Lease services", 1)
+    assert "| backend | holder paused past the TTL |\n" in inside and "lock server restarted" not in inside
+    assert "| backend | holder paused past the TTL | lock server restarted |" in lease_table
