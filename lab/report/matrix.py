@@ -143,13 +143,14 @@ def matrix_rows(run: RunView) -> list[tuple[str, list[MatrixCell]]]:
     return rows
 
 
-IDLE_MARKS = (Mark.NOT_APPLICABLE, Mark.NOT_RUN, Mark.DOES_NOT_RUN)
+# A column no row of a family ran is left out of its table; one that *does not run* here stays, to say so.
+IDLE_MARKS = (Mark.NOT_APPLICABLE, Mark.NOT_RUN)
 
 
 @dataclass(frozen=True)
 class FamilyTable:
     """One table of the matrix: a family of locks (lab/report/families.py), with only the columns where one
-    of its rows ran (the cells of the others are n/a, not run or does not run for every row)."""
+    of its rows ran or cannot run here (the cells of the others are n/a or not run for every row)."""
 
     title: str | None  # None: the only table, for a run that declared no family
     labels: list[str]
