@@ -58,7 +58,7 @@ class SessionLockBackend(Backend):
     def _connection(self) -> LockSession:
         if self._session is None:
             # The lock's own session, through a proxy when a fault cuts the lock's connection.
-            self._session = open_session(self.driver, self.ctx.lock_services.pg_url, self.ctx.lock_settings,
+            self._session = open_session(self.driver, self.ctx.lock_services.pg(), self.ctx.lock_settings,
                                          self.autocommit)
         return self._session
 

@@ -236,7 +236,7 @@ class Latency(Scenario):
         routed = env.services.routed(service, [p.port for p in proxies])
         backend = env.backend(key=env.key("counted"), routed=routed)
         # One connection asks before and after, so its own handshake is not counted as the lock's.
-        counter = redis_client(env.services.redis_url) if service == "redis" else None
+        counter = redis_client(env.services.redis()) if service == "redis" else None
         bare = None
         try:
             try:
@@ -393,7 +393,7 @@ class _Floors:
         if service == "postgres":
             self._postgres(env)
         elif service in ("redis", "redlock"):
-            self._redis(env.services.redis_url if service == "redis" else env.services.redlock_urls[0], service)
+            self._redis(env.services.redis() if service == "redis" else env.services.redlock()[0], service)
         elif service == "etcd":
             self._etcd(env)
 
@@ -408,7 +408,7 @@ class _Floors:
                 pass
 
     def _postgres(self, env: TrialEnv) -> None:
-        engine = pg_engine(env.services.pg_url, {}, isolation_level="AUTOCOMMIT", pool_size=1)
+        engine = pg_engine(env.services.pg(), {}, isolation_level="AUTOCOMMIT", pool_size=1)
         conn = engine.connect()
         self._closers += [engine.dispose, conn.close]
         one, row = text("select 1"), {"n": env.key("floor")}
@@ -433,7 +433,7 @@ class _Floors:
         self.calls["PING (raw socket)"] = raw_ping
 
     def _etcd(self, env: TrialEnv) -> None:
-        client = etcd_client(env.services.etcd_endpoint)
+        client = etcd_client(env.services.etcd())
         self._closers.append(client.close)
         key = f"locklab/{env.key('floor')}"
         client.put(key, "0")

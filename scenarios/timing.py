@@ -158,7 +158,7 @@ class LongRun:
         # Method 4 holds its lock inside an open write transaction: idle in it, under the same guard.
         self.table = self.env.table()
         self.table.seed(self.env.writes, COMPANY, COMPANY_SIZE)
-        self._engine = pg_engine(self.env.services.pg_url, self.guard, pool_size=1)
+        self._engine = pg_engine(self.env.services.pg(), self.guard, pool_size=1)
         taken = threading.Event()
 
         def hold(name, conn):

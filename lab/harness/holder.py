@@ -75,8 +75,8 @@ def main() -> None:
     spec = json.loads(sys.stdin.readline())
     services = Services.from_addresses(spec)
     routed = Services.from_addresses(spec["lock_addresses"]) if spec.get("lock_addresses") else None
-    monitor = pg_engine(services.pg_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
-    writes = pg_engine(spec.get("writes_dsn") or services.pg_url, spec["write_settings"], pool_pre_ping=True)
+    monitor = pg_engine(services.pg(), isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+    writes = pg_engine(spec.get("writes_dsn") or services.pg(), spec["write_settings"], pool_pre_ping=True)
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],
                          spec["options"], routed=routed)
     sys.path.insert(0, os.getcwd())  # a plugin added with --backend-module lives in the current folder

@@ -24,13 +24,13 @@ _ADVISORY_HELD = text(
 def monitor_engine(services: Services) -> Engine:
     """An AUTOCOMMIT engine for observation and faults, shared by the trials of a run."""
     # pre-ping: a restart fault ends every session, the monitor's included.
-    return pg_engine(services.pg_url, pool_size=8, max_overflow=24, pool_pre_ping=True,
+    return pg_engine(services.pg(), pool_size=8, max_overflow=24, pool_pre_ping=True,
                      isolation_level="AUTOCOMMIT", connect_args={"application_name": "locklab-monitor"})
 
 
 def writes_engine(services: Services) -> Engine:
     """A plain pooled engine for the runs' write transactions."""
-    return pg_engine(services.pg_url, pool_size=8, max_overflow=32, pool_pre_ping=True,
+    return pg_engine(services.pg(), pool_size=8, max_overflow=32, pool_pre_ping=True,
                      connect_args={"application_name": "locklab-writes"})
 
 
