@@ -43,7 +43,7 @@ class BareCall:
     call: str  # the library call in words, as the report prints it
     acquire: Callable[[], object]  # truthy when granted, as the library says it
     release: Callable[[], object]  # whatever the library returns; it raises when it cannot release
-    close: Callable[[], None]  # ends what the bare call opened
+    close: Callable[[], object]  # ends what the bare call opened (what it returns is ignored)
 
 
 class Backend(ABC):
