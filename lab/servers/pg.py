@@ -37,7 +37,7 @@ def writes_engine(services: Services) -> Engine:
 def holds_advisory_lock(monitor: Engine, pid: int, key: int) -> bool:
     """True when pg_locks shows session pid holding the advisory lock on key."""
     with monitor.connect() as conn:
-        return conn.execute(_ADVISORY_HELD, {"pid": pid, "key": key}).scalar() > 0
+        return conn.execute(_ADVISORY_HELD, {"pid": pid, "key": key}).scalar_one() > 0
 
 
 def session_state(monitor: Engine, pid: int) -> str:
@@ -69,7 +69,7 @@ def terminate(monitor: Engine, pid: int) -> bool:
 
 def server_version_num(monitor: Engine) -> int:
     with monitor.connect() as conn:
-        return int(conn.execute(text("show server_version_num")).scalar())
+        return int(conn.execute(text("show server_version_num")).scalar_one())
 
 
 def why_session_ended(log_path: Path | None, pid: int) -> str | None:
@@ -106,7 +106,7 @@ def holds_advisory_pair(monitor: Engine, pid: int, key1: int, key2: int) -> bool
     with monitor.connect() as conn:
         return conn.execute(text("select count(*) from pg_locks where locktype = 'advisory' and granted "
                                  "and pid = :pid and objsubid = 2 and classid = :a and objid = :b"),
-                            {"pid": pid, "a": key1, "b": key2}).scalar() > 0
+                            {"pid": pid, "a": key1, "b": key2}).scalar_one() > 0
 
 
 def settings_in_force(url) -> dict:
