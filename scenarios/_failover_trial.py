@@ -73,7 +73,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
         granted, waiting = grant(holder)
         if waiting is not None:
             evidence["grant_waiting"] = waiting
-        elif not granted["granted"]:
+        elif granted is None or not granted["granted"]:  # a GrantWait gives one of the two
             raise LabError("the holder could not take a fresh lock")
         else:
             holder.wait_for("at_point", 30)

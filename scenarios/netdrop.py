@@ -177,6 +177,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         fault.inject(target)
         evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict
         t_drop = fault.dropped_at
+        assert t_drop is not None  # inject() set it, or raised
         t_gone = _wait_gone(env, monitor, target.lock_pid, within=within)
         contender = inside.backend(table=table, key=spec["key"])
         job = run_job(contender, [COMPANY], COMPANY_SIZE, "contender", patience=1.0, history=history)
@@ -227,7 +228,7 @@ def _kernel_hz() -> int | None:
     return measure_hz()
 
 
-def _wait_gone(env: TrialEnv, monitor, pid: int, within: float) -> float | None:
+def _wait_gone(env: TrialEnv, monitor, pid: int | None, within: float) -> float | None:
     """When the server showed session pid gone (monotonic), or None after within seconds; a stopped run
     (Ctrl-C) ends the wait at once, even the OS defaults' two hours."""
     start = time.monotonic()

@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import URL, Engine
 
 from lab.errors import LabError
 from lab.servers.services import Services
@@ -65,7 +65,7 @@ class Route:
     """Addresses a holder must use so that a fault can reach its lock connection."""
 
     lock_services: Services | None = None  # the lock's own connection (session lock, lease, Redis, etcd)
-    writes_url: object | None = None  # the writes' connection, when the lock lives inside the write
+    writes_url: URL | None = None  # the writes' connection, when the lock lives inside the write
 
 
 class Fault:

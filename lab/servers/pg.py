@@ -40,15 +40,15 @@ def holds_advisory_lock(monitor: Engine, pid: int, key: int) -> bool:
         return conn.execute(_ADVISORY_HELD, {"pid": pid, "key": key}).scalar_one() > 0
 
 
-def session_state(monitor: Engine, pid: int) -> str:
-    """pg_stat_activity.state of a session ('idle', 'idle in transaction', ...), or 'gone'."""
+def session_state(monitor: Engine, pid: int | None) -> str:
+    """pg_stat_activity.state of a session ('idle', 'idle in transaction', ...), or 'gone' (pid None: no row)."""
     with monitor.connect() as conn:
         state = conn.execute(text("select state from pg_stat_activity where pid = :pid"),
                              {"pid": pid}).scalar()
     return state or "gone"
 
 
-def wait_gone(monitor: Engine, pid: int, within: float = 10.0, every: float = 0.02) -> float | None:
+def wait_gone(monitor: Engine, pid: int | None, within: float = 10.0, every: float = 0.02) -> float | None:
     """Seconds until the server shows session pid gone (None if it is still there after `within`).
 
     There is no event for a session's end, so this asks pg_stat_activity every `every` seconds.
@@ -72,7 +72,7 @@ def server_version_num(monitor: Engine) -> int:
         return int(conn.execute(text("show server_version_num")).scalar_one())
 
 
-def why_session_ended(log_path: Path | None, pid: int) -> str | None:
+def why_session_ended(log_path: Path | None, pid: int | None) -> str | None:
     """The server's own reason for ending session pid, from its log (embedded servers only).
 
     The client only sees "server closed the connection unexpectedly"; the server log says
