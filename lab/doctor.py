@@ -234,7 +234,7 @@ def run_doctor(dsn: str, hung_after_s: float = 3600) -> tuple[str, list[Check]]:
         except Exception as exc:
             raise ServiceError(f"postgres at {redact(url)} is unreachable: {first_line(exc)}") from None
         with conn:
-            version = conn.execute(text("show server_version")).scalar_one()
+            version: str = conn.execute(text("show server_version")).scalar_one()
             # Read-only is the doctor's promise: a pooler that drops the startup options silently must not void it.
             read_only = conn.execute(text("show transaction_read_only")).scalar()
             conn.commit()

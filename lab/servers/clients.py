@@ -99,7 +99,7 @@ def known_settings(url: URL, connect_args: Mapping[str, object]) -> frozenset:
     fall_back_when_refused(engine, asking)  # a pooler refuses startup options: SET LOCAL instead
     try:
         with engine.connect() as conn:
-            names = frozenset(conn.execute(text("select name from pg_settings where name = any(:n)"),
+            names: frozenset[str] = frozenset(conn.execute(text("select name from pg_settings where name = any(:n)"),
                                            {"n": list(PINNED_SETTINGS)}).scalars())
     finally:
         engine.dispose()

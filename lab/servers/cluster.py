@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from decimal import Decimal
 from pathlib import Path
 
 from sqlalchemy import text
@@ -123,12 +124,12 @@ class PostgresPair:
         primary, standby = self.engine(self.primary), self.engine(self.standby)
         try:
             with primary.connect() as conn:
-                target = conn.execute(text("select pg_current_wal_lsn()::text")).scalar_one()
+                target: str = conn.execute(text("select pg_current_wal_lsn()::text")).scalar_one()
             deadline = time.monotonic() + within
             while time.monotonic() < deadline:
                 with standby.connect() as conn:
-                    behind = conn.execute(text("select pg_wal_lsn_diff(:t, pg_last_wal_replay_lsn())"),
-                                          {"t": target}).scalar_one()
+                    behind: Decimal = conn.execute(text("select pg_wal_lsn_diff(:t, pg_last_wal_replay_lsn())"),
+                                                   {"t": target}).scalar_one()  # a numeric
                 if behind <= 0:
                     return
                 time.sleep(0.02)
@@ -191,7 +192,7 @@ class PostgresPair:
 def timeline(engine: Engine) -> int:
     """The timeline a server writes on now: the first eight hex digits of its current WAL file's name."""
     with engine.connect() as conn:
-        name = conn.execute(text("select pg_walfile_name(pg_current_wal_lsn())")).scalar_one()
+        name: str = conn.execute(text("select pg_walfile_name(pg_current_wal_lsn())")).scalar_one()
     return int(name[:8], 16)
 
 
