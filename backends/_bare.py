@@ -24,7 +24,7 @@ def connection(ctx: BackendContext, driver: str, autocommit: bool):
     """(connection, close) on the lock's address, or None for a driver that is not a SQLAlchemy dialect."""
     if driver not in DIALECTS:
         return None
-    engine = pg_engine(ctx.lock_services.pg_url.set(drivername=DIALECTS[driver]), ctx.lock_settings,
+    engine = pg_engine(ctx.lock_services.pg().set(drivername=DIALECTS[driver]), ctx.lock_settings,
                        pool_size=1, max_overflow=0)
     conn = engine.connect()
     if autocommit:

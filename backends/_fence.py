@@ -30,10 +30,11 @@ class FenceRejected(Exception):
 
 
 def fenced_write(engine: Engine, table: CompanyTable, company: int, rows: int, run_id: str, *,
-                 lock_key: str, token: int, point: Point = no_point) -> RebuildResult:
+                 lock_key: str, token: int | None, point: Point = no_point) -> RebuildResult:
     """Rebuild one company if, and only if, no newer token has written it.
 
-    Outcomes as write_transaction's, plus "rejected" when the fence refuses the token.
+    Outcomes as write_transaction's, plus "rejected" when the fence refuses the token. A token of None
+    (a holder that was never granted one) fails: the fence's token column is not null.
     """
     deleted, window = None, CommitWindow()
     try:

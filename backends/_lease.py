@@ -33,6 +33,7 @@ class LeaseBackend(Backend):
     """Base for lease_row, redis, etcd and their fenced forms."""
 
     renews: bool = True  # keep the lease alive from a thread while the run works
+    ttl: float  # every lease has one: set from the options in __init__, then as its server granted it
     ddl = [FENCES_DDL]
 
     def __init__(self, ctx: BackendContext, key: str):
@@ -120,9 +121,9 @@ class LeaseBackend(Backend):
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         if self.fenced:
-            return fenced_write(self.ctx.writes, self.ctx.table, company, rows, run_id,
+            return fenced_write(self.ctx.writes, self.ctx.company_table, company, rows, run_id,
                                 lock_key=self.key, token=self.token, point=point)
-        return write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point)
+        return write_transaction(self.ctx.writes, self.ctx.company_table, [company], rows, run_id, point=point)
 
     def close(self) -> None:
         self._stop.set()

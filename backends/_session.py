@@ -58,7 +58,7 @@ class SessionLockBackend(Backend):
     def _connection(self) -> LockSession:
         if self._session is None:
             # The lock's own session, through a proxy when a fault cuts the lock's connection.
-            self._session = open_session(self.driver, self.ctx.lock_services.pg_url, self.ctx.lock_settings,
+            self._session = open_session(self.driver, self.ctx.lock_services.pg(), self.ctx.lock_settings,
                                          self.autocommit)
         return self._session
 
@@ -70,7 +70,7 @@ class SessionLockBackend(Backend):
         return bool(got)
 
     def held(self) -> bool:
-        if self._pid is None:
+        if self._pid is None or self._key_int is None:  # set together, by acquire
             return False
         return holds_advisory_lock(self.ctx.monitor, self._pid, self._key_int)
 
@@ -103,7 +103,7 @@ class SessionLockBackend(Backend):
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         # The writes go through the shared pool, on sessions other than the lock's.
-        return write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point)
+        return write_transaction(self.ctx.writes, self.ctx.company_table, [company], rows, run_id, point=point)
 
     def close(self) -> None:
         if self._session is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, Protocol
 
 # The types a backend exchanges with the lab live one layer down, in lab.harness.contract, so the
 # harness (a run's job, a holder process) needs no backend; they are re-exported here and in
@@ -43,7 +43,7 @@ class BareCall:
     call: str  # the library call in words, as the report prints it
     acquire: Callable[[], object]  # truthy when granted, as the library says it
     release: Callable[[], object]  # whatever the library returns; it raises when it cannot release
-    close: Callable[[], None]  # ends what the bare call opened
+    close: Callable[[], object]  # ends what the bare call opened (what it returns is ignored)
 
 
 class Backend(ABC):
@@ -145,6 +145,14 @@ class Backend(ABC):
 
     def close(self) -> None:
         """End every session this instance opened (with invalidate(), never back to a pool)."""
+
+
+class BatchRebuilder(Protocol):
+    """What a backend declaring Capability.BATCH_REBUILD has besides the Backend interface."""
+
+    def rebuild_batch(self, companies: list[int], rows: int, run_id: str, point: Point = no_point,
+                      *, use_copy: bool = False) -> RebuildResult:
+        """Rebuild every company in one transaction (the giant-transaction shape)."""
 
 
 class NoRunLock(Backend):

@@ -42,7 +42,7 @@ class EtcdLock(LeaseBackend):
 
     def bare_call(self, key: str) -> BareCall | None:
         """etcd-sdk-python's Lock on a client of its own: acquire(timeout=0) and release()."""
-        client = etcd_client(self.ctx.lock_services.etcd_endpoint, timeout=self.ttl)
+        client = etcd_client(self.ctx.lock_services.etcd(), timeout=self.ttl)
         lock = client.lock(f"locklab/{key}", ttl=self.lock.ttl)
         return BareCall("etcd-sdk-python Lock.acquire(timeout=0); Lock.release()", lambda: lock.acquire(timeout=0),
                         lock.release, client.close)

@@ -44,25 +44,25 @@ class IdempotentUpsert(NoRunLock):
                       *, use_copy: bool = False) -> RebuildResult:
         inputs = self.ctx.options.get("inputs") or run_id
         for attempt in (1, 2):
-            if self.ctx.table.name not in self._keyed:
+            if self.ctx.company_table.name not in self._keyed:
                 self._ensure_natural_key()
-                self._keyed.add(self.ctx.table.name)
-            result = claimed_transaction(self.ctx.writes, self.ctx.table, sorted(companies), rows, run_id,
+                self._keyed.add(self.ctx.company_table.name)
+            result = claimed_transaction(self.ctx.writes, self.ctx.company_table, sorted(companies), rows, run_id,
                                          point=point, isolation=self.ctx.options.get("isolation", "READ COMMITTED"),
                                          write=lambda conn, c, n, _run, hook: self._upsert(conn, c, n, inputs, hook))
             if result.sqlstate != NO_MATCHING_KEY:
                 break
-            self._keyed.discard(self.ctx.table.name)  # the table is not the one this instance keyed (made again)
+            self._keyed.discard(self.ctx.company_table.name)  # not the table this instance keyed (made again)
         return result
 
     def _upsert(self, conn, company: int, rows: int, inputs: str, point: Point) -> int:
         """Rows 1..rows of the company as a function of its inputs; returns the old rows removed or replaced."""
-        table = self.ctx.table.name
+        table = self.ctx.company_table.name
         point("before_delete", conn)
         deleted = conn.execute(text(f"delete from {table} where company_id = :c and (n < 1 or n > :rows)"),
                                {"c": company, "rows": rows}).rowcount
         point("after_delete", conn)
-        split = self.ctx.table.split_insert_at
+        split = self.ctx.company_table.split_insert_at
         ranges = [(1, split), (split + 1, rows)] if split else [(1, rows)]
         for i, (first, last) in enumerate(ranges):
             if i:
@@ -85,7 +85,7 @@ class IdempotentUpsert(NoRunLock):
         short transaction of its own under a transaction-level advisory lock (two first rebuilds of a fresh
         table must not build it at once), with synchronous_commit = local: schema setup that waits for no
         standby and holds no table lock through a rebuild."""
-        table = self.ctx.table.name
+        table = self.ctx.company_table.name
         schema, _, bare = table.partition(".")
         index = f"{schema}.{bare[:55]}_nk"
         present = text("select to_regclass(:i)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import select
 import threading
+from typing import Any
 
 from sqlalchemy import event, exc, text
 
@@ -51,7 +52,7 @@ class LeaseRow(LeaseBackend):
         event.listen(self._engine, "checkout", _ping_when_readable(self._engine.dialect))
         self._kept = _KeptConnections(self._engine)
 
-    def _one(self, statement, slot: str = "run", **params) -> object:
+    def _one(self, statement, slot: str = "run", **params) -> Any:
         return self._kept.scalar(slot, statement, {"n": self.key, "ttl": self.ttl, **params})
 
     def _try_acquire(self) -> int | None:
@@ -96,7 +97,7 @@ class _KeptConnections:
         self._slots: dict[str, list] = {"run": [None], "renewal": [None]}
         self._locks = {name: threading.Lock() for name in self._slots}
 
-    def scalar(self, slot: str, statement, params: dict) -> object:
+    def scalar(self, slot: str, statement, params: dict) -> Any:  # the statement's one value, as the driver gives it
         lock = self._locks[slot]
         if not lock.acquire(blocking=False):
             with self._engine.connect() as conn:

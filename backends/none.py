@@ -18,6 +18,6 @@ class NoLock(NoRunLock):
     def rebuild_batch(self, companies: list[int], rows: int, run_id: str, point: Point = no_point,
                       *, use_copy: bool = False) -> RebuildResult:
         """Several companies in one transaction (the cost table's 'one transaction for all')."""
-        return write_transaction(self.ctx.writes, self.ctx.table, list(companies), rows, run_id, point=point,
+        return write_transaction(self.ctx.writes, self.ctx.company_table, list(companies), rows, run_id, point=point,
                                  isolation=self.ctx.options.get("isolation", "READ COMMITTED"),
                                  use_copy=use_copy)

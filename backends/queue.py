@@ -73,7 +73,7 @@ class JobQueue(NoRunLock):
             # none yet, and then this transaction's insert creates it, held until the commit like a taken one.
             return conn.execute(self._CREATE, params).first() is not None
 
-        return claimed_transaction(self.ctx.writes, self.ctx.table, order, rows, run_id, point=point,
+        return claimed_transaction(self.ctx.writes, self.ctx.company_table, order, rows, run_id, point=point,
                                    claim=claim, write=self._write_and_done,
                                    isolation=opts.get("isolation", "READ COMMITTED"))
 
@@ -96,10 +96,10 @@ class JobQueue(NoRunLock):
                 point("after_commit", None)
             return company, RebuildResult("committed", deleted=deleted)
         except SQLAlchemyError as exc:
-            return company, window.failure(exc, self.ctx.writes, self.ctx.table, [] if company is None else [company],
-                                           run_id, deleted=None)
+            return company, window.failure(exc, self.ctx.writes, self.ctx.company_table,
+                                           [] if company is None else [company], run_id, deleted=None)
 
     def _write_and_done(self, conn, company: int, rows: int, run_id: str, point: Point) -> int:
-        deleted = self.ctx.table.rebuild(conn, company, rows, run_id, point)
+        deleted = self.ctx.company_table.rebuild(conn, company, rows, run_id, point)
         conn.execute(self._DONE, {"s": self.key, "c": company, "r": run_id})
         return deleted

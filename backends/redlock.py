@@ -41,7 +41,7 @@ class RedlockLock(LeaseBackend):
     def bare_call(self, key: str) -> BareCall | None:
         """pottery's Redlock over clients of its own: acquire(blocking=False) and release()."""
         clients = [redis_client(u, socket_timeout=self.ttl, socket_connect_timeout=self.ttl)
-                   for u in self.ctx.lock_services.redlock_urls]
+                   for u in self.ctx.lock_services.redlock()]
         lock = Redlock(key=f"locklab:{key}", masters=set(clients), auto_release_time=self.ttl)
         return BareCall("pottery Redlock.acquire(blocking=False); Redlock.release()",
                         lambda: lock.acquire(blocking=False), lock.release, lambda: [c.close() for c in clients])

@@ -67,5 +67,5 @@ class RowLock(LockInWrite):
 
     def write_attempt(self, companies: list[int], rows: int, run_id: str, point: Point,
                       use_copy: bool) -> RebuildResult:
-        return claimed_transaction(self.ctx.writes, self.ctx.table, companies, rows, run_id, point=point,
+        return claimed_transaction(self.ctx.writes, self.ctx.company_table, companies, rows, run_id, point=point,
                                    claim=self.claim, isolation=self.isolation, lock_timeout_ms=self.lock_timeout_ms)

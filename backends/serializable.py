@@ -32,7 +32,7 @@ class SerializableRetry(NoRunLock):
         backoff = self.ctx.options.get("backoff_s", 0.01)
         failed = []
         for attempt in range(1, max_attempts + 1):
-            result = write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point,
+            result = write_transaction(self.ctx.writes, self.ctx.company_table, [company], rows, run_id, point=point,
                                        isolation="SERIALIZABLE")
             if result.sqlstate not in RETRYABLE or attempt == max_attempts:
                 break

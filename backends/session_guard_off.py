@@ -102,7 +102,7 @@ class SessionLockGuardOff(SessionLockBackend):
             conn.execute(text(f"create role {name} login password :p"), {"p": password})
             self.guard_role = name
             conn.execute(text(f"alter role {name} set {GUARD} = 0"))
-        url = self.ctx.lock_services.pg_url.set(username=name, password=password)
+        url = self.ctx.lock_services.pg().set(username=name, password=password)
         return _RoleSession(url, self.ctx.lock_settings)
 
     def guard_in_force(self) -> tuple[str, str]:

@@ -66,7 +66,7 @@ class SessionLockOnWrites(Backend):
         return bool(got)
 
     def held(self) -> bool:
-        if self._pid is None:
+        if self._pid is None or self._key_int is None:  # set together, by acquire
             return False
         return holds_advisory_lock(self.ctx.monitor, self._pid, self._key_int)
 
@@ -95,13 +95,13 @@ class SessionLockOnWrites(Backend):
             try:
                 with conn.begin():
                     point("begin", conn)
-                    deleted = self.ctx.table.rebuild(conn, company, rows, run_id, point)
+                    deleted = self.ctx.company_table.rebuild(conn, company, rows, run_id, point)
                     window.sending()  # leaving the block sends COMMIT
                 window.heard()
                 point("after_commit", None)
                 return RebuildResult("committed", deleted=deleted)
             except SQLAlchemyError as exc:
-                return window.failure(exc, self.ctx.writes, self.ctx.table, [company], run_id, deleted=deleted)
+                return window.failure(exc, self.ctx.writes, self.ctx.company_table, [company], run_id, deleted=deleted)
 
     def release(self) -> None:
         if self._conn is None:

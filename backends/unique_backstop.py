@@ -50,7 +50,7 @@ class UniqueBackstop(LockInWrite):
     def write_attempt(self, companies: list[int], rows: int, run_id: str, point: Point,
                       use_copy: bool) -> RebuildResult:
         # a lock_timeout is retried (by the template); 23505, the other run's marker, is not
-        return claimed_transaction(self.ctx.writes, self.ctx.table, companies, rows, run_id, point=point,
+        return claimed_transaction(self.ctx.writes, self.ctx.company_table, companies, rows, run_id, point=point,
                                    claim=lambda conn, c: self._mark(conn, c, run_id), isolation=self.isolation,
                                    lock_timeout_ms=self.lock_timeout_ms)
 

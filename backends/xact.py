@@ -23,6 +23,6 @@ class TransactionLock(LockInWrite):
 
     def write_attempt(self, companies: list[int], rows: int, run_id: str, point: Point,
                       use_copy: bool) -> RebuildResult:
-        return write_transaction(self.ctx.writes, self.ctx.table, companies, rows, run_id, point=point,
+        return write_transaction(self.ctx.writes, self.ctx.company_table, companies, rows, run_id, point=point,
                                  lock_key=self.company_key, isolation=self.isolation,
                                  lock_timeout_ms=self.lock_timeout_ms, use_copy=use_copy)

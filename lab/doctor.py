@@ -137,7 +137,10 @@ class _Pending:
 def _hang_up(conn: Connection, waiting: _Pending) -> None:
     """End a client the pooler keeps queueing: shut its socket (a cancel request does not reach a queued
     client), let its query fail in its thread, and throw the connection away."""
-    fd = conn.connection.dbapi_connection.fileno()
+    dbapi = conn.connection.dbapi_connection
+    if dbapi is None:  # SQLAlchemy detached it: the connection was closed or invalidated
+        raise RuntimeError("no driver connection to hang up")
+    fd = dbapi.fileno()
     with socket.socket(fileno=os.dup(fd)) as sock:
         sock.shutdown(socket.SHUT_RDWR)
     try:
@@ -148,7 +151,7 @@ def _hang_up(conn: Connection, waiting: _Pending) -> None:
 
 
 def _pid(conn: Connection) -> int:
-    return conn.execute(text(_PID_SQL)).scalar()
+    return conn.execute(text(_PID_SQL)).scalar_one()
 
 
 def check_pooler(engine: Engine, conn: Connection, dsn_host: str | None, dsn_port: int | None,
@@ -231,7 +234,7 @@ def run_doctor(dsn: str, hung_after_s: float = 3600) -> tuple[str, list[Check]]:
         except Exception as exc:
             raise ServiceError(f"postgres at {redact(url)} is unreachable: {first_line(exc)}") from None
         with conn:
-            version = conn.execute(text("show server_version")).scalar()
+            version: str = conn.execute(text("show server_version")).scalar_one()
             # Read-only is the doctor's promise: a pooler that drops the startup options silently must not void it.
             read_only = conn.execute(text("show transaction_read_only")).scalar()
             conn.commit()
@@ -252,8 +255,11 @@ def as_json(dsn: str, version: str, checks: list[Check]) -> dict:
             "status": worst(checks), "checks": [asdict(c) for c in checks]}
 
 
+_SEVERITY = {"pass": 0, "warn": 1, "fail": 2}
+
+
 def _worst(statuses: list[str]) -> str:
-    return max(statuses, key={"pass": 0, "warn": 1, "fail": 2}.get, default="pass")
+    return max(statuses, key=lambda status: _SEVERITY[status], default="pass")
 
 
 def worst(checks: list[Check]) -> str:

@@ -24,7 +24,7 @@ DRIVERS = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobu
 
 
 def package_versions() -> dict:
-    versions = {"python": platform.python_version(), "locklab": lab.__version__}
+    versions: dict[str, str | None] = {"python": platform.python_version(), "locklab": lab.__version__}
     for name in DRIVERS:
         try:
             versions[name] = metadata.version(name)

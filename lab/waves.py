@@ -119,7 +119,8 @@ class Dispatch:
 
     def ready(self, slots: int) -> list[tuple[object, int]]:
         """Up to `slots` trials whose sessions are free now, taken from the budget, earliest first."""
-        started, still = [], []
+        started: list[tuple[object, int]] = []
+        still: list[tuple[object, int]] = []
         for trial in self._waiting:
             if len(started) < slots and self._budget.try_take(trial[1]):
                 started.append(trial)

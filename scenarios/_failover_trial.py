@@ -23,6 +23,7 @@ from lab.faults import Fault, Target
 from lab.harness.history import History
 from lab.harness.holder import HolderProcess
 from lab.harness.job import run_job
+from lab.harness.measures import FailoverMeasures
 from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE
 from lab.servers.services import Services
@@ -73,7 +74,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
         granted, waiting = grant(holder)
         if waiting is not None:
             evidence["grant_waiting"] = waiting
-        elif not granted["granted"]:
+        elif granted is None or not granted["granted"]:  # a GrantWait gives one of the two
             raise LabError("the holder could not take a fresh lock")
         else:
             holder.wait_for("at_point", 30)
@@ -101,17 +102,17 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
         if contender is not None:
             contender.close()
         fault.close()
-    measures = holder_measures(events, job, table, env, fault.name, spec["fault_point"], t_fault, t_heal, ttl,
-                               history)
-    measures["evidence"] = evidence
-    measures["contender"]["token"] = contender.token
-    measures["grant"] = NEVER_ACKNOWLEDGED if waiting is not None else "acknowledged"
+    base = holder_measures(events, job, table, env, fault.name, spec["fault_point"], t_fault, t_heal, ttl,
+                           history)
+    base["evidence"] = evidence
+    base["contender"]["token"] = contender.token
+    measures: FailoverMeasures = {**base, "grant": NEVER_ACKNOWLEDGED if waiting is not None else "acknowledged"}
     holder_token, contender_token = measures["holder"]["token"], contender.token
-    if waiting is None and job.acquired and cls.capabilities >= {Capability.FENCING} and None not in (holder_token,
-                                                                                           contender_token):
+    if (waiting is None and job.acquired and cls.capabilities >= {Capability.FENCING} and holder_token is not None
+            and contender_token is not None):
         # A fencing token protects only if the next holder's is higher; a forgotten grant can hand it out again.
         measures["token_reused"] = contender_token <= holder_token
-    return measures
+    return dict(measures)  # its shape: FailoverMeasures
 
 
 def failover_judgement(measures: dict, backend_cls) -> Verdict:

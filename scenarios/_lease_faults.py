@@ -106,7 +106,8 @@ def _effective_outcome(write: dict) -> str:
     """A write's outcome, with an indeterminate commit replaced by what reading the table resolved."""
     outcome = write.get("outcome", "none")
     if outcome == "indeterminate":
-        return {"committed": "committed", "not committed": "failed"}.get(write.get("resolved"), "indeterminate")
+        resolved: dict[str | None, str] = {"committed": "committed", "not committed": "failed"}
+        return resolved.get(write.get("resolved"), "indeterminate")
     return outcome
 
 
@@ -128,7 +129,7 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
     """
     run_level = scope == "run"
     rec = Recorder(t0)
-    first = {}
+    first: dict = {}  # event name -> its first event
     for event in events:
         first.setdefault(event["event"], event)
     acquire, at_point, write = first.get("acquire"), first.get("at_point"), first.get("write")

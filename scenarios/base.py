@@ -218,7 +218,8 @@ class Scenario(ABC):
         scenario run one trial at a time interleaves its configurations.
         """
         trials = self.profile_params(profile)["trials"]
-        specs, skipped = [], []
+        specs: list[TrialSpec] = []
+        skipped: list[TrialSpec] = []
         for cls in backend_classes:
             reason = self.applies_to(cls)
             if reason is not None:

@@ -59,6 +59,7 @@ class Calibrate(Scenario):
                         refused_at.append(started)
                         history.add("poller", Type.FAIL, F.ACQUIRE)
                 evidence = kill.confirm()  # FaultNotConfirmed: the trial is an error, not a verdict
+                assert kill.fired_at is not None  # confirm() raised if it never fired
                 history.add("fault", Type.OK, F.FAULT, at=t0 + kill.fired_at, name="terminate", pid=holder.lock_pid)
             if got_at is not None:
                 contender.release()

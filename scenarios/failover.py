@@ -90,7 +90,7 @@ class Failover(LeaseFaultScenario):
 
             def hold_back() -> dict:
                 pair.wait_caught_up()  # the company exists on both nodes before anything is held back
-                evidence = {"replication": "synchronous" if pair.synchronous else "asynchronous"}
+                evidence: dict[str, object] = {"replication": "synchronous" if pair.synchronous else "asynchronous"}
                 if env.spec.variant.endswith("lagging"):
                     evidence["link_carried_before_cut"] = pair.hold_back()
                 return evidence

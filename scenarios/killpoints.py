@@ -138,6 +138,8 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
         if kind == "stall":
             victim.suspend(schedule["duration"] * ttl)
             return {"fault": "stall", "seconds": schedule["duration"] * ttl}
+        if cut is None:  # the one kind left is the cut, made above for it
+            raise ValueError(f"a kill-point schedule of kind {kind!r} has no fault")
         target = Target(env.services, env.monitor, cls, lock_pid=victim.lock_pid,
                         write_pid=pg.backend_pid(conn) if conn is not None else None)
         cut.inject(target)
@@ -252,7 +254,8 @@ class Killpoints(Scenario):
 
     def run_trial(self, env: TrialEnv) -> dict:
         p, started = env.params, time.monotonic()
-        tried, failures, best = [0], [0], {}
+        tried, failures = [0], [0]
+        best: dict = {}
         count = {"struck": 0, "not_struck": 0}
         cls = backends.load(env.spec.backend)
 
@@ -272,18 +275,18 @@ class Killpoints(Scenario):
                 raise AssertionError("; ".join(v["kind"] for v in result["violations"]))
             assume(result["struck"])  # a fault that struck nothing is not counted as a schedule tried
 
-        search = given(schedules())(search)
+        searched = given(schedules())(search)
         for schedule in reversed(CANONICAL):  # tried first, in this order (no shrinking: they are small)
-            search = example(schedule)(search)
+            searched = example(schedule)(searched)
         # No seed: with one, hypothesis stops saving to the database, and the database is what
         # replays a failure first on the next run.
-        search = settings(max_examples=p["examples"], deadline=None, print_blob=False,
-                          database=self._database(env), suppress_health_check=list(HealthCheck),
-                          phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-                          report_multiple_bugs=False)(search)
+        searched = settings(max_examples=p["examples"], deadline=None, print_blob=False,
+                            database=self._database(env), suppress_health_check=list(HealthCheck),
+                            phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+                            report_multiple_bugs=False)(searched)
         flaky = False
         try:
-            search()
+            searched()
         except AssertionError:
             pass
         except Flaky:

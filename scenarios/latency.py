@@ -17,6 +17,7 @@ import socket
 import statistics
 import threading
 import time
+from typing import Callable, cast
 from urllib.parse import unquote, urlsplit
 
 from sqlalchemy import text
@@ -119,13 +120,16 @@ class Latency(Scenario):
         (call, pairs), or None when the backend declares none."""
         backend = env.backend(key=env.key("uncontended"))
         samples: dict[str, list[float]] = {name: [] for name in floors.calls}
-        cycles, bare_cycles, bare = [], [], None
+        cycles: list[tuple[float, float]] = []
+        bare_cycles: list[tuple[float, float]] = []
+        bare = None
         try:
             cold = _timed(lambda: _must(backend.acquire()))  # connecting included: a job's first acquire
             backend.release()
             bare = backend.bare_call(env.key("bare"))
             # (acquire, release, where its pairs go): the backend's own, then its bare call's
-            timed = [(backend.acquire, backend.release, cycles)]
+            timed: list[tuple[Callable[[], object], Callable[[], object], list[tuple[float, float]]]] = [
+                (backend.acquire, backend.release, cycles)]
             if bare is not None:
                 timed.append((bare.acquire, bare.release, bare_cycles))
             for _ in range(3):  # warm the connections and the keep-alive thread out of the figures
@@ -236,7 +240,7 @@ class Latency(Scenario):
         routed = env.services.routed(service, [p.port for p in proxies])
         backend = env.backend(key=env.key("counted"), routed=routed)
         # One connection asks before and after, so its own handshake is not counted as the lock's.
-        counter = redis_client(env.services.redis_url) if service == "redis" else None
+        counter = redis_client(env.services.redis()) if service == "redis" else None
         bare = None
         try:
             try:
@@ -276,7 +280,7 @@ def _throughput_configs() -> list[tuple[int, int]]:
     return [(k, 1) for k in WORKERS] + [(k, k) for k in WORKERS if k > 1]
 
 
-def _must(granted: bool) -> None:
+def _must(granted: object) -> None:  # truthy when granted, as a backend or its library says it
     if not granted:
         raise RuntimeError("an uncontended acquire was refused")
 
@@ -299,7 +303,7 @@ def _count_pairs(proxies: list, counter, acquire, release) -> dict:
     out = {"acquire": statistics.median(per_acquire), "release": statistics.median(per_release),
            "acquire_max": max(per_acquire), "release_max": max(per_release), "pairs": COUNTED,
            "how": "client->server writes relayed by a loopback proxy"}
-    if commands_before is not None:
+    if commands_before is not None and commands_after is not None:  # both read, with a counter
         # Commands a script runs (redis.call in EVALSHA) count too: what the server really did.
         delta = {name: commands_after[name] - commands_before.get(name, 0) for name in commands_after}
         delta["info"] = delta.get("info", 0) - 1  # our own INFO before the pairs
@@ -364,13 +368,14 @@ class _CountingSocket:
 class _CountingProxy(BlackholeProxy):
     """The fault proxy, also counting the client's writes it relays: each is a request the client waits on."""
 
-    def __init__(self, host: str, port: int):
+    def __init__(self, host: str | None, port: int):
         super().__init__(host, port)
         self.requests = 0
         self.counting = threading.Lock()
 
     def _pump(self, src, dst, record, way) -> None:
-        super()._pump(src, _CountingSocket(dst, self, way), record, way)
+        # A socket in all but sendall, which counts first (every other attribute is the socket's own).
+        super()._pump(src, cast(socket.socket, _CountingSocket(dst, self, way)), record, way)
 
 
 def _redis_commands(client) -> dict | None:
@@ -389,11 +394,11 @@ class _Floors:
 
     def __init__(self, env: TrialEnv, service: str):
         self.calls: dict = {}
-        self._closers = []
+        self._closers: list[Callable[[], object]] = []
         if service == "postgres":
             self._postgres(env)
         elif service in ("redis", "redlock"):
-            self._redis(env.services.redis_url if service == "redis" else env.services.redlock_urls[0], service)
+            self._redis(env.services.redis() if service == "redis" else env.services.redlock()[0], service)
         elif service == "etcd":
             self._etcd(env)
 
@@ -408,7 +413,7 @@ class _Floors:
                 pass
 
     def _postgres(self, env: TrialEnv) -> None:
-        engine = pg_engine(env.services.pg_url, {}, isolation_level="AUTOCOMMIT", pool_size=1)
+        engine = pg_engine(env.services.pg(), {}, isolation_level="AUTOCOMMIT", pool_size=1)
         conn = engine.connect()
         self._closers += [engine.dispose, conn.close]
         one, row = text("select 1"), {"n": env.key("floor")}
@@ -433,7 +438,7 @@ class _Floors:
         self.calls["PING (raw socket)"] = raw_ping
 
     def _etcd(self, env: TrialEnv) -> None:
-        client = etcd_client(env.services.etcd_endpoint)
+        client = etcd_client(env.services.etcd())
         self._closers.append(client.close)
         key = f"locklab/{env.key('floor')}"
         client.put(key, "0")

@@ -46,7 +46,7 @@ class Lookalikes(Scenario):
 
     def _idle_session(self, env: TrialEnv, timeout: float) -> dict:
         key = env.key()
-        engine = pg_engine(env.services.pg_url, {"idle_session_timeout": f"{int(timeout * 1000)}ms"})
+        engine = pg_engine(env.services.pg(), {"idle_session_timeout": f"{int(timeout * 1000)}ms"})
         try:
             conn = engine.connect()  # default: autobegin, the post's method 1
             conn.execute(_TRY, {"k": key})
@@ -59,7 +59,7 @@ class Lookalikes(Scenario):
 
     def _recycle(self, env: TrialEnv, timeout: float) -> dict:
         key = env.key()
-        engine = pg_engine(env.services.pg_url, pool_recycle=timeout, pool_size=1,
+        engine = pg_engine(env.services.pg(), pool_recycle=timeout, pool_size=1,
                            isolation_level="AUTOCOMMIT")
         try:
             with engine.connect() as conn:
@@ -78,7 +78,7 @@ class Lookalikes(Scenario):
 
     def _close(self, env: TrialEnv, timeout: float) -> dict:
         key = env.key()
-        engine = pg_engine(env.services.pg_url, pool_size=1, isolation_level="AUTOCOMMIT")
+        engine = pg_engine(env.services.pg(), pool_size=1, isolation_level="AUTOCOMMIT")
         try:
             conn = engine.connect()
             conn.execute(_TRY, {"k": key})

@@ -38,6 +38,7 @@ from lab.harness.history import History
 from lab.harness.holder import HolderProcess
 from lab.harness.job import run_job
 from lab.harness.keepalive import ends_as_estimated
+from lab.harness.measures import NetDropMeasures
 from lab.harness.outcomes import DoesNotRun
 from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE, ensure_schema
@@ -177,6 +178,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         fault.inject(target)
         evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict
         t_drop = fault.dropped_at
+        assert t_drop is not None  # inject() set it, or raised
         t_gone = _wait_gone(env, monitor, target.lock_pid, within=within)
         contender = inside.backend(table=table, key=spec["key"])
         job = run_job(contender, [COMPANY], COMPANY_SIZE, "contender", patience=1.0, history=history)
@@ -189,8 +191,8 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         t_heal = time.monotonic()
         fault.heal(target)
         events = holder.finish(timeout=10)
-        measures = holder_measures(events, job, table, inside, fault.name, "before_write", t_drop, t_heal, estimate,
-                                   history)  # reads the table: while the server is up
+        base = holder_measures(events, job, table, inside, fault.name, "before_write", t_drop, t_heal, estimate,
+                               history)  # reads the table: while the server is up
     finally:
         if target is not None:
             fault.heal(target)
@@ -204,8 +206,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         server.stop()
     t_last = acquired["t"]  # the lock connection's last use before the drop: its grant
     ended = None if t_gone is None else round(t_gone - t_last, 3)
-    measures["evidence"] = evidence
-    measures["keepalive"] = {
+    measures: NetDropMeasures = {**base, "evidence": evidence, "keepalive": {
         "server": {"idle": values.get("tcp_keepalives_idle"), "interval": values.get("tcp_keepalives_interval"),
                    "count": values.get("tcp_keepalives_count")},
         "doctor_estimate_s": estimate, "probe_interval_s": interval,
@@ -215,10 +216,8 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         "drop_after_last_use_s": round(t_drop - t_last, 3),
         "agrees_within_interval": None if ended is None else ends_as_estimated(ended, estimate, interval, late),
         "waited_s": round(within, 1),
-    }
-    measures["client"] = {"settings": client, **learned,
-                          "asked_after_drop_s": round(t_go - t_drop, 3)}
-    return measures
+    }, "client": {"settings": client, **learned, "asked_after_drop_s": round(t_go - t_drop, 3)}}
+    return dict(measures)  # its shape: NetDropMeasures
 
 
 @functools.cache
@@ -227,7 +226,7 @@ def _kernel_hz() -> int | None:
     return measure_hz()
 
 
-def _wait_gone(env: TrialEnv, monitor, pid: int, within: float) -> float | None:
+def _wait_gone(env: TrialEnv, monitor, pid: int | None, within: float) -> float | None:
     """When the server showed session pid gone (monotonic), or None after within seconds; a stopped run
     (Ctrl-C) ends the wait at once, even the OS defaults' two hours."""
     start = time.monotonic()

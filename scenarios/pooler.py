@@ -80,13 +80,13 @@ class Pooler(Scenario):
 
     def run_trial(self, env: TrialEnv) -> dict:
         server = env.services.embedded.get("postgres")
-        if server is None:
+        if server is None or env.services.tmp is None:  # the lab's temp dir comes with its servers
             raise Skip(EXTERNAL)
         binary = find_pgbouncer(self.search_path)
         if binary is None:
             raise Skip(DoesNotRun(MISSING))
         mode = MODES[env.spec.variant]
-        with PgBouncer(env.services.tmp, env.services.pg_url, mode, pool_size=POOL_SIZE[mode],
+        with PgBouncer(env.services.tmp, env.services.pg(), mode, pool_size=POOL_SIZE[mode],
                        os_user=server.user, binary=binary) as bouncer:
             return {"pool_mode": mode, "pool_size": POOL_SIZE[mode], **through_pooler(env, bouncer)}
 
@@ -103,12 +103,12 @@ def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
     cls = backends.load(env.spec.backend)
     run_level = cls.holds_across_writes()
     routed = env.services.routed("postgres", [bouncer.port])
-    writes = pg_engine(routed.pg_url, pool_size=2, max_overflow=2, connect_args={"application_name": "locklab-writes"})
+    writes = pg_engine(routed.pg(), pool_size=2, max_overflow=2, connect_args={"application_name": "locklab-writes"})
     table = env.table()
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
     pool, history, seen = PoolView(env.monitor, bouncer), History(), {}
     first, second = (env.backend(table=table, routed=routed, writes=writes) for _ in range(2))
-    probes = Probes(routed.pg_url, PROBE_CLIENTS)
+    probes = Probes(routed.pg(), PROBE_CLIENTS)
     started, second_done = threading.Event(), threading.Event()
 
     def first_point(name, conn):
@@ -129,7 +129,7 @@ def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
         if name == "after_acquire" and run_level:
             seen["both"] = {"first_held": first.held(), "second_held": second.held(), "sessions": pool.sessions()}
 
-    closed = []
+    closed: list[bool] = []
 
     def close_second():  # once: not every library's close() may be called twice
         if not closed:

@@ -15,12 +15,15 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from sqlalchemy.engine import Engine
+
 import backends
+from backends.base import Backend
 from lab.capabilities import Capability
 from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
 from lab.harness.verdict import Verdict
-from lab.harness.workload import COMPANY_SIZE
+from lab.harness.workload import COMPANY_SIZE, CompanyTable
 from lab.servers import pg
 from lab.servers.clients import pg_engine
 from scenarios.base import ALONE, Scenario, TrialEnv, judged
@@ -138,27 +141,27 @@ class LongRun:
     def __init__(self, env: TrialEnv, timeout: float, guard: dict):
         self.env, self.timeout, self.guard = env, timeout, guard
         self.in_transaction = Capability.IN_TRANSACTION in backends.load(env.spec.backend).capabilities
-        self.table = None
+        self.table: CompanyTable | None = None
         self._done = threading.Event()
         self._pool: ThreadPoolExecutor | None = None
-        self._backend = None
-        self._engine = None
+        self._backend: Backend | None = None
+        self._engine: Engine | None = None
         self._pid: int | None = None
 
     def start(self, history: Recorder) -> float:
         """Take the lock, recorded in the history as process "long"; returns the monotonic time it was taken."""
         if not self.in_transaction:
-            self._backend = self.env.backend(lock_settings=self.guard, options={"ttl_s": self.timeout})
+            self._backend = backend = self.env.backend(lock_settings=self.guard, options={"ttl_s": self.timeout})
             history.add("long", Type.INVOKE, F.ACQUIRE)
-            if not self._backend.acquire():
+            if not backend.acquire():
                 raise RuntimeError("the long run could not take a fresh lock")
-            history.add("long", Type.OK, F.ACQUIRE, scope="run", token=self._backend.token)
+            history.add("long", Type.OK, F.ACQUIRE, scope="run", token=backend.token)
             return time.monotonic()
         history.add("long", Type.INVOKE, F.WRITE, company=COMPANY)
         # Method 4 holds its lock inside an open write transaction: idle in it, under the same guard.
-        self.table = self.env.table()
-        self.table.seed(self.env.writes, COMPANY, COMPANY_SIZE)
-        self._engine = pg_engine(self.env.services.pg_url, self.guard, pool_size=1)
+        self.table = table = self.env.table()
+        table.seed(self.env.writes, COMPANY, COMPANY_SIZE)
+        self._engine = engine = pg_engine(self.env.services.pg(), self.guard, pool_size=1)
         taken = threading.Event()
 
         def hold(name, conn):
@@ -167,16 +170,16 @@ class LongRun:
                 taken.set()
                 self._done.wait()
 
-        self._backend = self.env.backend(table=self.table, writes=self._engine)
+        self._backend = backend = self.env.backend(table=table, writes=engine)
         self._pool = ThreadPoolExecutor(1)
-        self._pool.submit(self._backend.rebuild, COMPANY, COMPANY_SIZE, "long", hold)
+        self._pool.submit(backend.rebuild, COMPANY, COMPANY_SIZE, "long", hold)
         if not taken.wait(30):
             raise RuntimeError("the long run never took its company's lock")
         history.add("long", Type.OK, F.ACQUIRE, scope="company", company=COMPANY)
         return time.monotonic()
 
     def state(self) -> str | None:
-        pid = self._pid if self.in_transaction else self._backend.lock_pid
+        pid = self._pid if self.in_transaction or self._backend is None else self._backend.lock_pid
         return pg.session_state(self.env.monitor, pid) if pid else None
 
     def stop(self) -> None:

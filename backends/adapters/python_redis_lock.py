@@ -43,7 +43,7 @@ class PythonRedisLock(LeaseBackend):
 
     def bare_call(self, key: str) -> BareCall | None:
         """The library's Lock on a client of its own: acquire(blocking=False) and release()."""
-        client = redis_client(self.ctx.lock_services.redis_url, socket_timeout=self.ttl,
+        client = redis_client(self.ctx.lock_services.redis(), socket_timeout=self.ttl,
                               socket_connect_timeout=self.ttl)
         lock = redis_lock.Lock(client, f"locklab:{key}", expire=self.lock._expire, auto_renewal=self.auto_renewal)
         return BareCall(f"python-redis-lock Lock(auto_renewal={self.auto_renewal}).acquire(blocking=False); release()",

@@ -77,7 +77,7 @@ class SherlockRedisLock(_SherlockLease):
 
     def bare_call(self, key: str) -> BareCall | None:
         """sherlock's RedisLock on a client of its own."""
-        client = redis_client(self.ctx.lock_services.redis_url, socket_timeout=self.ttl,
+        client = redis_client(self.ctx.lock_services.redis(), socket_timeout=self.ttl,
                               socket_connect_timeout=self.ttl)
         return self._bare(sherlock.RedisLock(f"locklab:{key}", client=client, expire=self.lock.expire, timeout=0),
                           client.close)

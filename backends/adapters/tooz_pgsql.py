@@ -28,7 +28,8 @@ def _tooz_url(url) -> str:
     hosts = pg_hosts(url)
     if len(hosts) == 1:
         return url.set(drivername="postgresql").render_as_string(hide_password=False)
-    query = {"host": ",".join(h for h, _ in hosts), "port": ",".join(str(p) for _, p in hosts)}
+    # A host of None (libpq's default) is an empty item of the list, as libpq reads it.
+    query = {"host": ",".join(h or "" for h, _ in hosts), "port": ",".join(str(p) for _, p in hosts)}
     return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
 
 
@@ -87,7 +88,7 @@ class ToozPostgresLock(Backend):
                         lock.release, coordinator.stop)
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        return write_transaction(self.ctx.writes, self.ctx.table, [company], rows, run_id, point=point)
+        return write_transaction(self.ctx.writes, self.ctx.company_table, [company], rows, run_id, point=point)
 
     def close(self) -> None:
         conn = getattr(self.lock, "_conn", None)

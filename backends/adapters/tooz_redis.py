@@ -21,9 +21,9 @@ class ToozRedisLock(ToozLease):
     TLS_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
 
     def _coordinator_url(self) -> str:
-        parsed = urlparse(self.ctx.lock_services.redis_url)
+        parsed = urlparse(self.ctx.lock_services.redis())
         ttl = max(1, int(round(self.ttl)))
-        options = {"lock_timeout": ttl, "timeout": ttl}
+        options: dict[str, int | str] = {"lock_timeout": ttl, "timeout": ttl}
         if parsed.scheme == "rediss":  # tooz knows only redis://; TLS is its ssl option
             options["ssl"] = "true"
             options.update((k, v) for k, v in parse_qsl(parsed.query) if k in self.TLS_OPTIONS)

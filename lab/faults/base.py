@@ -7,10 +7,11 @@ trial fails, so no holder stays stopped and no connection stays cut.
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import URL, Engine
 
 from lab.errors import LabError
 from lab.servers.services import Services
@@ -20,14 +21,40 @@ class FaultNotConfirmed(LabError):
     """The fault was injected but nothing shows it reached its target."""
 
 
+# Faults sit below the harness and the backends, so what they read of those is declared here.
+class LockClass(Protocol):
+    """What a fault reads of a backend's class (a backends.base.Backend subclass)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def lock_service(self) -> str: ...
+
+    @property
+    def lock_routable(self) -> bool: ...
+
+    @property
+    def capabilities(self) -> frozenset: ...
+
+    def holds_across_writes(self) -> bool: ...
+
+
+class HolderHandle(Protocol):
+    """What a fault may do to the holder (a harness HolderProcess): act on its process."""
+
+    @property
+    def proc(self) -> subprocess.Popen: ...
+
+
 @dataclass
 class Target:
     """What a fault acts on in one trial: the servers, the holder and the sessions it holds."""
 
     services: Services
     monitor: Engine
-    backend_cls: type
-    holder: object | None = None  # a harness HolderProcess, for faults that act on the process
+    backend_cls: LockClass
+    holder: HolderHandle | None = None  # a harness HolderProcess, for faults that act on the process
     lock_pid: int | None = None  # PostgreSQL pid of the lock's own session, when there is one
     write_pid: int | None = None  # PostgreSQL pid of the write transaction the holder is inside, if any
     evidence: dict = field(default_factory=dict)
@@ -38,7 +65,7 @@ class Route:
     """Addresses a holder must use so that a fault can reach its lock connection."""
 
     lock_services: Services | None = None  # the lock's own connection (session lock, lease, Redis, etcd)
-    writes_url: object | None = None  # the writes' connection, when the lock lives inside the write
+    writes_url: URL | None = None  # the writes' connection, when the lock lives inside the write
 
 
 class Fault:

@@ -44,7 +44,7 @@ class Failover(Fault):
             raise FaultNotConfirmed(f"the old primary still runs (pid {pair.primary.pids})")
         with target.monitor.connect() as conn:  # the multi-host monitor: whichever node takes writes now
             port = conn.execute(text("select inet_server_port()")).scalar()
-            advisory = conn.execute(text("select count(*) from pg_locks where locktype = 'advisory'")).scalar()
+            advisory: int = conn.execute(text("select count(*) from pg_locks where locktype = 'advisory'")).scalar_one()
         if port != pair.standby.port:
             raise FaultNotConfirmed(f"writes go to port {port}, not to the promoted standby's {pair.standby.port}")
         standby = pair.engine(pair.standby)

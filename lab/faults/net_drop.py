@@ -55,8 +55,8 @@ class NetDrop(Fault):
         return None
 
     def inject(self, target: Target) -> None:
-        if self.namespace is None or target.lock_pid is None:
-            raise FaultNotConfirmed("the drop has no namespace or no lock session to drop")
+        if self.namespace is None or self.server_port is None or target.lock_pid is None:
+            raise FaultNotConfirmed("the drop has no namespace, no server port or no lock session to drop")
         with target.monitor.connect() as conn:
             self.client_port = conn.execute(text("select client_port from pg_stat_activity where pid = :p"),
                                             {"p": target.lock_pid}).scalar()
@@ -83,6 +83,8 @@ class NetDrop(Fault):
 
     def struck(self, target: Target, log_text: str) -> dict:
         """Evidence the drop reached the server: packets taken, and the session ended by a timeout."""
+        if self.namespace is None:
+            raise FaultNotConfirmed("the drop has no namespace")
         taken = self.namespace.dropped_packets()
         lines = [ln for ln in log_text.splitlines() if f"[{target.lock_pid}]" in ln and TIMED_OUT in ln]
         if taken == 0:

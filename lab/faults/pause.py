@@ -6,6 +6,7 @@ Every thread stops, keep-alives included. Confirmed by the process state: T (sto
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 
 import psutil
@@ -13,15 +14,21 @@ import psutil
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 
 
+def _holder(target: Target) -> subprocess.Popen:
+    if target.holder is None:
+        raise FaultNotConfirmed("a pause stops the holder's process, and this trial has no holder process")
+    return target.holder.proc
+
+
 class Pause(Fault):
     name = "pause"
     label = "holder paused past the TTL"
 
     def inject(self, target: Target) -> None:
-        target.holder.proc.send_signal(signal.SIGSTOP)
+        _holder(target).send_signal(signal.SIGSTOP)
 
     def confirm(self, target: Target, within: float = 5.0) -> dict:
-        pid = target.holder.proc.pid
+        pid = _holder(target).pid
         deadline = time.monotonic() + within
         while True:
             try:

@@ -27,14 +27,20 @@ class RestartWithAof(Restart):
         self._server = None
         self._url: str | None = None
 
+    def _client(self):
+        """A client of the Redis whose append-only file prepare() turned on."""
+        if self._url is None:
+            raise FaultNotConfirmed("the append-only file was never turned on (prepare() did not run)")
+        return redis_client(self._url, socket_timeout=5)
+
     def applies_to(self, backend_cls) -> str | None:
         if backend_cls.lock_service != "redis":
             return "an append-only file is a Redis setting; this lock is not in a single Redis"
         return None
 
     def prepare(self, services: Services, backend_cls) -> None:
-        self._server, self._url = services.embedded["redis"], services.redis_url
-        client = redis_client(self._url, socket_timeout=5)
+        self._server, self._url = services.embedded["redis"], services.redis()
+        client = self._client()
         try:
             client.config_set("appendfsync", "always")
             client.config_set("appendonly", "yes")  # starts a rewrite of the whole dataset into the file
@@ -50,7 +56,7 @@ class RestartWithAof(Restart):
 
     def confirm(self, target: Target) -> dict:
         evidence = super().confirm(target)
-        client = redis_client(self._url, socket_timeout=5)
+        client = self._client()
         try:
             persistence = client.info("persistence")
         finally:
@@ -63,7 +69,7 @@ class RestartWithAof(Restart):
         if self._server is None:
             return
         self._server.appendfsync_always = False
-        client = redis_client(self._url, socket_timeout=5)
+        client = self._client()
         try:
             client.config_set("appendonly", "no")
             client.config_set("appendfsync", "everysec")

@@ -29,7 +29,8 @@ def terminate_confirmed(monitor: Engine, pid: int | None, within: float = 5.0) -
 class TerminateSession:
     """pg_terminate_backend on one session at a set time after t0, from a timer thread."""
 
-    def __init__(self, monitor: Engine, pid: int, at: float, t0: float):
+    def __init__(self, monitor: Engine, pid: int | None, at: float, t0: float):
+        """pid None: the backend has no lock session, which confirm() reports as not terminated."""
         self.monitor, self.pid, self.at, self.t0 = monitor, pid, at, t0
         self.fired_at: float | None = None
         self.terminated = False
@@ -38,7 +39,7 @@ class TerminateSession:
 
     def _fire(self) -> None:
         fired = time.monotonic() - self.t0
-        self.terminated = pg.terminate(self.monitor, self.pid)
+        self.terminated = self.pid is not None and pg.terminate(self.monitor, self.pid)
         self.fired_at = fired
 
     def confirm(self) -> dict:

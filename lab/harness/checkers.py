@@ -16,7 +16,7 @@ def detected_within(gap: float | None, poll: float, still_held_at: float | None 
     """
     if gap is None:
         return "not detected"
-    if still_held_at != "unrecorded":
+    if not isinstance(still_held_at, str):  # recorded (the one string is the default, "unrecorded")
         return "late" if still_held_at is not None and still_held_at > poll else "within one poll"
     return "within one poll" if gap <= 2 * poll else "late"
 

@@ -11,6 +11,7 @@ from typing import Callable
 
 from sqlalchemy.engine import Connection, Engine
 
+from lab.errors import LabError
 from lab.harness.workload import CompanyTable
 from lab.servers.services import Services
 
@@ -35,6 +36,13 @@ class BackendContext:
     lock_settings: dict = field(default_factory=dict)  # server settings for the lock's own session
     options: dict = field(default_factory=dict)  # strategy knobs a scenario varies (isolation, lock_timeout_ms...)
     routed: Services | None = None  # where the lock's own connection goes when a fault puts a proxy in its path
+
+    @property
+    def company_table(self) -> CompanyTable:
+        """The table a rebuild writes; a context made to lock only (no table) has none to rebuild."""
+        if self.table is None:
+            raise LabError("this backend context has no company table: it was made to lock, not to rebuild")
+        return self.table
 
     @property
     def lock_services(self) -> Services:

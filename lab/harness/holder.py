@@ -75,8 +75,8 @@ def main() -> None:
     spec = json.loads(sys.stdin.readline())
     services = Services.from_addresses(spec)
     routed = Services.from_addresses(spec["lock_addresses"]) if spec.get("lock_addresses") else None
-    monitor = pg_engine(services.pg_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
-    writes = pg_engine(spec.get("writes_dsn") or services.pg_url, spec["write_settings"], pool_pre_ping=True)
+    monitor = pg_engine(services.pg(), isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+    writes = pg_engine(spec.get("writes_dsn") or services.pg(), spec["write_settings"], pool_pre_ping=True)
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],
                          spec["options"], routed=routed)
     sys.path.insert(0, os.getcwd())  # a plugin added with --backend-module lives in the current folder
@@ -125,19 +125,22 @@ class HolderProcess:
 
         self.proc = popen([sys.executable, "-m", "lab.harness.holder"], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, netns=netns)
+        if self.proc.stdin is None or self.proc.stdout is None or self.proc.stderr is None:
+            raise RuntimeError("the holder process started without its pipes")
+        self._stdin, self._stdout, self._stderr = self.proc.stdin, self.proc.stdout, self.proc.stderr
         self.events: list[dict] = []
         self._queue: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         try:
-            self.proc.stdin.write(json.dumps(spec) + "\n")
-            self.proc.stdin.flush()
+            self._stdin.write(json.dumps(spec) + "\n")
+            self._stdin.flush()
         except BrokenPipeError:
             self.proc.wait(5)
             raise RuntimeError(f"holder exited at start (code {self.proc.returncode}): "
                                f"{self.stderr_tail()}") from None
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self._stdout:
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
@@ -160,8 +163,8 @@ class HolderProcess:
                 raise RuntimeError(f"holder ended before {name!r}: {self.stderr_tail()}")
 
     def go(self) -> None:
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
+        self._stdin.write("go\n")
+        self._stdin.flush()
 
     def finish(self, timeout: float) -> list[dict]:
         """Wait for the holder to exit on its own; kill it if it does not."""
@@ -180,7 +183,7 @@ class HolderProcess:
                 self.proc.wait(5)
             except ProcessLookupError:
                 pass
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        for stream in (self._stdin, self._stdout, self._stderr):
             try:
                 stream.close()
             except (OSError, ValueError):
@@ -189,7 +192,7 @@ class HolderProcess:
     def stderr_tail(self) -> str:
         if self.proc.poll() is None:
             return "(still running)"
-        lines = [ln for ln in (self.proc.stderr.read() or "").splitlines() if ln.strip()]
+        lines = [ln for ln in (self._stderr.read() or "").splitlines() if ln.strip()]
         return lines[-1] if lines else "(no stderr)"
 
 

@@ -168,7 +168,7 @@ def stale_writes(facts: Facts, storage_orders: bool) -> Finding:
             if theirs.process != write.process and theirs.company == write.company and theirs.bound < write.bound:
                 right = facts.right_at(theirs.process, theirs.company, theirs.bound)
                 if right is not None and right.granted > mine.granted:
-                    return Finding("stale write", Valid.FALSE, Kind.STALE_WRITE_ACCEPTED, (write.index, theirs.index),
+                    return Finding("stale write", Valid.FALSE, Kind.STALE_WRITE_ACCEPTED, _idx(write) + _idx(theirs),
                                    f"{write.process} committed at {write.bound:.3f}s after {theirs.process} "
                                    f"(granted {right.granted:.3f}s) had committed its rebuild")
         for right in facts.rights:
@@ -178,7 +178,7 @@ def stale_writes(facts: Facts, storage_orders: bool) -> Finding:
             # Newer by the holder's right, not by when it locked the company: an older run's lock taken late is old.
             age = facts.right_at(right.process, write.company, right.granted) if held else None
             if age is not None and age.granted > mine.granted:
-                return Finding("stale write", Valid.FALSE, Kind.STALE_WRITE_ACCEPTED, (write.index, right.index),
+                return Finding("stale write", Valid.FALSE, Kind.STALE_WRITE_ACCEPTED, (*_idx(write), right.index),
                                f"{write.process} (granted {mine.granted:.3f}s) committed at {write.bound:.3f}s, "
                                f"after {right.process} was granted the company at {right.granted:.3f}s")
     return Finding("stale write", Valid.TRUE)
@@ -195,7 +195,7 @@ def overlapping_writes(facts: Facts) -> Finding:
     for i, (a, a_start) in enumerate(spans):
         for b, b_start in spans[i + 1:]:
             if a.company == b.company and a.process != b.process and a_start < b.bound and b_start < a.bound:
-                return Finding("overlapping writes", Valid.FALSE, Kind.OVERLAPPING_WRITES, (a.index, b.index),
+                return Finding("overlapping writes", Valid.FALSE, Kind.OVERLAPPING_WRITES, _idx(a) + _idx(b),
                                f"{a.process} [{a_start:.3f}-{a.bound:.3f}s] and {b.process} "
                                f"[{b_start:.3f}-{b.bound:.3f}s]")
     return Finding("overlapping writes", Valid.TRUE)
@@ -283,7 +283,7 @@ def lapsed_writes(facts: Facts) -> Finding:
                                  f"{write.process}'s COMMIT was in flight when its connection broke; it did not land"))
     if not found:
         return Finding("lapsed write", Valid.TRUE)
-    return min(found, key=lambda f: RANK[f.kind])
+    return min(found, key=lambda f: RANK[f.kind] if f.kind is not None else len(RANK))  # each has a kind
 
 
 def _lapsed_with_transaction(facts: Facts, write: Write) -> bool:
@@ -324,7 +324,9 @@ def _right_end(facts: Facts, holder: str) -> float:
     if run_level:
         return max(run_level)
     ends = [w.ended for w in facts.writes if w.process == holder]
-    return float("inf") if not ends or None in ends else max(ends)
+    if not ends or None in ends:
+        return float("inf")
+    return max(end for end in ends if end is not None)
 
 
 def linearizability(ops: list[Op], lease_ttl: float | None) -> list[Finding]:

@@ -38,6 +38,7 @@ real-time order, and the hold that forbade it.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from lab.harness.ops import F, Op, Type
@@ -119,7 +120,9 @@ def _as_model(history: list[Op], invoke: int | None, completion: int | None) -> 
     first = start if start is not None else end
     required = end is not None and end.type is Type.OK
     index = completion if completion is not None else invoke
-    return [MutexOp(index, first.process, first.f, first.time, end.time if required else NEVER, required)]
+    assert first is not None and index is not None  # a pair has its invoke, its completion or both
+    high = end.time if end is not None and required else NEVER
+    return [MutexOp(index, first.process, first.f, first.time, high, required)]
 
 
 @dataclass
@@ -159,8 +162,8 @@ class _Search:
         return NEVER, None
 
     def _lapse(self, holder: int) -> float:
-        """The earliest instant the holder's lease can have expired."""
-        return self.ops[holder].low + self.ttl
+        """The earliest instant the holder's lease can have expired (never, in a search without a TTL)."""
+        return NEVER if self.ttl is None else self.ops[holder].low + self.ttl
 
     def _step(self, i: int, holder: int) -> int | None:
         """The state after op i from this state, or None when the model forbids it."""
@@ -176,7 +179,8 @@ class _Search:
         required ops first (earliest completion first), then the holder's expiry, then optional ops.
         """
         limit, _ = self._next_deadline(done)
-        required, optional = [], []
+        required: list[tuple[float, int, int]] = []
+        optional: list[tuple[float, int, int]] = []
         for i, op in enumerate(self.ops):
             if op.low > limit:
                 break  # sorted by invoke: nobody later can come next
@@ -185,7 +189,7 @@ class _Search:
             after = self._step(i, holder)
             if after is not None:
                 (required if op.required else optional).append((op.high, i, after))
-        moves = [(i, done | 1 << i, after) for _, i, after in sorted(required)]
+        moves: list[tuple[int | None, int, int]] = [(i, done | 1 << i, after) for _, i, after in sorted(required)]
         if self.ttl is not None and holder != FREE and self._lapse(holder) <= limit:
             moves.append((None, done, FREE))
         return moves + [(i, done | 1 << i, after) for _, i, after in optional]
@@ -205,7 +209,7 @@ class _Search:
     def run(self) -> tuple[Valid, list[int | None]]:
         """Search: TRUE with the path of moves (op positions, None for expiries), FALSE, or UNKNOWN."""
         path: list[int | None] = []  # the moves taken to reach the state on top, the start's first
-        stack = [iter([(None, 0, FREE)])]  # a frame per depth: the moves left to try there (first: the start)
+        stack: list[Iterator[tuple[int | None, int, int]]] = [iter([(None, 0, FREE)])]  # a frame per depth: the moves left to try there (first: the start)
         while stack:
             move = next(stack[-1], None)
             if move is None:

@@ -51,3 +51,19 @@ class LeaseFaultMeasures(TypedDict):
     rows_final: int
     runs_in_final: list
     evidence: NotRequired[dict]  # the fault's proof that it struck (lab/faults)
+
+
+class FailoverMeasures(LeaseFaultMeasures):
+    """A trial on servers of its own (scenarios/_failover_trial.py): the lease-fault shape, whether the holder's
+    grant was acknowledged, and for a fenced lock whether the next grant reused the holder's token."""
+
+    grant: str  # "acknowledged", or "grant never acknowledged" (the server waited on a replica that never came)
+    token_reused: NotRequired[bool]
+
+
+class NetDropMeasures(LeaseFaultMeasures):
+    """The netdrop trial (scenarios/netdrop.py): the lease-fault shape, when the server's keepalives ended the
+    dropped session against the doctor's figure, and what the holder's client learned."""
+
+    keepalive: dict
+    client: dict

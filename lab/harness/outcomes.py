@@ -9,6 +9,7 @@ meta.json, and from the run's own files when an older meta.json does not say.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -155,15 +156,16 @@ class RunOrder:
     capabilities: dict = field(default_factory=dict, hash=False, compare=False)
 
     @classmethod
-    def of(cls, meta: dict | None, trials: list[dict] = ()) -> RunOrder:
+    def of(cls, meta: dict | None, trials: Sequence[dict] = ()) -> RunOrder:
         meta = meta or {}
-        seen_scenarios, seen_variants = [], {}
+        seen_scenarios: list[str] = []
+        seen_variants: dict[str, list] = {}
         for record in trials:  # first appearance: the order in which the run wrote them
             if record["scenario"] not in seen_scenarios:
                 seen_scenarios.append(record["scenario"])
-            variants = seen_variants.setdefault(record["scenario"], [])
-            if record["variant"] not in variants:
-                variants.append(record["variant"])
+            of_scenario = seen_variants.setdefault(record["scenario"], [])
+            if record["variant"] not in of_scenario:
+                of_scenario.append(record["variant"])
         scenario_order = list(meta.get("scenario_order") or [])
         scenario_order += [s for s in seen_scenarios if s not in scenario_order]
         variants = {s: tuple(v) for s, v in seen_variants.items()}

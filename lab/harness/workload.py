@@ -95,7 +95,10 @@ class CompanyTable:
     def copy_in(self, conn: Connection, company: int, rows: int, run_id: str) -> None:
         """The same rows as insert(), sent with COPY FROM STDIN, one company at a time."""
         data = io.StringIO("".join(f"{company}\t{run_id}\t{n}\n" for n in range(1, rows + 1)))
-        cursor = conn.connection.dbapi_connection.cursor()
+        dbapi = conn.connection.dbapi_connection
+        if dbapi is None:  # SQLAlchemy detached it: the connection was closed or invalidated
+            raise RuntimeError("COPY needs the driver's connection, and this one has none")
+        cursor = dbapi.cursor()
         try:
             cursor.copy_expert(f"copy {self.name} (company_id, run_id, n) from stdin", data)
         finally:
@@ -123,7 +126,7 @@ class CompanyTable:
 
     def count(self, conn: Connection, company: int) -> int:
         return conn.execute(text(f"select count(*) from {self.name} where company_id = :c"),
-                            {"c": company}).scalar()
+                            {"c": company}).scalar_one()
 
     def runs_in(self, conn: Connection, company: int) -> list[str]:
         """Which runs' rows the company holds now: more than one means two rebuilds merged."""

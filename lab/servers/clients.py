@@ -29,9 +29,9 @@ def parse_pg_dsn(dsn: str) -> URL:
 def pg_hosts(url: URL) -> list[tuple[str | None, int]]:
     """Every (host, port) a PostgreSQL URL names: one, or several in a multi-host URL (host=h:p repeated in
     the query, as SQLAlchemy writes libpq's host list)."""
-    hosts = url.query.get("host")
-    if url.host is None and hosts:
-        hosts = [hosts] if isinstance(hosts, str) else list(hosts)
+    given = url.query.get("host")
+    if url.host is None and given:
+        hosts = [given] if isinstance(given, str) else list(given)
         return [(h.partition(":")[0], int(h.partition(":")[2] or 5432)) for h in hosts]
     return [(url.host, url.port or 5432)]
 
@@ -40,9 +40,10 @@ def redact(url: URL | str) -> str:
     """The URL as text with any password replaced by ***."""
     if isinstance(url, str):
         try:
-            url = make_url(url)
+            parsed = make_url(url)
         except ArgumentError:
             return redact_text(url)
+        return parsed.render_as_string(hide_password=True)
     return url.render_as_string(hide_password=True)
 
 
@@ -98,7 +99,7 @@ def known_settings(url: URL, connect_args: Mapping[str, object]) -> frozenset:
     fall_back_when_refused(engine, asking)  # a pooler refuses startup options: SET LOCAL instead
     try:
         with engine.connect() as conn:
-            names = frozenset(conn.execute(text("select name from pg_settings where name = any(:n)"),
+            names: frozenset[str] = frozenset(conn.execute(text("select name from pg_settings where name = any(:n)"),
                                            {"n": list(PINNED_SETTINGS)}).scalars())
     finally:
         engine.dispose()

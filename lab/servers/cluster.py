@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from decimal import Decimal
 from pathlib import Path
 
 from sqlalchemy import text
@@ -87,7 +88,7 @@ class PostgresPair:
         if result.returncode != 0:
             tail = (result.stderr or result.stdout).strip().splitlines()[-1:]
             raise ServiceError(f"pg_basebackup failed: {' '.join(tail)}")
-        conninfo = (f"host=127.0.0.1 port={self.link.port} user=postgres password={self.primary.password} "
+        conninfo = (f"host=127.0.0.1 port={self._up_link().port} user=postgres password={self.primary.password} "
                     f"application_name=standby")
         auto = self.standby.data / "postgresql.auto.conf"
         with open(auto, "a") as handle:
@@ -123,12 +124,12 @@ class PostgresPair:
         primary, standby = self.engine(self.primary), self.engine(self.standby)
         try:
             with primary.connect() as conn:
-                target = conn.execute(text("select pg_current_wal_lsn()::text")).scalar()
+                target: str = conn.execute(text("select pg_current_wal_lsn()::text")).scalar_one()
             deadline = time.monotonic() + within
             while time.monotonic() < deadline:
                 with standby.connect() as conn:
-                    behind = conn.execute(text("select pg_wal_lsn_diff(:t, pg_last_wal_replay_lsn())"),
-                                          {"t": target}).scalar()
+                    behind: Decimal = conn.execute(text("select pg_wal_lsn_diff(:t, pg_last_wal_replay_lsn())"),
+                                                   {"t": target}).scalar_one()  # a numeric
                 if behind <= 0:
                     return
                 time.sleep(0.02)
@@ -140,9 +141,16 @@ class PostgresPair:
     def hold_back(self) -> int:
         """Blackhole the replication link: from now on the standby receives nothing. Returns the bytes
         the link had carried (0 would mean the standby never streamed through it)."""
-        carried = self.link.relayed_bytes()
-        self.link.blackhole()
+        link = self._up_link()
+        carried = link.relayed_bytes()
+        link.blackhole()
         return carried
+
+    def _up_link(self) -> BlackholeProxy:
+        """The replication link, which exists from start() to stop()."""
+        if self.link is None:
+            raise ServiceError("the replication link is not up (the pair is not started)")
+        return self.link
 
     def lag(self) -> dict:
         """Where the primary's WAL is, and how far the standby has received and replayed it (bytes behind)."""
@@ -153,7 +161,7 @@ class PostgresPair:
             with standby.connect() as conn:
                 row = conn.execute(text("select pg_wal_lsn_diff(:a, pg_last_wal_receive_lsn())::bigint as received, "
                                         "pg_wal_lsn_diff(:a, pg_last_wal_replay_lsn())::bigint as replayed"),
-                                   {"a": at}).first()
+                                   {"a": at}).one()
             return {"primary_lsn": at, "received_behind": int(row.received), "replayed_behind": int(row.replayed)}
         finally:
             primary.dispose()
@@ -184,7 +192,7 @@ class PostgresPair:
 def timeline(engine: Engine) -> int:
     """The timeline a server writes on now: the first eight hex digits of its current WAL file's name."""
     with engine.connect() as conn:
-        name = conn.execute(text("select pg_walfile_name(pg_current_wal_lsn())")).scalar()
+        name: str = conn.execute(text("select pg_walfile_name(pg_current_wal_lsn())")).scalar_one()
     return int(name[:8], 16)
 
 

@@ -21,7 +21,7 @@ import secrets
 import threading
 from abc import ABC, abstractmethod
 from functools import lru_cache
-from typing import Mapping
+from typing import Callable, Mapping
 
 from sqlalchemy.engine import URL
 
@@ -84,8 +84,9 @@ def open_session(driver: str, url: URL, settings: Mapping[str, object], autocomm
         return _SqlAlchemy(driver, url, dict(settings), autocommit)
     startup = dict(settings)
     startup.update({name: 0 for name in sorted(known_settings(url, {"connect_timeout": 5})) if name not in startup})
-    opener = {"psycopg": _Psycopg, "asyncpg": _Asyncpg, "sqlalchemy+asyncpg": _SqlAlchemyAsync,
-              "django": _Django, "django_atomic": _Django}[driver]
+    opener: Callable[..., LockSession] = {"psycopg": _Psycopg, "asyncpg": _Asyncpg,
+                                          "sqlalchemy+asyncpg": _SqlAlchemyAsync, "django": _Django,
+                                          "django_atomic": _Django}[driver]
     return opener(driver, url, startup, autocommit)
 
 

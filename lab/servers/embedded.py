@@ -186,7 +186,9 @@ class EmbeddedPostgres(_OneProcess):
                               dbname="postgres", connect_timeout=2) as conn:
             with conn.cursor() as cur:
                 cur.execute("show server_version")
-                return cur.fetchone()[0]
+                row = cur.fetchone()
+                assert row is not None  # show: one row
+                return row[0]
 
     def stop(self) -> None:
         # SIGINT is PostgreSQL's fast shutdown: roll back, end sessions, exit.

@@ -39,11 +39,12 @@ import json
 import select
 import signal
 import socket
+import subprocess
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar, cast
 
 from lab.errors import ServiceError
 from lab.servers.embedded import _package_dir
@@ -54,6 +55,14 @@ SIZE = 3
 HEARTBEAT_MS, ELECTION_MS = 100, 500
 READY_WITHIN = 30.0
 BIND_ATTEMPTS = 3
+_T = TypeVar("_T")
+
+
+def _started(part: _T | None, what: str) -> _T:
+    """A member's process or proxy, which exists between start() (or restart()) and stop() or kill()."""
+    if part is None:
+        raise ServiceError(f"etcd member {what} is not running")
+    return part
 
 
 @dataclass
@@ -87,7 +96,11 @@ class PeerProxy(BlackholeProxy):
             time.sleep(0.02)
         return None
 
-    def _pump(self, src, dst, record: PeerConnection, way: str) -> None:
+    def open_connections(self) -> list[PeerConnection]:
+        return cast(list[PeerConnection], super().open_connections())  # _record makes each one
+
+    def _pump(self, src, dst, relayed: Relayed, way: str) -> None:
+        record = cast(PeerConnection, relayed)  # _record makes each one
         try:
             readable = select.poll()
             readable.register(src, select.POLLIN)  # ValueError: stop() closed the socket before we got here
@@ -131,7 +144,7 @@ class EtcdMember:
         self.client_port, self.peer_port = free_port(), free_port()
         self.client_proxy: BlackholeProxy | None = None
         self.peer_proxy: PeerProxy | None = None
-        self.proc = None
+        self.proc: subprocess.Popen | None = None
         self.id: int | None = None  # etcd's member id, known once the cluster has started
 
     @property
@@ -141,7 +154,7 @@ class EtcdMember:
     @property
     def endpoint(self) -> str:
         """Where a client reaches this member: through its client proxy."""
-        return f"127.0.0.1:{self.client_proxy.port}"
+        return f"127.0.0.1:{_started(self.client_proxy, self.name).port}"
 
     @property
     def direct(self) -> str:
@@ -150,7 +163,7 @@ class EtcdMember:
 
     @property
     def peer_url(self) -> str:
-        return f"http://127.0.0.1:{self.peer_proxy.port}"
+        return f"http://127.0.0.1:{_started(self.peer_proxy, self.name).port}"
 
 
 class EtcdCluster:
@@ -218,15 +231,15 @@ class EtcdCluster:
         clients and peers use are the proxies', bound by the kernel, so the real ones can change."""
         for attempt in range(BIND_ATTEMPTS):
             try:
-                wait_ready(lambda: self.raw_status(member), member.proc, f"etcd member {member.name}",
+                wait_ready(lambda: self.raw_status(member), _started(member.proc, member.name), f"etcd member {member.name}",
                            member.log_path, READY_WITHIN)
                 return
             except ServiceError as exc:
                 if "address already in use" not in str(exc) or attempt == BIND_ATTEMPTS - 1:
                     raise
             member.client_port, member.peer_port = free_port(), free_port()
-            member.client_proxy.target = ("127.0.0.1", member.client_port)
-            member.peer_proxy.target = ("127.0.0.1", member.peer_port)
+            _started(member.client_proxy, member.name).target = ("127.0.0.1", member.client_port)
+            _started(member.peer_proxy, member.name).target = ("127.0.0.1", member.peer_port)
             stale = self._clients.pop(member.name, None)
             if stale is not None:
                 stale.close()
@@ -372,9 +385,10 @@ class EtcdCluster:
 
     def kill(self, member: EtcdMember) -> int:
         """SIGKILL: the member dies without a word to its peers. Returns its pid."""
-        pid = member.proc.pid
-        member.proc.kill()
-        member.proc.wait(5)
+        proc = _started(member.proc, member.name)
+        pid = proc.pid
+        proc.kill()
+        proc.wait(5)
         self.killed.append(member.name)
         return pid
 

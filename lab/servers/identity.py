@@ -21,7 +21,7 @@ TIMEOUT = 3.0
 def server_identity(services: Services, service: str) -> dict:
     """What identifies the running server(s) of a service; raises when a server does not answer."""
     if service == "postgres":
-        engine = pg_engine(services.pg_url, poolclass=None, isolation_level="AUTOCOMMIT",
+        engine = pg_engine(services.pg(), poolclass=None, isolation_level="AUTOCOMMIT",
                            connect_args={"connect_timeout": int(TIMEOUT)})
         try:
             with engine.connect() as conn:
@@ -32,7 +32,7 @@ def server_identity(services: Services, service: str) -> dict:
         finally:
             engine.dispose()
     if service in ("redis", "redlock"):
-        urls = [services.redis_url] if service == "redis" else services.redlock_urls
+        urls = [services.redis()] if service == "redis" else services.redlock()
         out = {}
         for i, url in enumerate(urls):
             client = redis_client(url, socket_timeout=TIMEOUT)
@@ -42,14 +42,14 @@ def server_identity(services: Services, service: str) -> dict:
             finally:
                 client.close()
         return out
-    client = etcd_client(services.etcd_endpoint, timeout=TIMEOUT)
+    client = etcd_client(services.etcd(), timeout=TIMEOUT)
     try:
         status = client.status()
         leader = status.leader.id if hasattr(status.leader, "id") else str(status.leader)
         term = status.raft_term
     finally:
         client.close()
-    return {"process_start_time": _etcd_start_time(services.etcd_endpoint), "leader": leader, "raft_term": term}
+    return {"process_start_time": _etcd_start_time(services.etcd()), "leader": leader, "raft_term": term}
 
 
 def _etcd_start_time(endpoint: str) -> str | None:

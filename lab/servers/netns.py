@@ -14,6 +14,7 @@ It needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2's `ip`, `tc` and `s
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import re
 import shutil
@@ -32,7 +33,9 @@ class NamespaceUnavailable(Exception):
     """This machine or user cannot make a private network namespace with tc (said as 'does not run')."""
 
 
-def _setns(fd: int) -> None:
+def _setns(fd: int | None) -> None:
+    if fd is None:  # a closed namespace (NetNamespace.fd); setns would refuse the NULL it became
+        raise OSError(errno.EBADF, "setns: the network namespace is closed")
     if _libc.setns(fd, CLONE_NEWNET) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"setns: {os.strerror(err)}")

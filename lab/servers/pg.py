@@ -24,31 +24,31 @@ _ADVISORY_HELD = text(
 def monitor_engine(services: Services) -> Engine:
     """An AUTOCOMMIT engine for observation and faults, shared by the trials of a run."""
     # pre-ping: a restart fault ends every session, the monitor's included.
-    return pg_engine(services.pg_url, pool_size=8, max_overflow=24, pool_pre_ping=True,
+    return pg_engine(services.pg(), pool_size=8, max_overflow=24, pool_pre_ping=True,
                      isolation_level="AUTOCOMMIT", connect_args={"application_name": "locklab-monitor"})
 
 
 def writes_engine(services: Services) -> Engine:
     """A plain pooled engine for the runs' write transactions."""
-    return pg_engine(services.pg_url, pool_size=8, max_overflow=32, pool_pre_ping=True,
+    return pg_engine(services.pg(), pool_size=8, max_overflow=32, pool_pre_ping=True,
                      connect_args={"application_name": "locklab-writes"})
 
 
 def holds_advisory_lock(monitor: Engine, pid: int, key: int) -> bool:
     """True when pg_locks shows session pid holding the advisory lock on key."""
     with monitor.connect() as conn:
-        return conn.execute(_ADVISORY_HELD, {"pid": pid, "key": key}).scalar() > 0
+        return conn.execute(_ADVISORY_HELD, {"pid": pid, "key": key}).scalar_one() > 0
 
 
-def session_state(monitor: Engine, pid: int) -> str:
-    """pg_stat_activity.state of a session ('idle', 'idle in transaction', ...), or 'gone'."""
+def session_state(monitor: Engine, pid: int | None) -> str:
+    """pg_stat_activity.state of a session ('idle', 'idle in transaction', ...), or 'gone' (pid None: no row)."""
     with monitor.connect() as conn:
         state = conn.execute(text("select state from pg_stat_activity where pid = :pid"),
                              {"pid": pid}).scalar()
     return state or "gone"
 
 
-def wait_gone(monitor: Engine, pid: int, within: float = 10.0, every: float = 0.02) -> float | None:
+def wait_gone(monitor: Engine, pid: int | None, within: float = 10.0, every: float = 0.02) -> float | None:
     """Seconds until the server shows session pid gone (None if it is still there after `within`).
 
     There is no event for a session's end, so this asks pg_stat_activity every `every` seconds.
@@ -69,10 +69,10 @@ def terminate(monitor: Engine, pid: int) -> bool:
 
 def server_version_num(monitor: Engine) -> int:
     with monitor.connect() as conn:
-        return int(conn.execute(text("show server_version_num")).scalar())
+        return int(conn.execute(text("show server_version_num")).scalar_one())
 
 
-def why_session_ended(log_path: Path | None, pid: int) -> str | None:
+def why_session_ended(log_path: Path | None, pid: int | None) -> str | None:
     """The server's own reason for ending session pid, from its log (embedded servers only).
 
     The client only sees "server closed the connection unexpectedly"; the server log says
@@ -106,7 +106,7 @@ def holds_advisory_pair(monitor: Engine, pid: int, key1: int, key2: int) -> bool
     with monitor.connect() as conn:
         return conn.execute(text("select count(*) from pg_locks where locktype = 'advisory' and granted "
                                  "and pid = :pid and objsubid = 2 and classid = :a and objid = :b"),
-                            {"pid": pid, "a": key1, "b": key2}).scalar() > 0
+                            {"pid": pid, "a": key1, "b": key2}).scalar_one() > 0
 
 
 def settings_in_force(url) -> dict:

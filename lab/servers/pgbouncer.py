@@ -97,11 +97,13 @@ class PgBouncer:
         return self
 
     def _start(self, binary: str) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="pgbouncer-", dir=self.root))
-        self._own(self.folder)
-        auth_file = self._private_file("users.txt", f"{_quoted(self.server.username)} "
-                                                    f"{_quoted(self.server.password)}\n")
-        ini = self._private_file("pgbouncer.ini", self._config(auth_file))
+        user, password = self.server.username, self.server.password
+        if user is None or password is None:  # __init__ refused a URL without a password
+            raise ServiceError("PgBouncer needs the server's user and password for its auth_file")
+        self.folder = folder = Path(tempfile.mkdtemp(prefix="pgbouncer-", dir=self.root))
+        self._own(folder)
+        auth_file = self._private_file(folder / "users.txt", f"{_quoted(user)} {_quoted(password)}\n")
+        ini = self._private_file(folder / "pgbouncer.ini", self._config(auth_file))
         # Nothing to save on a pooler: SIGKILL when the lab dies, SIGTERM (immediate shutdown) on stop.
         self.proc = spawn([binary, str(ini)], self.log_path, user=self.os_user, cwd=self.folder)
         wait_ready(self._ping, self.proc, "PgBouncer", self.log_path)
@@ -123,8 +125,7 @@ class PgBouncer:
             "admin_users =", "stats_users =",
             "", ""])
 
-    def _private_file(self, name: str, content: str) -> Path:
-        path = self.folder / name
+    def _private_file(self, path: Path, content: str) -> Path:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(content)
@@ -146,7 +147,9 @@ class PgBouncer:
                               connect_timeout=2) as conn:
             with conn.cursor() as cur:
                 cur.execute("select pg_backend_pid()")
-                pid = cur.fetchone()[0]
+                row = cur.fetchone()
+                assert row is not None  # a select without a from: one row
+                pid = row[0]
         conn.close()
         return pid
 

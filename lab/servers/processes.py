@@ -119,7 +119,7 @@ def spawn(argv: Sequence[str], log_path: Path, *, user: str | None = None,
                      netns=netns)
     finally:
         log.close()
-    if stdin_text is not None:
+    if stdin_text is not None and proc.stdin is not None:  # a pipe, since stdin_text was given
         try:
             proc.stdin.write(stdin_text.encode())
         except BrokenPipeError:

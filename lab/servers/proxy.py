@@ -14,6 +14,7 @@ import select
 import socket
 import threading
 from dataclasses import dataclass
+from typing import Self, Sequence
 
 _TICK = 0.1  # how often a waiting pump looks at the stop and flow flags
 
@@ -35,9 +36,9 @@ class Relayed:
 class BlackholeProxy:
     """127.0.0.1:port -> target; blackhole() and restore() act on every connection at once."""
 
-    def __init__(self, target_host: str, target_port: int):
-        self.target = (target_host, target_port)
-        self.port: int | None = None  # known once started: the kernel picks it, so no other bind can race us
+    def __init__(self, target_host: str | None, target_port: int):
+        self.target = (target_host, target_port)  # host None: this machine, as getaddrinfo reads no host
+        self._port: int | None = None
         self.connections: list[Relayed] = []
         self._flowing = threading.Event()
         self._flowing.set()
@@ -47,19 +48,26 @@ class BlackholeProxy:
         self._gate = threading.Lock()  # a pump holds it from its flow check to its count
         self._listener: socket.socket | None = None
 
-    def start(self) -> "BlackholeProxy":
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(_TICK)
-        self.port = self._listener.getsockname()[1]
-        threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
+    def start(self) -> Self:
+        self._listener = listener = socket.create_server(("127.0.0.1", 0))
+        listener.settimeout(_TICK)
+        self._port = listener.getsockname()[1]
+        threading.Thread(target=self._accept, args=(listener,), name="proxy-accept", daemon=True).start()
         return self
+
+    @property
+    def port(self) -> int:
+        """The proxy's own port, known once started: the kernel picks it, so no other bind can race us."""
+        if self._port is None:
+            raise RuntimeError("the proxy has no port before start()")
+        return self._port
 
     def relayed_bytes(self) -> int:
         """Bytes relayed so far, both ways, over every connection."""
         with self._lock:
             return sum(c.total for c in self.connections)
 
-    def open_connections(self) -> list[Relayed]:
+    def open_connections(self) -> Sequence[Relayed]:  # a copy; a subclass may narrow the record type
         with self._lock:
             return list(self.connections)
 
@@ -76,10 +84,10 @@ class BlackholeProxy:
     def blackholed(self) -> bool:
         return not self._flowing.is_set()
 
-    def _accept(self) -> None:
+    def _accept(self, listener: socket.socket) -> None:
         while not self._closed.is_set():
             try:
-                client, (_, client_port) = self._listener.accept()
+                client, (_, client_port) = listener.accept()
                 upstream = socket.create_connection(self.target, timeout=5)
             except (socket.timeout, TimeoutError):
                 continue
@@ -146,7 +154,7 @@ class BlackholeProxy:
                 except OSError:
                     pass
 
-    def __enter__(self) -> "BlackholeProxy":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -81,9 +81,16 @@ class RedisWithReplica:
 
     def hold_back(self) -> int:
         """Blackhole the replication link; returns the bytes it had carried (0: the replica never synced)."""
-        carried = self.link.relayed_bytes()
-        self.link.blackhole()
+        link = self._up_link()
+        carried = link.relayed_bytes()
+        link.blackhole()
         return carried
+
+    def _up_link(self) -> BlackholeProxy:
+        """The replication link, which exists from start() to stop()."""
+        if self.link is None:
+            raise ServiceError("the replication link is not up (the pair is not started)")
+        return self.link
 
     def missing_on_replica(self) -> list[str]:
         """Keys the primary has and the replica lacks (a trial's pair holds only the trial's keys)."""

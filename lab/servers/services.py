@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import text
@@ -41,6 +41,7 @@ SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock")
 ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT",
             "redlock": "LAB_REDLOCK_URLS"}
 CONNECT_TIMEOUT = 5
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -84,9 +85,24 @@ class Services:
     def is_embedded(self, service: str) -> bool:
         return service in self.embedded
 
+    # The address of a service the caller needs: code that runs only once the run has started (or been
+    # given) that service reads it through these, and a service that is not there is a ServiceError
+    # naming it, instead of a None passed on to a client.
+    def pg(self) -> URL:
+        return _needed(self.pg_url, "postgres")
+
+    def redis(self) -> str:
+        return _needed(self.redis_url, "redis")
+
+    def etcd(self) -> str:
+        return _needed(self.etcd_endpoint, "etcd")
+
+    def redlock(self) -> list[str]:
+        return _needed(self.redlock_urls, "redlock")
+
     def to_addresses(self) -> dict:
         """The addresses as plain data (passwords included: for a holder process's stdin, never a file)."""
-        return {"pg_dsn": self.pg_url.render_as_string(hide_password=False), "redis_url": self.redis_url,
+        return {"pg_dsn": self.pg().render_as_string(hide_password=False), "redis_url": self.redis_url,
                 "etcd_endpoint": self.etcd_endpoint, "redlock_urls": self.redlock_urls}
 
     @classmethod
@@ -95,14 +111,14 @@ class Services:
         return cls(pg_url=make_url(addresses["pg_dsn"]), redis_url=addresses["redis_url"],
                    etcd_endpoint=addresses["etcd_endpoint"], redlock_urls=addresses.get("redlock_urls"))
 
-    def addresses(self, service: str) -> list[tuple[str, int]]:
-        """(host, port) of every server of a service (three for Redlock)."""
+    def addresses(self, service: str) -> list[tuple[str | None, int]]:
+        """(host, port) of every server of a service (three for Redlock); host None: a URL without one."""
         if service == "postgres":
-            return pg_hosts(self.pg_url)
+            return pg_hosts(self.pg())
         if service in ("redis", "redlock"):
-            urls = [self.redis_url] if service == "redis" else self.redlock_urls
+            urls = [self.redis()] if service == "redis" else self.redlock()
             return [(urlsplit(u).hostname, urlsplit(u).port or 6379) for u in urls]
-        host, _, port = self.etcd_endpoint.removeprefix("http://").rpartition(":")
+        host, _, port = self.etcd().removeprefix("http://").rpartition(":")
         return [(host or "127.0.0.1", int(port or 2379))]
 
     def routed(self, service: str, ports: list[int]) -> "Services":
@@ -112,11 +128,11 @@ class Services:
         The copy owns no server, so stopping it stops nothing.
         """
         if service == "postgres":
-            return replace(self, pg_url=self.pg_url.set(host="127.0.0.1", port=ports[0]), embedded={}, tmp=None)
+            return replace(self, pg_url=self.pg().set(host="127.0.0.1", port=ports[0]), embedded={}, tmp=None)
         if service == "redis":
-            return replace(self, redis_url=_via(self.redis_url, ports[0]), embedded={}, tmp=None)
+            return replace(self, redis_url=_via(self.redis(), ports[0]), embedded={}, tmp=None)
         if service == "redlock":
-            return replace(self, redlock_urls=[_via(u, p) for u, p in zip(self.redlock_urls, ports)],
+            return replace(self, redlock_urls=[_via(u, p) for u, p in zip(self.redlock(), ports)],
                            embedded={}, tmp=None)
         return replace(self, etcd_endpoint=f"127.0.0.1:{ports[0]}", embedded={}, tmp=None)
 
@@ -164,6 +180,12 @@ class Services:
         self.stop()
 
 
+def _needed(address: _T | None, service: str) -> _T:
+    if address is None:
+        raise ServiceError(f"{service} is not among this run's servers")
+    return address
+
+
 def _via(url: str, port: int) -> str:
     """A Redis URL pointed at 127.0.0.1:port, with its user, password, database and query kept."""
     parts = urlsplit(url)
@@ -183,8 +205,8 @@ def start_services(needed: Iterable[str], external: ExternalAddresses | None = N
     try:
         # External addresses first: a wrong one fails in seconds, before any server starts.
         for name in needed:
-            if external.given(name) is not None:
-                _attach_external(services, name, external.given(name))
+            if (address := external.given(name)) is not None:
+                _attach_external(services, name, address)
         for name in needed:
             if external.given(name) is None:
                 _start_embedded(services, name)
@@ -289,17 +311,17 @@ def _version(services: Services, name: str) -> str:
     """Connect once and read the server's version: the reachability check for every service."""
     try:
         if name == "postgres":
-            engine = pg_engine(services.pg_url, poolclass=None)
+            engine = pg_engine(services.pg(), poolclass=None)
             try:
                 with engine.connect() as conn:
-                    return conn.execute(text("show server_version")).scalar()
+                    return conn.execute(text("show server_version")).scalar_one()
             finally:
                 engine.dispose()
         if name == "redis":
-            return _redis_version(services.redis_url)
+            return _redis_version(services.redis())
         if name == "redlock":
-            return ", ".join(sorted({_redis_version(url) for url in services.redlock_urls}))
-        client = etcd_client(services.etcd_endpoint, timeout=CONNECT_TIMEOUT)
+            return ", ".join(sorted({_redis_version(url) for url in services.redlock()}))
+        client = etcd_client(services.etcd(), timeout=CONNECT_TIMEOUT)
         try:
             return client.status().version
         finally:
@@ -307,9 +329,9 @@ def _version(services: Services, name: str) -> str:
     except ServiceError:
         raise
     except Exception as exc:
-        where = {"postgres": lambda: redact(services.pg_url), "redis": lambda: redact(services.redis_url),
-                 "etcd": lambda: services.etcd_endpoint,
-                 "redlock": lambda: ", ".join(map(redact, services.redlock_urls))}[name]()
+        where = {"postgres": lambda: redact(services.pg()), "redis": lambda: redact(services.redis()),
+                 "etcd": lambda: services.etcd(),
+                 "redlock": lambda: ", ".join(map(redact, services.redlock()))}[name]()
         raise ServiceError(f"{name} at {where} is unreachable: {first_line(exc)}") from None
 
 

@@ -1,0 +1,35 @@
+"""The type checker passes: mypy, configured by pyproject.toml's [tool.mypy], over lab, backends and scenarios.
+
+Measured on this repository's 2-core machine: 10-16 s from a fresh clone (no .mypy_cache), 0.5-2.5 s after.
+Only the libraries listed in [[tool.mypy.overrides]] may lack types; with only '.[test]' installed the
+optional extras' packages are absent and the same check must pass.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Files that were being rewritten when the check came in (issue 28; lab/runner.py and scenarios/whynot.py
+# have since become packages): their errors are counted and printed, not failed on, until they are fixed
+# after that merge; then this tuple empties and the test wants zero.
+PENDING = ("lab/runner/", "scenarios/whynot/", "lab/report/", "lab/columns.py", "lab/capabilities.py",
+           "scenarios/server_pause.py")
+
+
+def test_mypy_reports_no_error(monkeypatch):
+    api = pytest.importorskip("mypy.api", reason="mypy not installed (pip install -e '.[test]')")
+    # As `mypy` at the top of the checkout: the config's files are relative to it, and so is its cache
+    # (.mypy_cache, gitignored).
+    monkeypatch.chdir(ROOT)
+    out, err, status = api.run(["--config-file", "pyproject.toml"])
+    assert status in (0, 1), f"mypy did not run (exit {status}): {err or out}"
+    # "Success: no issues found in N source files", or "Found E errors in F files (checked N source files)"
+    checked = re.search(r"(\d+) source files\)?$", out.strip())
+    assert checked and int(checked.group(1)) > 100, f"mypy checked too little: {out.strip().splitlines()[-1:]}"
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    outside = [line for line in errors if not line.startswith(PENDING)]
+    print(f"mypy: {len(errors) - len(outside)} errors left in the files being rewritten ({', '.join(PENDING)})")
+    assert not outside, f"{len(outside)} mypy errors:\n" + "\n".join(outside)
