@@ -87,3 +87,13 @@ class Verdict(str, Enum):
     DIFFERS = "differs"
     WITHIN_NOISE = "within noise"  # our spread straddles the tolerance band: no verdict either way
     NOT_RUN = "not run"  # the run holds no trial that measures the figure
+
+
+FLAG = "⚑"  # every verdict but *matches*, wherever a figure of ours is set against the post's
+
+
+def verdict_mark(verdict: Verdict) -> str:
+    """'matches'; '⚑ **differs**'; '⚑ within noise'; '⚑ not run'."""
+    if verdict is Verdict.MATCHES:
+        return verdict.value
+    return f"{FLAG} " + (f"**{verdict.value}**" if verdict is Verdict.DIFFERS else verdict.value)

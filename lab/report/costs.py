@@ -89,6 +89,17 @@ def ratio_summary(ratios: list[float]) -> str:
     return median if len(ratios) == 1 else f"{median} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
+def failed_attempts_verdict(ten: dict[str, list[dict]], backend: str) -> Verdict:
+    """A count matches when every trial's failed attempts are the post's for the same ten companies."""
+    return Verdict.MATCHES if {m["failed_attempts"] for m in ten[backend]} == {published.TEN_COMPANIES[backend][1]} \
+        else Verdict.DIFFERS
+
+
+def ten_companies_verdict(ratio: tuple[float, list[float]]) -> Verdict:
+    """The ratio of medians against the post's, every pairing of trials as its spread (ratio_verdict)."""
+    return ratio_verdict(ratio[1], post_ten_ratio(), centre=ratio[0])
+
+
 def post_ten_ratio() -> float:
     """The post's SERIALIZABLE / lock time for the same ten companies (8.8 s / 5.4 s)."""
     return published.TEN_COMPANIES["serializable"][0] / published.TEN_COMPANIES["xact"][0]

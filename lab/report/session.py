@@ -32,7 +32,9 @@ def case_lines(measures: dict) -> list[str]:
 
 def case_measured(ok: pd.DataFrame, letter: str) -> list[list[str]]:
     """The lines every trial of a case printed (ok: the run's ok cases trials); empty when it did not run."""
-    rows = ok[ok.measures.map(lambda m, letter=letter: m.get("case") == letter)]
+    if ok.empty:
+        return []
+    rows = ok[ok.measures.map(lambda m, letter=letter: m.get("case") == letter).astype(bool)]
     return [case_lines(m) for m in rows.measures]
 
 
@@ -78,11 +80,15 @@ def same_faults_trials(frame: pd.DataFrame) -> pd.DataFrame:
                  & (frame.variant != "-")]
 
 
+def same_fault_cell(relevant: pd.DataFrame, variant: str, backend: str) -> list[dict]:
+    """One cell's trial records as recorded (relevant: same_faults_trials)."""
+    return relevant[(relevant.variant == variant) & (relevant.backend == backend)].to_dict("records")
+
+
 def same_fault_records(relevant: pd.DataFrame, variant: str, backend: str) -> list[dict]:
-    """One cell's trial records (relevant: same_faults_trials), calibration verdicts in the matrix's words."""
-    cell = relevant[(relevant.variant == variant) & (relevant.backend == backend)]
+    """One cell's trial records, calibration verdicts in the matrix's words (for outcome_text)."""
     return [{**r, "verdict": LOST_WORDS.get(r["verdict"], r["verdict"])}
-            if r["scenario"] == "calibrate" else r for r in cell.to_dict("records")]
+            if r["scenario"] == "calibrate" else r for r in same_fault_cell(relevant, variant, backend)]
 
 
 @section(60)

@@ -62,13 +62,14 @@ def _proportion_agrees(ours: int, n: int, post: int, post_n: int) -> bool:
 class Compared:
     """One figure of a timing row against the post's: its name, both sides as printed, and whether they agree."""
 
-    name: str  # "overlapped", "min", "max", "within 1s of the timeout" (the unit scales with the timeout)
+    key: str  # "overlapped", "min", "max", "within"
+    label: str  # as the row words it: "within 1s of the timeout" (the unit scales with the timeout)
     ours: str
     post: str
     agrees: bool
 
     def text(self) -> str:
-        return f"{self.name} {self.ours} vs {self.post}"
+        return f"{self.label} {self.ours} vs {self.post}"
 
 
 def compared_with_post(s: dict, key, timeout: float) -> list[Compared]:
@@ -76,12 +77,13 @@ def compared_with_post(s: dict, key, timeout: float) -> list[Compared]:
     sides overlapped (one side without overlaps already differs in the count)."""
     overlapped, trials, low, high, within = published.TIMING[key]
     scale, unit = timeout / published.TIMING_TIMEOUT_S, timeout / 10
-    out = [Compared("overlapped", f"{s['overlapped']}/{s['trials']}", f"{overlapped}/{trials}",
+    out = [Compared("overlapped", "overlapped", f"{s['overlapped']}/{s['trials']}", f"{overlapped}/{trials}",
                     _proportion_agrees(s["overlapped"], s["trials"], overlapped, trials))]
     if overlapped and s["overlapped"]:
         for name, ours, post in (("min", s["min"], low), ("max", s["max"], high)):
-            out.append(Compared(name, f"{ours:.2f}s", f"{post * scale:.2f}s", abs(ours - post * scale) <= unit + 1e-9))
-        out.append(Compared(f"within {unit:g}s of the timeout", f"{s['within']}/{s['overlapped']}",
+            out.append(Compared(name, name, f"{ours:.2f}s", f"{post * scale:.2f}s",
+                                abs(ours - post * scale) <= unit + 1e-9))
+        out.append(Compared("within", f"within {unit:g}s of the timeout", f"{s['within']}/{s['overlapped']}",
                             f"{within}/{overlapped}", _proportion_agrees(s["within"], s["overlapped"], within, overlapped)))
     return out
 
