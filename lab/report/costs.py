@@ -8,7 +8,7 @@ import pandas as pd
 
 from lab.report import published
 from lab.report.charts import ratio_chart
-from lab.report.common import Verdict, md_table, ok_trials, seconds_summary
+from lab.report.common import Verdict, md_table, ok_trials, seconds_summary, verdict_mark
 from lab.report.sections import RunView, section
 
 RATIO_TOLERANCE = 0.25  # "close": our ratio within this fraction of the post's
@@ -66,8 +66,10 @@ def section_conflicts(run: RunView) -> str | None:
             seconds = [m["seconds"] for m in measures]
             post_s, post_failed = published.TEN_COMPANIES[backend]
             first = measures[0]
+            verdict = failed_attempts_verdict(ten, backend)
             rows.append([backend, f"{post_s} s, {post_failed} failed attempts", seconds_summary(seconds),
-                         ", ".join(str(m["failed_attempts"]) for m in measures),
+                         ", ".join(str(m["failed_attempts"]) for m in measures)
+                         + ("" if verdict is Verdict.MATCHES else f" ({verdict_mark(verdict)} from the post's)"),
                          ", ".join(f"{m['companies_intact']}/10" for m in measures)])
         out += [f"Ten companies rebuilt by {first['workers']} runs at once, in the same order, "
                 f"{first['rows']} rows each:", "",
@@ -76,7 +78,10 @@ def section_conflicts(run: RunView) -> str | None:
         ratio = ten_companies_ratio(ten)
         if ratio is not None:
             out += [f"SERIALIZABLE / lock time ratio, medians of this run: {ratio[0]:.2f} "
-                    f"(post: {post_ten_ratio():.2f}). Workload sizes differ from the post's, which it does not give; "
+                    f"(post: {post_ten_ratio():.2f}): {verdict_mark(ten_companies_verdict(ratio))} (the cost table's "
+                    f"tolerance, within {RATIO_TOLERANCE:.0%}; any trial over any: "
+                    f"{min(ratio[1]):.2f}-{max(ratio[1]):.2f}). "
+                    f"Workload sizes differ from the post's, which it does not give; "
                     f"compare the direction and the retries, not the seconds.", ""]
     return "\n".join(out)
 

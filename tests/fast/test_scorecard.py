@@ -213,3 +213,14 @@ def test_a_run_lacking_the_trials_says_not_run_flagged_and_a_run_with_none_gets_
     pause = {"id": "pause/redis/sigstop/0", "scenario": "pause", "backend": "redis", "variant": "sigstop", "index": 0,
              "status": "ok", "verdict": "held", "measures": {}}
     assert HEADING not in render(META, [pause], "r")
+
+
+def test_the_conflicts_section_flags_the_retries_the_scorecard_flags(committed):
+    from lab.report.costs import section_conflicts
+
+    meta, trials = committed
+    text = section_conflicts(RunView.of(trials, meta))
+    assert f"| 17, 28, 27 ({FLAG} **differs** from the post's) |" in text
+    assert "medians of this run: 1.91 (post: 1.63): matches (the cost table's tolerance, within 25%" in text
+    like = planted(trials, "conflicts", "serializable", "ten_companies", lambda m, i: m.update(failed_attempts=101))
+    assert "| 101, 101, 101 |" in section_conflicts(RunView.of(like, meta))
