@@ -41,8 +41,8 @@ LEGEND = (
     f"repetition's ratio lies more than {costs.RATIO_TOLERANCE:.0%} away on the same side, and is *within noise* "
     f"when our min-max straddles that band (the cost section's *close* / *differs* / *within noise*); "
     f"*{SECONDS}* and *{SHARE}*: the timing section's rule (the post's seconds scaled by our timeout / "
-    f"{published.TIMING_TIMEOUT_S:g} s, one unit of timeout / 10 either side; a count of overlaps agrees when its proportion "
-    f"is within two binomial standard errors of the post's, exactly where the post saw all or none); *{POLL}*: "
+    f"{published.TIMING_TIMEOUT_S:g} s, one unit of timeout / 10 either side; a count of overlaps agrees when its "
+    f"proportion is within two binomial standard errors of the post's, exactly where the post saw all or none); *{POLL}*: "
     f"the calibration's rule (a run is within one poll when the lock was free at most two polls after the kill); "
     f"*{KEEPALIVE}*: the network-drop section's rule; *{VERSION}*: 3.13 matches 3.13.x. *not run*: the run holds "
     f"no trial that measures the figure. {FLAG} marks every verdict but *matches*.")
@@ -52,7 +52,7 @@ LEGEND = (
 class ScoreRow:
     """One published figure against ours."""
 
-    key: str  # stable id, for tests and diffs: "overlap/xact/rows"
+    key: str  # stable id, for tests and diffs: "overlap/xact/two_runs/rows"
     where: str  # the post's section
     figure: str
     post: str
@@ -252,7 +252,7 @@ def _keepalives(run: RunView) -> list[ScoreRow]:
         key = f"netdrop/{idle}-{interval}-{count}"
         if not records:
             rows.append(ScoreRow(key, "Method 3: what it does not cover", figure, post,
-                                 f"no network-drop trial with these keepalives", Verdict.NOT_RUN, KEEPALIVE))
+                                 "no network-drop trial with these keepalives", Verdict.NOT_RUN, KEEPALIVE))
             continue
         summary = netdrop.ending_summary(records)
         estimates = {r["measures"]["keepalive"]["doctor_estimate_s"] for r in records}
@@ -341,7 +341,8 @@ def _sorted_order(run: RunView) -> list[ScoreRow]:
                      _agree(deadlocks == published.SORTED_DEADLOCKS), COUNT)]
 
 
-METHODS = {"session": "1. default", "session_commit": "2. commit after acquiring", "session_autocommit": "3. AUTOCOMMIT"}
+METHODS = {"session": "1. default", "session_commit": "2. commit after acquiring",
+           "session_autocommit": "3. AUTOCOMMIT"}
 
 
 def _same_faults(run: RunView) -> list[ScoreRow]:
@@ -379,8 +380,8 @@ def _perf(run: RunView) -> list[ScoreRow]:
         ratios = costs.paired_ratios(ok, variant, base)
         verdict = costs.ratio_verdict(ratios, post_ratio)
         if verdict is None:
-            rows.append(ScoreRow(key, "Method 4: what it costs", figure, post, f"no perf trials of {variant} and {base}",
-                                 Verdict.NOT_RUN, RATIO))
+            rows.append(ScoreRow(key, "Method 4: what it costs", figure, post,
+                                 f"no perf trials of {variant} and {base}", Verdict.NOT_RUN, RATIO))
             continue
         companies = ok.measures.iloc[0]["companies"]
         ours = (f"{costs.ratio_summary(ratios)} ({len(ratios)} repetitions of {companies} companies; "

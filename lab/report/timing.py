@@ -84,7 +84,8 @@ def compared_with_post(s: dict, key, timeout: float) -> list[Compared]:
             out.append(Compared(name, name, f"{ours:.2f}s", f"{post * scale:.2f}s",
                                 abs(ours - post * scale) <= unit + 1e-9))
         out.append(Compared("within", f"within {unit:g}s of the timeout", f"{s['within']}/{s['overlapped']}",
-                            f"{within}/{overlapped}", _proportion_agrees(s["within"], s["overlapped"], within, overlapped)))
+                            f"{within}/{overlapped}",
+                            _proportion_agrees(s["within"], s["overlapped"], within, overlapped)))
     return out
 
 

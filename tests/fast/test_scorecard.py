@@ -81,9 +81,11 @@ def test_the_reference_scorecard_holds_the_hand_read_figures(rendered):
         row = by_figure[figure]
         assert (row[2], row[3], row[4]) == (post, ours, verdict), row
     ratio = by_figure["the same 10 companies, SERIALIZABLE against the lock: time ratio"]
-    assert ratio[2] == "8.8 s / 5.4 s = 1.63" and ratio[3].startswith("2.20 s / 1.15 s = 1.91") and ratio[4] == "matches"
+    assert ratio[2] == "8.8 s / 5.4 s = 1.63" and ratio[3].startswith("2.20 s / 1.15 s = 1.91")
+    assert ratio[4] == "matches"  # within 25% of the post's, though the retries differ
     lock = by_figure["cost: one transaction per company + xact lock, over one transaction for all companies, no lock"]
-    assert lock[2] == "21.8 s / 14.0 s = 1.56" and lock[3].startswith("2.12 (2.06-2.23)") and lock[4] == f"{FLAG} **differs**"
+    assert lock[2] == "21.8 s / 14.0 s = 1.56" and lock[3].startswith("2.12 (2.06-2.23)")
+    assert lock[4] == f"{FLAG} **differs**"
     per = by_figure["cost: one transaction per company, no lock, over one transaction for all companies, no lock"]
     assert per[3].startswith("1.99 (1.80-2.10)") and per[4] == f"{FLAG} within noise"
     rr = by_figure["rule 1: the lock under REPEATABLE READ, the waiting run"]
@@ -117,7 +119,8 @@ def test_planted_rows_afterwards_for_xact_flip_the_row_and_back(committed):
 
     merged = planted(trials, "overlap", "xact", "two_runs", merge)
     row = rows_of(meta, merged)[key]
-    assert row.verdict is Verdict.DIFFERS and row.ours == "500, 250, 250 rows" and row.verdict_cell() == f"{FLAG} **differs**"
+    assert row.verdict is Verdict.DIFFERS and row.ours == "500, 250, 250 rows"
+    assert row.verdict_cell() == f"{FLAG} **differs**"
     assert f"| {row.ours} | {FLAG} **differs** |" in scorecard_text(meta, merged)
 
     def restore(m, index):
