@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from enum import Enum
 
 import pandas as pd
 
@@ -77,3 +78,22 @@ def seconds_summary(values: list[float]) -> str:
 def declaration(meta: dict, key: str, backend: str):
     """What the run's meta.json declares of a backend under key (capabilities, lock_service, ...), or None."""
     return (meta.get(key) or {}).get(backend.partition("@")[0])  # a driver row is declared as its backend
+
+
+class Verdict(str, Enum):
+    """How a figure of ours stands against the post's, under the tolerance its section states."""
+
+    MATCHES = "matches"
+    DIFFERS = "differs"
+    WITHIN_NOISE = "within noise"  # our spread straddles the tolerance band: no verdict either way
+    NOT_RUN = "not run"  # the run holds no trial that measures the figure
+
+
+FLAG = "⚑"  # every verdict but *matches*, wherever a figure of ours is set against the post's
+
+
+def verdict_mark(verdict: Verdict) -> str:
+    """'matches'; '⚑ **differs**'; '⚑ within noise'; '⚑ not run'."""
+    if verdict is Verdict.MATCHES:
+        return verdict.value
+    return f"{FLAG} " + (f"**{verdict.value}**" if verdict is Verdict.DIFFERS else verdict.value)

@@ -43,7 +43,7 @@ def ending_summary(records: list[dict]) -> dict:
             "min": min(ended) if ended else None, "max": max(ended) if ended else None}
 
 
-def _long(seconds: float) -> str:
+def long_duration(seconds: float) -> str:
     """' (2 h 11 min)' after a figure of an hour or more, so the post's "two hours" reads as such."""
     return f" ({int(seconds // 3600)} h {int(seconds % 3600 // 60)} min)" if seconds >= 3600 else ""
 
@@ -68,7 +68,7 @@ def _ended_cell(summary: dict, waited: float) -> str:
         return f"not ended within {waited:g} s ({summary['n']} trials)"
     spread = f"{_span(summary['min'], summary['max'])} s, " if summary["ended"] > 1 else ""
     missing = f", {summary['n'] - summary['ended']} never" if summary["ended"] < summary["n"] else ""
-    return f"{summary['median']:.2f} s{_long(summary['median'])} ({spread}n={summary['ended']}{missing})"
+    return f"{summary['median']:.2f} s{long_duration(summary['median'])} ({spread}n={summary['ended']}{missing})"
 
 
 def _heard(client: dict) -> tuple[str, float | None]:
@@ -109,7 +109,7 @@ def section_netdrop(run: RunView) -> str | None:
         for r in records:
             verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
         rows.append([backend, VARIANT_LABELS.get(variant, variant), _settings(first),
-                     f"{first['doctor_estimate_s']} s{_long(first['doctor_estimate_s'])}{_lateness(first)}",
+                     f"{first['doctor_estimate_s']} s{long_duration(first['doctor_estimate_s'])}{_lateness(first)}",
                      _ended_cell(summary, first["waited_s"]),
                      f"{summary['agreed']}/{summary['n']}",
                      ", ".join(f"{v} {n}/{len(records)}" for v, n in verdicts.items()), _learned_cell(records)])

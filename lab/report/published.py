@@ -92,3 +92,41 @@ TIMING = {
     ("session_autocommit", "cron"): (0, 20, None, None, None),
     ("session_autocommit", "event"): (0, 20, None, None, None),
 }
+
+# --- for the scorecard (lab/report/scorecard.py): the post's remaining figures, typed ------------------------
+
+# "How I measured": the versions the post ran.
+VERSIONS = {"postgres": "18.6", "python": "3.13", "sqlalchemy": "2.0.51", "psycopg2": "2.9.13"}
+
+# The cells of SAME_FAULTS the post marks "follows" (reasoned from the connection's state, not run):
+# (fault, backend) -> whether the post says the lock is lost there. (The other cells are cases A-E and
+# the calibration, which the scorecard scores as those.)
+SAME_FAULTS_FOLLOWS = {
+    ("query_then_idle_in_transaction", "session"): True,
+    ("query_then_idle_in_transaction", "session_autocommit"): False,
+    ("idle_session", "session"): False,
+    ("idle_session", "session_commit"): True,
+    ("terminate", "session"): True,  # "Lost within one poll (follows)"
+    ("terminate", "session_commit"): True,  # "Lost within one poll (follows)"
+}
+
+# "The run's host loses its network": server keepalives (idle s, interval s, probes) -> when the server
+# ends the session, seconds. The defaults' "about 2 hours 11 minutes (7,200 s, then 9 probes 75 s apart)";
+# "60 s, 10 s and 3 probes notice in 90 seconds" (the post: not tested on a real network drop).
+KEEPALIVE_ENDS = {(7200, 75, 9): 7875, (60, 10, 3): 90}
+
+# "Without the lock, REPEATABLE READ misses a company's first build and leaves 500." (Why not just...?)
+REPEATABLE_READ_NO_LOCK_ROWS = 500
+
+# Rule 4: "Lock several companies in sorted order, so two runs cannot deadlock": runs aborted by deadlock.
+SORTED_DEADLOCKS = 0
+
+# company_perf.py's line for each configuration of PERF_SECONDS, as printed.
+PERF_LABELS = {
+    "one_transaction_for_all": "one transaction for all companies, no lock",
+    "transaction_per_company": "one transaction per company, no lock",
+    "per_company_lock": "one transaction per company + xact lock",
+    "batch_50_sorted": "50 companies per transaction + xact locks, sorted",
+    "workers_4": "one transaction per company + xact lock, 4 workers",
+    "workers_8": "one transaction per company + xact lock, 8 workers",
+}

@@ -30,6 +30,19 @@ def case_lines(measures: dict) -> list[str]:
     return lines
 
 
+def case_measured(ok: pd.DataFrame, letter: str) -> list[list[str]]:
+    """The lines every trial of a case printed (ok: the run's ok cases trials); empty when it did not run."""
+    if ok.empty:
+        return []
+    rows = ok[ok.measures.map(lambda m, letter=letter: m.get("case") == letter).astype(bool)]
+    return [case_lines(m) for m in rows.measures]
+
+
+def case_matching(measured: list[list[str]], letter: str) -> int:
+    """How many trials printed exactly the post's lines for the case."""
+    return sum(lines == published.CASE_LINES[letter] for lines in measured)
+
+
 @section(40)
 def section_cases(run: RunView) -> str | None:
     frame = run.frame
@@ -48,8 +61,8 @@ def section_cases(run: RunView) -> str | None:
             summary.append([letter, title, "not run", "", ""])
             continue
         expected = published.CASE_LINES[letter]
-        measured = [case_lines(m) for m in rows.measures]
-        matching = sum(lines == expected for lines in measured)
+        measured = case_measured(ok, letter)
+        matching = case_matching(measured, letter)
         first = rows.measures.iloc[0]
         verdict = "match" if matching == len(measured) else "MISMATCH"
         reason = "" if verdict == "match" else ": check the server's version and where its guard is set"
@@ -61,11 +74,27 @@ def section_cases(run: RunView) -> str | None:
     return "\n".join(intro + [table, ""] + out)
 
 
+def same_faults_trials(frame: pd.DataFrame) -> pd.DataFrame:
+    """The cases and calibrate trials of the three session locks: the post's same-faults table, measured."""
+    return frame[frame.scenario.isin(["cases", "calibrate"]) & frame.backend.isin(SESSION_BACKENDS)
+                 & (frame.variant != "-")]
+
+
+def same_fault_cell(relevant: pd.DataFrame, variant: str, backend: str) -> list[dict]:
+    """One cell's trial records as recorded (relevant: same_faults_trials)."""
+    return relevant[(relevant.variant == variant) & (relevant.backend == backend)].to_dict("records")
+
+
+def same_fault_records(relevant: pd.DataFrame, variant: str, backend: str) -> list[dict]:
+    """One cell's trial records, calibration verdicts in the matrix's words (for outcome_text)."""
+    return [{**r, "verdict": LOST_WORDS.get(r["verdict"], r["verdict"])}
+            if r["scenario"] == "calibrate" else r for r in same_fault_cell(relevant, variant, backend)]
+
+
 @section(60)
 def section_same_faults(run: RunView) -> str | None:
     frame = run.frame
-    relevant = frame[frame.scenario.isin(["cases", "calibrate"]) & frame.backend.isin(SESSION_BACKENDS)
-                     & (frame.variant != "-")]
+    relevant = same_faults_trials(frame)
     if relevant.empty:
         return None
     present = [b for b in SESSION_BACKENDS if b in set(relevant.backend)]
@@ -73,9 +102,7 @@ def section_same_faults(run: RunView) -> str | None:
     for variant, label in FAULT_ROWS.items():
         row = [label]
         for backend in present:
-            cell = relevant[(relevant.variant == variant) & (relevant.backend == backend)]
-            records = [{**r, "verdict": LOST_WORDS.get(r["verdict"], r["verdict"])}
-                       if r["scenario"] == "calibrate" else r for r in cell.to_dict("records")]
+            records = same_fault_records(relevant, variant, backend)
             ours = outcome_text(records) if records else "not run"
             post = published.SAME_FAULTS[variant].get(backend, "")
             row.append(f"{ours} (post: {post})")
@@ -120,7 +147,7 @@ def section_calibration(run: RunView) -> str | None:
            f"the next poll's start plus its run; later is *late*, never is *never detected*: both are failures of "
            f"the detector. Every one of these is a lost lock. Reproduce: `lab run --scenario calibrate`.", ""]
     for backend in [b for b in SESSION_BACKENDS if b in set(ok.backend)]:
-        rows = ok[ok.backend == backend].sort_values("index")
+        rows = calibration_rows(ok, backend)
         verdicts = [detection_of(r) for r in rows.to_dict("records")]
         lines = [calibration_line(i, m, CALIBRATION_WORDS.get(v, v))
                  for i, (m, v) in enumerate(zip(rows.measures, verdicts))]
@@ -135,6 +162,20 @@ def section_calibration(run: RunView) -> str | None:
             out += ["```", *[line.replace("**", "") for line in lines], "```"]
         out.append("")
     return "\n".join(out)
+
+
+def calibration_rows(ok: pd.DataFrame, backend: str = "session_autocommit") -> pd.DataFrame:
+    """A backend's ok calibrate trials in run order; the post calibrated on an AUTOCOMMIT connection."""
+    return ok[ok.backend == backend].sort_values("index")
+
+
+def calibration_against_post(rows: pd.DataFrame, poll: float) -> tuple[int, int, int, int, bool]:
+    """(post within one poll, post runs, ours within one poll, our runs, same proportion): a run is within
+    one poll when its gap is at most two polls, on both sides."""
+    _, post_within = post_calibration(poll)
+    within = [detection_of(r) for r in rows.to_dict("records")].count("within one poll")
+    n, post_n = len(rows), len(published.CALIBRATION_GOT_AT)
+    return post_within, post_n, within, n, within * post_n == post_within * n
 
 
 def _against_post(rows: pd.DataFrame, poll: float) -> list[str]:
@@ -155,8 +196,7 @@ def _against_post(rows: pd.DataFrame, poll: float) -> list[str]:
             measured = f"{killed}, {got}" + ("" if m.get("gap") is None else f" ({m['gap']:.3f}s)")
             mark = CALIBRATION_WORDS.get(verdict, verdict) + ("" if verdict == "within one poll" else " (differs)")
         table.append(f"| {i} | {post} | {measured} | {mark} |")
-    within = detected.count("within one poll")
-    same = within * len(gaps) == post_within * len(rows)
+    _, _, within, _, same = calibration_against_post(rows, poll)
     verdict = ("matches the post" if same else "**differs from the post**")
     return [*table, "",
             f"Against the post: {post_within} of {len(gaps)} of its runs within one poll, {within} of {len(rows)} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -57,20 +58,40 @@ def _proportion_agrees(ours: int, n: int, post: int, post_n: int) -> bool:
     return abs(ours / n - p) <= 2 * math.sqrt(p * (1 - p) / n) + 1e-9
 
 
-def against_post(s: dict, key, timeout: float) -> list[str]:
-    """The figures of a row that differ from the post's beyond the tolerance (empty: it matches)."""
+@dataclass(frozen=True)
+class Compared:
+    """One figure of a timing row against the post's: its name, both sides as printed, and whether they agree."""
+
+    key: str  # "overlapped", "min", "max", "within"
+    label: str  # as the row words it: "within 1s of the timeout" (the unit scales with the timeout)
+    ours: str
+    post: str
+    agrees: bool
+
+    def text(self) -> str:
+        return f"{self.label} {self.ours} vs {self.post}"
+
+
+def compared_with_post(s: dict, key, timeout: float) -> list[Compared]:
+    """Every figure of a row the post also gives, under TOLERANCE; min, max and within only where both
+    sides overlapped (one side without overlaps already differs in the count)."""
     overlapped, trials, low, high, within = published.TIMING[key]
     scale, unit = timeout / published.TIMING_TIMEOUT_S, timeout / 10
-    differs = []
-    if not _proportion_agrees(s["overlapped"], s["trials"], overlapped, trials):
-        differs.append(f"overlapped {s['overlapped']}/{s['trials']} vs {overlapped}/{trials}")
+    out = [Compared("overlapped", "overlapped", f"{s['overlapped']}/{s['trials']}", f"{overlapped}/{trials}",
+                    _proportion_agrees(s["overlapped"], s["trials"], overlapped, trials))]
     if overlapped and s["overlapped"]:
         for name, ours, post in (("min", s["min"], low), ("max", s["max"], high)):
-            if abs(ours - post * scale) > unit + 1e-9:
-                differs.append(f"{name} {ours:.2f}s vs {post * scale:.2f}s")
-        if not _proportion_agrees(s["within"], s["overlapped"], within, overlapped):
-            differs.append(f"within {unit:g}s of the timeout {s['within']}/{s['overlapped']} vs {within}/{overlapped}")
-    return differs
+            out.append(Compared(name, name, f"{ours:.2f}s", f"{post * scale:.2f}s",
+                                abs(ours - post * scale) <= unit + 1e-9))
+        out.append(Compared("within", f"within {unit:g}s of the timeout", f"{s['within']}/{s['overlapped']}",
+                            f"{within}/{overlapped}",
+                            _proportion_agrees(s["within"], s["overlapped"], within, overlapped)))
+    return out
+
+
+def against_post(s: dict, key, timeout: float) -> list[str]:
+    """The figures of a row that differ from the post's beyond the tolerance (empty: it matches)."""
+    return [c.text() for c in compared_with_post(s, key, timeout) if not c.agrees]
 
 
 def handover_text(s: dict, in_transaction: bool) -> str:
@@ -97,6 +118,23 @@ def chart_kind(s: dict) -> str:
     return "safe" if s["overlapped"] and s["safe"] == s["overlapped"] else "unknown"
 
 
+def errored_trials(frame: pd.DataFrame, backend: str, trigger: str) -> pd.DataFrame:
+    return frame[(frame.scenario == "timing") & (frame.status == "error") & (frame.backend == backend)
+                 & (frame.variant == trigger)]
+
+
+def incomplete_text(failed: pd.DataFrame, group: pd.DataFrame) -> str:
+    return (f"incomplete: {len(failed)} of {len(failed) + len(group)} trials errored "
+            f"({str(failed.reason.iloc[0])[:80]})")
+
+
+def group_stats(group: pd.DataFrame, timeout: float) -> dict:
+    """row_stats of one row's ok trials, the handover of each read from its record."""
+    judgements = group.judgement if "judgement" in group else [None] * len(group)
+    return row_stats([m["first_got_at"] for m in group.measures], timeout,
+                     [handover_of(m, j) for m, j in zip(group.measures, judgements)])
+
+
 @section(80)
 def section_timing(run: RunView) -> str | None:
     frame, charts = run.frame, run.charts
@@ -105,17 +143,12 @@ def section_timing(run: RunView) -> str | None:
         return None
     timeout = ok.measures.iloc[0]["timeout_s"]
     rows, bars = [], []
-    errored = frame[(frame.scenario == "timing") & (frame.status == "error")]
     for (backend, trigger), group in ok.groupby(["backend", "variant"], sort=False):
-        failed = errored[(errored.backend == backend) & (errored.variant == trigger)]
+        failed = errored_trials(frame, backend, trigger)
         if not failed.empty:  # the survivors of a partly errored row are not a result
-            rows.append([f"{trigger}/{LABELS.get(backend, backend)}",
-                         f"incomplete: {len(failed)} of {len(failed) + len(group)} trials errored "
-                         f"({str(failed.reason.iloc[0])[:80]})", "-", "-", "-"])
+            rows.append([f"{trigger}/{LABELS.get(backend, backend)}", incomplete_text(failed, group), "-", "-", "-"])
             continue
-        judgements = group.judgement if "judgement" in group else [None] * len(group)
-        s = row_stats([m["first_got_at"] for m in group.measures], timeout,
-                      [handover_of(m, j) for m, j in zip(group.measures, judgements)])
+        s = group_stats(group, timeout)
         key = (backend, trigger)
         label = f"{trigger}/{LABELS.get(backend, backend)}"
         post, verdict = "-", "-"
@@ -165,6 +198,12 @@ def lookalike_evidence(check: str, m: dict) -> str:
             f"after invalidate(): another session got it {m['other_got_lock_after_invalidate']}")
 
 
+def lookalike_agreement(ok: pd.DataFrame, check: str) -> tuple[int, int]:
+    """(trials that found what the post says, trials) of one lookalike check (ok: the ok lookalikes trials)."""
+    group = ok[ok.variant == check]
+    return sum(v == "as the post says" for v in group.verdict), len(group)
+
+
 @section(90)
 def section_lookalikes(run: RunView) -> str | None:
     frame = run.frame
@@ -176,7 +215,7 @@ def section_lookalikes(run: RunView) -> str | None:
         group = ok[ok.variant == check]
         if group.empty:
             continue
-        agree = sum(v == "as the post says" for v in group.verdict)
+        agree, _ = lookalike_agreement(ok, check)
         rows.append([name, post, f"{agree}/{len(group)} as the post says; "
                      + lookalike_evidence(check, group.measures.iloc[0])])
     return "\n".join(["## Lookalikes, measured", "",
