@@ -155,6 +155,25 @@ class BatchRebuilder(Protocol):
         """Rebuild every company in one transaction (the giant-transaction shape)."""
 
 
+class QueueWorker(Protocol):
+    """What a backend declaring Capability.QUEUE has besides the Backend interface."""
+
+    def enqueue(self, companies: list[int]) -> None:
+        """The producer's step: one job per company."""
+
+    def rebuild_next(self, rows: int, run_id: str, point: Point = no_point) -> tuple[int | None, RebuildResult]:
+        """Claim the next job not done and rebuild its company: (company, result), or (None, skipped)."""
+
+
+class GuardOnRole(Protocol):
+    """What a backend declaring Capability.GUARD_OFF_ON_ROLE has besides the Backend interface."""
+
+    guard_role: str | None  # the role it made, while it exists
+
+    def guard_in_force(self) -> tuple[str, str]:
+        """The idle guard its session reads, and where that value comes from (pg_settings.source)."""
+
+
 class NoRunLock(Backend):
     """A strategy with no run-level right: nothing to take, hold or give back between writes."""
 

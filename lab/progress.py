@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 HEARTBEAT_S = 30.0
 
@@ -42,7 +44,7 @@ class ScenarioProgress:
             return ""
         return f"~{_duration(left)} left" if done < self.total else ""
 
-    def advance(self, record: dict | None) -> None:
+    def advance(self, record: Mapping[str, Any] | None) -> None:
         """One trial finished (record None: it was interrupted and not kept)."""
         self.progress.advance(self.task)
         self.done += 1

@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import threading
+from collections.abc import Mapping
 import time
 from pathlib import Path
 
@@ -64,7 +65,7 @@ class RunFolder:
         tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         os.replace(tmp, self.path / META)
 
-    def append(self, record: dict) -> None:
+    def append(self, record: Mapping[str, object]) -> None:
         line = json.dumps(record, sort_keys=True) + "\n"
         with self._lock, open(self.path / TRIALS, "a") as f:
             f.write(line)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from lab.errors import LabError
 from lab.servers.capacity import Capacity
@@ -104,10 +105,13 @@ class SessionBudget:
             self.free += min(cost, self.total)
 
 
-class Dispatch:
+T = TypeVar("T")  # what a trial is to the dispatcher: a TrialSpec in the runner
+
+
+class Dispatch(Generic[T]):
     """The trials of a scenario still to start, in plan order, each with its session cost."""
 
-    def __init__(self, trials: list[tuple[object, int]], budget: SessionBudget, scarce_first: bool = False):
+    def __init__(self, trials: list[tuple[T, int]], budget: SessionBudget, scarce_first: bool = False):
         """scarce_first: when the server's sessions are what limits the scenario, the trials that need them
         go first (stable, so in plan order among equals) and those that need none fill the other workers;
         in plan order they could take every free worker while sessions stood idle."""
@@ -117,10 +121,10 @@ class Dispatch:
     def __bool__(self) -> bool:
         return bool(self._waiting)
 
-    def ready(self, slots: int) -> list[tuple[object, int]]:
+    def ready(self, slots: int) -> list[tuple[T, int]]:
         """Up to `slots` trials whose sessions are free now, taken from the budget, earliest first."""
-        started: list[tuple[object, int]] = []
-        still: list[tuple[object, int]] = []
+        started: list[tuple[T, int]] = []
+        still: list[tuple[T, int]] = []
         for trial in self._waiting:
             if len(started) < slots and self._budget.try_take(trial[1]):
                 started.append(trial)

@@ -102,7 +102,9 @@ def failed_attempts_verdict(ten: dict[str, list[dict]], backend: str) -> Verdict
 
 def ten_companies_verdict(ratio: tuple[float, list[float]]) -> Verdict:
     """The ratio of medians against the post's, every pairing of trials as its spread (ratio_verdict)."""
-    return ratio_verdict(ratio[1], post_ten_ratio(), centre=ratio[0])
+    verdict = ratio_verdict(ratio[1], post_ten_ratio(), centre=ratio[0])
+    assert verdict is not None  # both sides are there: the ratio came from trials, the post's is published
+    return verdict
 
 
 def post_ten_ratio() -> float:

@@ -36,7 +36,7 @@ def embedded_png(png: bytes) -> str:
     colours, so it looks the same at about a third of the bytes); deterministic like the PNG itself."""
     from PIL import Image
 
-    picture = Image.open(io.BytesIO(png))
+    picture: Image.Image = Image.open(io.BytesIO(png))
     if picture.mode == "RGBA" and picture.getchannel("A").getextrema() == (255, 255):
         picture = picture.convert("RGB")
     if picture.mode == "RGB":

@@ -87,7 +87,8 @@ def section_latency(run: RunView) -> str | None:
     if ok.empty:
         return None
     ok = ok.sort_values(["backend_pos", "index"], kind="stable").drop_duplicates("backend", keep="last")
-    rows, throughput_rows, bars, floors, bare_calls = [], [], [], {}, []
+    rows, throughput_rows, bars, bare_calls = [], [], [], []
+    floors: dict = {}
     for backend, m in zip(ok.backend, ok.measures):
         floor = m["floors"][m["floor"]]
         rows.append([backend, m["lock_service"], spread(m["acquire_release"]),

@@ -35,7 +35,7 @@ def commit_of(meta: dict) -> str:
 
     A run that did not record it (an older meta.json, or git could not tell) says unknown, never clean."""
     dirty = meta.get("git_dirty")
-    state = {True: " with uncommitted changes", False: ""}.get(dirty, " (uncommitted changes: unknown)")
+    state = " with uncommitted changes" if dirty is True else "" if dirty is False else " (uncommitted changes: unknown)"
     return (meta.get("git_commit") or "unknown") + state
 
 

@@ -86,10 +86,10 @@ def _learned_cell(records: list[dict]) -> str:
         key, seconds = _heard(r["measures"]["client"])
         groups.setdefault(key, []).append(seconds)
     parts = []
-    for key, seconds in groups.items():
-        times = [t for t in seconds if t is not None]
+    for key, heard in groups.items():
+        times = [t for t in heard if t is not None]
         when = "" if not times else f" after {_span(min(times), max(times))} s"
-        parts.append(f"{key}{when} {len(seconds)}/{len(records)}")
+        parts.append(f"{key}{when} {len(heard)}/{len(records)}")
     return "; ".join(parts)
 
 

@@ -407,17 +407,17 @@ def _conflicts(run: RunView) -> list[ScoreRow]:
     ten = costs.ten_companies(ok)
     figure = "the same 10 companies, SERIALIZABLE against the lock: time ratio"
     post_s = {b: published.TEN_COMPANIES[b][0] for b in costs.TEN_COMPANIES}
-    post = f"{post_s['serializable']} s / {post_s['xact']} s = {costs.post_ten_ratio():.2f}"
+    post_text = f"{post_s['serializable']} s / {post_s['xact']} s = {costs.post_ten_ratio():.2f}"
     ratio = costs.ten_companies_ratio(ten)
     if ratio is None:
-        rows.append(ScoreRow("conflicts/ten/ratio", "Why not just...? SERIALIZABLE", figure, post,
+        rows.append(ScoreRow("conflicts/ten/ratio", "Why not just...? SERIALIZABLE", figure, post_text,
                              "no ten_companies trials of serializable and xact", Verdict.NOT_RUN, RATIO))
     else:
         centre, every = ratio
         first = ten["serializable"][0]
         medians = {b: statistics.median(m["seconds"] for m in ten[b]) for b in costs.TEN_COMPANIES}
         rows.append(ScoreRow(
-            "conflicts/ten/ratio", "Why not just...? SERIALIZABLE", figure, post,
+            "conflicts/ten/ratio", "Why not just...? SERIALIZABLE", figure, post_text,
             f"{medians['serializable']:.2f} s / {medians['xact']:.2f} s = {centre:.2f} (medians; any trial over any: "
             f"{_span(every, unit='')}; {first['workers']} runs, {first['rows']} rows a company, a workload the post "
             f"does not give)", costs.ten_companies_verdict(ratio), RATIO))

@@ -149,7 +149,7 @@ def section_calibration(run: RunView) -> str | None:
     for backend in [b for b in SESSION_BACKENDS if b in set(ok.backend)]:
         rows = calibration_rows(ok, backend)
         verdicts = [detection_of(r) for r in rows.to_dict("records")]
-        lines = [calibration_line(i, m, CALIBRATION_WORDS.get(v, v))
+        lines = [calibration_line(i, m, "unrecorded" if v is None else CALIBRATION_WORDS.get(v, v))
                  for i, (m, v) in enumerate(zip(rows.measures, verdicts))]
         within = verdicts.count("within one poll")
         failed = [f"{CALIBRATION_WORDS.get(v, v)} in {verdicts.count(v)}" for v in ("late", "not detected")
@@ -194,7 +194,8 @@ def _against_post(rows: pd.DataFrame, poll: float) -> list[str]:
             killed = "not killed" if m.get("killed_at") is None else f"{m['killed_at']:.3f}s"
             got = "never" if m["got_at"] is None else f"{m['got_at']:.3f}s"
             measured = f"{killed}, {got}" + ("" if m.get("gap") is None else f" ({m['gap']:.3f}s)")
-            mark = CALIBRATION_WORDS.get(verdict, verdict) + ("" if verdict == "within one poll" else " (differs)")
+            word = "unrecorded" if verdict is None else CALIBRATION_WORDS.get(verdict, verdict)
+            mark = word + ("" if verdict == "within one poll" else " (differs)")
         table.append(f"| {i} | {post} | {measured} | {mark} |")
     _, _, within, _, same = calibration_against_post(rows, poll)
     verdict = ("matches the post" if same else "**differs from the post**")

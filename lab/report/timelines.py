@@ -123,6 +123,7 @@ def failing_trials(run: RunView) -> list[tuple[str, dict]]:
         for c in cells:
             if c.cell.mark is Mark.FAILED and c.scenario != "killpoints":
                 first = first_unsafe(c.records)
+                assert first is not None  # a ✗ cell is one with an unsafe trial: judge() marks it so
                 found.append((f"`{c.backend}` under *{c.label}*: {first['verdict']}", first))
     for record in frame[(frame.scenario == "killpoints") & (frame.status == "ok")].to_dict("records"):
         if (record["measures"] or {}).get("minimal"):

@@ -80,6 +80,7 @@ def compared_with_post(s: dict, key, timeout: float) -> list[Compared]:
     out = [Compared("overlapped", "overlapped", f"{s['overlapped']}/{s['trials']}", f"{overlapped}/{trials}",
                     _proportion_agrees(s["overlapped"], s["trials"], overlapped, trials))]
     if overlapped and s["overlapped"]:
+        assert low is not None and high is not None and within is not None  # the post gives them where it overlapped
         for name, ours, post in (("min", s["min"], low), ("max", s["max"], high)):
             out.append(Compared(name, name, f"{ours:.2f}s", f"{post * scale:.2f}s",
                                 abs(ours - post * scale) <= unit + 1e-9))

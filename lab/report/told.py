@@ -99,7 +99,7 @@ def _against_write(same: list[tuple[dict, dict]]) -> str:  # (record, its first 
 
 def release_cell(records: list[dict]) -> str:
     """What release() said in the trials where the lock was lost (the last chance to tell the caller)."""
-    said = Counter()
+    said: Counter = Counter()
     for record in lost_trials(records):
         result = record["measures"]["holder"].get("release")
         if result is None:

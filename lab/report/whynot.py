@@ -60,7 +60,7 @@ def guard_off(frame: pd.DataFrame) -> str | None:
     if session is None and role is None:
         return None
     if session is None:
-        return "measured: " + role
+        return f"measured: {role}"
     return session if role is None else f"{session}; {role}"
 
 
@@ -279,7 +279,7 @@ def _rows(ms: list[dict]) -> str:
 def _throughput(backend: str, ms: list[dict]) -> str:
     """Companies per second by workers, for the backend and xact, medians over every repetition of every trial."""
     def by_workers(key: str) -> str:
-        rows = {}
+        rows: dict = {}
         for m in ms:
             for r in m[key]:
                 rows.setdefault(r["workers"], []).extend(r["per_s"])

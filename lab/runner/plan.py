@@ -5,6 +5,7 @@ Apart from running them so that resume, capacity and the services can be worked 
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -65,7 +66,7 @@ class Plan:
                 for s in self.scenarios]
 
 
-def make_plan(request: RunRequest, done: set[str] = frozenset()) -> Plan:
+def make_plan(request: RunRequest, done: AbstractSet[str] = frozenset()) -> Plan:
     """The request's trials, in plan order, but those already done (a resumed run's finished ones)."""
     classes = [backends.load(name) for name in request.backends]
     chosen = [scenarios.load(name) for name in request.scenarios]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from lab.harness import ops
 from lab.harness.outcomes import DoesNotRun
@@ -22,7 +22,7 @@ class Outcome(TypedDict, total=False):
 
     verdict: str
     safety: str
-    exercised: bool
+    exercised: bool | None  # None: the scenario does not say (no fault to take the lock away); left out of the record
     judgement: dict
     history: list
     schema: int
@@ -113,5 +113,6 @@ def _with(record: TrialRecord, **optional) -> TrialRecord:
     unknown = optional.keys() - set(_OPTIONAL)
     if unknown:
         raise TypeError(f"not a field of a trial record: {', '.join(sorted(unknown))}")
-    record.update({name: optional[name] for name in _OPTIONAL if optional.get(name) is not None})
+    # The names were checked against the record's fields just above; mypy cannot follow a computed key.
+    record.update(cast(TrialRecord, {name: optional[name] for name in _OPTIONAL if optional.get(name) is not None}))
     return record

@@ -59,9 +59,9 @@ class Runner:
             self.console.print(f"removed the temp dirs of lab runs that were killed: {', '.join(services.swept)}")
         try:
             # Capacity before work: a server that cannot give one trial its sessions refuses the run here.
-            capacity = read_capacity(services.pg_url)
+            capacity = read_capacity(services.pg())
             self.waves = {w.scenario: w for w in capacity_plan.fit(plan.demands(req.profile), capacity,
-                                                                   redact(services.pg_url))}
+                                                                   redact(services.pg()))}
             for wave in self.waves.values():
                 if wave.limited:
                     self.console.print(capacity_plan.describe(wave, capacity))
@@ -88,7 +88,7 @@ class Runner:
         ensure_schema(monitor)
         backends.prepare_storage(monitor, self.request.backends)
         mark_unrunnable(plan, services, self.console)
-        sampler = SessionSampler(services.pg_url)
+        sampler = SessionSampler(services.pg())
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,

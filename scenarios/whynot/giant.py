@@ -94,7 +94,7 @@ def _killed_run(env: TrialEnv, shape: str, label: str) -> dict:
     stop = n // 2 if shape == "giant" else n // 2 + 1
     table, churn = fresh_table(env, label, n), fresh_table(env, f"{label}_churn", n)
     run_id = f"{shape}-{env.spec.index}"
-    seen = {"written": 0, "churned": 0, "churned_at_begin": 0, "xid_ages": []}
+    seen: dict = {"written": 0, "churned": 0, "churned_at_begin": 0, "xid_ages": []}
 
     def point(name, conn):
         if name == "begin":

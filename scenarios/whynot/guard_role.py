@@ -14,9 +14,11 @@ reset whatever happens.
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from sqlalchemy import text
 
+from backends.base import GuardOnRole
 from backends.session_guard_off import GUARD, guard_left_to_server
 from lab.capabilities import Capability
 from lab.servers import pg
@@ -60,13 +62,14 @@ class GuardOffRole(Experiment):
 def _hold_beside_control(env: TrialEnv, timeout: float) -> tuple[list[str], dict, dict]:
     """The holder on its role and the control on the lab's own user, both idle in their transactions past the
     guard's timeout: the role's settings, then what each session read as its guard and what became of it."""
-    url = env.services.pg_url
+    url = env.services.pg()
     control = pg_engine(url, guard_left_to_server(url, {}), pin=False, pool_size=1, max_overflow=0)
     holder = env.backend(key=env.key("role"), options={"guard_off_on": "role"})
+    on_role = cast(GuardOnRole, holder)  # the experiment applies only to backends declaring GUARD_OFF_ON_ROLE
     try:
         acquired = holder.acquire()
-        held_guard, held_source = holder.guard_in_force()
-        role_settings = _role_settings(env, holder.guard_role)
+        held_guard, held_source = on_role.guard_in_force()
+        role_settings = _role_settings(env, on_role.guard_role)
         conn = control.connect()  # autobegin: the lock's transaction stays open, as method 1's does
         try:
             got, control_pid = conn.execute(_TRY_LOCK, {"k": env.key("control")}).one()
@@ -96,7 +99,7 @@ def _hold_beside_control(env: TrialEnv, timeout: float) -> tuple[list[str], dict
 
 def _database_guard(env: TrialEnv, value: str | None) -> None:
     """Set the guard on the database (new sessions that do not set it get it), or reset it (value None)."""
-    database = env.services.pg_url.database
+    database = env.services.pg().database
     with env.monitor.connect() as conn:
         if value is None:
             conn.execute(text(f'alter database "{database}" reset {GUARD}'))
@@ -104,7 +107,7 @@ def _database_guard(env: TrialEnv, value: str | None) -> None:
             conn.execute(text(f"alter database \"{database}\" set {GUARD} = '{value}'"))
 
 
-def _role_settings(env: TrialEnv, role: str) -> list[str]:
+def _role_settings(env: TrialEnv, role: str | None) -> list[str]:
     """What pg_db_role_setting keeps for the role (in any database), as lab doctor reads it."""
     with env.monitor.connect() as conn:
         rows = conn.execute(text("select s.setconfig from pg_db_role_setting s join pg_roles r on r.oid = s.setrole "

@@ -76,7 +76,7 @@ def _open_xid_reference(env: TrialEnv, guard: dict) -> dict:
     on it, or pg_current_xact_id(), gives it one), while the same rebuilds run: the horizon held."""
     p = env.params
     table = fresh_table(env, "xid", p["companies"])
-    engine = pg_engine(env.services.pg_url, guard, pool_size=1, max_overflow=0)
+    engine = pg_engine(env.services.pg(), guard, pool_size=1, max_overflow=0)
     try:
         conn = engine.connect()
         try:

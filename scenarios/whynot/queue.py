@@ -13,6 +13,9 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
+
+from backends.base import QueueWorker
 
 from lab.capabilities import Capability
 from lab.harness.checkers import company_state, company_whole
@@ -82,19 +85,20 @@ def _pull_until_empty(env: TrialEnv, companies: int) -> tuple[list[tuple[str, in
     table.fill(env.writes, range(1, companies + 1), COMPANY_SIZE)
     key = env.key("pull")
     runs = [env.backend(table=table, key=key) for _ in range(RUNS)]
+    workers = [cast(QueueWorker, run) for run in runs]  # the experiment applies only where Capability.QUEUE is declared
     claims: list[tuple[str, int, str]] = []
     claimed = threading.Lock()
 
     def pull(i: int) -> None:
         while True:
-            company, result = runs[i].rebuild_next(COMPANY_SIZE, f"run{i}")
+            company, result = workers[i].rebuild_next(COMPANY_SIZE, f"run{i}")
             if company is None:
                 return
             with claimed:
                 claims.append((f"run{i}", company, result.outcome))
 
     try:
-        runs[0].enqueue(list(range(1, companies + 1)))
+        workers[0].enqueue(list(range(1, companies + 1)))
         start = time.monotonic()
         with ThreadPoolExecutor(RUNS) as pool:
             list(pool.map(pull, range(RUNS)))

@@ -149,7 +149,7 @@ def _insert_while_held(env: TrialEnv, holder, child: str, key: str) -> tuple:
 def _parents(env: TrialEnv, parent: str) -> int:
     with env.monitor.connect() as conn:
         return conn.execute(text(f"select count(*) from {parent} where scope = :s and company_id = :c"),
-                            {"s": env.key(), "c": COMPANY}).scalar()
+                            {"s": env.key(), "c": COMPANY}).scalar_one()
 
 
 def _no_parent_trial(env: TrialEnv) -> dict:

@@ -20,8 +20,10 @@ import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 
 import backends
+from backends.base import QueueWorker
 from lab.harness.workload import COMPANY_SIZE
 from scenarios.base import TrialEnv
 from scenarios.whynot.base import Experiment, hands_out, is_session_lock_on_postgres
@@ -109,15 +111,16 @@ def _companies_per_second(env: TrialEnv, name: str, workers: int, rep: int) -> d
         if not run.acquire():
             raise RuntimeError(f"{name} could not take a fresh lock")
         pulls = hands_out(type(run))
+        queue = cast(QueueWorker, run)  # only called where pulls: the backend declares Capability.QUEUE
         if pulls:
-            run.enqueue(ids)  # the producer's step, before the clock starts
+            queue.enqueue(ids)  # the producer's step, before the clock starts
 
         def work(w: int) -> list:
             if not pulls:
                 return [run.rebuild(c, COMPANY_SIZE, f"w{w}", flight.point) for c in ids[w::workers]]
-            done = []
+            done: list = []
             while True:
-                company, result = run.rebuild_next(COMPANY_SIZE, f"w{w}", flight.point)
+                company, result = queue.rebuild_next(COMPANY_SIZE, f"w{w}", flight.point)
                 if company is None:
                     return done
                 done.append(result)

@@ -12,11 +12,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Files that were being rewritten when the check came in (issue 28; lab/runner.py and scenarios/whynot.py
-# have since become packages): their errors are counted and printed, not failed on, until they are fixed
-# after that merge; then this tuple empties and the test wants zero.
-PENDING = ("lab/runner/", "scenarios/whynot/", "lab/report/", "lab/columns.py", "lab/capabilities.py",
-           "scenarios/server_pause.py")
 
 
 def test_mypy_reports_no_error(monkeypatch):
@@ -30,6 +25,4 @@ def test_mypy_reports_no_error(monkeypatch):
     checked = re.search(r"(\d+) source files\)?$", out.strip())
     assert checked and int(checked.group(1)) > 100, f"mypy checked too little: {out.strip().splitlines()[-1:]}"
     errors = [line for line in out.splitlines() if ": error:" in line]
-    outside = [line for line in errors if not line.startswith(PENDING)]
-    print(f"mypy: {len(errors) - len(outside)} errors left in the files being rewritten ({', '.join(PENDING)})")
-    assert not outside, f"{len(outside)} mypy errors:\n" + "\n".join(outside)
+    assert not errors, f"{len(errors)} mypy errors:\n" + "\n".join(errors)
