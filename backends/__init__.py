@@ -51,6 +51,8 @@ ADAPTERS = {
     "tooz_etcd": ("backends.adapters.tooz_etcd:ToozEtcdLock", "tooz", "etcd3gw"),
     "sherlock_redis": ("backends.adapters.sherlock:SherlockRedisLock", "sherlock"),
     "sherlock_etcd": ("backends.adapters.sherlock:SherlockEtcdLock", "sherlock", "etcd"),
+    "redis_asyncio": ("backends.adapters.redis_asyncio_lock:RedisAsyncioLock", "redis.asyncio"),
+    "portalocker_redis": ("backends.adapters.portalocker_redis:PortalockerRedisLock", "portalocker"),
 }
 
 broken: dict[str, str] = {}  # plugin name -> why it was skipped

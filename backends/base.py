@@ -86,7 +86,7 @@ class Backend(ABC):
     @classmethod
     def holds_across_writes(cls) -> bool:
         """True when the right is held between writes on a connection of its own (a session lock, a lease)."""
-        return bool({Capability.SESSION_LOCK, Capability.LEASE_EXPIRY} & cls.capabilities)
+        return bool({Capability.SESSION_LOCK, Capability.LEASE_EXPIRY, Capability.CONNECTION_HELD} & cls.capabilities)
 
     def __init__(self, ctx: BackendContext, key: str):
         self.ctx = ctx

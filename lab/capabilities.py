@@ -24,6 +24,9 @@ class Capability(StrEnum):
     IN_TRANSACTION = ("in_transaction",
                       "takes its lock inside the write transaction, so lock and writes end together")
     FENCING = ("fencing", "the storage checks a token in the write transaction and refuses a lapsed holder")
+    CONNECTION_HELD = ("connection_held",
+                       "holds the right for the whole run on a live connection to its lock server, with no TTL: "
+                       "it ends when that connection does (portalocker's Redis subscription)")
     LEASE_EXPIRY = ("lease_expiry", "the right is a lease with a TTL that lapses unless renewed")
     EXCLUSION = ("exclusion", "promises that two runs never rebuild the same company at once")
     SERIALIZABLE = ("serializable",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 
 import backends
-from backends.base import Backend, BackendContext
+from backends.base import Backend, BackendContext, BareCall
 from lab import faults
 from lab.errors import LabError, LockLost
 from lab.faults import FaultNotConfirmed, Target
@@ -36,6 +36,34 @@ class Promise:
         return f"{mark} {self.name}" + (f": {self.detail}" if self.detail else "")
 
 
+class StepFailed(Exception):
+    """The plugin's own code raised at one step: a broken promise named after that step, never a traceback."""
+
+    def __init__(self, step: str, exc: BaseException):
+        super().__init__(step)
+        self.step, self.exc = step, exc
+
+    def promise(self) -> Promise:
+        return Promise(self.step, False, f"it raised {one_line(self.exc)}")
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception's type and the first line of its message (SQLAlchemy's run to a dozen lines)."""
+    message = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    message = message if len(message) <= 200 else message[:197] + "..."
+    return type(exc).__name__ + (f": {message}" if message else "")
+
+
+def step(name: str, fn, *args, passes: tuple[type[BaseException], ...] = ()):
+    """Call the plugin's fn; any exception but those in `passes` becomes StepFailed(name)."""
+    try:
+        return fn(*args)
+    except passes:
+        raise
+    except Exception as exc:
+        raise StepFailed(name, exc) from exc
+
+
 class _Bench:
     """The servers, pools and a seeded table for one backend's checks."""
 
@@ -44,7 +72,7 @@ class _Bench:
         self.monitor = pg.monitor_engine(services)
         self.writes = pg.writes_engine(services)
         ensure_schema(self.monitor)
-        backends.prepare_storage(self.monitor, [cls.name])
+        step("its ddl (created in the lab's schema)", backends.prepare_storage, self.monitor, [cls.name])
         self.table = CompanyTable(table_name(f"contract_{cls.name}_{time.monotonic_ns()}"))
         self.table.create(self.monitor)
         self.table.seed(self.writes, COMPANY, ROWS)
@@ -53,71 +81,83 @@ class _Bench:
     def backend(self, key: str, *, writes=None, routed: Services | None = None) -> Backend:
         ctx = BackendContext(self.services, self.monitor, writes or self.writes, self.table, {},
                              {"ttl_s": TTL_S}, routed=routed)
-        made = self.cls(ctx, key)
+        made = step(f"{self.cls.__name__}(ctx, key)", self.cls, ctx, key)
         self.made.append(made)
         return made
 
-    def close(self) -> None:
+    def close(self) -> list[Promise]:
+        """Close every instance made; a close() that raises is a broken promise (the first one is reported)."""
+        failed = []
         for made in self.made:
             try:
                 made.close()
-            except Exception:
-                pass
+            except Exception as exc:
+                failed.append(exc)
         drop_schema(self.monitor)
         self.monitor.dispose()
         self.writes.dispose()
+        return [StepFailed("close()", failed[0]).promise()] if failed else []
 
 
 def check(cls: type[Backend], services: Services) -> list[Promise]:
-    bench = _Bench(services, cls)
+    """Every promise, in order; the first step whose plugin code raises is the last line, broken."""
+    out: list[Promise] = []
     try:
-        return _promises(bench, cls, f"locklab:contract:{cls.name}:{time.monotonic_ns()}")
+        bench = _Bench(services, cls)
+    except StepFailed as exc:
+        return [exc.promise()]
+    try:
+        _promises(bench, cls, f"locklab:contract:{cls.name}:{time.monotonic_ns()}", out)
+    except StepFailed as exc:
+        out.append(exc.promise())
     finally:
-        bench.close()
+        out += bench.close()
+    return out
 
 
-def _promises(bench: _Bench, cls: type[Backend], key: str) -> list[Promise]:
-    out = []
+def _promises(bench: _Bench, cls: type[Backend], key: str, out: list[Promise]) -> None:
     first, second = bench.backend(key), bench.backend(key)
-    got = first.acquire()
+    got = step("acquire()", first.acquire)
     out.append(Promise("acquire() takes a fresh lock", got is True, "" if got else f"returned {got!r}"))
     if not got:
-        return out
-    result = first.rebuild(COMPANY, ROWS, "first")
+        return
+    result = step("rebuild()", first.rebuild, COMPANY, ROWS, "first")
     out.append(Promise("rebuild() commits one whole company", result.outcome == "committed"
                        and result.deleted == ROWS, "" if result.outcome == "committed" else
                        f"{result.outcome}: {result.error}"))
     if not cls.holds_across_writes():
         out.append(Promise("held() claims nothing between writes (no run-level lock declared)",
-                           first.held() is False))
-        first.release()
+                           step("held()", first.held) is False))
+        step("release()", first.release)
+        out += filter(None, [_bare_call(bench, key + ":bare")])
         out.append(_routable(bench, cls, key + ":route"))
-        return out
-    out.append(Promise("held() says the lock is held", first.held() is True))
-    refused = second.acquire() is False
+        return
+    out.append(Promise("held() says the lock is held", step("held()", first.held) is True))
+    refused = step("acquire() by a second run", second.acquire) is False
     out.append(Promise("a second run is refused while the first holds", refused))
-    out += _after_loss(bench, cls, first, second)
+    _after_loss(bench, cls, first, second, out)
+    out += filter(None, [_bare_call(bench, key + ":bare")])
     out.append(_routable(bench, cls, key + ":route"))
-    return out
 
 
-def _after_loss(bench: _Bench, cls, first: Backend, second: Backend) -> list[Promise]:
+def _after_loss(bench: _Bench, cls, first: Backend, second: Backend, out: list[Promise]) -> None:
     """Take the lock away for real (its session ended, its lease left to lapse), then ask the holder."""
-    first.suspend(30 * TTL_S)  # no renewals from here on: the lease lapses as a paused holder's would
-    if first.lock_pid is not None:
-        faults.terminate_confirmed(bench.monitor, first.lock_pid)
+    step("suspend()", first.suspend, 30 * TTL_S)  # no renewals from here on: the lease lapses as a paused holder's would
+    pid = step("lock_pid", lambda: first.lock_pid)
+    if pid is not None:
+        faults.terminate_confirmed(bench.monitor, pid)
     deadline = time.monotonic() + 4 * TTL_S + 2
     taken = False
     while not taken and time.monotonic() < deadline:
-        taken = second.acquire()
+        taken = step("acquire() by a second run after the first lost its lock", second.acquire)
         if not taken:
             time.sleep(0.1)  # the lock's server decides when it lapses; ask again
     if not taken:
         reason = "could not take the lock away within 4 TTL (a library thread keeps renewing it?)"
-        return [Promise("held() tells the truth after a loss", None, reason),
+        out += [Promise("held() tells the truth after a loss", None, reason),
                 Promise("release() after a loss raises LockLost", None, reason)]
-    out = []
-    held = first.held()
+        return
+    held = step("held() after a loss", first.held)
     out.append(Promise("held() tells the truth after a loss (and does not re-take the lock)", held is False,
                        "" if held is False else "held() returned True while another run held the lock"))
     try:
@@ -128,12 +168,30 @@ def _after_loss(bench: _Bench, cls, first: Backend, second: Backend) -> list[Pro
         out.append(Promise("release() after a loss raises LockLost", True))
     except Exception as exc:
         out.append(Promise("release() after a loss raises LockLost", False,
-                           f"it raised {type(exc).__name__}, not LockLost"))
-    still = second.held()
+                           f"it raised {one_line(exc)}, not LockLost"))
+    still = step("the second run's held()", second.held)
     out.append(Promise("the first run's release leaves the second run's lock alone", still is True,
                        "" if still else "after the first run's release the second run no longer holds"))
-    second.release()
-    return out
+    step("the second run's release() (after the first lost its lock)", second.release)
+
+
+def _bare_call(bench: _Bench, key: str) -> Promise | None:
+    """The library call the cost table times it against takes and gives back the lock, with the library alone."""
+    name = "bare_call() takes and releases the lock with the library alone"
+    backend = bench.backend(key)
+    bare = step("bare_call()", backend.bare_call, key)
+    if bare is None:  # it names no library call it wraps: nothing to check (the cost table says so)
+        return None
+    if not isinstance(bare, BareCall):
+        return Promise(name, False, f"it returned {type(bare).__name__}, not a BareCall or None")
+    try:
+        got = step(f"the bare call's acquire ({bare.call})", bare.acquire)
+        if not got:
+            return Promise(name, False, f"its acquire returned {got!r} for a lock nobody held")
+        step(f"the bare call's release ({bare.call})", bare.release)
+        return Promise(name, True)
+    finally:
+        step(f"the bare call's close ({bare.call})", bare.close)
 
 
 def _routable(bench: _Bench, cls, key: str) -> Promise:
@@ -147,19 +205,20 @@ def _routable(bench: _Bench, cls, key: str) -> Promise:
     writes = pg_engine(route.writes_url, pool_size=1) if route.writes_url is not None else None
     try:
         backend = bench.backend(key, writes=writes, routed=route.lock_services)
-        if not backend.acquire():
+        if not step("acquire() through the proxy", backend.acquire):
             return Promise(name, False, "acquire() through the proxy was refused")
         write_pid = None
         if writes is not None:  # the lock lives in the write: that connection is the one to carry
             with writes.connect() as conn:
                 write_pid = conn.execute(text("select pg_backend_pid()")).scalar()
-            backend.rebuild(COMPANY, ROWS, "routed")
+            step("rebuild() through the proxy", backend.rebuild, COMPANY, ROWS, "routed")
         try:
-            cut.confirm(Target(bench.services, bench.monitor, cls, lock_pid=backend.lock_pid, write_pid=write_pid))
+            lock_pid = step("lock_pid", lambda: backend.lock_pid)
+            cut.confirm(Target(bench.services, bench.monitor, cls, lock_pid=lock_pid, write_pid=write_pid))
         except FaultNotConfirmed as exc:
             return Promise(name, False, str(exc))
         finally:
-            backend.release()
+            step("release() through the proxy", backend.release)
         return Promise(name, True)
     finally:
         cut.close()
@@ -167,13 +226,21 @@ def _routable(bench: _Bench, cls, key: str) -> Promise:
             writes.dispose()
 
 
-def check_backend(name: str) -> int:
-    """Print each promise of the backend registered as name; 1 when any is broken, else 0."""
+def check_backend(name: str, services: Services | None = None) -> int:
+    """Print each promise of the backend registered as name; 1 when any is broken, else 0.
+
+    `services`: servers already started (the tests'); by default the lab starts the backend's own."""
     if name not in backends.names():
         raise LabError(f"unknown backend {name!r}; see 'lab list'")
     cls = backends.load(name)
-    with start_services(set(cls.services) | {"postgres"}) as services:
-        reason = cls.cannot_run(services)
+    if services is None:
+        with start_services(set(cls.services) | {"postgres"}) as started:
+            return check_backend(name, started)
+    try:
+        reason = step("cannot_run()", cls.cannot_run, services)
+    except StepFailed as exc:
+        promises = [exc.promise()]
+    else:
         if reason is not None:
             print(f"{name} does not run against these servers: {reason}")
             return 1

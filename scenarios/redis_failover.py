@@ -62,6 +62,9 @@ class RedisFailover(LeaseFaultScenario):
         reason = faults.load(self.fault).applies_to(backend_cls)
         if reason is None and variant == "behind_wait" and Capability.REPLICA_ACK not in backend_cls.capabilities:
             reason = "its library has no way to wait for a replica's acknowledgement (Redis WAIT)"
+        if reason is None and variant == "behind" and Capability.CONNECTION_HELD in backend_cls.capabilities:
+            reason = ("its lock is a subscription on the primary's connection, not a key: no write for the replica "
+                      "to be held behind on")
         return reason
 
     def pg_sessions(self, backend_cls, profile: str) -> int:

@@ -22,3 +22,71 @@ class DeclaredUnroutable(SessionLockAutocommit):
 
     name = "planted_unroutable"
     lock_routable = False
+
+
+class PluginBug(Exception):
+    """What a library raises from deep inside when a plugin misuses it: a message of several lines."""
+
+
+class RaisesAt(SessionLockAutocommit):
+    """Raises PluginBug at one step of `lab check-backend` (its `step`), as a first plugin's library might.
+
+    "second_release" raises only in the second instance's release(), the step of issue 33's traceback."""
+
+    name = "planted_raises"
+    step = ""
+    made = 0
+
+    @classmethod
+    def _bug(cls, where: str) -> None:
+        if cls.step == where:
+            raise PluginBug(f"planted in {where}()\n  (background on this error at: https://example.invalid)")
+
+    @classmethod
+    def cannot_run(cls, services):
+        cls._bug("cannot_run")
+        return super().cannot_run(services)
+
+    def __init__(self, ctx, key):
+        self._bug("init")
+        super().__init__(ctx, key)
+        type(self).made += 1
+        self.index = type(self).made
+
+    def acquire(self):
+        self._bug("acquire")
+        return super().acquire()
+
+    def rebuild(self, company, rows, run_id, point=None):
+        self._bug("rebuild")
+        return super().rebuild(company, rows, run_id) if point is None else super().rebuild(company, rows, run_id, point)
+
+    def held(self):
+        self._bug("held")
+        return super().held()
+
+    def release(self):
+        self._bug("release")
+        if self.index == 2:
+            self._bug("second_release")
+        super().release()
+
+    def bare_call(self, key):
+        self._bug("bare_call")
+        from backends.base import BareCall
+
+        bare = type(self).__new__(type(self))
+        SessionLockAutocommit.__init__(bare, self.ctx, key)
+        return BareCall("planted: the backend's own acquire and release", bare.acquire,
+                        lambda: SessionLockAutocommit.release(bare), lambda: SessionLockAutocommit.close(bare))
+
+    def close(self):
+        super().close()
+        self._bug("close")
+
+
+# One class per step, so a registry entry ("module:Class") names each.
+STEPS = ("cannot_run", "init", "acquire", "rebuild", "held", "release", "second_release", "bare_call", "close")
+for _step in STEPS:
+    globals()[f"RaisesAt_{_step}"] = type(f"RaisesAt_{_step}", (RaisesAt,), {"name": f"planted_raises_{_step}",
+                                                                             "step": _step, "__module__": __name__})

@@ -21,6 +21,7 @@ RELEASE_AFTER_LOSS = [
     ("tooz_etcd", "etcd3gw", "false", ""),
     ("sherlock_redis", "sherlock", "exception", "LockException"),
     ("sherlock_etcd", "sherlock", "exception", "LockException"),
+    ("redis_asyncio", "redis.asyncio", "exception", "LockNotOwnedError"),
 ]
 
 
