@@ -114,7 +114,7 @@ class PortalockerRedisLock(Backend):
             raise LockLost("portalocker had recorded the lock lost (lost=True) before release", told="false")
 
     def bare_call(self, key: str) -> BareCall | None:
-        client = _client(self.ctx.lock_services.redis_url, self.TIMEOUT_S)
+        client = _client(self.ctx.lock_services.redis(), self.TIMEOUT_S)
         lock = RedisLock(f"locklab:{key}", connection=client, interrupt_on_lost=False)
         return BareCall("portalocker RedisLock.acquire(timeout=0, fail_when_locked=True); release()",
                         lambda: lock.acquire(timeout=0, fail_when_locked=True), lock.release, client.close)

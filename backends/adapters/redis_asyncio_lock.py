@@ -53,7 +53,7 @@ class RedisAsyncioLock(LeaseBackend):
         self.client, self.lock = self._make(key)
 
     def _make(self, key: str):
-        client = redis.asyncio.Redis.from_url(self.ctx.lock_services.redis_url, socket_timeout=self.ttl,
+        client = redis.asyncio.Redis.from_url(self.ctx.lock_services.redis(), socket_timeout=self.ttl,
                                               socket_connect_timeout=self.ttl)
         return client, redis.asyncio.lock.Lock(client, f"locklab:{key}", timeout=self.ttl)
 
@@ -76,7 +76,7 @@ class RedisAsyncioLock(LeaseBackend):
     def bare_call(self, key: str) -> BareCall | None:
         """The library's asyncio Lock on a client and an event loop of its own."""
         loop = _Loop()
-        client = redis.asyncio.Redis.from_url(self.ctx.lock_services.redis_url, socket_timeout=self.ttl,
+        client = redis.asyncio.Redis.from_url(self.ctx.lock_services.redis(), socket_timeout=self.ttl,
                                               socket_connect_timeout=self.ttl)
         lock = redis.asyncio.lock.Lock(client, f"locklab:{key}", timeout=self.ttl)
 
