@@ -30,6 +30,7 @@ def plain(text: str) -> str:
     text = re.sub(r"\b(?:lock:)?locklab[:\-][^\s'\")]*", "<key>", text)
     text = re.sub(r"^(\w+): \(.*", r"\1", text)  # an exception whose message is a tuple's repr: its name says it
     text = re.sub(r"port=\d+", "port=…", text)
+    text = re.sub(r"\b[0-9a-f]{32}\b", "<id>", text)  # a library's random lock id
     return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT - 1].rstrip() + "…"
 
 
