@@ -1,4 +1,15 @@
-"""The write transaction shared by the PostgreSQL backends: delete + insert per company."""
+"""The write transaction shared by the PostgreSQL backends: delete + insert per company, each company claimed first.
+
+An advisory lock per company (write_transaction's lock_key), a parent row locked, a "rebuild in progress"
+row inserted or a job row taken with SKIP LOCKED (claimed_transaction's claim) all come before the
+delete, in the same transaction, so the claim and the writes commit or roll back together; the
+idempotent rebuild claims nothing and replaces delete + insert by an upsert on a natural key. One
+function keeps the points, the lock_timeout, the wait and the indeterminate-commit handling for all.
+
+A claim that finds the company taken by another run and does not wait (the queue's SKIP LOCKED)
+returns False: that company is left to the run that has it, and a rebuild of it alone ends as
+"skipped".
+"""
 
 from __future__ import annotations
 
@@ -6,7 +17,7 @@ import time
 from typing import Callable
 
 from sqlalchemy import text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from backends.base import Point, RebuildResult, describe_error, no_point
@@ -93,6 +104,10 @@ def commit_failure(exc: SQLAlchemyError, engine: Engine, table: CompanyTable, co
     return RebuildResult("failed", waited=waited, error=describe_error(exc), sqlstate=sqlstate(exc))
 
 
+Claim = Callable[[Connection, int], bool]  # True: the company is this transaction's; False: another run has it
+Write = Callable[[Connection, int, int, str, Point], int]  # rebuild one company; returns rows deleted
+
+
 def write_transaction(engine: Engine, table: CompanyTable, companies: list[int], rows: int, run_id: str,
                       *, point: Point = no_point, lock_key: Callable[[int], str] | None = None,
                       isolation: str = "READ COMMITTED", lock_timeout_ms: int | None = None,
@@ -106,7 +121,29 @@ def write_transaction(engine: Engine, table: CompanyTable, companies: list[int],
     An error before COMMIT is "failed" (rolled back); a broken connection while COMMIT was
     in flight is "indeterminate", resolved by reading the table afterwards (commit_failure).
     """
-    waited, deleted, window = 0.0, 0, CommitWindow()
+    def lock(conn: Connection, company: int) -> bool:
+        assert lock_key is not None
+        conn.execute(_XACT_LOCK, {"k": lock_key(company)})
+        return True  # it waits for the company: never another run's
+
+    def write(conn: Connection, company: int, n: int, run: str, hook: Point) -> int:
+        return table.rebuild(conn, company, n, run, hook, use_copy=use_copy)
+
+    return claimed_transaction(engine, table, companies, rows, run_id, point=point,
+                               claim=None if lock_key is None else lock, write=write, isolation=isolation,
+                               lock_timeout_ms=lock_timeout_ms)
+
+
+def claimed_transaction(engine: Engine, table: CompanyTable, companies: list[int], rows: int, run_id: str,
+                        *, point: Point = no_point, claim: Claim | None = None, write: Write | None = None,
+                        isolation: str = "READ COMMITTED", lock_timeout_ms: int | None = None) -> RebuildResult:
+    """Rebuild companies, in the order given, in one transaction, each claimed first (in its own statement).
+
+    Companies another run holds (claim returned False) are left out; when every company was, the
+    transaction rolls back and the result is "skipped", with the companies named in its error.
+    """
+    write = write or (lambda conn, company, n, run, hook: table.rebuild(conn, company, n, run, hook))
+    waited, deleted, skipped, window = 0.0, 0, [], CommitWindow()
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level=isolation)
@@ -115,17 +152,30 @@ def write_transaction(engine: Engine, table: CompanyTable, companies: list[int],
                 if lock_timeout_ms is not None:
                     conn.execute(text(f"set local lock_timeout = {int(lock_timeout_ms)}"))
                 for company in companies:
-                    if lock_key is not None:
+                    if claim is not None:
                         start = time.monotonic()
-                        conn.execute(_XACT_LOCK, {"k": lock_key(company)})
-                        waited += time.monotonic() - start
+                        try:
+                            ours = claim(conn, company)
+                        finally:
+                            waited += time.monotonic() - start
+                        if not ours:
+                            skipped.append(company)
+                            continue
                         point("after_lock", conn)
-                    deleted += table.rebuild(conn, company, rows, run_id, point, use_copy=use_copy)
+                    deleted += write(conn, company, rows, run_id, point)
+                if len(skipped) == len(companies):
+                    trans.rollback()
+                    return RebuildResult("skipped", waited=waited, error=_skipped(skipped))
                 window.commit(trans)
             point("after_commit", None)
-        return RebuildResult("committed", deleted=deleted, waited=waited)
+        return RebuildResult("committed", deleted=deleted, waited=waited, error=_skipped(skipped) if skipped else None)
     except SQLAlchemyError as exc:
-        return window.failure(exc, engine, table, companies, run_id, deleted=deleted, waited=waited)
+        return window.failure(exc, engine, table, [c for c in companies if c not in skipped], run_id,
+                              deleted=deleted, waited=waited)
+
+
+def _skipped(companies: list[int]) -> str:
+    return f"skipped: compan{'y' if len(companies) == 1 else 'ies'} {companies} held by another run"
 
 
 LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout fired

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from sqlalchemy import text
 
-from backends._claimed import claimed_transaction
+from backends._writes import claimed_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from backends._claimed import claimed_transaction
-from backends._writes import CommitWindow
+from backends._writes import CommitWindow, claimed_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA

@@ -20,8 +20,8 @@ from typing import ClassVar
 
 from sqlalchemy import text
 
-from backends._claimed import claimed_transaction
 from backends._in_write import LockInWrite
+from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult
 from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA

@@ -19,8 +19,8 @@ from typing import ClassVar
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from backends._claimed import claimed_transaction
 from backends._in_write import LockInWrite
+from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult, describe_error
 from lab.capabilities import Capability
 from lab.harness.workload import SCHEMA

@@ -104,7 +104,11 @@ class PortalockerRedisLock(Backend):
         return any(c.get("name") == self.lock.client_name and int(c.get("sub", 0)) > 0 for c in clients)
 
     def release(self) -> None:
-        lost = self.lock.lost
+        """Give the lock back; LockLost when it was not this run's any more (a release never lies): never
+        granted or released already, its subscription gone from the server, or the library's own lost flag."""
+        if not self.granted:
+            raise LockLost("it was not held: never granted, or released already")
+        subscribed, lost = self.held(), self.lock.lost
         self.granted = False
         try:
             self.lock.release()
@@ -112,6 +116,9 @@ class PortalockerRedisLock(Backend):
             raise LockLost(f"release failed: {describe_error(exc)}") from exc
         if lost:  # the library had recorded the loss; its release() itself says nothing
             raise LockLost("portalocker had recorded the lock lost (lost=True) before release", told="false")
+        if not subscribed:
+            raise LockLost("its subscription was gone from the server before release: another run could have it",
+                           told="false")
 
     def bare_call(self, key: str) -> BareCall | None:
         client = _client(self.ctx.lock_services.redis(), self.TIMEOUT_S)

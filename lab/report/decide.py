@@ -20,7 +20,7 @@ from lab.report.common import declaration, ordered_backends
 from lab.report.matrix import Cell, Mark, columns_run, fault_records, judge
 from lab.report.sections import RunView, section
 
-HELD_ACROSS_WRITES = frozenset({"session_lock", "lease_expiry"})
+HELD_ACROSS_WRITES = frozenset({"session_lock", "lease_expiry", "connection_held"})  # as Backend.holds_across_writes
 
 
 @dataclass(frozen=True)

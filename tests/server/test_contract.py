@@ -34,7 +34,7 @@ def test_backend_contract(make, engines, name):
     assert first.acquire() is True
     result = first.rebuild(1, 250, "first")
     assert result.outcome == "committed" and result.deleted == 250
-    if "session_lock" in cls.capabilities or "lease_expiry" in cls.capabilities:
+    if cls.holds_across_writes():
         assert first.held() is True  # as the lock's server sees it
         assert second.acquire() is False  # the run-level right excludes a second run
         first.release()
