@@ -1,0 +1,30 @@
+"""The lock's own server stopped past the TTL (scenarios/server_pause.py), on the session's real Redis and etcd."""
+
+import psutil
+import pytest
+
+from lab.harness import ops
+from scenarios.server_pause import ServerPause
+from tests.server.test_lease_faults import run
+
+pytestmark = pytest.mark.server
+
+
+def test_a_stopped_redis_lets_the_lease_lapse_and_the_fence_alone_refuses_the_holder(services, engines):
+    m, verdict = run(services, engines, ServerPause(), "redis")
+    assert m["evidence"]["process_state"] == "T" and m["evidence"]["service"] == "redis", m["evidence"]
+    # Who reaches the resumed server first, the holder's renewal or the contender, decides the lease; the
+    # contender's requests that timed out meanwhile are in its history as acquires of unknown outcome.
+    history = ops.from_json(m["history"])
+    timed_out = any(o.process == "contender" and o.f is ops.F.ACQUIRE and o.type is ops.Type.INFO for o in history)
+    assert verdict == ("stale write accepted" if m["contender"]["acquired"] else "held"), (verdict, timed_out)
+    m, verdict = run(services, engines, ServerPause(), "redis_fenced")
+    assert verdict in ("stale write rejected", "held"), verdict  # the fence never lets the stale write in
+    server = services.embedded["redis"]
+    assert all(psutil.Process(pid).status() != psutil.STATUS_STOPPED for pid in server.pids)  # healed
+
+
+def test_a_lock_on_postgresql_is_not_paused_by_this_fault():
+    from backends import load
+
+    assert "pausing the run's PostgreSQL" in ServerPause().fault().applies_to(load("lease_row"))
