@@ -60,6 +60,8 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault) -> LeaseF
     try:
         fault.prepare(env.services, cls)
         route = fault.route(env.services, cls)
+        if route.holder_services is not None:  # the holder runs where the servers have other addresses (a namespace)
+            spec.update(route.holder_services.to_addresses())
         if route.lock_services is not None:
             spec["lock_addresses"] = route.lock_services.to_addresses()
         if route.writes_url is not None:

@@ -30,7 +30,7 @@ from lab.harness.outcomes import DoesNotRun
 from lab.harness.workload import ensure_schema
 from lab.servers.clients import parse_pg_dsn, pg_engine
 from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters
-from lab.servers.netns import NamespaceUnavailable, NetNamespace
+from lab.servers.netns import Bridge, NamespaceUnavailable, NetNamespace
 from lab.servers.services import SERVICE_NAMES, Services
 from lab.servers.slow_link import LinkUnavailable, SlowLink, unavailable_reason
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
@@ -92,37 +92,32 @@ class SlowNetwork(LeaseFaultScenario):
 
 def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault) -> LeaseFaultMeasures:
     """One lease-fault trial with this fault (made with its strength) on servers of its own in a private network
-    namespace; Skip where the namespace, iptables or the run's own PostgreSQL binaries are missing."""
+    namespace; Skip where the namespace, iptables or the run's own PostgreSQL binaries are missing.
+
+    The servers and the holder are inside; the lab's side of the trial (the contender, the monitor, the fault's
+    probe and rules) runs on the lab's threads outside, reaching the servers through a bridge each."""
     reason = unavailable_reason()
     if reason is not None:
         raise Skip(DoesNotRun(reason))
     run_server = env.services.embedded.get("postgres")
     if run_server is None or env.services.tmp is None:
         raise Skip(EXTERNAL)
+    cls = backends.load(env.spec.backend)
     try:
         namespace = NetNamespace()
     except NamespaceUnavailable as exc:
         raise Skip(DoesNotRun(str(exc))) from None
     root = Path(tempfile.mkdtemp(prefix="slownet-", dir=env.services.tmp))
     root.chmod(0o755)
-    try:
-        return namespace.run(_trial_inside, env, fault, namespace, root, run_server.bin)
-    finally:
-        namespace.close()
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def _trial_inside(env: TrialEnv, fault: SlowNetworkFault, namespace: NetNamespace, root: Path,
-                  bin_dir: Path) -> LeaseFaultMeasures:
-    """The trial, on a thread inside the namespace: its servers, clients, holder and probe are all there."""
-    cls = backends.load(env.spec.backend)
-    services = Services(tmp=None)
+    inside = Services(tmp=None)  # the servers as the holder reaches them
+    bridges: list[Bridge] = []
     monitor = writes = None
     try:
-        _start_inside(services, cls.services, root, namespace, bin_dir)
-        monitor = pg_engine(services.pg(), isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
+        namespace.run(_start_inside, inside, cls.services, root, namespace, run_server.bin)
+        outside = _bridged(inside, namespace, bridges)  # the same servers as the lab reaches them
+        monitor = pg_engine(outside.pg(), isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
                             connect_args={"application_name": "locklab-monitor"})
-        writes = pg_engine(services.pg(), pool_pre_ping=True, pool_size=2,
+        writes = pg_engine(outside.pg(), pool_pre_ping=True, pool_size=2,
                            connect_args={"application_name": "locklab-writes"})
         ensure_schema(monitor)
         backends.prepare_storage(monitor, [cls.name])
@@ -130,19 +125,23 @@ def _trial_inside(env: TrialEnv, fault: SlowNetworkFault, namespace: NetNamespac
             link = SlowLink(namespace)
         except LinkUnavailable as exc:
             raise Skip(DoesNotRun(str(exc))) from None
-        fault.attach(link)
-        return lease_fault_trial(replace(env, services=services, monitor=monitor, writes=writes), fault)
+        fault.attach(link, inside)
+        return lease_fault_trial(replace(env, services=outside, monitor=monitor, writes=writes), fault)
     finally:
         for engine in (monitor, writes):
             if engine is not None:
                 engine.dispose()
-        services.stop()
+        for bridge in bridges:
+            bridge.stop()
+        inside.stop()
+        namespace.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _start_inside(services: Services, needed: tuple[str, ...], root: Path, namespace: NetNamespace,
                   bin_dir: Path) -> None:
-    """Start the servers a backend needs inside the namespace, each recorded in services as it comes up (so that
-    services.stop() stops whatever did start)."""
+    """Start the servers a backend needs, on a thread inside the namespace (their readiness checks connect from it),
+    each recorded in services as it comes up, so that services.stop() stops whatever did start."""
     for name in (n for n in SERVICE_NAMES if n in needed):
         if name == "postgres":
             pg = EmbeddedPostgres(root, bin_dir=bin_dir, netns=namespace.fd, name="slownet")
@@ -164,3 +163,15 @@ def _start_inside(services: Services, needed: tuple[str, ...], root: Path, names
             services.embedded[name] = etcd
             etcd.start()
             services.etcd_endpoint = etcd.endpoint
+
+
+def _bridged(inside: Services, namespace: NetNamespace, bridges: list[Bridge]) -> Services:
+    """inside's addresses as the lab reaches them: each server through a bridge of its own (appended to bridges)."""
+    outside = replace(inside, embedded={}, tmp=None)
+    for service in (n for n in SERVICE_NAMES if n in inside.embedded):
+        ports = []
+        for _, port in inside.addresses(service):
+            bridges.append(bridge := Bridge(namespace, port).start())
+            ports.append(bridge.port)
+        outside = outside.routed(service, ports)
+    return outside

@@ -68,6 +68,7 @@ class Route:
     lock_services: Services | None = None  # the lock's own connection (session lock, lease, Redis, etcd)
     writes_url: URL | None = None  # the writes' connection, when the lock lives inside the write
     netns: int | None = None  # a network namespace the holder must run in for the fault to reach its packets
+    holder_services: Services | None = None  # every server as the holder reaches them from there, when not as the lab does
 
 
 class Fault:

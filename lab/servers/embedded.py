@@ -14,6 +14,7 @@ etcd runs without auth: see EmbeddedEtcd.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import pwd
 import re
@@ -22,6 +23,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import urllib.request
 from pathlib import Path
 
 from lab.errors import ServiceError
@@ -336,6 +338,11 @@ class EmbeddedEtcd(_OneProcess):
         wait_ready(self._ping, self.proc, "embedded etcd", self.log_path)
 
     def _ping(self) -> str:
+        if self.netns is not None:
+            # gRPC opens its connections from threads of its own, which need not be in this namespace: ask over
+            # HTTP from the calling thread, which is.
+            with urllib.request.urlopen(f"http://{self.endpoint}/version", timeout=1) as answer:
+                return json.load(answer)["etcdserver"]
         from lab.servers.clients import etcd_client
 
         return etcd_client(self.endpoint, timeout=1).status().version

@@ -18,10 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
-import threading
-import time
 from dataclasses import dataclass
 
 from lab.servers.netns import NetNamespace
@@ -88,7 +85,8 @@ class SlowLink:
             result = subprocess.run([binary, *argv[1:]], input=stdin, capture_output=True, text=True, timeout=30)
         if result.returncode != 0:
             said = (result.stderr or result.stdout).strip().splitlines()
-            raise LinkUnavailable(f"{argv[0]} refused the slowed link's rules: {said[-1] if said else result.returncode}")
+            why = said[-1] if said else f"exit code {result.returncode}"
+            raise LinkUnavailable(f"{argv[0]} refused the slowed link's rules: {why}")
         return result.stdout
 
     def _restore(self, rules: str) -> None:
@@ -149,59 +147,3 @@ class SlowLink:
         for pid in re.findall(r"pid=(\d+)", shown):
             owners[int(pid)] = owners.get(int(pid), 0) + 1
         return owners
-
-
-class EchoProbe:
-    """A UDP echo inside the namespace, on a port the link watches: what a fault does to its datagrams it does to
-    the lock's packets (the same rules, the same hook, the same queue delay), measured where it can be."""
-
-    def __init__(self, namespace: NetNamespace):
-        self.namespace = namespace
-        with namespace.entered():
-            self._server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            self._server.bind(("127.0.0.1", 0))
-            self._client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            self._client.bind(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        self._server.settimeout(0.1)  # so that close() ends the echo within that
-        self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._echo, name="locklab-echo", daemon=True)
-        self._thread.start()
-
-    def _echo(self) -> None:
-        while not self._closed.is_set():
-            try:
-                data, peer = self._server.recvfrom(64)
-                self._server.sendto(data, peer)
-            except socket.timeout:
-                continue
-            except OSError:  # closed under it
-                return
-
-    def round_trips(self, count: int, spacing_s: float, within_s: float) -> list[float | None]:
-        """Send count datagrams spacing_s apart; each one's round trip, or None if it never came back within_s."""
-        sent: dict[int, float] = {}
-        back: dict[int, float] = {}
-        for n in range(count):
-            sent[n] = time.monotonic()
-            self._client.sendto(n.to_bytes(4, "big"), ("127.0.0.1", self.port))
-            self._collect(sent, back, until=time.monotonic() + spacing_s)
-        self._collect(sent, back, until=time.monotonic() + within_s, all_of=count)
-        return [round(back[n] - sent[n], 4) if n in back else None for n in range(count)]
-
-    def _collect(self, sent: dict[int, float], back: dict[int, float], until: float, all_of: int | None = None) -> None:
-        while (remaining := until - time.monotonic()) > 0 and (all_of is None or len(back) < all_of):
-            self._client.settimeout(remaining)
-            try:
-                data = self._client.recv(64)
-            except (socket.timeout, BlockingIOError):
-                return
-            n = int.from_bytes(data[:4], "big")
-            if n in sent and n not in back:
-                back[n] = time.monotonic()
-
-    def close(self) -> None:
-        self._closed.set()
-        self._thread.join(1.0)
-        self._server.close()
-        self._client.close()
