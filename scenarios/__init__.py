@@ -12,6 +12,7 @@ REGISTRY = Registry("scenario", {
     "rules": "scenarios.rules:Rules",
     "pause": "scenarios.pause:Pause",
     "cut": "scenarios.cut:Cut",
+    "slow_network": "scenarios.slow_network:SlowNetwork",
     "restart": "scenarios.restart:Restart",
     "server_pause": "scenarios.server_pause:ServerPause",
     "etcd_partition": "scenarios.etcd_partition:EtcdPartition",

@@ -36,8 +36,9 @@ COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
 
 
-def lease_fault_trial(env: TrialEnv, which: str | type[Fault]) -> LeaseFaultMeasures:
-    """One trial of this shape with the fault named (lab/faults) or given as a class (declared by its scenario)."""
+def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault) -> LeaseFaultMeasures:
+    """One trial of this shape with the fault named (lab/faults), given as a class (declared by its scenario) or
+    made already, with its strength (lab/faults/slow_network.py)."""
     cls = backends.load(env.spec.backend)
     fault = faults.load(which)
     reason = fault.cannot_run(cls, env.services)
@@ -59,18 +60,20 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault]) -> LeaseFaultMeas
     try:
         fault.prepare(env.services, cls)
         route = fault.route(env.services, cls)
+        if route.holder_services is not None:  # the holder runs where the servers have other addresses (a namespace)
+            spec.update(route.holder_services.to_addresses())
         if route.lock_services is not None:
             spec["lock_addresses"] = route.lock_services.to_addresses()
         if route.writes_url is not None:
             spec["writes_dsn"] = route.writes_url.render_as_string(hide_password=False)
-        holder = HolderProcess(spec)
+        holder = HolderProcess(spec, netns=route.netns)
         acquired = holder.wait_for("acquire", 30)
         if not acquired["granted"]:
             raise LabError("the holder could not take a fresh lock")
         effective_ttl = float(acquired.get("ttl") or ttl)
         at_point = holder.wait_for("at_point", 30)
         target = Target(env.services, env.monitor, cls, holder=holder, lock_pid=acquired.get("lock_pid"),
-                        write_pid=at_point.get("write_pid"))
+                        write_pid=at_point.get("write_pid"), ttl_s=effective_ttl)
         t_fault = time.monotonic()
         fault.inject(target)
         evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict

@@ -32,9 +32,12 @@ FAULTS: dict[str, type[Fault]] = {"pause": Pause, "cut": Cut, "restart": Restart
                                    "redlock_restart": RedlockMasterRestart, "net_drop": NetDrop}
 
 
-def load(fault: str | type[Fault]) -> Fault:
+def load(fault: str | type[Fault] | Fault) -> Fault:
     """A fresh instance of a fault: one registered here by name, or a fault class a scenario declares
-    in its own module (a new fault is then that one file plus its scenario's registry line)."""
+    in its own module (a new fault is then that one file plus its scenario's registry line); a fault
+    already made (one constructed with its strength, lab/faults/slow_network.py) is itself."""
+    if isinstance(fault, Fault):
+        return fault
     return FAULTS[fault]() if isinstance(fault, str) else fault()
 
 

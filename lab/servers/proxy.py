@@ -88,7 +88,7 @@ class BlackholeProxy:
         while not self._closed.is_set():
             try:
                 client, (_, client_port) = listener.accept()
-                upstream = socket.create_connection(self.target, timeout=5)
+                upstream = self._connect_upstream()
             except (socket.timeout, TimeoutError):
                 continue
             except OSError:
@@ -104,6 +104,10 @@ class BlackholeProxy:
             for src, dst, way in ((client, upstream, "to_server"), (upstream, client, "to_client")):
                 threading.Thread(target=self._pump, args=(src, dst, record, way), name="proxy-pump",
                                  daemon=True).start()
+
+    def _connect_upstream(self) -> socket.socket:
+        """A new connection to the target, for one client (a subclass may open it elsewhere: in a namespace)."""
+        return socket.create_connection(self.target, timeout=5)
 
     def _record(self, client_port: int, upstream_port: int) -> Relayed:
         """What the proxy keeps about a new connection (a subclass may learn more about it)."""
