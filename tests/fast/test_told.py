@@ -27,6 +27,27 @@ def test_each_channel_becomes_a_signal_in_time_order():
     assert first_after(found, 2.0) is None
 
 
+def test_a_librarys_callback_is_a_signal_of_its_own_and_the_holder_process_reports_it():
+    """kazoo's state listener: what the backend passes to told.callback() reaches the holder's events, then the
+    table, as a callback (a contender in the lab's own process has no listener: it goes nowhere)."""
+    from lab.harness import told
+
+    heard = []
+    told.callback("its state listener", "SUSPENDED")  # nobody listening: nothing happens
+    told.listen(lambda via, text: heard.append(ev("callback", 0.7, via=via, text=text)))
+    try:
+        told.callback("its state listener", "SUSPENDED")
+    finally:
+        told.listen(None)
+    told.callback("its state listener", "LOST")
+    assert heard == [ev("callback", 0.7, via="its state listener", text="SUSPENDED")]
+    found = signals([ev("acquire", 0.0, granted=True), *heard], T0)
+    assert [(s["at"], s["how"], s["via"], s["text"]) for s in found] == [(0.7, "callback", "its state listener",
+                                                                            "SUSPENDED")]
+    assert told_cell([lease_trial(found)]) == ("a callback from its state listener: `SUSPENDED`; 1/1, -0.30 s, "
+                                               "before its stale write committed")
+
+
 def test_a_quiet_holder_has_no_signal():
     events = [ev("acquire", 0.0), ev("write", 1.3, outcome="committed"), ev("held", 1.4, held=False),
               ev("release", 1.5, result="released")]
