@@ -16,6 +16,7 @@ REGISTRY = Registry("scenario", {
     "restart": "scenarios.restart:Restart",
     "server_pause": "scenarios.server_pause:ServerPause",
     "etcd_partition": "scenarios.etcd_partition:EtcdPartition",
+    "zookeeper_partition": "scenarios.zookeeper_partition:ZooKeeperPartition",
     "failover": "scenarios.failover:Failover",
     "redis_failover": "scenarios.redis_failover:RedisFailover",
     "redlock_restart": "scenarios.redlock_restart:RedlockRestart",

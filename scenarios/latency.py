@@ -37,7 +37,7 @@ WAITS = "a thread of the same process polling the backend's own acquire() in a t
 
 # The floor each backend's ratio is taken to, by the service its lock lives on.
 FLOOR_OF = {"postgres": "select 1", "redis": "PING (redis-py)", "redlock": "PING (redis-py, one master)",
-            "etcd": "put"}
+            "etcd": "put", "zookeeper": "set (kazoo)"}
 _COMMIT_TABLE = f"{SCHEMA}.latency_commits"
 
 # The goal: a backend's median acquire + release at most this many times its bare library call's.
@@ -401,6 +401,8 @@ class _Floors:
             self._redis(env.services.redis() if service == "redis" else env.services.redlock()[0], service)
         elif service == "etcd":
             self._etcd(env)
+        elif service == "zookeeper":
+            self._zookeeper(env)
 
     def sample(self) -> dict[str, float]:
         return {name: _timed(call) for name, call in self.calls.items()}
@@ -444,6 +446,19 @@ class _Floors:
         client.put(key, "0")
         self.calls["range"] = lambda: client.get(key)
         self.calls["put"] = lambda: client.put(key, "1")
+
+
+    def _zookeeper(self, env: TrialEnv) -> None:
+        """A read and a write (logged and synced like a lock node's create and delete) on a kazoo client."""
+        from kazoo.client import KazooClient  # the libraries extra: only ZooKeeper locks get here
+
+        client = KazooClient(hosts=env.services.zookeeper())
+        client.start()
+        self._closers += [client.stop, client.close]
+        path = f"/locklab-floor/{env.key('floor').replace('/', '|')}"
+        client.ensure_path(path)
+        self.calls["exists (kazoo)"] = lambda: client.exists(path)
+        self.calls["set (kazoo)"] = lambda: client.set(path, b"1")
 
 
 def _raw_redis(url: str) -> socket.socket:

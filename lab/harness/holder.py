@@ -57,8 +57,11 @@ def _relay_thread_exception(args) -> None:
 
 
 def _listen_to_libraries() -> None:
+    from lab.harness import told
+
     logging.getLogger().addHandler(_LogRelay())
     threading.excepthook = _relay_thread_exception
+    told.listen(lambda via, text: _emit("callback", via=via, text=text))
 
 
 def main() -> None:

@@ -18,6 +18,17 @@ class Pausable(Protocol):
 
 
 @runtime_checkable
+class Restartable(Protocol):
+    """It can be stopped and started again in place (same address, same data), and the lab knows its pids,
+    so a restart is confirmed by new ones."""
+
+    @property
+    def pids(self) -> list[int]: ...
+
+    def restart(self) -> None: ...
+
+
+@runtime_checkable
 class FailsOver(Protocol):
     """A PostgreSQL primary with a standby: the primary crashes and the standby is promoted."""
 
