@@ -23,10 +23,12 @@ from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
 WAIT_POLL_S = 0.2  # a short wait keeps the main thread responsive to Ctrl-C
 
 
-def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> None:
+def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> list[tuple[float, int]]:
     """Record the scenario's skipped trials, then run the others, as many at once as its parallelism and
     its session budget allow. An error or Ctrl-C sets the stop (waking every waiting trial) and is raised;
-    what was in flight is not recorded."""
+    what was in flight is not recorded.
+
+    Returns each finished trial's floor and session cost, for the scenario's lower bound (finished_floor)."""
     runnable = _record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
@@ -35,28 +37,45 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=scenario.name)
     queue = capacity_plan.Dispatch([(spec, ctx.plan.cost(scenario, spec, ctx.profile)) for spec in runnable],
                                    budget, scarce_first=wave is not None and wave.limited)
+    declared = scenario.trial_floor(ctx.profile)
+    floors: list[tuple[float, int]] = []
     try:
-        in_flight: dict[Future, tuple[TrialSpec, int]] = {}
+        in_flight: dict[Future, tuple[TrialEnv, int]] = {}
         while (queue and not ctx.stop.is_set()) or in_flight:
             # Start what fits: a trial whose sessions are not free yet waits without holding a worker,
             # and a later one that fits (a Redis lock's, which needs none) goes first.
             for spec, sessions in [] if ctx.stop.is_set() else queue.ready(workers - len(in_flight)):
-                in_flight[pool.submit(run_trial, scenario, ctx.trial_env(spec, params))] = (spec, sessions)
+                env = ctx.trial_env(spec, params)
+                in_flight[pool.submit(run_trial, scenario, env)] = (env, sessions)
             finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
             for future in finished:
-                _, sessions = in_flight.pop(future)
+                env, sessions = in_flight.pop(future)
                 budget.give(sessions)
                 record = future.result()
                 if record is not None and not ctx.stop.is_set():
                     ctx.folder.append(record)
+                    floor = finished_floor(scenario, env, record, declared)
+                    if floor is not None:
+                        floors.append((floor, sessions))
                 shown.advance(record)
             shown.tick()
+        return floors
     except BaseException:
         # Wake every waiting trial now; what is in flight is not recorded.
         ctx.stop.set()
         raise
     finally:
         pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
+
+
+def finished_floor(scenario: Scenario, env: TrialEnv, record: TrialRecord, declared: float) -> float | None:
+    """Seconds a finished trial could not have taken less: its declared timers or the longer waits it was seen
+    to sit through, plus the time inside its own measurement; never more than it took. None for a trial that
+    did not finish (skipped, broken): its time says nothing about what the scenario must wait."""
+    if record.get("status") != "ok":
+        return None
+    floor = max(declared, env.waited) + scenario.measured_seconds(record.get("measures") or {})
+    return min(floor, record.get("duration", floor))
 
 
 def run_trial(scenario: Scenario, env: TrialEnv) -> TrialRecord | None:
