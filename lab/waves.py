@@ -121,6 +121,11 @@ class Dispatch(Generic[T]):
     def __bool__(self) -> bool:
         return bool(self._waiting)
 
+    def clear(self) -> int:
+        """Drop every trial still waiting (the scenario needs no more); returns how many."""
+        dropped, self._waiting = len(self._waiting), []
+        return dropped
+
     def ready(self, slots: int) -> list[tuple[T, int]]:
         """Up to `slots` trials whose sessions are free now, taken from the budget, earliest first."""
         started: list[tuple[T, int]] = []

@@ -313,6 +313,16 @@ class Scenario(ABC):
         scenario whose trials time work says how much from their measures."""
         return 0.0
 
+    def enough(self, profile: str, done: list[dict]) -> bool:
+        """Whether the trials finished so far (their records) make this scenario's figures precise enough that the
+        repetitions still planned need not run (lab/harness/precision.py). False: every planned trial runs; a
+        scenario whose repetitions are trials of their own (the cost table) overrides it."""
+        return False
+
+    def precision(self, profile: str, done: list[dict]) -> dict | None:
+        """What the run records about how its repetitions ended (the rule's outcome), for the report; None: nothing."""
+        return None
+
     def at_once(self, profile: str, costs: Sequence[int], sessions: int | None) -> int:
         """The most trials that can run together: parallelism(), and no more than fit in the sessions the
         server allows the scenario (lab/waves.py), the cheapest first."""

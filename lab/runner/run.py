@@ -129,16 +129,19 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
         ctx.sampler.take_peak()
     finished = run_trials(ctx, scenario, shown)
     sessions = wave.budget if wave is not None else None
-    floors, costs = [f for f, _ in finished], [c for _, c in finished]
-    bound = scenario.lower_bound(ctx.profile, floors, costs, sessions) if finished else None
+    floors, costs = [f for f, _ in finished.floors], [c for _, c in finished.floors]
+    bound = scenario.lower_bound(ctx.profile, floors, costs, sessions) if floors else None
     wall = shown.finish(bound)
     if not ctx.stop.is_set():
         planned = [ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable]
         _record_bound(ctx.folder, scenario.name, {
             "lane": scenario.lane, "wall_s": round(wall, 1), "bound_s": round(bound or 0.0, 1),
             "declared_bound_s": round(scenario.declared_bound(ctx.profile, planned, sessions), 1),
-            "trials_finished": len(finished), "at_once": scenario.at_once(ctx.profile, planned, sessions),
+            "trials_finished": len(floors), "at_once": scenario.at_once(ctx.profile, planned, sessions),
             "trial_floor_s": scenario.trial_floor(ctx.profile)})
+        precision = scenario.precision(ctx.profile, finished.records)
+        if precision is not None:
+            _record_precision(ctx.folder, scenario.name, precision)
     if samples and wave is not None and not ctx.stop.is_set():
         _record_peak(ctx.folder, scenario.name, ctx.sampler.take_peak())
     window = scenario.wall_budget(ctx.profile)
@@ -163,6 +166,14 @@ def _record_bound(folder, scenario: str, entry: dict[str, Any]) -> None:
     with _META_LOCK:
         meta = folder.meta()
         meta.setdefault("bounds", {"rule": BOUND_RULE, "scenarios": {}})["scenarios"][scenario] = entry
+        folder.write_meta(meta)
+
+
+def _record_precision(folder, scenario: str, precision: dict) -> None:
+    """meta.json keeps how a scenario's repetitions ended (its precision rule's outcome), for the report."""
+    with _META_LOCK:
+        meta = folder.meta()
+        meta.setdefault("precision", {})[scenario] = precision
         folder.write_meta(meta)
 
 

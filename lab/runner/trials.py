@@ -8,6 +8,7 @@ are free, the main thread stays responsive to Ctrl-C, and once the run stops not
 from __future__ import annotations
 
 import traceback
+from dataclasses import dataclass, field
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import backends
@@ -23,12 +24,22 @@ from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
 WAIT_POLL_S = 0.2  # a short wait keeps the main thread responsive to Ctrl-C
 
 
-def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> list[tuple[float, int]]:
+@dataclass
+class Finished:
+    """What a scenario's trials leave for after them: each finished trial's floor and session cost (the lower
+    bound), and the finished records (its precision), a resumed run's earlier ones included."""
+
+    floors: list[tuple[float, int]] = field(default_factory=list)
+    records: list[dict] = field(default_factory=list)
+
+
+def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> Finished:
     """Record the scenario's skipped trials, then run the others, as many at once as its parallelism and
     its session budget allow. An error or Ctrl-C sets the stop (waking every waiting trial) and is raised;
     what was in flight is not recorded.
 
-    Returns each finished trial's floor and session cost, for the scenario's lower bound (finished_floor)."""
+    Once the scenario says its figures are precise enough (Scenario.enough), the trials not yet started are
+    dropped, unrecorded. Returns each finished trial's floor and session cost (finished_floor) and the records."""
     runnable = _record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
@@ -38,7 +49,10 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     queue = capacity_plan.Dispatch([(spec, ctx.plan.cost(scenario, spec, ctx.profile)) for spec in runnable],
                                    budget, scarce_first=wave is not None and wave.limited)
     declared = scenario.trial_floor(ctx.profile)
-    floors: list[tuple[float, int]] = []
+    # Only a scenario that can stop early reads its records (a resumed run's earlier ones first): others keep none.
+    repeats = type(scenario).enough is not Scenario.enough
+    finished_trials = Finished(records=[r for r in ctx.folder.trials() if repeats and r.get("scenario") == scenario.name
+                                        and r.get("status") == "ok"])
     try:
         in_flight: dict[Future, tuple[TrialEnv, int]] = {}
         while (queue and not ctx.stop.is_set()) or in_flight:
@@ -56,10 +70,14 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
                     ctx.folder.append(record)
                     floor = finished_floor(scenario, env, record, declared)
                     if floor is not None:
-                        floors.append((floor, sessions))
+                        finished_trials.floors.append((floor, sessions))
+                        if repeats:
+                            finished_trials.records.append(dict(record))
                 shown.advance(record)
+            if repeats and finished and queue and scenario.enough(ctx.profile, finished_trials.records):
+                shown.drop(queue.clear())
             shown.tick()
-        return floors
+        return finished_trials
     except BaseException:
         # Wake every waiting trial now; what is in flight is not recorded.
         ctx.stop.set()

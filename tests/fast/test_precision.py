@@ -2,7 +2,7 @@
 on a noisy one, never stops before its floor, and says which happened (planted sequences, no server)."""
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lab.harness.precision import Rule, describe, repeat
@@ -45,6 +45,7 @@ def test_a_rule_needs_a_floor_within_its_cap():
         Rule(tolerance=0.05, floor=5, cap=3)
 
 
+@settings(deadline=None)  # a loaded machine must not fail a pure test on time
 @given(st.lists(st.floats(min_value=0.1, max_value=10.0), min_size=20, max_size=20),
        st.integers(1, 6), st.integers(0, 10), st.floats(min_value=0.01, max_value=0.5))
 def test_it_stops_between_its_floor_and_its_cap_and_only_on_a_spread_within_tolerance(values, floor, extra, tol):
@@ -53,3 +54,26 @@ def test_it_stops_between_its_floor_and_its_cap_and_only_on_a_spread_within_tole
     assert floor <= len(done) <= floor + extra
     if len(done) < rule.cap:
         assert outcome["reached"] and rule.spread([d[0] for d in done]) <= tol
+
+
+def perf_records(seconds_by_rep):
+    """Planted perf records: one per (repetition, configuration) with its timed seconds."""
+    return [{"index": i, "variant": variant, "status": "ok", "measures": {"seconds": seconds}}
+            for i, rep in enumerate(seconds_by_rep) for variant, seconds in rep.items()]
+
+
+def test_the_cost_table_stops_repeating_once_every_configurations_paired_ratio_is_tight():
+    from scenarios.perf import Perf
+
+    perf = Perf()
+    tight = {"one_transaction_for_all": 1.0, "per_company_lock": 2.0}
+    assert not perf.enough("default", perf_records([tight, tight]))  # below the floor of three
+    assert perf.enough("default", perf_records([tight, tight, tight]))
+    assert not perf.enough("default", perf_records([tight, tight, tight])[:-1])  # the third still under way
+    # a machine that slows down alike for both keeps the paired ratio: still tight
+    slowed = {"one_transaction_for_all": 2.0, "per_company_lock": 4.1}
+    assert perf.enough("default", perf_records([tight, slowed, tight]))
+    noisy = [{"one_transaction_for_all": 1.0, "per_company_lock": s} for s in (2.0, 2.6, 1.6, 2.4)]
+    assert not perf.enough("default", perf_records(noisy))
+    outcome = perf.precision("default", perf_records(noisy))
+    assert outcome["repetitions"] == 4 and not outcome["reached"]
