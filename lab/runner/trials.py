@@ -53,6 +53,8 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     repeats = type(scenario).enough is not Scenario.enough
     finished_trials = Finished(records=[r for r in ctx.folder.trials() if repeats and r.get("scenario") == scenario.name
                                         and r.get("status") == "ok"])
+    if repeats and queue and scenario.enough(ctx.profile, finished_trials.records):  # a resumed run had enough
+        shown.drop(queue.clear())
     try:
         in_flight: dict[Future, tuple[TrialEnv, int]] = {}
         while (queue and not ctx.stop.is_set()) or in_flight:
