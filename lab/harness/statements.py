@@ -2,7 +2,7 @@
 
 Why: through `conn.execute(text(...))` SQLAlchemy spends about 290,000 instructions a statement on this
 machine (parsing the text, its cache key, the compiled-cache lookup, an execution context, a result
-object), five times what psycopg2 spends sending it (callgrind; README "Benchmarks"). The
+object), ten times what psycopg2 spends sending it (callgrind; README "Benchmarks"). The
 cost table and the throughput figures time thousands of statements, so each company carried about 0.3 ms
 of the lab's own that a bare driver does not pay (benchmarks/lab_overhead.py printed lab / bare 1.21).
 
