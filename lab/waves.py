@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Callable, Generic, TypeVar
 
 from lab.errors import LabError
 from lab.servers.capacity import Capacity
@@ -121,9 +121,10 @@ class Dispatch(Generic[T]):
     def __bool__(self) -> bool:
         return bool(self._waiting)
 
-    def clear(self) -> int:
-        """Drop every trial still waiting (the scenario needs no more); returns how many."""
-        dropped, self._waiting = len(self._waiting), []
+    def drop(self, unneeded: Callable[[T], bool]) -> int:
+        """Drop the waiting trials the scenario no longer needs; returns how many."""
+        kept = [trial for trial in self._waiting if not unneeded(trial[0])]
+        dropped, self._waiting = len(self._waiting) - len(kept), kept
         return dropped
 
     def ready(self, slots: int) -> list[tuple[T, int]]:

@@ -313,11 +313,11 @@ class Scenario(ABC):
         scenario whose trials time work says how much from their measures."""
         return 0.0
 
-    def enough(self, profile: str, done: list[dict]) -> bool:
-        """Whether the trials finished so far (their records) make this scenario's figures precise enough that the
-        repetitions still planned need not run (lab/harness/precision.py). False: every planned trial runs; a
-        scenario whose repetitions are trials of their own (the cost table) overrides it."""
-        return False
+    def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
+        """Whether a planned trial must still run, given the records of the trials finished so far: False once
+        the figures it would repeat are precise enough (lab/harness/precision.py). True by default: every
+        planned trial runs; a scenario whose repetitions are trials of their own (the cost table) overrides it."""
+        return True
 
     def precision(self, profile: str, done: list[dict]) -> dict | None:
         """What the run records about how its repetitions ended (the rule's outcome), for the report; None: nothing."""

@@ -104,10 +104,13 @@ class Perf(Scenario):
         series = [[rep[v] / rep[BASE] for rep in complete] for v in sorted(variants - {BASE})]
         return series, len(complete) < len(by_rep)
 
-    def enough(self, profile: str, done: list[dict]) -> bool:
-        """Once a repetition is complete and every configuration's paired ratios are within the rule."""
+    def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
+        """A repetition under way completes; a new one starts only while some configuration's paired ratios are
+        not yet within the rule."""
+        if any(record["index"] == spec.index for record in done):
+            return True
         series, under_way = self.paired(done)
-        return bool(series) and not under_way and self.rule(profile).enough(*series)
+        return under_way or not (series and self.rule(profile).enough(*series))
 
     def precision(self, profile: str, done: list[dict]) -> dict | None:
         series, _ = self.paired(done)

@@ -38,8 +38,8 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     its session budget allow. An error or Ctrl-C sets the stop (waking every waiting trial) and is raised;
     what was in flight is not recorded.
 
-    Once the scenario says its figures are precise enough (Scenario.enough), the trials not yet started are
-    dropped, unrecorded. Returns each finished trial's floor and session cost (finished_floor) and the records."""
+    A trial not yet started that the scenario no longer needs (Scenario.needed: its figures are precise enough)
+    is dropped, unrecorded. Returns each finished trial's floor and session cost (finished_floor) and the records."""
     runnable = _record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
@@ -50,11 +50,15 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
                                    budget, scarce_first=wave is not None and wave.limited)
     declared = scenario.trial_floor(ctx.profile)
     # Only a scenario that can stop early reads its records (a resumed run's earlier ones first): others keep none.
-    repeats = type(scenario).enough is not Scenario.enough
+    repeats = type(scenario).needed is not Scenario.needed
+
+    def drop_unneeded() -> None:
+        shown.drop(queue.drop(lambda spec: not scenario.needed(ctx.profile, spec, finished_trials.records)))
+
     finished_trials = Finished(records=[r for r in ctx.folder.trials() if repeats and r.get("scenario") == scenario.name
                                         and r.get("status") == "ok"])
-    if repeats and queue and scenario.enough(ctx.profile, finished_trials.records):  # a resumed run had enough
-        shown.drop(queue.clear())
+    if repeats:  # a resumed run's earlier trials may have been enough
+        drop_unneeded()
     try:
         in_flight: dict[Future, tuple[TrialEnv, int]] = {}
         while (queue and not ctx.stop.is_set()) or in_flight:
@@ -76,8 +80,8 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
                         if repeats:
                             finished_trials.records.append(dict(record))
                 shown.advance(record)
-            if repeats and finished and queue and scenario.enough(ctx.profile, finished_trials.records):
-                shown.drop(queue.clear())
+            if repeats and finished:
+                drop_unneeded()
             shown.tick()
         return finished_trials
     except BaseException:

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lab.harness.precision import Rule, describe, repeat
+from scenarios.base import TrialSpec
 
 RULE = Rule(tolerance=0.05, floor=3, cap=8)
 
@@ -62,18 +63,41 @@ def perf_records(seconds_by_rep):
             for i, rep in enumerate(seconds_by_rep) for variant, seconds in rep.items()]
 
 
+def test_whynot_runs_a_backends_later_throughput_trials_only_while_its_figure_is_not_precise():
+    from scenarios.whynot import WhyNot
+
+    whynot = WhyNot()
+
+    def throughput(backend, reached):
+        return {"backend": backend, "variant": "throughput", "index": 0, "measures": {"precision": {"reached": reached}}}
+
+    later = TrialSpec("whynot", "session", "throughput", 1)
+    assert whynot.needed("default", later, [])
+    assert whynot.needed("default", later, [throughput("session", False)])  # noisy: repeat it
+    assert not whynot.needed("default", later, [throughput("session", True)])
+    assert whynot.needed("default", later, [throughput("queue", True)])  # another backend's says nothing
+    assert whynot.needed("default", TrialSpec("whynot", "session", "xmin_horizon", 1), [throughput("session", True)])
+
+
 def test_the_cost_table_stops_repeating_once_every_configurations_paired_ratio_is_tight():
     from scenarios.perf import Perf
 
     perf = Perf()
+
+    def enough(records):  # the next repetition's first trial is no longer needed
+        spec = TrialSpec("perf", "none", "one_transaction_for_all", 1 + max(r["index"] for r in records))
+        return not perf.needed("default", spec, records)
+
     tight = {"one_transaction_for_all": 1.0, "per_company_lock": 2.0}
-    assert not perf.enough("default", perf_records([tight, tight]))  # below the floor of three
-    assert perf.enough("default", perf_records([tight, tight, tight]))
-    assert not perf.enough("default", perf_records([tight, tight, tight])[:-1])  # the third still under way
+    assert not enough(perf_records([tight, tight]))  # below the floor of three
+    assert enough(perf_records([tight, tight, tight]))
+    assert not enough(perf_records([tight, tight, tight])[:-1])  # the third still under way
+    assert perf.needed("default", TrialSpec("perf", "xact", "per_company_lock", 2),
+                       perf_records([tight, tight, tight])[:-1])  # and its last configuration runs
     # a machine that slows down alike for both keeps the paired ratio: still tight
     slowed = {"one_transaction_for_all": 2.0, "per_company_lock": 4.1}
-    assert perf.enough("default", perf_records([tight, slowed, tight]))
+    assert enough(perf_records([tight, slowed, tight]))
     noisy = [{"one_transaction_for_all": 1.0, "per_company_lock": s} for s in (2.0, 2.6, 1.6, 2.4)]
-    assert not perf.enough("default", perf_records(noisy))
+    assert not enough(perf_records(noisy))
     outcome = perf.precision("default", perf_records(noisy))
     assert outcome["repetitions"] == 4 and not outcome["reached"]
