@@ -68,6 +68,8 @@ class Runner:
                     self.console.print(capacity_plan.describe(wave, capacity))
             if folder is None:
                 folder = RunFolder.create(req.results_root, run_meta(req, services))
+            else:
+                _set_bounds_aside(folder)
             _record_capacity(folder, capacity, self.waves)
             self.folder = folder
             self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials; "
@@ -161,8 +163,17 @@ BOUND_RULE = ("a scenario's bound is the least wall time any schedule of its fin
               "the phases, each as long as its longest lane.")
 
 
+def _set_bounds_aside(folder) -> None:
+    """A resumed run times only what it runs: the earlier part's walls and bounds are kept in bounds_earlier."""
+    with _META_LOCK:
+        meta = folder.meta()
+        if meta.get("bounds"):
+            meta.setdefault("bounds_earlier", []).append(meta.pop("bounds"))
+            folder.write_meta(meta)
+
+
 def _record_bound(folder, scenario: str, entry: dict[str, Any]) -> None:
-    """meta.json keeps each scenario's wall time beside its lower bound (a resumed run replaces its part)."""
+    """meta.json keeps each scenario's wall time beside its lower bound (a resumed run's part: _set_bounds_aside)."""
     with _META_LOCK:
         meta = folder.meta()
         meta.setdefault("bounds", {"rule": BOUND_RULE, "scenarios": {}})["scenarios"][scenario] = entry
