@@ -83,7 +83,7 @@ class ScenarioProgress:
         return wall
 
     def _line(self, text: str) -> None:
-        self.console.print(text, highlight=False)
+        self.console.print(text, highlight=False, soft_wrap=True)  # one line each, however narrow the console
         self.last_line = time.monotonic()
 
 

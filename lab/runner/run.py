@@ -200,7 +200,7 @@ def _record_run_bound(folder, phases, wall: float, console) -> None:
         bounds["run"] = {"wall_s": round(wall, 1), "bound_s": round(bound, 1),
                          "lanes_wall_s": round(composed(phases, {n: e["wall_s"] for n, e in per.items()}), 1)}
         folder.write_meta(meta)
-    console.print(f"run: wall / bound {wall_over_bound(wall, bound)}", highlight=False)
+    console.print(f"run: wall / bound {wall_over_bound(wall, bound)}", highlight=False, soft_wrap=True)
 
 
 def _record_capacity(folder: RunFolder, capacity: Capacity, waves: dict[str, capacity_plan.Wave]) -> None:
