@@ -134,7 +134,7 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     floors, costs = [f for f, _ in finished.floors], [c for _, c in finished.floors]
     bound = scenario.lower_bound(ctx.profile, floors, costs, sessions) if floors else None
     wall = shown.finish(bound)
-    if not ctx.stop.is_set():
+    if runnable and not ctx.stop.is_set():  # a resumed run's scenario with nothing left to run is not timed
         planned = [ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable]
         _record_bound(ctx.folder, scenario.name, {
             "lane": scenario.lane, "wall_s": round(wall, 1), "bound_s": round(bound or 0.0, 1),
