@@ -16,6 +16,7 @@ REGISTRY = Registry("scenario", {
     "server_pause": "scenarios.server_pause:ServerPause",
     "etcd_partition": "scenarios.etcd_partition:EtcdPartition",
     "failover": "scenarios.failover:Failover",
+    "patroni": "scenarios.patroni:Patroni",
     "redis_failover": "scenarios.redis_failover:RedisFailover",
     "redlock_restart": "scenarios.redlock_restart:RedlockRestart",
     "pooler": "scenarios.pooler:Pooler",
