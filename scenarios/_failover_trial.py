@@ -52,7 +52,8 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
                    grant: GrantWait = acquire_event, holder_options: dict | None = None,
                    ask_after: float | None = None, patience: float | None = None,
                    at_fault: Callable[[float], None] | None = None, settle: Hook | None = None,
-                   guard_s: float | None = None, retry_errors: bool = False) -> dict:
+                   guard_s: float | None = None, retry_errors: bool = False,
+                   before_contender: Hook | None = None) -> dict:
     """Run the trial on env's servers (the scenario's own); the contender asks contender_services if given.
     holder_options: the holder's own lock options beyond the TTL (the contender gets the TTL alone).
     ask_after: seconds from the fault to the contender's first try (default one TTL and a grace), and
@@ -60,6 +61,8 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
     at_fault: called once the fault was injected, with the moment its injection began (a probe starts then).
     guard_s: the holder's idle_in_transaction_session_timeout (default one TTL, the post's guard); a fault that
     lasts longer than that on a server that stays up would otherwise be a test of the guard.
+    before_contender: once the fault is confirmed, until the contender's way to the servers leads to the new
+    primary (a health-checked route that has not yet marked it up).
     retry_errors: the contender asks again after an error from the servers (a route that has no primary yet), as
     a retrying job would; each error stays in the history as an acquire nobody knows the outcome of.
     The fault heals once the holder has written (or, if its write hangs, WRITE_WITHIN_S after it was let go),
@@ -101,6 +104,8 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
         # no pooled connection from before it: the trial's pools start afresh.
         for engine in (env.writes, env.monitor):
             engine.dispose()
+        if before_contender is not None:
+            evidence.update(before_contender())
         contender = env.backend(table=table, options=options, key=spec["key"], routed=contender_services)
         env.pause(max(0.0, t_fault + (ttl + HEAL_GRACE_S if ask_after is None else ask_after) - time.monotonic()))
         patience = ttl + 1.0 if patience is None else patience

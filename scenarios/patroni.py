@@ -64,6 +64,7 @@ SETTLE_WITHIN_S = 60.0  # after the heal: the old primary demoted, rewound and s
 # The holder's idle_in_transaction guard outlasts every fault here (a promotion takes the ttl, 20 s): these
 # columns judge Patroni, and the guard's own column is `cases`.
 GUARD_S = 120.0
+ROUTE_WITHIN_S = 15.0  # after a promotion, until the health-checked route leads to the new primary
 
 ASYNC, SYNC, FAILSAFE = PatroniSettings(), PatroniSettings(synchronous_mode=True), PatroniSettings(failsafe_mode=True)
 
@@ -170,9 +171,19 @@ class Patroni(LeaseFaultScenario):
             def settle() -> dict:
                 return _settle(cluster, old, [monitor, writes])
 
+            def routed_to_leader() -> dict:
+                # A client asks once its route leads to the new primary, as it would behind HAProxy.
+                leader = cluster.leader(via=next(n for n in cluster.nodes if n is not old))
+                if router is None or leader is None:
+                    return {}
+                started = time.monotonic()
+                router.wait_routable(ROUTE_WITHIN_S, to=leader.port)
+                return {"routed_to_new_primary_after_s": round(time.monotonic() - started, 3)}
+
             measures = failover_trial(replace(env, services=services, monitor=monitor, writes=writes),
                                       load_fault(self.fault_of(variant)), once_held=caught_up, at_fault=probe.start,
-                                      settle=settle, guard_s=GUARD_S, retry_errors=True)
+                                      settle=settle, guard_s=GUARD_S, retry_errors=True,
+                                      before_contender=routed_to_leader)
             probe.stop()
             survivor = cluster.leader()
             measures["promotion"] = probe.measures(None if survivor is None else cluster.node_url(survivor))

@@ -65,6 +65,10 @@ class PatroniFault(Fault):
     def _since(self) -> float:
         return round(time.monotonic() - self.t_fault, 3)
 
+    def _evidence(self, target: Target, **found) -> dict:
+        """What confirm() returns: the fault, the leader and both views before it struck, and what it found."""
+        return {"fault": self.name, "leader_before": self.old.name, "before": target.evidence["before"], **found}
+
     def _others(self) -> list[PatroniNode]:
         return [n for n in self.cluster.nodes if n is not self.old]
 
@@ -133,15 +137,16 @@ class PatroniPostgresCrash(PatroniFault):
             promoted = self._promoted(before)
             if promoted is not None:
                 node, views = promoted
-                return {"fault": self.name, "patroni_action": "failed over", "new_primary": node.name,
-                        "primary_again_s": self._since(), "killed_postmaster": killed, "after": views}
+                return self._evidence(target, patroni_action="failed over", new_primary=node.name,
+                                      primary_again_s=self._since(), killed_postmaster=killed, after=views)
             pid = self.old.postmaster_pid
             state = self.cluster.server_state(self.old)
             if (pid is not None and pid != killed and state.get("in_recovery") is False
                     and self.cluster.leader(via=self.old) is self.old):
-                return {"fault": self.name, "patroni_action": "restarted in place", "new_primary": self.old.name,
-                        "primary_again_s": self._since(), "killed_postmaster": killed, "new_postmaster": pid,
-                        "after": {"patroni": self.cluster.view(via=self.old), "servers": self.cluster.servers_view()}}
+                return self._evidence(target, patroni_action="restarted in place", new_primary=self.old.name,
+                                      primary_again_s=self._since(), killed_postmaster=killed, new_postmaster=pid,
+                                      after={"patroni": self.cluster.view(via=self.old),
+                                             "servers": self.cluster.servers_view()})
             time.sleep(POLL_S)
         raise FaultNotConfirmed(f"no primary within {RESTART_WITHIN_S:.0f} s of the crash: {self.cluster.view()}")
 
@@ -173,10 +178,10 @@ class PatroniAgentPause(PatroniFault):
         settings = self.cluster.settings
         node, views = self._wait_promoted(target, settings.ttl + settings.loop_wait + 30)
         old_state = views["servers"][self.old.name]
-        return {"fault": self.name, "agent_pid": self.stopped, "agent_state": "T", "new_primary": node.name,
-                "promoted_after_s": self._since(), "after": views,
-                # The old primary's postgres still out of recovery beside the new one: a split brain.
-                "two_primaries": old_state.get("in_recovery") is False}
+        # The old primary's postgres still out of recovery beside the new one: a split brain.
+        return self._evidence(target, agent_pid=self.stopped, agent_state="T", new_primary=node.name,
+                              promoted_after_s=self._since(), after=views,
+                              two_primaries=old_state.get("in_recovery") is False)
 
     def heal(self, target: Target) -> dict:
         if self.stopped is None:
@@ -226,8 +231,8 @@ class PatroniDcsCut(PatroniFault):
         during = link.relayed_bytes() - carried
         if during:
             raise FaultNotConfirmed(f"the cut DCS link still relayed {during} bytes")
-        return {"fault": self.name, "failsafe_mode": settings.failsafe_mode, "dcs_bytes_before_cut": carried,
-                "dcs_bytes_during_cut": during, **found}
+        return self._evidence(target, failsafe_mode=settings.failsafe_mode, dcs_bytes_before_cut=carried,
+                              dcs_bytes_during_cut=during, **found)
 
     def _failsafe_holds(self, target: Target, wait: float) -> dict:
         """Past the leader key's ttl (plus a loop): the old primary still primary and in failsafe, nobody else promoted."""
@@ -277,5 +282,5 @@ class PatroniSwitchover(PatroniFault):
         if asked["status"] != 200:
             raise FaultNotConfirmed(f"the REST API refused the switchover: {asked['status']} {asked['said']}")
         node, views = self._wait_promoted(target, 30)
-        return {"fault": self.name, "new_primary": node.name, "promoted_after_s": self._since(),
-                "switchover": asked, "after": views}
+        return self._evidence(target, new_primary=node.name, promoted_after_s=self._since(), switchover=asked,
+                              after=views)

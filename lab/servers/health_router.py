@@ -45,15 +45,16 @@ class PrimaryRouter(BlackholeProxy):
                 self.up[i] = False
             self._closed.wait(CHECK_EVERY_S)
 
-    def wait_routable(self, within: float = 10.0) -> int:
-        """Until some backend's check has said primary (a router just started has asked nobody yet); its port."""
+    def wait_routable(self, within: float = 10.0, to: int | None = None) -> int:
+        """Until a new connection would go to a server (to: that server's port); its port. A router just started
+        has asked nobody yet, and one whose primary changed has not yet seen the new one answer."""
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
-            for (port, _), up in zip(self.backends, self.up):
-                if up:
-                    return port
+            found = next((port for (port, _), up in zip(self.backends, self.up) if up), None)
+            if found is not None and (to is None or found == to):
+                return found
             time.sleep(0.05)
-        raise ServiceError(f"no server behind the router passed its health check within {within:.0f} s")
+        raise ServiceError(f"the router did not route to {to or 'any server'} within {within:.0f} s (up: {self.up})")
 
     def _upstream(self) -> tuple[str | None, int] | None:
         for (port, _), up in zip(self.backends, self.up):
