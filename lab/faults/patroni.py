@@ -195,8 +195,9 @@ class PatroniAgentPause(PatroniFault):
 
 
 class PatroniDcsCut(PatroniFault):
-    """The primary's agent cut from etcd; confirmed by its link relaying nothing and by what Patroni then did:
-    without failsafe_mode, the old primary demoted and another promoted; with it, the old one still primary."""
+    """The primary's agent cut from etcd; confirmed by its link relaying nothing, its agent no longer reaching the
+    DCS (its REST status's dcs_last_seen stops), and by what Patroni then did, recorded as found: the old primary
+    demoted and another promoted, or (failsafe_mode) the old one still primary past the ttl with nobody promoted."""
 
     name = "patroni_dcs_cut"
     label = "the primary cut from the DCS"
@@ -219,33 +220,43 @@ class PatroniDcsCut(PatroniFault):
         carried = target.evidence["dcs_bytes_before_cut"]
         if carried == 0:
             raise FaultNotConfirmed("the agent's DCS link had carried nothing before the cut")
-        if settings.failsafe_mode:
-            found = self._failsafe_holds(target, settings.ttl + settings.loop_wait + 5)
-        else:
-            node, views = self._wait_promoted(target, settings.ttl + settings.loop_wait + 30)
-            old_state = views["servers"][self.old.name]
-            if old_state.get("in_recovery") is False:
-                raise FaultNotConfirmed(f"{self.old.name} is still primary beside {node.name}: {views}")
-            found = {"new_primary": node.name, "promoted_after_s": self._since(), "after": views,
-                     "old_primary_demoted": True}
+        before = target.evidence["before"]["servers"][self.old.name].get("timeline") or 0
+        held_for = settings.ttl + settings.loop_wait + 5  # the leader key expired a loop ago: nobody took it
+        deadline = self.t_fault + settings.ttl + settings.loop_wait + 30
+        found: dict | None = None
+        while found is None and time.monotonic() < deadline:
+            promoted = self._promoted(before)
+            if promoted is not None:
+                node, views = promoted
+                found = {"patroni_action": "failed over", "new_primary": node.name, "promoted_after_s": self._since(),
+                         "old_primary_demoted": views["servers"][self.old.name].get("in_recovery") is not False,
+                         "after": views}
+            elif time.monotonic() >= self.t_fault + held_for:
+                found = self._still_primary()
+            if found is None:
+                time.sleep(POLL_S)
+        if found is None:
+            raise FaultNotConfirmed(f"{held_for} s after the cut nobody was promoted, and {self.old.name} was not "
+                                    f"primary either: {self.cluster.view()}, {self.cluster.servers_view()}")
         during = link.relayed_bytes() - carried
         if during:
             raise FaultNotConfirmed(f"the cut DCS link still relayed {during} bytes")
+        status, answer = self.old.rest("/patroni")
+        last_seen = float(answer.get("dcs_last_seen") or 0) if status == 200 else None
         return self._evidence(target, failsafe_mode=settings.failsafe_mode, dcs_bytes_before_cut=carried,
-                              dcs_bytes_during_cut=during, **found)
+                              dcs_bytes_during_cut=during, failsafe_mode_is_active=answer.get("failsafe_mode_is_active"),
+                              dcs_last_seen_s_ago=None if not last_seen else round(time.time() - last_seen, 1),
+                              **found)
 
-    def _failsafe_holds(self, target: Target, wait: float) -> dict:
-        """Past the leader key's ttl (plus a loop): the old primary still primary and in failsafe, nobody else promoted."""
-        time.sleep(max(0.0, self.t_fault + wait - time.monotonic()))
+    def _still_primary(self) -> dict | None:
+        """The old primary still the only primary, by Patroni's view of itself (its REST role) and the servers'."""
         status, answer = self.old.rest("/patroni")
         servers = self.cluster.servers_view()
-        primaries = [name for name, s in servers.items() if s.get("in_recovery") is False]
-        if status != 200 or not answer.get("failsafe_mode_is_active") or primaries != [self.old.name]:
-            raise FaultNotConfirmed(f"failsafe mode did not keep {self.old.name} primary {wait:.0f} s after the cut: "
-                                    f"REST /patroni {status} failsafe_mode_is_active="
-                                    f"{answer.get('failsafe_mode_is_active')}, primaries {primaries}")
-        return {"new_primary": None, "failsafe_mode_is_active": True, "held_primary_s": self._since(),
-                "dcs_last_seen_s_ago": round(time.time() - float(answer.get("dcs_last_seen") or 0), 1),
+        primaries = [name for name, state in servers.items() if state.get("in_recovery") is False]
+        if status != 200 or answer.get("role") not in ("primary", "master") or primaries != [self.old.name]:
+            return None
+        return {"patroni_action": "kept the primary", "new_primary": None, "held_primary_s": self._since(),
+                "old_primary_demoted": False,
                 "after": {"patroni": self.cluster.view(via=self._others()[0]), "servers": servers}}
 
     def heal(self, target: Target) -> dict:

@@ -138,7 +138,8 @@ def test_under_synchronous_mode_the_old_primary_acknowledges_nothing_it_loses(tr
 def test_a_primary_cut_from_etcd_demotes_itself_before_the_replica_is_promoted(trials):
     m, outcome = trial(trials, "lease_row", "dcs_cut")
     evidence, promotion = m["evidence"], m["promotion"]
-    assert evidence["old_primary_demoted"] is True and evidence["dcs_bytes_during_cut"] == 0
+    assert evidence["patroni_action"] == "failed over" and evidence["old_primary_demoted"] is True
+    assert evidence["dcs_bytes_during_cut"] == 0 and evidence["dcs_last_seen_s_ago"] > m["patroni"]["retry_timeout"]
     assert promotion["old_primary_accepting_s"] < promotion["promote_s"]  # never two primaries
     assert promotion["old_primary_writes_survived"] == promotion["old_primary_accepted"]
     assert outcome["safety"] == "safe"
@@ -146,7 +147,8 @@ def test_a_primary_cut_from_etcd_demotes_itself_before_the_replica_is_promoted(t
 
 def test_with_failsafe_mode_a_primary_cut_from_etcd_stays_primary(trials):
     m, outcome = trial(trials, "session_autocommit", "dcs_cut_failsafe")
-    assert m["evidence"]["failsafe_mode_is_active"] is True and m["evidence"]["new_primary"] is None
+    assert m["evidence"]["patroni_action"] == "kept the primary" and m["evidence"]["new_primary"] is None
+    assert m["evidence"]["failsafe_mode_is_active"] is True
     assert m["promotion"]["promote_s"] is None
     assert m["promotion"]["old_primary_writes_survived"] == m["promotion"]["old_primary_accepted"] > 0
     assert outcome["verdict"] == "held"
