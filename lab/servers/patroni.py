@@ -42,7 +42,8 @@ from lab.servers.patroni_runtime import PatroniRuntime
 from lab.servers.processes import free_port, spawn, stop
 from lab.servers.proxy import BlackholeProxy
 
-READY_WITHIN = 90.0  # bootstrap (initdb) and a replica's base backup, on two busy cores
+READY_WITHIN = 180.0  # bootstrap (initdb) and a replica's base backup, on two cores others load too (90 s was
+# once too short here at a load average of 70)
 REST_TIMEOUT = 1.0  # a stopped agent never answers: a health check gives up as HAProxy's would
 SCOPE = "locklab"
 # Small servers: two of them per trial, several trials at once on two cores (as lab/servers/cluster.py).
@@ -357,6 +358,9 @@ class PatroniCluster:
         deadline = time.monotonic() + within
         view: dict = {}
         while time.monotonic() < deadline:
+            for node in self.nodes:
+                if not node.agent_running():
+                    raise ServiceError(f"Patroni {node.name} exited: {_last_line(node.log_path)}")
             view = self.view()
             members = view["members"]
             leaders = [m for m in members if m.get("role") == "leader" and m.get("state") == "running"]
@@ -368,7 +372,8 @@ class PatroniCluster:
                 if primaries == [leaders[0]["name"]]:
                     return {"patroni": view, "servers": servers}
             time.sleep(0.2)
-        raise ServiceError(f"the Patroni cluster did not settle within {within:.0f} s: {view}")
+        said = "; ".join(f"{node.name}: {_last_line(node.log_path)}" for node in self.nodes)
+        raise ServiceError(f"the Patroni cluster did not settle within {within:.0f} s: {view}; last log lines {said}")
 
     def wait_caught_up(self, within: float = READY_WITHIN) -> None:
         """Until every replica has replayed what the leader had written when asked."""
