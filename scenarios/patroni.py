@@ -101,10 +101,11 @@ class Patroni(LeaseFaultScenario):
                "synchronous standby, now a primary; confirmed the same way"),
         Column("dcs_cut", "Patroni: the primary cut from etcd", 13.5,
                "the primary's agent cut from the DCS (its etcd link blackholed), failsafe_mode off; confirmed by the "
-               "link relaying nothing, the old primary demoted and the replica promoted"),
+               "link relaying nothing and the agent's dcs_last_seen standing still; what Patroni did is recorded "
+               "(here: the old primary demoted itself, then the replica was promoted)"),
         Column("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
-               "the same cut with failsafe_mode on; confirmed by the old primary still primary past the ttl with "
-               "failsafe_mode_is_active in its REST status, and no other node promoted"),
+               "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
+               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)"),
         Column("switchover", "Patroni: a planned switchover", 13.7,
                "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
                "leader and its postgres out of recovery on a later timeline"),
