@@ -18,6 +18,7 @@ REGISTRY = Registry("scenario", {
     "etcd_partition": "scenarios.etcd_partition:EtcdPartition",
     "zookeeper_partition": "scenarios.zookeeper_partition:ZooKeeperPartition",
     "failover": "scenarios.failover:Failover",
+    "patroni": "scenarios.patroni:Patroni",
     "redis_failover": "scenarios.redis_failover:RedisFailover",
     "redlock_restart": "scenarios.redlock_restart:RedlockRestart",
     "pooler": "scenarios.pooler:Pooler",

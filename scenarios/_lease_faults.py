@@ -127,8 +127,9 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
 
     A run-level right is its grant; a right inside the write is its company lock, taken before the holder
     stopped at its fault point after its delete; a strategy without a lock has no right at all. The holder
-    reports its write once it has ended, so the write's COMMIT is bounded by that report. Every signal it
-    heard (told.py) is a `told` operation.
+    reports when it asks COMMIT (its write's `before_commit` point) and its write once it has ended; a holder
+    that never reached that point is bounded by the report of its write. Every signal it heard (told.py) is
+    a `told` operation.
     """
     run_level = scope == "run"
     rec = Recorder(t0)
@@ -153,7 +154,9 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
     if write is not None:
         outcome = write.get("outcome")
         if outcome in ("committed", "indeterminate"):
-            rec.add("holder", Type.INVOKE, F.COMMIT, at=write["t"], company=company)
+            # When its last COMMIT was asked (a holder that reports none: when its write ended, a later bound).
+            asked = [e["t"] for e in events if e["event"] == "commit_asked" and e["t"] <= write["t"]]
+            rec.add("holder", Type.INVOKE, F.COMMIT, at=asked[-1] if asked else write["t"], company=company)
         kinds = {"committed": (Type.OK, {}), "rejected": (Type.FAIL, {"fenced": True}),
                  "indeterminate": (Type.INFO, {"resolved": write.get("resolved")})}
         type_, extra = kinds.get(outcome, (Type.FAIL, {}))

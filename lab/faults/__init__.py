@@ -12,6 +12,7 @@ from lab.faults.etcd_leader_kill import EtcdLeaderKill
 from lab.faults.etcd_partition import EtcdPartition, EtcdPartitionLeader
 from lab.faults.failover import Failover
 from lab.faults.net_drop import NetDrop
+from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
 from lab.faults.pause import Pause
 from lab.faults.redis_failover import RedisFailover
 from lab.faults.redlock_restart import RedlockMasterRestart
@@ -29,7 +30,9 @@ FAULTS: dict[str, type[Fault]] = {"pause": Pause, "cut": Cut, "restart": Restart
                                    "failover": Failover, "redis_failover": RedisFailover,
                                    "etcd_partition": EtcdPartition, "etcd_partition_leader": EtcdPartitionLeader,
                                    "etcd_leader_kill": EtcdLeaderKill,
-                                   "redlock_restart": RedlockMasterRestart, "net_drop": NetDrop}
+                                   "redlock_restart": RedlockMasterRestart, "net_drop": NetDrop,
+                                   "patroni_crash": PatroniPostgresCrash, "patroni_agent_pause": PatroniAgentPause,
+                                   "patroni_dcs_cut": PatroniDcsCut, "patroni_switchover": PatroniSwitchover}
 
 
 def load(fault: str | type[Fault] | Fault) -> Fault:

@@ -54,3 +54,13 @@ class PartitionsMembers(Protocol):
     """A consensus cluster whose members can be cut off from each other, killed and started again."""
 
     def isolate(self, member) -> None: ...
+
+
+@runtime_checkable
+class ManagedByPatroni(Protocol):
+    """A PostgreSQL cluster whose primary Patroni chooses: its agents can be stopped, cut from the DCS, asked
+    to switch over, and report their own view of the cluster."""
+
+    def leader(self, via=None): ...
+
+    def switchover(self, leader, candidate) -> tuple[int, dict]: ...

@@ -169,6 +169,6 @@ class Bridge(BlackholeProxy):
         super().__init__("127.0.0.1", port)
         self.namespace = namespace
 
-    def _connect_upstream(self) -> socket.socket:
+    def _connect_upstream(self, target: tuple[str | None, int]) -> socket.socket:
         with self.namespace.entered():
-            return socket.create_connection(self.target, timeout=5)
+            return socket.create_connection(target, timeout=5)

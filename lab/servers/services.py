@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -281,10 +282,24 @@ def sweep_abandoned(base: Path) -> list[str]:
     removed = []
     for folder in sorted(base.glob("locklab-*")):
         if (folder / OWNER_FILE).is_file() and not _owner_alive(folder):
-            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+            size = _size(folder)
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(f"{folder} ({size / 2**20:.0f} MB)")
     return removed
+
+
+def _size(folder: Path) -> int:
+    """Bytes under folder, counting what is still there: another lab starting at the same moment may be removing
+    the same abandoned folder."""
+    total = 0
+    for top, _, files in os.walk(folder):
+        for name in files:
+            try:
+                found = os.lstat(os.path.join(top, name))
+            except OSError:
+                continue
+            total += found.st_size if stat.S_ISREG(found.st_mode) else 0
+    return total
 
 
 def _start_embedded(services: Services, name: str) -> None:
