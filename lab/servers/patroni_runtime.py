@@ -7,11 +7,15 @@ root's home (mode 0700) fails the first: the venv's `python` is a symlink into /
 looks for an interpreter of the same major.minor version that the user can run (the venv's own,
 its base, then the system's /usr/bin/pythonX.Y), runs it isolated (-I -S: no user site, no
 /usr/lib/python3/dist-packages) with the lab's site-packages added, and checks, as that user, that
-Patroni and psycopg2 import. What fails is said in one line naming the fix.
+Patroni and psycopg2 import. Where that user cannot enter the lab's site-packages (a venv under /root),
+the distributions Patroni needs (itself, its declared requirements for etcd, psycopg2: about 24 MB) are
+copied once into a temp dir of the lab's it can read, as the embedded PostgreSQL's binaries are.
+What fails is said in one line naming the fix.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.metadata
 import importlib.util
@@ -23,11 +27,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 from lab.servers.embedded import POSTGRES_OS_USER, _ensure_os_user, traversable_by_others
+from lab.servers.services import owned_temp_dir
 
 MISSING = "patroni not installed (pip install -e '.[ha]')"
-VENV_FIX = ("make the lab's venv from /usr/bin/python3 in a folder every user can read, e.g. "
-            "python3 -m venv /opt/locklab-venv")
+VENV_FIX = ("make the lab's venv from /usr/bin/python3, e.g. python3 -m venv /opt/locklab-venv")
+# What Patroni needs of the lab's packages: itself with its etcd extra, and the driver it loads by name.
+NEEDED = (("patroni", frozenset({"etcd3"})), ("psycopg2-binary", frozenset()), ("psycopg2", frozenset()))
 
 # Run as `python -I -S -c BOOT SITE_DIR... CONFIG`: the site dirs (with their .pth files), then Patroni's main.
 BOOT = ("import site, sys; [site.addsitedir(d) for d in sys.argv[1:-1]]; sys.argv = ['patroni', sys.argv[-1]]; "
@@ -98,10 +106,8 @@ def runtime() -> PatroniRuntime:
     dirs = _site_dirs()
     if user is not None:
         _ensure_os_user(user)
-        hidden = [d for d in dirs if not traversable_by_others(Path(d))]
-        if hidden:
-            raise Unavailable(f"Patroni runs as {user}, who cannot read the lab's packages in {hidden[0]} "
-                              f"(a folder other users cannot enter): {VENV_FIX}")
+        if not all(traversable_by_others(Path(d)) for d in dirs):
+            dirs = (str(_readable_copy()),)
     want = f"{sys.version_info.major}.{sys.version_info.minor}"
     tried = []
     for python in _candidates():
@@ -117,6 +123,45 @@ def runtime() -> PatroniRuntime:
         tried.append(python)
     who = f"{user}, the server's user," if user else "this user"
     raise Unavailable(f"no Python {want} that {who} can run imports Patroni (tried {', '.join(tried)}): {VENV_FIX}")
+
+
+def _distributions() -> list[importlib.metadata.Distribution]:
+    """Patroni's distribution and every one it requires here (its etcd extra; markers as this Python reads them)."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    todo = list(NEEDED)
+    while todo:
+        name, extras = todo.pop()
+        key = name.lower().replace("_", "-")
+        if key in found:
+            continue
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # an optional one (psycopg2 or psycopg2-binary): the import check below decides
+        found[key] = dist
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras or {""}):
+                todo.append((req.name, frozenset(req.extras)))
+    return list(found.values())
+
+
+def _readable_copy() -> Path:
+    """The distributions Patroni needs, copied into a temp dir of this process's (removed at exit, or by the next
+    run's sweep after a SIGKILL) that the server's user can read."""
+    folder = owned_temp_dir()
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    target = folder / "site-packages"
+    for dist in _distributions():
+        for file in dist.files or []:
+            source = Path(str(dist.locate_file(file)))
+            if source.is_file() and ".." not in file.parts:  # a console script lives outside site-packages
+                destination = target / file
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, destination)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644 | (path.stat().st_mode & 0o111))
+    return target
 
 
 def unavailable_reason() -> str | None:

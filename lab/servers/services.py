@@ -276,6 +276,17 @@ def _owner_alive(folder: Path) -> bool:
         return False
 
 
+def owned_temp_dir() -> Path:
+    """A new temp dir every user can traverse, marked with this process as its owner: removed by the next lab
+    run's sweep if this process dies without removing it (a SIGKILL)."""
+    import psutil
+
+    folder = Path(tempfile.mkdtemp(prefix="locklab-", dir=_temp_base()))
+    folder.chmod(0o755)
+    (folder / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+    return folder
+
+
 def sweep_abandoned(base: Path) -> list[str]:
     """Remove the temp dirs of lab processes that are gone (a SIGKILL skips every cleanup; the servers
     die with the lab, their data does not). Only dirs with an owner file, whose owner is dead."""
@@ -304,13 +315,8 @@ def _size(folder: Path) -> int:
 
 def _start_embedded(services: Services, name: str) -> None:
     if services.tmp is None:
-        import psutil
-
-        base = _temp_base()
-        services.swept = sweep_abandoned(base)
-        services.tmp = Path(tempfile.mkdtemp(prefix="locklab-", dir=base))
-        services.tmp.chmod(0o755)
-        (services.tmp / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+        services.swept = sweep_abandoned(_temp_base())
+        services.tmp = owned_temp_dir()
     server = {"postgres": EmbeddedPostgres, "redis": EmbeddedRedis, "etcd": EmbeddedEtcd,
               "redlock": EmbeddedRedlockMasters, "zookeeper": zookeeper.EmbeddedZooKeeper}[name](services.tmp)
     services.embedded[name] = server

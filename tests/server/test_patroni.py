@@ -262,3 +262,20 @@ def test_without_patroni_every_cell_says_does_not_run_with_the_install_line(patr
         assert tests.returncode == 0 and len(skipped) == 1 and skipped[0].endswith(MISSING), tests.stdout[-2000:]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the server's own user exists only when the lab runs as root")
+def test_a_venv_other_users_cannot_enter_gives_patroni_a_copy_it_can_read(patroni_here, monkeypatch):
+    """A checkout under /root: the lab copies what Patroni needs where the server's user can read it, and that user's
+    interpreter imports Patroni and psycopg2 from the copy (the check runtime() makes, as that user)."""
+    from lab.servers import patroni_runtime
+
+    monkeypatch.setattr(patroni_runtime, "traversable_by_others", lambda path: False)
+    patroni_runtime.runtime.cache_clear()
+    try:
+        found = patroni_runtime.runtime()
+    finally:
+        patroni_runtime.runtime.cache_clear()
+    [copy] = found.site_dirs
+    assert copy.startswith(("/tmp/", os.environ.get("TMPDIR", "/tmp"))) and (Path(copy) / "patroni").is_dir()
+    assert found.user == "embedded_postgres" and found.version
