@@ -35,7 +35,7 @@ from lab.servers.services import owned_temp_dir
 MISSING = "patroni not installed (pip install -e '.[ha]')"
 VENV_FIX = ("make the lab's venv from /usr/bin/python3, e.g. python3 -m venv /opt/locklab-venv")
 # What Patroni needs of the lab's packages: itself with its etcd extra, and the driver it loads by name.
-NEEDED = (("patroni", frozenset({"etcd3"})), ("psycopg2-binary", frozenset()), ("psycopg2", frozenset()))
+NEEDED: tuple[tuple[str, frozenset[str]], ...] = (("patroni", frozenset({"etcd3"})), ("psycopg2-binary", frozenset()), ("psycopg2", frozenset()))
 
 # Run as `python -I -S -c BOOT SITE_DIR... CONFIG`: the site dirs (with their .pth files), then Patroni's main.
 BOOT = ("import site, sys; [site.addsitedir(d) for d in sys.argv[1:-1]]; sys.argv = ['patroni', sys.argv[-1]]; "
