@@ -327,7 +327,9 @@ class EmbeddedEtcd(_OneProcess):
 
     name = "etcd"
 
-    def __init__(self, root: Path, v2: bool = True):
+    def __init__(self, root: Path, v2: bool = True, environment: dict[str, str] | None = None):
+        """environment: variables for the server process alone (a test shows a fake clock's preload never reaches it)."""
+        self.environment = dict(environment or {})
         self.root = root / "etcd"
         self.log_path = self.root / "server.log"
         self.port = free_port()
@@ -358,7 +360,7 @@ class EmbeddedEtcd(_OneProcess):
                 "--heartbeat-interval", "100", "--election-timeout", "500"]
         if self.v2:
             argv.append("--enable-v2")  # off by default in 3.5, gone in 3.6
-        self.proc = spawn(argv, self.log_path, cwd=self.root)
+        self.proc = spawn(argv, self.log_path, cwd=self.root, env=self.environment or None)
         wait_ready(self._ping, self.proc, "embedded etcd", self.log_path)
 
     def _ping(self) -> str:

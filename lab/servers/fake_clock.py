@@ -115,11 +115,14 @@ class FakeClock:
         self.offset_s, self.rate = 0.0, 1.0
         self._write(0.0, 1.0)
 
-    def environment(self, fake_monotonic: bool = False) -> dict[str, str]:
+    def environment(self, fake_monotonic: bool = False, immediate: bool = True) -> dict[str, str]:
         """The variables that put a process on this clock: its wall clock only (as an NTP step moves it), or its
-        monotonic clock as well."""
-        env = {"LD_PRELOAD": str(self.library), "FAKETIME_TIMESTAMP_FILE": str(self.path), "FAKETIME_NO_CACHE": "1",
-               "NO_FAKE_STAT": "1"}
+        monotonic clock as well. immediate: the process reads the file on every clock call, so a jump strikes at
+        once (a server's); otherwise at most once a second, which spares a Python holder a file read in every
+        timed wait of every thread (libfaketime intercepts pthread_cond_timedwait, the GIL's wait). Stat times
+        are left real: no lock reads them."""
+        env = {"LD_PRELOAD": str(self.library), "FAKETIME_TIMESTAMP_FILE": str(self.path), "NO_FAKE_STAT": "1",
+               **({"FAKETIME_NO_CACHE": "1"} if immediate else {"FAKETIME_CACHE_DURATION": "1"})}
         if not fake_monotonic:
             env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
         return env
@@ -239,12 +242,12 @@ def monotonic_fault_hangs(library: Path, within_s: float = 5.0) -> str | None:
         except subprocess.TimeoutExpired:
             child.kill()
             child.communicate()
-            return (f"measured: with libfaketime faking its monotonic clock, a Python process's "
-                    f"threading.Event().wait(0.2) had not returned after {within_s:g} s (libfaketime 0.9.10 reports "
-                    "CLOCK_MONOTONIC as the faked wall clock and does not intercept sem_clockwait, which Python's "
-                    "timed waits use; 0.9.11 does), so a holder's threads would hang rather than hold")
+            return (f"this libfaketime cannot fake a Python process's monotonic clock (measured: with it faked, "
+                    f"threading.Event().wait(0.2) had not returned after {within_s:g} s; 0.9.10 reports CLOCK_MONOTONIC "
+                    "as the faked wall clock and does not intercept sem_clockwait, which Python's timed waits use, "
+                    "and 0.9.11 does), so a holder's threads would hang rather than hold")
         if "returned" not in stdout:
-            return f"measured: a Python process with its monotonic clock faked failed: {stderr.strip()[-200:]}"
+            return f"a Python process with its monotonic clock faked by this libfaketime failed: {stderr.strip()[-200:]}"
         return None
     finally:
         for leftover in folder.iterdir():

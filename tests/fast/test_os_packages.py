@@ -39,6 +39,9 @@ def test_the_labs_line_for_a_missing_package_is_the_lists():
     assert pgbouncer.MISSING == os_packages.not_installed("pgbouncer")
     assert netns.MISSING == os_packages.not_installed("iproute2")
     assert os_packages.not_installed("pgbouncer") == "pgbouncer not installed (apt-get install pgbouncer)"
+    from lab.servers import fake_clock
+
+    assert fake_clock.MISSING == os_packages.not_installed("libfaketime")
 
 
 def test_one_line_names_every_missing_package_and_the_command_for_them(monkeypatch):
