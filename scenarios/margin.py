@@ -54,7 +54,7 @@ class Margin(Scenario):
     # budget: trials per search; confirm: trials wanted at each bound (as the budget allows); resolution: TTLs.
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 2, "budget": 4, "confirm": 1, "resolution": 0.25},
-        "default": {"ttl_s": 2.0, "trials": 1, "parallel": 3, "budget": 10, "confirm": 2, "resolution": 0.05},
+        "default": {"ttl_s": 2.0, "trials": 1, "parallel": 3, "budget": 12, "confirm": 2, "resolution": 0.05},
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:

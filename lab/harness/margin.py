@@ -19,8 +19,9 @@ The interface, for any fault whose size is one number:
 - `search(run_step, plan)` runs steps, each `run_step(strength)` returning an Outcome, within
   `plan.budget` trials: the top of the range first (a lease that survives it has no broken bound in the
   range), then the bottom (one that breaks there breaks without the fault, or at its least), then
-  bisection until the bounds are `plan.resolution` apart, then `plan.confirm - 1` more trials at each
-  bound while the budget lasts. It returns the steps; `bounds(steps)` turns any steps into a `Margin`.
+  bisection until the bounds are `plan.resolution` apart, then more trials at each bound until it rests on
+  `plan.confirm` (a repeat that disagrees moves the bound, and the bisection goes on between the new
+  bounds) while the budget lasts. It returns the steps; `bounds(steps)` turns any steps into a `Margin`.
   The report computes the margin again from the steps a run recorded, so a figure never rests on a
   summary the scenario wrote.
 
@@ -143,14 +144,19 @@ def search(run_step: Callable[[float], Outcome], plan: Plan) -> list[Step]:
         return steps  # broke at the least strength asked (or unknown)
     reserve = 2 * (plan.confirm - 1)  # the trials kept for confirming both bounds
     low, high = plan.low, plan.high
-    while len(steps) < plan.budget - reserve and high - low > plan.resolution:
-        middle = (low + high) / 2
-        outcome = run(middle)
-        if outcome is Outcome.UNKNOWN:
-            return steps  # nothing to bisect on; the steps so far stand as they are
-        low, high = (low, middle) if outcome is Outcome.BROKE else (middle, high)
-    for _ in range(plan.confirm - 1):
-        for strength in (bounds(steps).broke, bounds(steps).survived):
-            if strength is not None and len(steps) < plan.budget:
-                run(strength)
-    return steps
+    while True:
+        while len(steps) < plan.budget - reserve and high - low > plan.resolution:
+            middle = (low + high) / 2
+            outcome = run(middle)
+            if outcome is Outcome.UNKNOWN:
+                return steps  # nothing to bisect on; the steps so far stand as they are
+            low, high = (low, middle) if outcome is Outcome.BROKE else (middle, high)
+        for strength in (high, low):  # each bound up to plan.confirm trials, the broken one first
+            while sum(s.strength == round(strength, PLACES) for s in steps) < plan.confirm and len(steps) < plan.budget:
+                if run(strength) is not (Outcome.BROKE if strength == high else Outcome.SURVIVED):
+                    break
+        margin = bounds(steps)
+        if (margin.survived, margin.broke) == (round(low, PLACES), round(high, PLACES)) or margin.survived is None \
+                or margin.broke is None or len(steps) >= plan.budget or margin.unknown:
+            return steps
+        low, high = margin.survived, margin.broke  # a confirmation flipped a bound: bisect between the new ones

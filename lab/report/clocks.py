@@ -8,6 +8,8 @@ histories. A margin is computed again here from the steps each search recorded (
 
 from __future__ import annotations
 
+import statistics
+
 import pandas as pd
 
 from lab.harness import ops
@@ -220,6 +222,19 @@ def margin_cell(margin: Margin, kinds: dict[float, str]) -> tuple[str, str, str]
     return survived, broke, "; ".join(notes)
 
 
+def struck_after_grant(history: list[ops.Op]) -> float | None:
+    """Seconds from the holder's grant to the strike: the fault's first clock reading from its strike on (taken as
+    the clock moved), else the strike itself. What is left of the lease then is what a jump has to exceed."""
+    granted = next((op.time for op in history if op.process == "holder" and op.f is ops.F.ACQUIRE
+                    and op.type is ops.Type.OK), None)
+    fault = next((op.time for op in history if op.f is ops.F.FAULT), None)
+    if granted is None or fault is None:
+        return None
+    reading = next((op.time for op in history if op.f is ops.F.CLOCK and op.process == "fault" and op.time >= fault),
+                   fault)
+    return reading - granted
+
+
 def _kinds_at(record: dict) -> dict[float, str]:
     """Strength -> what the checkers found there (the worst kind among its trials, in the report's words)."""
     found: dict[float, list[Verdict]] = {}
@@ -236,21 +251,29 @@ def section_margins(run: RunView) -> str | None:
     if trials.empty:
         return None
     variants = list(dict.fromkeys(trials.variant[trials.variant != "-"]))
+    # A backend the scenario does not apply to at all (no lease) is named once under the table, with its reason.
+    whole = {b: r["reason"] for b in ordered_backends(trials)
+             if len(records := trials[trials.backend == b].to_dict("records")) and all(
+                 x["status"] == "skipped" and x["variant"] == "-" and not does_not_run(x) for x in records)
+             for r in records[:1]}
     units = {}
     rows = []
-    for backend in ordered_backends(trials):
+    for backend in ordered_backends(trials[~trials.backend.isin(list(whole))]):
         mine = trials[trials.backend == backend]
         for variant in variants or ["-"]:
             records = mine[mine.variant.isin([variant, "-"])].to_dict("records")
             done = [r for r in records if r["status"] == "ok"]
             if not done:
-                rows.append([backend, variant, "-", "-", "-", _counts(records)])
+                rows.append([backend, variant, "-", "-", "-", "-", _counts(records)])
                 continue
             for record in done:
                 units[variant] = record["measures"].get("unit", "")
                 margin = bounds(steps_of(record))
                 survived, broke, note = margin_cell(margin, _kinds_at(record))
-                rows.append([backend, variant, survived, broke, str(margin.trials), note])
+                struck = [t for step in record["measures"]["steps"]
+                          if (t := struck_after_grant(ops.from_json(step["history"]))) is not None]
+                rows.append([backend, variant, survived, broke, str(margin.trials),
+                             f"{statistics.median(struck):.2f}" if struck else "-", note])
     ttl = sorted({r["measures"].get("ttl_s") for r in trials.to_dict("records") if r["status"] == "ok"})
     plan = next((r["measures"]["plan"] for r in trials.to_dict("records") if r["status"] == "ok"), None)
     return "\n".join([
@@ -259,12 +282,24 @@ def section_margins(run: RunView) -> str | None:
         "lease backend and fault, a bisection of real trials (each judged by the checkers; *broke* means another "
         "run held the lock while the holder still believed it held, or the company was left unsafe), the largest "
         "strength that survived every trial at it and the smallest that broke one, each with the trials behind it "
-        "(a bound from one trial says so). The true threshold lies between the two bounds. A fenced lock breaks "
+        "(a bound from one trial says so). The true threshold lies between the two bounds. A jump has to exceed what "
+        "is left of the lease when it strikes, so the table gives how long after the holder's grant the fault "
+        "struck (the median over the search's trials). A fenced lock breaks "
         "here like any other (its lease is what is measured); what its fence then did is in the *broke* cell."
         + (f" TTL {', '.join(f'{t:g} s' for t in ttl)}." if ttl else "")
         + (f" Each search: range {plan['low']:g} to {plan['high']:g}, at most {plan['budget']} trials, stopping "
            f"when the bounds are {plan['resolution']:g} apart, and up to {_trials(plan['confirm'])} at each bound."
            if plan else ""), "",
         *[f"- `{variant}`: strength in {unit}." for variant, unit in units.items()], "",
-        md_table(["backend", "fault", "largest survived (TTLs)", "smallest broke (TTLs)", "trials", "note"], rows),
-        ""])
+        md_table(["backend", "fault", "largest survived (TTLs)", "smallest broke (TTLs)", "trials",
+                  "struck after grant (s, median)", "note"], rows),
+        "", *([f"n/a ({reason}): {', '.join(names)}." for reason, names in _by_reason(whole).items()] + [""]
+              if whole else [])])
+
+
+def _by_reason(reasons: dict[str, str]) -> dict[str, list[str]]:
+    """backend -> reason, as reason -> backends (in the order given)."""
+    grouped: dict[str, list[str]] = {}
+    for backend, reason in reasons.items():
+        grouped.setdefault(reason, []).append(backend)
+    return grouped

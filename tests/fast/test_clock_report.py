@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,7 @@ def test_the_margin_table_computes_each_bound_from_the_steps_with_its_trials():
              _step(1.125, True), _step(0.9375, False)]
     text = section_margins(RunView.of([margin_record("redis", steps, {})]))
     assert _row(text, "redis") == ["redis", "server_jump", "0.9375 (2 trials)", "1.125 (2 trials: stale write accepted)",
-                                   "7", ""]
+                                   "7", "0.02", ""]  # the clock moved 0.02 s after the grant in the planted history
     assert "range 0 to 1.5, at most 10 trials" in text and "TTLs the clock jumps" in text
 
 
@@ -96,14 +97,14 @@ def test_a_planted_contradiction_is_flagged_and_never_read_from_the_scenarios_ow
     lying = Margin(1.125, 1.5, 1, 1, 5).to_json()
     row = _row(section_margins(RunView.of([margin_record("redis", steps, lying)])), "redis")
     assert row[2] == "0.75 (1 trial)" and row[3].startswith("0.9375 (1 trial")
-    assert "⚑ not monotone: survived at 1.125 above the smallest broken strength" in row[5]
+    assert "⚑ not monotone: survived at 1.125 above the smallest broken strength" in row[6]
 
 
 def test_a_backend_the_search_could_not_reach_says_why():
     skipped = {"id": "margin/etcd/server_jump/0", "scenario": "margin", "backend": "etcd", "variant": "server_jump",
                "index": 0, "status": "skipped", "reason": "etcd's server is a static binary"}
     row = _row(section_margins(RunView.of([margin_record("redis", [_step(1.5, False)], {}), skipped])), "etcd")
-    assert row[2:5] == ["-", "-", "-"] and row[5] == "n/a: etcd's server is a static binary"
+    assert row[2:6] == ["-", "-", "-", "-"] and row[6] == "n/a: etcd's server is a static binary"
 
 
 # --- which clock ----------------------------------------------------------------------------------------------
@@ -188,9 +189,12 @@ def test_a_binary_without_a_program_interpreter_is_out_of_a_preloads_reach(tmp_p
 def test_a_fake_clock_names_offset_and_rate_and_cancels_the_rates_count_from_the_start(tmp_path):
     clock = fake_clock.FakeClock(tmp_path, "server", tmp_path / "libfaketime.so.1")
     clock.started -= 10.0  # the process began ten seconds ago
+    before = time.time()
     clock.set(2.0, 3.0)
+    after = time.time()
     offset, rate = clock.path.read_text().split()
-    assert rate == "x3.000000" and float(offset) == pytest.approx(2.0 - 20.0, abs=0.05)  # a rate counts from the start
+    # A rate counts from the process's start: what it adds by now (twice the time since) is taken off the offset.
+    assert rate == "x3.000000" and 2.0 - 2 * (after - clock.started) <= float(offset) <= 2.0 - 2 * (before - clock.started)
     clock.reset()
     assert clock.path.read_text() == "+0.000000 x1.000000\n"  # the rate named back to 1: libfaketime never clears it
     env = clock.environment()
@@ -211,3 +215,10 @@ def test_the_verdict_of_a_search_is_its_shown_steps_and_quotes_the_margin():
     verdict = margin_verdict([held, broke], 1, Margin(0.5, 1.0, 1, 1, 2).to_json())
     assert verdict.kind is Kind.STALE_WRITE_ACCEPTED and verdict.lock is Valid.FALSE and verdict.exercised
     assert Verdict.from_json(verdict.to_json()).figures["margin"]["broke"] == 1.0
+
+
+def test_a_backend_with_no_lease_is_named_once_under_the_margin_table():
+    no_lease = {"id": "margin/xact/-/0", "scenario": "margin", "backend": "xact", "variant": "-", "index": 0,
+                "status": "skipped", "reason": "needs lease_expiry"}
+    text = section_margins(RunView.of([margin_record("redis", [_step(1.5, False)], {}), no_lease]))
+    assert "| xact |" not in text and "n/a (needs lease_expiry): xact." in text
