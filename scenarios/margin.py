@@ -8,12 +8,16 @@ alone and says how many trials each bound rests on.
 
 GRADED lists the faults searched. Adding one (the slow network's delay, say) is one entry: a variant name,
 the fault classes tried in order (the first that applies to a backend by its declarations runs; each takes
-`strength` in TTLs), the range and the budget per profile, and a phrase for its unit.
+`strength` in TTLs), its range, a phrase for its unit, and, when its trials are not the lease-fault shape
+(a delay inside a network namespace of its own), the function that runs one: `trial(env, fault, step)`
+returning measures with the trial's `history` and `final` table, as lease_fault_trial's are, each step with
+a table and lock key of its own (`step` is the step's number). Budgets are per profile, in `params`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import backends
 from lab.capabilities import Capability
@@ -26,14 +30,21 @@ from scenarios._lease_faults import first_applicable, lease_fault_trial
 from scenarios.base import Scenario, TrialEnv, judged
 
 
+def lease_step(env: TrialEnv, fault: GradedFault, step: int) -> dict:
+    """One step as a lease-fault trial (scenarios/_lease_faults.py): a Skip there ends the search as n/a."""
+    return dict(lease_fault_trial(env, fault, step=step))
+
+
 @dataclass(frozen=True)
 class Graded:
-    """One fault the margin search runs: which classes, over what range, and what its strength means."""
+    """One fault the margin search runs: which classes, over what range, what its strength means, and how one
+    trial of it runs."""
 
     kinds: tuple[type[GradedFault], ...]
     unit: str  # what one unit of strength is, for the report
     low: float
     high: float
+    trial: Callable[[TrialEnv, GradedFault, int], dict] = lease_step
 
 
 GRADED: dict[str, Graded] = {
@@ -79,7 +90,7 @@ class Margin(Scenario):
         recorded: list[dict] = []
 
         def run_step(strength: float) -> Outcome:
-            measures = dict(lease_fault_trial(env, kind(strength), step=len(recorded)))  # a Skip ends the search
+            measures = graded.trial(env, kind(strength), len(recorded))  # a Skip ends the search
             verdict = judged(measures, cls)
             recorded.append({"strength": strength, "outcome": outcome_of(verdict).value,
                              "judgement": verdict.to_json(), "history": measures.pop("history"),

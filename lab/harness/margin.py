@@ -25,8 +25,11 @@ The interface, for any fault whose size is one number:
   The report computes the margin again from the steps a run recorded, so a figure never rests on a
   summary the scenario wrote.
 
-To search another graded fault, add it to scenarios/margin.py's GRADED (its variant name, the fault
-classes tried in order, the first that applies to a backend by its declarations, its range and budget).
+To search another graded fault, add it to scenarios/margin.py's GRADED: its variant name, the fault classes
+tried in order (the first that applies to a backend by its declarations runs), its range, its unit in words,
+and, when its trials are not the lease-fault shape, the function that runs one step and returns measures with
+a `history` and a `final` table (`trial(env, fault, step)`). The report then renders its margins with the
+rest, from the run's folder alone.
 """
 
 from __future__ import annotations
