@@ -41,9 +41,9 @@ class ServerClock(LeaseFaultScenario):
                "the holder's grant; a contender asks until 0.9 TTL after that grant; confirmed by two readings of "
                "the server's clock"),
         Column("kleppmann", "a granting Redlock master's clock jumped (Kleppmann)", 21.5,
-               "Redlock over five masters of the trial's own, the holder's grant on exactly three; one of those "
-               "three has its clock jump two TTLs ahead and a contender asks all five at once; confirmed by that "
-               "master's TIME and the key gone from it"),
+               "Redlock over five masters of the trial's own, the holder's grant on exactly three (two refuse SET "
+               "while it asks); one of those three has its clock jump two TTLs ahead and a contender asks all five "
+               "at once; confirmed by that master's TIME and the key gone from it"),
         Column("kleppmann_control", "the same Redlock trial, no jump", 21.6,
                "the Kleppmann trial with no jump (the control): the struck master's clock read within a few "
                "milliseconds of the real one and the key still on three masters"),

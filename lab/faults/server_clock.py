@@ -58,13 +58,11 @@ class ClockedServer:
         self.name, self.server, self.clock = name, server, clock
         self._reader, self._close = reader, close
 
-    def start(self, calibrate: bool = True) -> None:
-        """Start (again) on its clock and, unless told not to (a server whose clock will not run at a rate),
-        measure when the preload began counting (a rate counts from there)."""
+    def start(self) -> None:
+        """Start on its clock, and measure when the preload began counting (a rate counts from there)."""
         self.server.start()
-        if calibrate:
-            self.read()  # the reader's connection is made here, so that it is not inside the calibrating round trip
-            self.clock.calibrate(lambda: self.read().offset_s)
+        self.read()  # the reader's connection is made here, so that it is not inside the calibrating round trip
+        self.clock.calibrate(lambda: self.read().offset_s)
 
     def read(self) -> ClockReading:
         return read_clock(self._reader)

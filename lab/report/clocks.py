@@ -51,8 +51,9 @@ def section_kleppmann(run: RunView) -> str | None:
         return None
     lines = ["## Kleppmann's clock case on real Redlock masters", "",
              "Martin Kleppmann's argument against Redlock, run on five real Redis masters of each trial's own: the "
-             "holder's grant stands on exactly three (two masters were down while it asked and came back empty), "
-             "then the clock of one of those three jumps two TTLs ahead (libfaketime in that server alone), so the "
+             "holder's grant stands on exactly three (two masters refused it while it asked, an ACL denying SET, "
+             "as if unreachable, and accept writes again once it holds), then the clock of one of those three jumps "
+             "two TTLs ahead (libfaketime in that server alone), so the "
              "key expires there; a contender asks all five at once, while the holder's lease still runs on every "
              "other clock; then the holder writes. The control is the same trial with no jump. Verdicts are the "
              "checkers' over each trial's history.", ""]

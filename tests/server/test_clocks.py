@@ -66,7 +66,8 @@ def test_kleppmanns_case_two_clients_each_hold_a_majority_and_with_no_jump_the_s
     evidence = m["evidence"]
     assert evidence["masters"] == 5 and len(evidence["granted_by"]) == 3  # the holder's majority, exactly
     assert not evidence["key_on_struck_after"] and len(evidence["granted_by_after"]) == 2
-    assert m["contender"]["acquired"]  # so it holds three of five: the jumped master and the two that were down
+    assert m["contender"]["acquired"]  # so it holds three of five: the jumped master and the two that refused the holder
+    assert evidence["refused_while_asking"] == [3, 4] and 0 in evidence["granted_by"]
     assert outcome["judgement"]["lock"] == "false"  # granted while the holder still believed it held
     assert outcome["judgement"]["kind"] in ("lost", "stale write accepted")
     m, outcome = run(services, engines, ServerClock(), "redlock", "kleppmann_control")
