@@ -223,17 +223,15 @@ def margin_cell(margin: Margin, kinds: dict[float, str]) -> tuple[str, str, str]
     return survived, broke, "; ".join(notes)
 
 
-def struck_after_grant(history: list[ops.Op]) -> float | None:
-    """Seconds from the holder's grant to the strike: the fault's first clock reading from its strike on (taken as
-    the clock moved), else the strike itself. What is left of the lease then is what a jump has to exceed."""
+def asked_after_grant(history: list[ops.Op]) -> float | None:
+    """Seconds from the holder's grant to the contender's first request: a jump breaks the lease when it exceeds
+    what is left of it then, so this is what a jump's margin is measured against (a fault that takes longer to
+    strike or confirm leaves less)."""
     granted = next((op.time for op in history if op.process == "holder" and op.f is ops.F.ACQUIRE
                     and op.type is ops.Type.OK), None)
-    fault = next((op.time for op in history if op.f is ops.F.FAULT), None)
-    if granted is None or fault is None:
-        return None
-    reading = next((op.time for op in history if op.f is ops.F.CLOCK and op.process == "fault" and op.time >= fault),
-                   fault)
-    return reading - granted
+    asked = next((op.time for op in history if op.process == "contender" and op.f is ops.F.ACQUIRE
+                  and op.type is ops.Type.INVOKE), None)
+    return None if granted is None or asked is None else asked - granted
 
 
 def _kinds_at(record: dict) -> dict[float, str]:
@@ -271,10 +269,10 @@ def section_margins(run: RunView) -> str | None:
                 units[variant] = record["measures"].get("unit", "")
                 margin = bounds(steps_of(record))
                 survived, broke, note = margin_cell(margin, _kinds_at(record))
-                struck = [t for step in record["measures"]["steps"]
-                          if (t := struck_after_grant(ops.from_json(step["history"]))) is not None]
+                asked = [t for step in record["measures"]["steps"]
+                         if (t := asked_after_grant(ops.from_json(step["history"]))) is not None]
                 rows.append([backend, variant, survived, broke, str(margin.trials),
-                             f"{statistics.median(struck):.2f}" if struck else "-", note])
+                             f"{statistics.median(asked):.2f}" if asked else "-", note])
     ttl = sorted({r["measures"].get("ttl_s") for r in trials.to_dict("records") if r["status"] == "ok"})
     plan = next((r["measures"]["plan"] for r in trials.to_dict("records") if r["status"] == "ok"), None)
     return "\n".join([
@@ -283,9 +281,10 @@ def section_margins(run: RunView) -> str | None:
         "lease backend and fault, a bisection of real trials (each judged by the checkers; *broke* means another "
         "run held the lock while the holder still believed it held, or the company was left unsafe), the largest "
         "strength that survived every trial at it and the smallest that broke one, each with the trials behind it "
-        "(a bound from one trial says so). The true threshold lies between the two bounds. A jump has to exceed what "
-        "is left of the lease when it strikes, so the table gives how long after the holder's grant the fault "
-        "struck (the median over the search's trials). A fenced lock breaks "
+        "(a bound from one trial says so). The true threshold lies between the two bounds. A jump breaks a lease when "
+        "it exceeds what is left of it as the contender asks, so the table gives how long after the holder's grant "
+        "the contender first asked (the median over the search's trials: a fault that takes longer to strike and "
+        "confirm, such as Redlock's five masters, leaves less). A fenced lock breaks "
         "here like any other (its lease is what is measured); what its fence then did is in the *broke* cell."
         + (f" TTL {', '.join(f'{t:g} s' for t in ttl)}." if ttl else "")
         + (f" Each search: range {plan['low']:g} to {plan['high']:g}, at most {plan['budget']} trials, stopping "
@@ -293,7 +292,7 @@ def section_margins(run: RunView) -> str | None:
            if plan else ""), "",
         *[f"- `{variant}`: strength in {unit}." for variant, unit in units.items()], "",
         md_table(["backend", "fault", "largest survived (TTLs)", "smallest broke (TTLs)", "trials",
-                  "struck after grant (s, median)", "note"], rows),
+                  "contender asked after grant (s, median)", "note"], rows),
         "", *([f"n/a ({reason}): {', '.join(names)}." for reason, names in _by_reason(whole).items()] + [""]
               if whole else [])])
 

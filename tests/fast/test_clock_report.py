@@ -86,7 +86,7 @@ def test_the_margin_table_computes_each_bound_from_the_steps_with_its_trials():
              _step(1.125, True), _step(0.9375, False)]
     text = section_margins(RunView.of([margin_record("redis", steps, {})]))
     assert _row(text, "redis") == ["redis", "server_jump", "0.9375 (2 trials)", "1.125 (2 trials: stale write accepted)",
-                                   "7", "0.02", ""]  # the clock moved 0.02 s after the grant in the planted history
+                                   "7", "0.04", ""]  # the contender asked 0.04 s after the grant in the planted history
     assert "range 0 to 1.5, at most 10 trials" in text and "TTLs the clock jumps" in text
 
 
