@@ -19,7 +19,7 @@ from lab.harness.ops import F, Op, Type
 from lab.harness.outcomes import judgement_of, latest_per_trial
 from lab.results import RunFolder
 
-NEMESIS = (F.FAULT, F.HEAL)
+NEMESIS = (F.FAULT, F.HEAL, F.CLOCK)  # a clock reading is the nemesis' observation, as Jepsen's clock nemesis logs it
 
 
 def edn(value) -> str:

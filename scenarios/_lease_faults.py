@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Sequence, TypeVar
 
 import backends
 from lab import faults
@@ -28,32 +29,41 @@ from lab.harness.job import run_job
 from lab.harness.measures import LeaseFaultMeasures
 from lab.harness.ops import F, Op, Recorder, Type
 from lab.harness.told import signals
+from lab.harness.outcomes import DoesNotRun
 from lab.harness.verdict import Verdict
-from lab.harness.workload import COMPANY_SIZE
+from lab.harness.workload import COMPANY_SIZE, ensure_schema
+from lab.servers.clients import pg_engine
+from lab.servers.services import Services
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
+F_ = TypeVar("F_", bound=Fault)
 COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
 
 
-def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault) -> LeaseFaultMeasures:
+def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault, step: int | None = None) -> LeaseFaultMeasures:
     """One trial of this shape with the fault named (lab/faults), given as a class (declared by its scenario) or
-    made already, with its strength (lab/faults/slow_network.py)."""
+    as an instance (of a chosen strength). step: one of several trials a search runs under one trial spec,
+    each with a table and a lock key of its own."""
     cls = backends.load(env.spec.backend)
     fault = faults.load(which)
+    missing = fault.missing()
+    if missing is not None:
+        raise Skip(DoesNotRun(missing))
     reason = fault.cannot_run(cls, env.services)
     if reason is not None:
         raise Skip(reason)
     ttl = env.params["ttl_s"]
-    table = env.table()
+    table = env.table() if step is None else env.table(f"rows{step}")
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
     guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
-    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(),
+    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name),
+            "key": env.key() if step is None else env.key(f"lock{step}"),
             "options": env.options({"ttl_s": ttl}),
             "lock_settings": guard, "write_settings": guard, **env.services.to_addresses(),
             "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
             "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}
-    contender = env.backend(table=table, options={"ttl_s": ttl}, key=spec["key"])
+    contender = None
     pool = ThreadPoolExecutor(1)
     holder, target = None, None
     history = History()
@@ -64,24 +74,31 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault) -> LeaseF
             spec.update(route.holder_services.to_addresses())
         if route.lock_services is not None:
             spec["lock_addresses"] = route.lock_services.to_addresses()
+            if route.own_servers:
+                prepare_own_storage(route.lock_services, cls)
         if route.writes_url is not None:
             spec["writes_dsn"] = route.writes_url.render_as_string(hide_password=False)
-        holder = HolderProcess(spec, netns=route.netns)
+        if route.holder_environment is not None:
+            spec["report_clock"] = True  # a holder on a fake clock reports it, for its history
+        # The contender's lock goes where the holder's does when that is the trial's own server; never through
+        # a proxy the fault cuts.
+        contender = env.backend(table=table, options={"ttl_s": ttl}, key=spec["key"],
+                                routed=route.lock_services if route.own_servers else None)
+        holder = HolderProcess(spec, netns=route.netns, env=route.holder_environment)
         acquired = holder.wait_for("acquire", 30)
         if not acquired["granted"]:
             raise LabError("the holder could not take a fresh lock")
         effective_ttl = float(acquired.get("ttl") or ttl)
         at_point = holder.wait_for("at_point", 30)
         target = Target(env.services, env.monitor, cls, holder=holder, lock_pid=acquired.get("lock_pid"),
-                        write_pid=at_point.get("write_pid"), ttl_s=effective_ttl)
+                        write_pid=at_point.get("write_pid"), ttl=effective_ttl)
         t_fault = time.monotonic()
         fault.inject(target)
         evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict
-        # Until one TTL (plus grace) after the fault struck: a restart itself takes part of that time.
-        env.pause(max(0.0, t_fault + effective_ttl + HEAL_GRACE_S - time.monotonic()))
-        # The contender keeps trying for one more TTL; the fault heals once it is in or has given up
+        ask_at, patience = _contender_window(fault, effective_ttl, t_fault, acquired["t"])
+        env.pause(max(0.0, ask_at - time.monotonic()))
+        # The contender keeps trying for its patience; the fault heals once it is in or has given up
         # (a lock inside a live transaction keeps it waiting, and then it goes in only after the heal).
-        patience = effective_ttl + 1.0
         other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience,
                             history=history, retry_errors=True)  # a stopped server times its requests out
         wait([other], timeout=patience + 0.5)
@@ -96,13 +113,47 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault) -> LeaseF
         if holder is not None:
             holder.kill()
         pool.shutdown(wait=False, cancel_futures=True)
-        contender.close()
+        if contender is not None:
+            contender.close()
         fault.close()
     measures = holder_measures(events, job, table, env, fault.name, spec["fault_point"], t_fault, t_heal, effective_ttl,
-                               history)
+                               history, fault.readings())
     measures["evidence"] = evidence
     measures["contender"]["token"] = contender.token
     return measures
+
+
+def _contender_window(fault: Fault, ttl: float, t_fault: float, t_grant: float) -> tuple[float, float]:
+    """When the contender starts asking (monotonic) and for how long: one TTL and a grace after the fault struck
+    (the lease has lapsed by then; a restart itself takes part of that time) for one more TTL, unless the fault
+    says otherwise (a clock fault asks at once, while the holder's lease runs on every clock but the one moved)."""
+    if fault.ask_after_ttls is None:
+        ask_at = t_fault + ttl + HEAL_GRACE_S
+    else:
+        ask_at = max(time.monotonic(), t_fault) + fault.ask_after_ttls * ttl
+    patience = ttl + 1.0 if fault.patience_ttls is None else fault.patience_ttls * ttl
+    if fault.ask_by_ttls is not None:
+        patience = max(0.0, min(patience, t_grant + fault.ask_by_ttls * ttl - ask_at))
+    return ask_at, patience
+
+
+def prepare_own_storage(services: Services, backend_cls) -> None:
+    """On a PostgreSQL the fault started for the trial (a lease row's, on a fake clock): the lab's schema and
+    what the backend keeps there, as the run made them on its own server."""
+    if backend_cls.lock_service != "postgres":
+        return
+    engine = pg_engine(services.pg(), isolation_level="AUTOCOMMIT", pool_size=1)
+    try:
+        ensure_schema(engine)
+        backends.prepare_storage(engine, [backend_cls.name])
+    finally:
+        engine.dispose()
+
+
+def first_applicable(kinds: tuple[type[F_], ...], backend_cls) -> type[F_]:
+    """The first of several faults that applies to a backend by its declarations (a Redis's clock or one Redlock
+    master's), else the first, whose reason then says why none does."""
+    return next((kind for kind in kinds if kind().applies_to(backend_cls) is None), kinds[0])
 
 
 def _effective_outcome(write: dict) -> str:
@@ -163,6 +214,9 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
         rec.add("holder", type_, F.WRITE, at=write["t"], company=company, error=write.get("error"), **extra)
     for said in signals(events, t0):
         rec.add("holder", Type.OK, F.TOLD, at=t0 + said["at"], how=said["how"], via=said["via"], text=said["text"])
+    for reading in (e for e in events if e["event"] == "clock"):  # a holder on a fake clock reports it
+        rec.add("holder", Type.OK, F.CLOCK, at=reading["t"], clock="holder", offset_s=reading["wall_offset_s"],
+                monotonic_offset_s=reading["monotonic_offset_s"])
     release = first.get("release")
     if release is not None:
         rec.add("holder", Type.INVOKE, F.RELEASE, at=release["t"])
@@ -171,18 +225,21 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
 
 
 def lease_history(holder_events: list[dict], contender: History, company: int, scope: str | None,
-                  fault: str, t_fault: float, t_heal: float) -> list[Op]:
-    """One history of a lease-fault trial: the holder's operations, the contender's, the fault's strike and heal."""
+                  fault: str, t_fault: float, t_heal: float, readings: Sequence[tuple[float, dict]] = ()) -> list[Op]:
+    """One history of a lease-fault trial: the holder's operations, the contender's, the fault's strike and heal,
+    and what the fault read of a clock (readings: monotonic time and value)."""
     rec = Recorder(contender.t0)
     rec.extend(holder_ops(holder_events, contender.t0, company, scope))
     rec.extend(ops.from_events(contender.to_list()))
     rec.add("fault", Type.OK, F.FAULT, at=t_fault, name=fault)
     rec.add("fault", Type.OK, F.HEAL, at=t_heal, name=fault)
+    for at, value in readings:
+        rec.add("fault", Type.OK, F.CLOCK, at=at, **value)
     return rec.ops()
 
 
 def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
-                    contender_history: History) -> LeaseFaultMeasures:
+                    contender_history: History, readings: Sequence[tuple[float, dict]] = ()) -> LeaseFaultMeasures:
     """What the holder and the contender did and what the company ended as, times from the holder's grant
     (from its first event when no grant ever came back to it: a holder without a grant cannot lose one),
     with the trial's whole history and final table for the checkers."""
@@ -200,7 +257,8 @@ def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
     noticed = by_name.get("held", {}).get("noticed_loss_at")
     scope = right_scope(backends.load(env.spec.backend))
     return {
-        "history": ops.to_json(lease_history(events, contender_history, COMPANY, scope, fault, t_fault, t_heal)),
+        "history": ops.to_json(lease_history(events, contender_history, COMPANY, scope, fault, t_fault, t_heal,
+                                             readings)),
         "final": {str(COMPANY): {"rows": rows_final, "runs": runs_in}},
         "fault": fault, "point": point, "ttl_s": ttl,
         "fault_at": round(t_fault - t0, 3), "healed_at": round(t_heal - t0, 3),
@@ -235,11 +293,20 @@ class LeaseFaultScenario(Scenario):
     def fault_of(self, variant: str) -> str | type[Fault]:
         return self.faults.get(variant, self.fault)
 
+    def fault_for(self, variant: str, backend_cls) -> str | type[Fault]:
+        """The fault a variant runs on this backend: fault_of(variant), unless a scenario chooses among several
+        by the backend's declarations."""
+        return self.fault_of(variant)
+
     def variant_skip(self, variant: str, backend_cls) -> str | None:
-        return faults.load(self.fault_of(variant)).applies_to(backend_cls)
+        fault = faults.load(self.fault_for(variant, backend_cls))
+        reason = fault.applies_to(backend_cls)
+        missing = fault.missing() if reason is None else None
+        return DoesNotRun(missing) if missing is not None else reason
 
     def run_trial(self, env: TrialEnv) -> dict:
-        return dict(lease_fault_trial(env, self.fault_of(env.spec.variant)))  # its shape: LeaseFaultMeasures
+        which = self.fault_for(env.spec.variant, backends.load(env.spec.backend))
+        return dict(lease_fault_trial(env, which))  # its shape: LeaseFaultMeasures
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
         """The checkers over the holder's, the contender's and the fault's operations."""

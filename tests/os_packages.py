@@ -39,9 +39,11 @@ class OsPackage:
 
 
 def _executable(binary: str) -> bool:
-    """Whether binary (a path, or a name on PATH then /usr/sbin) is an executable file, as the lab finds it."""
+    """Whether binary (a path, or a name on PATH then /usr/sbin) is an executable file, as the lab finds it; a shared
+    library (libfaketime's, which a process preloads and nobody executes) by its file alone."""
     if os.path.isabs(binary):
-        return os.path.isfile(binary) and os.access(binary, os.X_OK)
+        library = ".so" in os.path.basename(binary)
+        return os.path.isfile(binary) and (library or os.access(binary, os.X_OK))
     search = os.pathsep.join(p for p in (os.environ.get("PATH", ""), SEARCH_AFTER_PATH) if p)
     return shutil.which(binary, path=search) is not None
 

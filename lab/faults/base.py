@@ -41,10 +41,13 @@ class LockClass(Protocol):
 
 
 class HolderHandle(Protocol):
-    """What a fault may do to the holder (a harness HolderProcess): act on its process."""
+    """What a fault may do to the holder (a harness HolderProcess): act on its process, read what it reports."""
 
     @property
     def proc(self) -> subprocess.Popen: ...
+
+    def wait_for(self, name: str, timeout: float) -> dict:
+        """The holder's next report called name (a clock reading); TimeoutError when none comes."""
 
 
 @dataclass
@@ -57,8 +60,8 @@ class Target:
     holder: HolderHandle | None = None  # a harness HolderProcess, for faults that act on the process
     lock_pid: int | None = None  # PostgreSQL pid of the lock's own session, when there is one
     write_pid: int | None = None  # PostgreSQL pid of the write transaction the holder is inside, if any
-    ttl_s: float | None = None  # the lease's TTL as its server granted it, for a fault sized by it
     evidence: dict = field(default_factory=dict)
+    ttl: float | None = None  # the lease's TTL as the server granted it, for a fault whose size is a share of it
 
 
 @dataclass
@@ -69,6 +72,11 @@ class Route:
     writes_url: URL | None = None  # the writes' connection, when the lock lives inside the write
     netns: int | None = None  # a network namespace the holder must run in for the fault to reach its packets
     holder_services: Services | None = None  # every server as the holder reaches them from there, when not as the lab does
+    # lock_services are servers the fault started for this trial (a server on a fake clock): the contender's
+    # lock goes there too, and the lock's storage is made there; otherwise they are a path to the run's servers
+    # (a proxy) that the contender does not take.
+    own_servers: bool = False
+    holder_environment: dict[str, str] | None = None  # what the holder process must start with (a clock's preload)
 
 
 class Fault:
@@ -82,6 +90,17 @@ class Fault:
     # and the n/a reason when it cannot (the fault never acts on a server the lab did not start).
     needs_server: ClassVar[type | None] = None
     no_server: ClassVar[str] = ""
+    # When the contender asks, in TTLs from the moment the fault confirmed, and how long it keeps asking; None:
+    # one TTL and a grace later (the lease has lapsed by then), for one more TTL. A clock fault asks at once,
+    # while the holder's lease still runs on every clock but the one the fault moved.
+    ask_after_ttls: ClassVar[float | None] = None
+    patience_ttls: ClassVar[float | None] = None
+    ask_by_ttls: ClassVar[float | None] = None  # and it stops by this many TTLs after the holder's grant
+
+    def missing(self) -> str | None:
+        """What this machine lacks for the fault (an operating-system package, in the lab's one line), or None:
+        its cells then say 'does not run' with that line."""
+        return None
 
     def applies_to(self, backend_cls) -> str | None:
         """Why this fault cannot strike this backend by its declarations alone (n/a when planning), or None."""
@@ -113,5 +132,21 @@ class Fault:
         """Undo the fault (idempotent); returns evidence gathered while healing."""
         return {}
 
+    def readings(self) -> list[tuple[float, dict]]:
+        """What the fault measured over the trial, for its history: (monotonic time, value) pairs, such as a
+        server's clock against the real one."""
+        return []
+
     def close(self) -> None:
-        """Release what route() set up (proxies); called once, after the trial."""
+        """Release what prepare() and route() set up (proxies, servers of its own); called once, after the trial."""
+
+
+class GradedFault(Fault):
+    """A fault whose size is one number, strength, in TTLs of the lease it strikes (a clock jump of strength x TTL,
+    a delay of strength x TTL): what the margin search (lab/harness/margin.py) varies. A subclass declares the
+    strength its plain instance has (its matrix column's)."""
+
+    default_strength: ClassVar[float]
+
+    def __init__(self, strength: float | None = None):
+        self.strength = self.default_strength if strength is None else float(strength)

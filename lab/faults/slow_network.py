@@ -107,29 +107,29 @@ class SlowNetworkFault(Fault):
                      holder_services=inside)
 
     def inject(self, target: Target) -> None:
-        if target.ttl_s is None:
+        if target.ttl is None:
             raise FaultNotConfirmed(f"{self.name} is sized by the lease's TTL, and the target has none")
         if self.helper is None or self.helper.echo_port is None:
             raise FaultNotConfirmed(f"{self.name} struck with no helper in its namespace: route() first")
         self.struck = True  # from here heal() has something to undo
-        self._strike(self._link(), self.helper, target.ttl_s)
+        self._strike(self._link(), self.helper, target.ttl)
 
     def _strike(self, link: SlowLink, helper: DelayQueue, ttl: float) -> None:
         raise NotImplementedError
 
     def confirm(self, target: Target) -> dict:
         link = self._link()
-        assert target.ttl_s is not None and self.helper is not None  # inject() checked and made them
+        assert target.ttl is not None and self.helper is not None  # inject() checked and made them
         counts = link.counts()
         before = sum(counts.get(f"seen:{port}", 0) for port in self.lock_ports)
         if before == 0:
             raise FaultNotConfirmed("the holder's lock connection never went through the slowed port")
-        evidence = {"fault": self.name, **self.strength(), "ttl_s": target.ttl_s,
+        evidence = {"fault": self.name, **self.strength(), "ttl_s": target.ttl,
                     "direction": "both ways" if self.direction.both_ways else "to the server",
                     "lock_packets_before": before}
         if target.holder is not None:
             evidence["holder_connections"] = link.connections(self.lock_ports).get(target.holder.proc.pid, 0)
-        evidence.update(self._measure(link, self.helper, target.ttl_s))
+        evidence.update(self._measure(link, self.helper, target.ttl))
         return evidence
 
     def _measure(self, link: SlowLink, helper: DelayQueue, ttl: float) -> dict:

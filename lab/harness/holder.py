@@ -4,7 +4,10 @@ The parent sends one JSON spec on stdin; the holder acquires, runs the job for
 one company, and at the named fault point reports where it is and waits for a
 line on stdin, so the parent's fault strikes it there (a SIGSTOP, a cut, a restart).
 It reports every step as a JSON line on stdout, stamped with CLOCK_MONOTONIC,
-which is one clock for every process on the machine.
+which is one clock for every process on the machine: read by the system call itself, so a holder whose
+clocks a fault moves (libfaketime, lab/servers/fake_clock.py) still stamps its reports on the trial's
+clock. Such a holder (spec `report_clock`) also reports its own clocks against the real ones, at start and
+whenever the parent asks (SIGUSR1).
 """
 
 from __future__ import annotations
@@ -20,17 +23,18 @@ import threading
 import time
 
 from lab.servers.clients import first_line
+from lab.servers.fake_clock import real_monotonic, real_wall
 
 _SPEC_KEYS = ("backend", "backend_entry", "key", "options", "lock_settings", "write_settings", "pg_dsn", "redis_url",
               "etcd_endpoint", "table", "company", "rows", "run_id", "fault_point")
 
 
 
-_EMIT_LOCK = threading.Lock()  # library threads report too: one line at a time
+_EMIT_LOCK = threading.RLock()  # library threads report too: one line at a time (reentrant: a signal may report)
 
 
 def _emit(event: str, **fields) -> None:
-    line = json.dumps({"event": event, "t": time.monotonic(), **fields}) + "\n"
+    line = json.dumps({"event": event, "t": real_monotonic(), **fields}) + "\n"
     with _EMIT_LOCK:
         sys.stdout.write(line)
         sys.stdout.flush()
@@ -64,6 +68,29 @@ def _listen_to_libraries() -> None:
     told.listen(lambda via, text: _emit("callback", via=via, text=text))
 
 
+def _report_clock(*_signal) -> None:
+    """Report this process's wall and monotonic clocks against the real ones (at start, and on SIGUSR1 from a
+    fault that moved them). A signal handler, not a thread: under libfaketime 0.9.10 every wait of a second
+    Python thread for the GIL goes through its pthread_cond_timedwait, and a thread that woke every 50 ms
+    made the holder's own work three times slower (measured here)."""
+    wall, mono = _offset(time.time, real_wall), _offset(time.monotonic, real_monotonic)
+    _emit("clock", wall_offset_s=round(wall, 4), monotonic_offset_s=round(mono, 4))
+
+
+def _offset(own, real, tries: int = 5) -> float:
+    """own() minus real(), the real clock read on both sides of it; of a few tries, the one read closest together
+    (on a busy machine a thread can lose the processor between two reads for a tenth of a second)."""
+    best = None
+    for _ in range(tries):
+        before = real()
+        mine = own()
+        after = real()
+        if best is None or after - before < best[0]:
+            best = (after - before, mine - (before + after) / 2)
+    assert best is not None
+    return best[1]
+
+
 def main() -> None:
     """The holder process: everything it does is reported, nothing is decided here."""
     from lab.errors import LockLost
@@ -76,6 +103,9 @@ def main() -> None:
 
     _listen_to_libraries()
     spec = json.loads(sys.stdin.readline())
+    if spec.get("report_clock"):
+        signal.signal(signal.SIGUSR1, _report_clock)  # Python runs it on the main thread, even inside readline()
+        _report_clock()
     services = Services.from_addresses(spec)
     routed = Services.from_addresses(spec["lock_addresses"]) if spec.get("lock_addresses") else None
     monitor = pg_engine(services.pg(), isolation_level="AUTOCOMMIT", pool_pre_ping=True)
@@ -121,15 +151,17 @@ def main() -> None:
 class HolderProcess:
     """The parent's handle on a holder: its events, its signals, and its end."""
 
-    def __init__(self, spec: dict, netns: int | None = None):
-        """netns: a network namespace the holder runs in (lab/servers/netns.py), its sockets with it."""
+    def __init__(self, spec: dict, netns: int | None = None, env: dict[str, str] | None = None):
+        """netns: a network namespace the holder runs in (lab/servers/netns.py), its sockets with it.
+        env: variables added to the lab's environment for the holder alone (a fake clock's preload)."""
         missing = [k for k in _SPEC_KEYS if k not in spec]
         if missing:
             raise ValueError(f"holder spec lacks {missing}")
         from lab.servers.processes import popen
 
         self.proc = popen([sys.executable, "-m", "lab.harness.holder"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, netns=netns)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, netns=netns,
+                          env=None if env is None else {**os.environ, **env})
         if self.proc.stdin is None or self.proc.stdout is None or self.proc.stderr is None:
             raise RuntimeError("the holder process started without its pipes")
         self._stdin, self._stdout, self._stderr = self.proc.stdin, self.proc.stdout, self.proc.stderr

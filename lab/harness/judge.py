@@ -475,3 +475,11 @@ def search_verdict(counterexample: Verdict | None, struck: int, flaky: bool = Fa
         return Verdict(Kind.HELD, Valid.TRUE, struck > 0, (), figures)
     return Verdict(counterexample.kind, counterexample.lock, True, counterexample.findings,
                    {**figures, "counterexample": True})
+
+
+def margin_verdict(steps: list[Verdict], shown: int, margin: dict) -> Verdict:
+    """A margin search (lab/harness/margin.py) as one verdict: the verdict of the step it shows (the first that broke
+    at the smallest broken strength, else its last), quoting the margin; exercised when any step was."""
+    chosen = steps[shown]
+    return Verdict(chosen.kind, chosen.lock, any(v.exercised for v in steps), chosen.findings,
+                   {**chosen.figures, "margin": margin})

@@ -40,6 +40,8 @@ class F(str, Enum):
     TOLD = "told"  # the holder heard its lock was gone: value how, via, text
     FAULT = "fault"  # the fault injector struck: value name, evidence
     HEAL = "heal"  # the fault was undone
+    CLOCK = "clock"  # a process's clock read against the real one: value clock (whose), offset_s (its time minus
+    # the real time), and for a process of the lab's own (the holder) monotonic_offset_s; no checker reads it
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,8 @@ def verdict_text(verdict: Verdict) -> str:
     figures = verdict.figures
     if "schedules_struck" in figures:
         return _search_text(verdict)
+    if "margin" in figures:
+        return margin_text(figures["margin"], verdict)
     if figures.get("grant") and verdict.kind in (Kind.INTACT, Kind.HELD, Kind.NOT_ACQUIRED):
         return figures["grant"]  # the holder's grant never came back, so it never believed it held
     rows = figures.get("rows")
@@ -76,3 +78,25 @@ def _search_text(verdict: Verdict) -> str:
                     and SAFETY_OF[f.kind] is verdict.safety})  # what made it a counterexample, not the lock's loss
     prefix = "counterexample (did not fail on every replay): " if figures.get("flaky") else "counterexample: "
     return prefix + ", ".join(kinds or [verdict.kind.value])
+
+
+def margin_text(margin: dict, verdict: Verdict | None = None) -> str:
+    """'survived 0.94 TTL (2 trials), broke at 0.97 TTL (2 trials: stale write accepted)': a margin search's bounds
+    (lab/harness/margin.py), each with the trials behind it; a bound from one trial says so."""
+    def trials(n: int) -> str:
+        return "1 trial" if n == 1 else f"{n} trials"
+
+    parts = []
+    if margin.get("survived") is not None:
+        parts.append(f"survived {margin['survived']:g} TTL ({trials(margin['survived_trials'])})")
+    else:
+        parts.append("survived no strength tried")
+    if margin.get("broke") is not None:
+        what = f": {WORDS.get(verdict.kind, verdict.kind.value)}" if verdict is not None else ""
+        parts.append(f"broke at {margin['broke']:g} TTL ({trials(margin['broke_trials'])}{what})")
+    else:
+        parts.append("never broke in the range")
+    text = ", ".join(parts)
+    if margin.get("contradictions"):
+        text += f"; survived above a broken strength at {', '.join(f'{s:g}' for s in margin['contradictions'])} TTL"
+    return text

@@ -4,7 +4,9 @@ An operation is a bar from its invoke to its completion (coloured by how it comp
 band from its grant to the moment its holder asked to release it, heard it was gone, or the history
 ended; a lease's validity (grant + TTL, when the trial recorded its TTL) is a hatched band beside it;
 the fault's window (strike to heal) is shaded across every lane. Points are for what has no duration:
-a told signal, an observer's row count. Reads the history alone (schema 2), like every report section.
+a told signal, an observer's row count. A history with clock readings (a clock fault's) gets a panel
+under the lanes: each clock's offset from the real one, the real clock the zero line. Reads the history
+alone (schema 2), like every report section.
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ def bars_of(ops: list[Op], ttl: float | None = None) -> tuple[list[Bar], list[tu
         elif o.f is F.HEAL:
             windows.append((last if fault_at is None else fault_at, o.time))
             fault_at = None
-        elif o.f is F.COMMIT:
-            continue  # COMMIT sent: a moment inside the write's bar, which its completion closes
+        elif o.f in (F.COMMIT, F.CLOCK):
+            continue  # COMMIT sent: a moment inside the write's bar; a clock reading goes to the clock panel
         elif o.f in (F.TOLD, F.OBSERVE, F.HELD):
             points.append(o)
             if o.f is F.TOLD or (o.f is F.HELD and o.get("held") is False):
@@ -82,8 +84,18 @@ def bars_of(ops: list[Op], ttl: float | None = None) -> tuple[list[Bar], list[tu
     return bars, windows, points
 
 
+def clock_series(ops: list[Op]) -> dict[str, list[tuple[float, float]]]:
+    """Each clock's readings as (time, offset from the real clock in seconds), in time order: what the clock
+    panel draws. A clock is named by whose it is (the lock's server, the holder)."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for o in ops:
+        if o.f is F.CLOCK and o.get("offset_s") is not None:
+            series.setdefault(str(o.get("clock", o.process)), []).append((o.time, float(o.get("offset_s"))))
+    return series
+
+
 def lanes_of(ops: list[Op]) -> list[str]:
-    names = sorted({o.process for o in ops if o.f not in (F.FAULT, F.HEAL)},
+    names = sorted({o.process for o in ops if o.f not in (F.FAULT, F.HEAL, F.CLOCK)},
                    key=lambda p: (LANE_ORDER.index(p) if p in LANE_ORDER else len(LANE_ORDER), p))
     return [n for n in names if n != "observer"] + (["observer"] if "observer" in names else [])
 
@@ -97,7 +109,13 @@ def history_chart(ops: list[Op], title: str, path: Path, ttl: float | None = Non
 
     bars, windows, points = bars_of(ops, ttl)
     lanes = lanes_of(ops) or ["(empty)"]
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(lanes) + 1.6), dpi=72, layout="constrained")
+    clocks = clock_series(ops)
+    height = 0.45 * len(lanes) + 1.6
+    if clocks:
+        fig, (ax, clock_ax) = plt.subplots(2, 1, figsize=(7, height + 1.4), dpi=72, layout="constrained",
+                                           sharex=True, gridspec_kw={"height_ratios": [height, 1.4]})
+    else:
+        fig, ax = plt.subplots(figsize=(7, height), dpi=72, layout="constrained")
     end = max([o.time for o in ops] + [b.end for b in bars] + [1e-3])
     row = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
     for start, stop in windows:
@@ -127,6 +145,29 @@ def history_chart(ops: list[Op], title: str, path: Path, ttl: float | None = Non
               ("op failed", COMPLETION_COLOUR[Type.FAIL]), ("refused by the fence", FENCED_COLOUR),
               ("unknown / never completed", COMPLETION_COLOUR[Type.INFO])]
     handles = [matplotlib.patches.Patch(color=colour, label=text) for text, colour in legend]
-    ax.legend(handles=handles, fontsize=6, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)
+    if clocks:
+        fig.legend(handles=handles, fontsize=6, ncol=4, loc="outside lower center", frameon=False)
+        _clock_panel(clock_ax, clocks, windows)
+    else:
+        ax.legend(handles=handles, fontsize=6, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)
     fig.savefig(path, metadata={"Software": None})
     plt.close(fig)
+
+
+CLOCK_COLOURS = ("#6a1b9a", "#00838f", "#ef6c00", "#5d4037")
+
+
+def _clock_panel(ax, clocks: dict[str, list[tuple[float, float]]], windows) -> None:
+    """Each clock's offset from the real one over the trial, as steps between readings; the real clock is 0."""
+    for start, stop in windows:
+        ax.axvspan(start, stop, color=FAULT_COLOUR, alpha=0.6, zorder=0, linewidth=0)
+    ax.axhline(0.0, color="#424242", linewidth=0.8, linestyle="--", label="the real clock")
+    for i, (name, points) in enumerate(sorted(clocks.items())):
+        times, offsets = [t for t, _ in points], [v for _, v in points]
+        ax.step(times, offsets, where="post", color=CLOCK_COLOURS[i % len(CLOCK_COLOURS)], linewidth=1.2,
+                marker=".", markersize=4, label=f"{name}'s clock")
+    ax.set_ylabel("offset (s)", fontsize=7)
+    ax.set_xlabel("seconds (the trial's own clock)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(linewidth=0.3, color="#e0e0e0")
+    ax.legend(fontsize=6, loc="upper right", frameon=False)

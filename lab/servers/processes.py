@@ -112,7 +112,7 @@ def spawn(argv: Sequence[str], log_path: Path, *, user: str | None = None,
 
     stdin_text is written to the child's stdin, then closed: how a secret reaches a server
     without appearing in its command line (which `ps` shows to every user) or in a file.
-    env: the child's whole environment (default: the lab's).
+    env: the child's whole environment (default: the lab's); with_environment() adds to the lab's.
     """
     log = open(log_path, "ab")
     try:
@@ -129,6 +129,12 @@ def spawn(argv: Sequence[str], log_path: Path, *, user: str | None = None,
         finally:
             proc.stdin.close()
     return proc
+
+
+def with_environment(extra: dict[str, str] | None) -> dict[str, str] | None:
+    """The lab's environment with extra variables for one child alone (libfaketime's preload), or None for the
+    lab's own as it is."""
+    return None if not extra else {**os.environ, **extra}
 
 
 def stop(proc: subprocess.Popen | None, first_signal: int = signal.SIGTERM,

@@ -42,6 +42,9 @@ def test_the_labs_line_for_a_missing_package_is_the_lists():
     assert set(slow_link.TOOLS) == set(os_packages.packages()["iptables"].binaries)
     assert zookeeper.MISSING == os_packages.not_installed("zookeeper")
     assert os_packages.not_installed("pgbouncer") == "pgbouncer not installed (apt-get install pgbouncer)"
+    from lab.servers import fake_clock
+
+    assert fake_clock.MISSING == os_packages.not_installed("libfaketime")
 
 
 def test_one_line_names_every_missing_package_and_the_command_for_them(monkeypatch):

@@ -4,6 +4,9 @@ They live in a module of their own so a holder process can load them by entry
 ("tests.server.planted_backends:Class") without importing a test module.
 """
 
+import time
+
+from backends.redis_lock import RedisLock
 from backends.session_autocommit import SessionLockAutocommit
 
 
@@ -90,3 +93,25 @@ STEPS = ("cannot_run", "init", "acquire", "rebuild", "held", "release", "second_
 for _step in STEPS:
     globals()[f"RaisesAt_{_step}"] = type(f"RaisesAt_{_step}", (RaisesAt,), {"name": f"planted_raises_{_step}",
                                                                              "step": _step, "__module__": __name__})
+
+
+class RenewsByTheWallClock(RedisLock):
+    """redis-py's Lock renewed every TTL/3 on a schedule kept by the wall clock ("next renewal at time.time() +
+    interval"), as a library that computes its renewals from datetime.now() would: what the holder-clock fault
+    must catch (no library the lab adapts does this, measured)."""
+
+    name = "planted_wall_clock_renewal"
+    renews = True
+
+    def _renew_until(self, stop) -> None:
+        due = time.time() + self.ttl / 3
+        while not stop.wait(0.02):
+            if time.time() < due:
+                continue
+            try:
+                alive = self._renew()
+            except Exception:  # the lease is someone else's: this planted library says nothing more
+                alive = False
+            if not alive and self.noticed_loss_at is None:
+                self.noticed_loss_at, self.noticed_loss_how = time.monotonic(), "returned False"
+            due = time.time() + self.ttl / 3
