@@ -22,17 +22,25 @@ from typing import Callable
 import backends
 from lab.capabilities import Capability
 from lab.faults import GradedFault, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
+from lab.faults.slow_network import NetDelay, SlowNetworkFault
 from lab.harness.margin import Outcome, Plan, bounds, outcome_of, search
 from lab.harness.outcomes import DoesNotRun
 from lab.harness.judge import margin_verdict
 from lab.harness.verdict import Verdict
 from scenarios._lease_faults import first_applicable, lease_fault_trial
 from scenarios.base import Scenario, TrialEnv, judged
+from scenarios.slow_network import slow_network_trial
 
 
 def lease_step(env: TrialEnv, fault: GradedFault, step: int) -> dict:
     """One step as a lease-fault trial (scenarios/_lease_faults.py): a Skip there ends the search as n/a."""
     return dict(lease_fault_trial(env, fault, step=step))
+
+
+def slow_step(env: TrialEnv, fault: GradedFault, step: int) -> dict:
+    """One step inside a private network namespace with servers of its own (scenarios/slow_network.py)."""
+    assert isinstance(fault, SlowNetworkFault)  # GRADED gives this trial its delay faults only
+    return dict(slow_network_trial(env, fault, step=step))
 
 
 @dataclass(frozen=True)
@@ -53,13 +61,15 @@ GRADED: dict[str, Graded] = {
     "server_fast": Graded((ServerClockFast, RedlockClockFast), "TTLs the lock server's clock gains per TTL (it runs at "
                           "1 + strength times the real rate), the contender asking until 0.9 TTL after the grant",
                           0.0, 4.0),
+    "net_delay": Graded((NetDelay,), "TTLs added to every round trip of the holder's lock connection (half each way), "
+                        "the contender asking a TTL after the delay began", 0.0, 1.5, slow_step),
 }
 
 
 class Margin(Scenario):
     name = "margin"
-    summary = ("per lease backend and graded fault (a server clock that jumps or runs fast): the largest strength it "
-               "survived and the smallest that broke it, in TTLs, by a bisection of real trials")
+    summary = ("per lease backend and graded fault (a server clock that jumps or runs fast, a slow lock connection): "
+               "the largest strength it survived and the smallest that broke it, in TTLs, by a bisection of real trials")
     requires = frozenset({Capability.LEASE_EXPIRY})
     variants = tuple(GRADED)
     # budget: trials per search; confirm: trials wanted at each bound (as the budget allows); resolution: TTLs.

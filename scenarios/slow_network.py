@@ -90,9 +90,10 @@ class SlowNetwork(LeaseFaultScenario):
         return dict(slow_network_trial(env, fault_of(env.spec.variant)))  # its shape: LeaseFaultMeasures
 
 
-def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault) -> LeaseFaultMeasures:
+def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault, step: int | None = None) -> LeaseFaultMeasures:
     """One lease-fault trial with this fault (made with its strength) on servers of its own in a private network
-    namespace; Skip where the namespace, iptables or the run's own PostgreSQL binaries are missing.
+    namespace; Skip where the namespace, iptables or the run's own PostgreSQL binaries are missing. step: one of
+    a margin search's trials (scenarios/margin.py), with a table and a lock key of its own.
 
     The servers and the holder are inside; the lab's side of the trial (the contender, the monitor, the fault's
     probe and rules) runs on the lab's threads outside, reaching the servers through a bridge each."""
@@ -126,7 +127,7 @@ def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault) -> LeaseFaultMeas
         except LinkUnavailable as exc:
             raise Skip(DoesNotRun(str(exc))) from None
         fault.attach(link, inside)
-        return lease_fault_trial(replace(env, services=outside, monitor=monitor, writes=writes), fault)
+        return lease_fault_trial(replace(env, services=outside, monitor=monitor, writes=writes), fault, step=step)
     finally:
         for engine in (monitor, writes):
             if engine is not None:

@@ -35,10 +35,10 @@ import statistics
 from typing import ClassVar
 
 from lab.capabilities import Capability
-from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
+from lab.faults.base import Fault, FaultNotConfirmed, GradedFault, Route, Target
 from lab.servers.nfqueue import DelayQueue, QueueUnavailable
 from lab.servers.services import Services
-from lab.servers.slow_link import BOTH_WAYS, TO_SERVER, SlowLink
+from lab.servers.slow_link import BOTH_WAYS, TO_SERVER, SlowLink, unavailable_reason
 
 HOLDER_QUEUE, PROBE_QUEUE = 1, 2  # queue numbers inside the trial's namespace: the lock's packets, the probe's
 PROBE_ROUND_TRIPS = 5
@@ -71,9 +71,13 @@ class SlowNetworkFault(Fault):
             raise FaultNotConfirmed(f"{self.name} has no slowed link: run it through scenarios/slow_network.py")
         return self.link
 
-    def strength(self) -> dict:
+    def strength_record(self) -> dict:
         """The strength it was made with, as the trial records it."""
         raise NotImplementedError
+
+    def missing(self) -> str | None:
+        """Root, iproute2 and iptables, which the slowed link needs (its cells say 'does not run' without them)."""
+        return unavailable_reason()
 
     def _queues(self) -> list[int]:
         """The queue numbers its helper holds packets of: none for a fault that holds nothing."""
@@ -124,7 +128,7 @@ class SlowNetworkFault(Fault):
         before = sum(counts.get(f"seen:{port}", 0) for port in self.lock_ports)
         if before == 0:
             raise FaultNotConfirmed("the holder's lock connection never went through the slowed port")
-        evidence = {"fault": self.name, **self.strength(), "ttl_s": target.ttl,
+        evidence = {"fault": self.name, **self.strength_record(), "ttl_s": target.ttl,
                     "direction": "both ways" if self.direction.both_ways else "to the server",
                     "lock_packets_before": before}
         if target.holder is not None:
@@ -170,26 +174,29 @@ class SlowNetworkFault(Fault):
         return {}
 
 
-class NetDelay(SlowNetworkFault):
-    """Every round trip of the holder's lock connections takes strength x TTL more."""
+class NetDelay(SlowNetworkFault, GradedFault):
+    """Every round trip of the holder's lock connections takes strength x TTL more: a graded fault, so the margin
+    search (scenarios/margin.py) finds the largest delay a lease survives."""
 
     name = "net_delay"
     label = "lock connection slowed"
+    default_strength = 1 / 3
 
-    def __init__(self, strength: float, one_way: bool = False):
-        """strength: the time added to each round trip, as a fraction of the lease's TTL (0.5: half a TTL).
-        one_way: all of it on the way to the server (requests arrive that late); otherwise half each way."""
+    def __init__(self, strength: float | None = None, one_way: bool = False):
+        """strength: the time added to each round trip, as a fraction of the lease's TTL (0.5: half a TTL; 0: the
+        packets pass through the queue unheld). one_way: all of it on the way to the server (requests arrive that
+        late); otherwise half each way."""
         super().__init__(one_way)
-        if strength <= 0:
-            raise ValueError(f"a delay's strength is a positive fraction of the TTL, not {strength}")
-        self.fraction = strength
+        self.strength = self.default_strength if strength is None else float(strength)
+        if self.strength < 0:
+            raise ValueError(f"a delay's strength is a fraction of the TTL, not {strength}")
 
-    def strength(self) -> dict:
-        return {"strength": self.fraction, "strength_of": "round trip added, as a fraction of the TTL"}
+    def strength_record(self) -> dict:
+        return {"strength": self.strength, "strength_of": "round trip added, as a fraction of the TTL"}
 
     def per_packet_s(self, ttl: float) -> float:
         """How long each packet taken is held: the whole added round trip one way, or half of it each way."""
-        return self.fraction * ttl / (2 if self.direction.both_ways else 1)
+        return self.strength * ttl / (2 if self.direction.both_ways else 1)
 
     def _queues(self) -> list[int]:
         return [HOLDER_QUEUE, PROBE_QUEUE]
@@ -200,7 +207,7 @@ class NetDelay(SlowNetworkFault):
         link.delay({**{port: HOLDER_QUEUE for port in self.lock_ports}, helper.echo_port: PROBE_QUEUE}, self.direction)
 
     def _measure(self, link: SlowLink, helper: DelayQueue, ttl: float) -> dict:
-        wanted = self.fraction * ttl
+        wanted = self.strength * ttl
         trips = helper.round_trips(PROBE_ROUND_TRIPS, 0.01, within_s=1.5 * wanted + 1.0)
         if None in trips:
             raise FaultNotConfirmed(f"the probe's datagrams did not come back through the delay: {trips}")
@@ -237,7 +244,7 @@ class NetLoss(SlowNetworkFault):
             raise ValueError(f"a loss's share is a probability between 0 and 1, not {share}")
         self.share = share
 
-    def strength(self) -> dict:
+    def strength_record(self) -> dict:
         return {"strength": self.share, "strength_of": "share of packets dropped"}
 
     def _strike(self, link: SlowLink, helper: DelayQueue, ttl: float) -> None:

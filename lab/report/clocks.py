@@ -276,8 +276,9 @@ def section_margins(run: RunView) -> str | None:
     ttl = sorted({r["measures"].get("ttl_s") for r in trials.to_dict("records") if r["status"] == "ok"})
     plan = next((r["measures"]["plan"] for r in trials.to_dict("records") if r["status"] == "ok"), None)
     return "\n".join([
-        "## The safety margin of each lease against a clock that moves", "",
-        "How far the clock that keeps a lease may move before the lease breaks, as a share of its TTL: for each "
+        "## The safety margin of each lease against a clock that moves or a slow network", "",
+        "How far the clock that keeps a lease may move, or how much later its renewals may arrive, before the lease "
+        "breaks, as a share of its TTL: for each "
         "lease backend and fault, a bisection of real trials (each judged by the checkers; *broke* means another "
         "run held the lock while the holder still believed it held, or the company was left unsafe), the largest "
         "strength that survived every trial at it and the smallest that broke one, each with the trials behind it "
