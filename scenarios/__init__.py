@@ -17,6 +17,7 @@ REGISTRY = Registry("scenario", {
     "etcd_partition": "scenarios.etcd_partition:EtcdPartition",
     "failover": "scenarios.failover:Failover",
     "redis_failover": "scenarios.redis_failover:RedisFailover",
+    "sentinel": "scenarios.sentinel:Sentinel",
     "redlock_restart": "scenarios.redlock_restart:RedlockRestart",
     "pooler": "scenarios.pooler:Pooler",
     "netdrop": "scenarios.netdrop:NetDrop",
