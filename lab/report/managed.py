@@ -113,24 +113,24 @@ def heard_cell(labels: list[str]) -> str:
 
 @dataclass(frozen=True)
 class Differences:
+    """How one managed variant's promotion figures stand against the scripted control's."""
+
     promote: Comparison
     accepted: Comparison
     survived: Comparison
-    heard: Comparison
 
     @classmethod
     def between(cls, scripted: Figures, managed: Figures) -> Differences:
         return cls(compare(scripted.promote_s, managed.promote_s, PROMOTE_TOLERANCE),
                    compare(scripted.accepted, managed.accepted, ACCEPTED_TOLERANCE),
-                   compare(scripted.survived, managed.survived, SURVIVED_TOLERANCE),
-                   compare_heard(scripted.heard, managed.heard))
+                   compare(scripted.survived, managed.survived, SURVIVED_TOLERANCE))
 
     def named(self) -> list[tuple[str, Comparison]]:
         return [("time to promote", self.promote), ("writes the old primary accepted", self.accepted),
-                ("surviving writes", self.survived), ("what the holder heard first", self.heard)]
+                ("surviving writes", self.survived)]
 
     def sentence(self) -> str:
-        """'differs in time to promote and what the holder heard first; the same in ...; within noise in ...'."""
+        """'differs in time to promote; the same in ...; within noise in ...'."""
         parts = []
         for word in (Comparison.DIFFERS, Comparison.SAME, Comparison.WITHIN_NOISE, Comparison.NOT_MEASURED):
             names = [name for name, c in self.named() if c is word]
@@ -152,53 +152,73 @@ def promoted_trials(run: RunView, scenario: str) -> list[dict]:
     return [r for r in rows.to_dict("records") if "promotion" in (r["measures"] or {})]
 
 
-def _figure_row(label: str, figures: Figures) -> list[str]:
+def _figure_row(label: str, figures: Figures, against: str) -> list[str]:
     never = f", never {figures.never_promoted}" if figures.never_promoted else ""
     return [label, figures.manager, spread(figures.promote_s, " s") + never, spread(figures.accepted, "", 0),
-            spread(figures.accepting_s, " s"), spread(figures.survived, "", 0), heard_cell(figures.heard)]
+            spread(figures.accepting_s, " s"), spread(figures.survived, "", 0), against]
+
+
+def heard_mark(scripted: list[str], managed: list[str]) -> str:
+    """The managed side's most common first signal, its count, and whether it is the scripted side's."""
+    if not managed:
+        return "-"
+    top = sorted(most_common(managed))[0]
+    return f"{top} {Counter(managed)[top]}/{len(managed)} ({compare_heard(scripted, managed).value})"
 
 
 def _pair_section(run: RunView, managed: str, managed_title: str, control: str, control_title: str) -> str | None:
     managed_trials, control_trials = promoted_trials(run, managed), promoted_trials(run, control)
     if not managed_trials or not control_trials:
         return None
-    rows = [_figure_row(f"{control} (all variants)", Figures.of(control_trials))]
+    scripted = Figures.of(control_trials)
     variants = list(dict.fromkeys(r["variant"] for r in managed_trials))
-    rows += [_figure_row(f"{managed} {variant}", Figures.of([r for r in managed_trials if r["variant"] == variant]))
-             for variant in variants]
-    by_backend = []
+    of_variant = {v: [r for r in managed_trials if r["variant"] == v] for v in variants}
+    rows = [_figure_row(f"{control}, every variant", scripted, "")]
+    counted: Counter = Counter()
+    for variant, trials in of_variant.items():
+        differences = Differences.between(scripted, Figures.of(trials))
+        counted.update(c for _, c in differences.named())
+        rows.append(_figure_row(f"{managed} {variant}", Figures.of(trials), differences.sentence()))
+    heard_rows, heard_differs, heard_cells = [], 0, 0
     frame = run.frame
-    backends = ordered_backends(frame[frame.scenario.isin([managed, control])])
-    for backend in backends:
-        mine = [r for r in managed_trials if r["backend"] == backend]
-        theirs = [r for r in control_trials if r["backend"] == backend]
-        if not mine or not theirs:
+    for backend in ordered_backends(frame[frame.scenario.isin([managed, control])]):
+        theirs = [heard_first(r["measures"]) for r in control_trials if r["backend"] == backend]
+        if not theirs:
             continue
-        scripted, manager = Figures.of(theirs), Figures.of(mine)
-        differences = Differences.between(scripted, manager)
-        by_backend.append([backend, f"{spread(scripted.promote_s, ' s')} / {spread(manager.promote_s, ' s')}",
-                           f"{spread(scripted.accepted, '', 0)} / {spread(manager.accepted, '', 0)}",
-                           f"{spread(scripted.survived, '', 0)} / {spread(manager.survived, '', 0)}",
-                           f"{heard_cell(scripted.heard)} / {heard_cell(manager.heard)}", differences.sentence()])
-    overall = Differences.between(Figures.of(control_trials), Figures.of(managed_trials))
+        cells = []
+        for trials in of_variant.values():
+            mine = [heard_first(r["measures"]) for r in trials if r["backend"] == backend]
+            cells.append(heard_mark(theirs, mine))
+            if mine:
+                heard_cells += 1
+                heard_differs += compare_heard(theirs, mine) is Comparison.DIFFERS
+        heard_rows.append([backend, heard_cell(theirs), *cells])
     return "\n".join([
         f"### {managed_title} beside {control_title}", "",
-        f"`{managed}` against its scripted control `{control}`, from each trial's promotion measures: seconds from "
-        "the fault until the new primary answered as one (read over its own protocol), the probe writes a client "
-        "connected straight to the old primary got acknowledged after the fault struck (and for how long), how "
-        "many of those the primary held at the end, and the first thing the holder's process heard once the "
-        "fault struck. Medians with min-max and the number of trials, over every backend.", "",
-        md_table(["trials", "manager", "time to promote", "old primary accepted", "accepting for",
-                  "of those survived", "holder heard first"], rows), "",
-        f"Over every backend and variant, {managed} {overall.sentence()}.", "",
-        "Per backend, scripted / managed, every variant pooled:", "",
-        md_table(["backend", "time to promote", "old primary accepted", "survived", "holder heard first",
-                  "where they differ"], by_backend), "",
+        f"`{managed}` against its scripted control `{control}`, from each trial's promotion measures, over every "
+        "backend: seconds from the fault until the new primary answered as one (read over its own protocol), the "
+        "probe writes a client connected straight to the old primary got acknowledged after the fault struck (and "
+        "until when), and how many of those the primary held at the end. Medians with min-max and the number of "
+        "trials; the last column says where each managed variant differs from the scripted failover.", "",
+        md_table(["trials", "manager", "time to promote", "old primary accepted", "accepting until",
+                  "of those survived", "against the scripted failover"], rows), "",
+        f"Of the {sum(counted.values())} comparisons above, {_count(counted[Comparison.DIFFERS], 'differs', 'differ')}, "
+        f"{_count(counted[Comparison.SAME], 'is the same', 'are the same')} and "
+        f"{_count(counted[Comparison.WITHIN_NOISE], 'is within noise', 'are within noise')}.", "",
+        "What the holder heard first once the fault struck, per backend: the scripted failover's answers, then each "
+        "managed variant's most common one, *same* or *differs* from the scripted side's most common one.", "",
+        md_table(["backend", f"{control} (scripted)", *[f"{managed} {v}" for v in variants]], heard_rows), "",
+        f"The holder heard first something other than under the scripted failover in {heard_differs} of "
+        f"{heard_cells} backend and variant cells.", "",
         f"*Same* and *differs* are computed: time to promote differs when the medians are more than "
         f"{_tolerance(PROMOTE_TOLERANCE, ' s')} apart and the two ranges do not overlap, and is the same within "
         f"that (else *within noise*); writes accepted likewise with {_tolerance(ACCEPTED_TOLERANCE, ' writes')}, "
-        f"writes that survived with {_tolerance(SURVIVED_TOLERANCE, ' write')}; what the holder heard first is the "
-        "same when the most common first signal of each side agrees.", ""])
+        f"surviving writes with {_tolerance(SURVIVED_TOLERANCE, ' write')}; what the holder heard first is the same "
+        "when the most common first signal of each side agrees (either of tied ones).", ""])
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _tolerance(tolerance: tuple[float, float], unit: str) -> str:
