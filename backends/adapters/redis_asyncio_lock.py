@@ -6,6 +6,9 @@ raises LockNotOwnedError. It renews nothing by itself: its documentation leaves 
 reacquire() to the caller, so the lab's keep-alive thread calls reacquire() every TTL/3, as it calls
 sherlock's renew(). No fencing token: a holder paused past its TTL writes on regardless.
 
+Behind Sentinel (a redis+sentinel:// address) the client is the library's own asyncio Sentinel's
+master_for (lab/servers/clients.py: redis_asyncio_client).
+
 The lock is a coroutine API: each instance runs its own event loop on a thread of its own (as the
 lab's asyncpg driver does), and every call into the library is made on that loop's thread. That matters:
 with its default thread_local=True the token lives in a threading.local, and reacquire(), extend() and
