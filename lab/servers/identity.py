@@ -110,13 +110,13 @@ def primary_identity(services: Services, service: str) -> dict:
         try:
             with engine.connect() as conn:
                 row = conn.execute(text(
-                    "select host(inet_server_addr()) as host, inet_server_port() as port, "
-                    "pg_is_in_recovery() as in_recovery, (pg_control_checkpoint()).timeline_id as timeline, "
-                    "pg_postmaster_start_time()::text as started")).mappings().one()
+                    f"select host(inet_server_addr()) as host, inet_server_port() as port, "
+                    f"pg_is_in_recovery() as in_recovery, {_TIMELINE} as wal_file, "
+                    f"pg_postmaster_start_time()::text as started")).mappings().one()
         finally:
             engine.dispose()
         return {"address": f"{row['host'] or 'local'}:{row['port']}", "in_recovery": bool(row["in_recovery"]),
-                "timeline": int(row["timeline"]), "started": row["started"]}
+                "timeline": _timeline(row["wal_file"]), "started": row["started"]}
     if service == "redis":
         url = services.redis()
         out: dict = {}
@@ -143,6 +143,15 @@ def primary_identity(services: Services, service: str) -> dict:
         client.close()
     leader = status.leader.id if hasattr(status.leader, "id") else status.leader
     return {"leader": str(leader), "raft_term": int(status.raft_term), "members": members}
+
+
+# The timeline a server writes on: the first eight hex digits of its current WAL file's name (any role may ask;
+# a standby writes none, so it has none).
+_TIMELINE = "case when pg_is_in_recovery() then null else pg_walfile_name(pg_current_wal_lsn()) end"
+
+
+def _timeline(wal_file: str | None) -> int | None:
+    return None if wal_file is None else int(wal_file[:8], 16)
 
 
 def redis_role(url: str) -> dict:
@@ -183,7 +192,7 @@ def is_new_primary(before: dict, after: dict, service: str) -> bool:
     """Whether after names another primary (or leader) than before: a failover happened."""
     if service == "postgres":
         return not after["in_recovery"] and (after["address"] != before["address"]
-                                             or after["timeline"] > before["timeline"])
+                                             or (after["timeline"] or 0) > (before["timeline"] or 0))
     if service == "redis":
         return after["role"] == "master" and (after["address"] != before["address"]
                                               or after["run_id"] != before["run_id"])
@@ -201,11 +210,11 @@ def old_primary_answer(services: Services, service: str, before: dict) -> dict:
                            isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": int(TIMEOUT)})
         try:
             with engine.connect() as conn:
-                row = conn.execute(text("select pg_is_in_recovery() as in_recovery, "
-                                        "(pg_control_checkpoint()).timeline_id as timeline")).mappings().one()
+                row = conn.execute(text(f"select pg_is_in_recovery() as in_recovery, {_TIMELINE} as wal_file"
+                                        )).mappings().one()
         finally:
             engine.dispose()
-        return {"in_recovery": bool(row["in_recovery"]), "timeline": int(row["timeline"])}
+        return {"in_recovery": bool(row["in_recovery"]), "timeline": _timeline(row["wal_file"])}
     if service == "redis":
         host, _, port = before["address"].rpartition(":")
         url = services.redis()
