@@ -11,13 +11,16 @@ Clients find the primary through the Sentinels: `url` is a redis+sentinel:// add
 (lab/servers/clients.py), which redis-py's `Sentinel(...).master_for(SERVICE)` reads.
 
 How the primary is cut from the Sentinels and the replica but not from the holder (the stale-master
-window). Everyone reaches each server through a proxy in front of its port: it is the address the
-Sentinels monitor and hand to clients, the one a replica streams from, and the one a server announces
-as a replica (replica-announce-port). Each proxy learns who dialed each connection from the kernel's
-socket table, like the etcd cluster's peer proxies (lab/servers/etcd_cluster.py), and isolate(server)
-stops the bytes of every connection between that server and a Sentinel or the other server, old and
-new, both ways, while a lock client's connection (the holder's) flows on. The lab's own view of each
-server (ROLE, INFO, the probe's writes) uses the servers' real ports.
+window). Everyone reaches the first primary through a proxy in front of its port: it is the address the
+Sentinels monitor and hand to clients, the one its replica streams from, and the one it announces should
+it become a replica (replica-announce-port). The proxy learns who dialed each connection from the
+kernel's socket table (/proc, for the service's own processes), like the etcd cluster's peer proxies
+(lab/servers/etcd_cluster.py), and isolate(first) stops the bytes of every connection between it and a
+Sentinel or the replica, old and new, while a lock client's connection (the holder's) flows on. The
+replica is reached on its own port: with a proxy in front of it too, under a load average of 50 on two
+cores the Sentinels missed the new primary's answers through it for longer than down-after (1 s) and
+failed back (2 trials of 80). The lab's own view of each server (ROLE, INFO, the probe's writes) uses
+the servers' real ports.
 
 Passwords. The two servers get a random password of their own (requirepass and masterauth, on stdin
 as EmbeddedRedis does); the Sentinels require the same one (their requirepass, which Sentinel also
@@ -327,16 +330,15 @@ class SentinelRedis:
         return [s.port for s in self.sentinels]
 
     def start(self) -> None:
-        """Both proxies, the primary, the replica (in sync), then the Sentinels; returns once every Sentinel
+        """The first's proxy, the primary, the replica (in sync), then the Sentinels; returns once every Sentinel
         knows the replica and the two other Sentinels, and their event channels are being read."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             self.root.chmod(0o700)  # the servers' and Sentinels' rewritten config files hold the password
-            for server in self.servers:
-                front = PeerProxy(self.label(server), server.port, self._dialer, self._separated).start()
-                self.fronts[self.label(server)] = front
-                # As a replica a server announces its proxy, so the Sentinels and clients reach it there too.
-                server.config += ["replica-announce-ip 127.0.0.1", f"replica-announce-port {front.port}"]
+            front = PeerProxy("first", self.first.port, self._dialer, self._separated).start()
+            self.fronts["first"] = front
+            # Should it become a replica, it announces its proxy, so the Sentinels and clients reach it there still.
+            self.first.config += ["replica-announce-ip 127.0.0.1", f"replica-announce-port {front.port}"]
             self._start_server(self.first)
             self.second.config.append(f"replicaof 127.0.0.1 {self.fronts['first'].port}")
             self._start_server(self.second)
@@ -358,7 +360,9 @@ class SentinelRedis:
 
     def _start_server(self, server: EmbeddedRedis) -> None:
         def start() -> None:
-            self.fronts[self.label(server)].target = ("127.0.0.1", server.port)  # a port retried: the proxy follows
+            front = self.fronts.get(self.label(server))
+            if front is not None:
+                front.target = ("127.0.0.1", server.port)  # a port retried: the proxy follows
             server.start()
 
         _on_a_free_port(server, start)
@@ -385,8 +389,9 @@ class SentinelRedis:
         return redis_client(server.url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=no_retry())
 
     def address(self, server: EmbeddedRedis) -> tuple[str, int]:
-        """The address the Sentinels and clients know the server by: its proxy."""
-        return "127.0.0.1", self._front(server).port
+        """The address the Sentinels and clients know the server by: the first's proxy, the second's own port."""
+        front = self.fronts.get(self.label(server))
+        return "127.0.0.1", front.port if front is not None else server.port
 
     def server_at(self, address: tuple[str, int] | None) -> EmbeddedRedis | None:
         return next((s for s in self.servers if address is not None and self.address(s) == address), None)
@@ -527,7 +532,8 @@ class SentinelRedis:
 
     def isolate(self, server: EmbeddedRedis) -> None:
         """Cut every connection between server and the Sentinels and the other server, old and new, both ways;
-        its clients still reach it."""
+        its clients still reach it. Only the first sits behind a proxy that can."""
+        self._front(server)
         self._set_isolated(self.label(server))
 
     def isolate_primary(self) -> None:
