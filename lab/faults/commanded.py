@@ -22,7 +22,7 @@ from typing import ClassVar
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.faults.commands import Hook, run_fault_command
 from lab.servers.clients import is_sentinel_url, parse_sentinel_url, redact_text, server_url
-from lab.servers.identity import is_new_primary, old_primary_answer, primary_identity, redis_role
+from lab.servers.identity import is_new_primary, old_primary_answer, primary_identity
 from lab.servers.redis_promotion import PromotionWatch, straight_to
 from lab.servers.services import Services
 
@@ -198,4 +198,4 @@ class CommandedPartition(CommandedFault):
     label = "your partition command"
 
 
-__all__ = ["CommandedFault", "CommandedFailover", "CommandedPause", "CommandedPartition", "redis_role"]
+__all__ = ["CommandedFault", "CommandedFailover", "CommandedPause", "CommandedPartition"]
