@@ -125,9 +125,14 @@ class EmbeddedSentinel:
                            socket_connect_timeout=timeout, retry=no_retry())
 
     def _ping(self) -> bool:
+        """Answers as a Sentinel: a port another server took between free_port() and this one's bind answers PING
+        too (seen once in 80 trials), and this process then exits with "Failed listening", which wait_ready sees."""
         client = self.client(1.0)
         try:
-            return bool(client.ping())
+            mode = client.info("server").get("redis_mode")
+            if mode != "sentinel":
+                raise ServiceError(f"port {self.port} answers as a Redis {mode}, not this Sentinel")
+            return True
         finally:
             client.close()
 
@@ -299,6 +304,13 @@ class SentinelRedis:
         self.first = EmbeddedRedis(root, "first", password=self.password, config=list(config))
         self.second = EmbeddedRedis(root, "second", password=self.password, config=list(config))
         self.sentinels = [EmbeddedSentinel(root, f"sentinel{i}") for i in range(SENTINELS)]
+        while self.second.port == self.first.port:  # free_port() may hand out one port twice in a row
+            self.second.port = free_port()
+        taken = {self.first.port, self.second.port}
+        for sentinel in self.sentinels:
+            while sentinel.port in taken:
+                sentinel.port = free_port()
+            taken.add(sentinel.port)
         self.fronts: dict[str, PeerProxy] = {}  # server name -> the proxy that is its address for everyone
         self.events: SentinelEvents | None = None
         self.isolated: str | None = None  # the server cut from the Sentinels and the other server
