@@ -40,19 +40,17 @@ import time
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from lab.errors import ServiceError
 from lab.servers.clients import SENTINEL_SCHEME, no_retry, redis_client
 from lab.servers.embedded import EmbeddedRedis, _package_dir, new_password
 from lab.servers.etcd_cluster import PeerProxy
-from lab.servers.processes import free_port, spawn, stop, wait_ready
+from lab.servers.processes import free_port, on_a_free_port, spawn, stop, wait_ready
 
 SERVICE = "locklab"  # the master name the Sentinels monitor
 SENTINELS = 3
 READY_WITHIN = 30.0
 SYNC_WITHIN = 30.0
-BIND_ATTEMPTS = 3
 CLIENT = "a client"  # a dialer that is no part of the service: a lock client, the lab's probe; never cut
 
 
@@ -159,19 +157,6 @@ class EmbeddedSentinel:
     def stop(self) -> None:
         stop(self.proc, signal.SIGTERM, grace=5)
         self.proc = None
-
-
-def _on_a_free_port(part: EmbeddedRedis | EmbeddedSentinel, start: Callable[[], None]) -> None:
-    """start(), again on a new port when another process took the one free_port() gave (between asking and
-    binding, another trial's server or proxy may take it: seen with three trials starting at once)."""
-    for attempt in range(BIND_ATTEMPTS):
-        try:
-            start()
-            return
-        except ServiceError as exc:
-            if "listening" not in str(exc) or attempt == BIND_ATTEMPTS - 1:
-                raise
-            part.port = free_port()
 
 
 def _part_of_service(dialer: str) -> bool:
@@ -357,7 +342,7 @@ class SentinelRedis:
             self.wait_in_sync()
             monitored = self.address(self.first)
             for sentinel in self.sentinels:
-                _on_a_free_port(sentinel, partial(sentinel.start, self.password, monitored, self.settings))
+                on_a_free_port(sentinel, partial(sentinel.start, self.password, monitored, self.settings))
             self.wait_settled()
             self.events = SentinelEvents(self.sentinels)
             self.events.start()
@@ -377,7 +362,7 @@ class SentinelRedis:
                 front.target = ("127.0.0.1", server.port)  # a port retried: the proxy follows
             server.start()
 
-        _on_a_free_port(server, start)
+        on_a_free_port(server, start)
 
     def stop(self) -> None:
         """Every process and proxy stopped; idempotent. A paused server is continued first."""
