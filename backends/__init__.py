@@ -53,6 +53,9 @@ ADAPTERS = {
     "sherlock_etcd": ("backends.adapters.sherlock:SherlockEtcdLock", "sherlock", "etcd"),
     "redis_asyncio": ("backends.adapters.redis_asyncio_lock:RedisAsyncioLock", "redis.asyncio"),
     "portalocker_redis": ("backends.adapters.portalocker_redis:PortalockerRedisLock", "portalocker"),
+    "kazoo": ("backends.adapters.kazoo_lock:KazooLock", "kazoo"),
+    # The lab's own fenced lock on ZooKeeper, on kazoo's Lock: listed, like the adapters, once kazoo is installed.
+    "zookeeper_fenced": ("backends.zookeeper_fenced:ZooKeeperFencedLock", "kazoo"),
 }
 
 broken: dict[str, str] = {}  # plugin name -> why it was skipped

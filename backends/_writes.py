@@ -21,9 +21,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from backends.base import Point, RebuildResult, describe_error, no_point
+from lab.harness.statements import Statement
 from lab.harness.workload import CompanyTable
 
-_XACT_LOCK = text("select pg_advisory_xact_lock(hashtextextended(:k, 0))")
+_XACT_LOCK = Statement("select pg_advisory_xact_lock(hashtextextended(:k, 0))")
 
 
 def sqlstate(exc: BaseException) -> str | None:
@@ -123,7 +124,7 @@ def write_transaction(engine: Engine, table: CompanyTable, companies: list[int],
     """
     def lock(conn: Connection, company: int) -> bool:
         assert lock_key is not None
-        conn.execute(_XACT_LOCK, {"k": lock_key(company)})
+        _XACT_LOCK.run(conn, {"k": lock_key(company)})
         return True  # it waits for the company: never another run's
 
     def write(conn: Connection, company: int, n: int, run: str, hook: Point) -> int:

@@ -35,6 +35,8 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
                                                 "(env LAB_ETCD_ENDPOINT)")
     parser.add_argument("--redlock-urls", help="comma-separated Redis URLs, the Redlock masters "
                                                "(env LAB_REDLOCK_URLS; default: three embedded)")
+    parser.add_argument("--zk-hosts", help="use this ZooKeeper (host:port[,host:port...]) instead of the embedded "
+                                           "one (env LAB_ZK_HOSTS)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,7 +163,7 @@ def cmd_run(args, argv) -> int:
     from lab.runner import Runner, RunRequest
 
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
-                                                    args.redlock_urls)
+                                                    args.redlock_urls, args.zk_hosts)
     request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
                          external=external, argv=argv, resume=args.resume,
                          fault_commands=parse_fault_commands(args.fault_command))
@@ -272,7 +274,7 @@ def cmd_replay(args, argv) -> int:
     from lab.replay import replay
 
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
-                                                    args.redlock_urls)
+                                                    args.redlock_urls, args.zk_hosts)
     return replay(args.results, args.run, args.trial, external, tries=max(1, args.tries), png=args.png)
 
 
@@ -299,9 +301,15 @@ def cmd_doctor(args, argv) -> int:
 def cmd_list(args, argv) -> int:
     usable = backends.names()
     width = max(len(name) for name in [*usable, *backends.broken, *scenarios.names()])
-    print("backends:")
+    from lab.servers.services import ExternalAddresses, not_installed
+
+    external = ExternalAddresses.from_flags_and_env()
+    print("backends (! = a server it needs is not installed here; its cells say does not run):")
     for name in usable:
-        print(f"  {name:<{width}} {backends.load(name).summary}")
+        cls = backends.load(name)
+        absent = [why for service in cls.services if not external.given(service)
+                  and (why := not_installed(service)) is not None]
+        print(f"{'!' if absent else ' '} {name:<{width}} {cls.summary}" + (f" ({'; '.join(absent)})" if absent else ""))
     for name, reason in sorted(backends.broken.items()):
         print(f"! {name:<{width}} skipped, broken plugin: {reason}")
     print("scenarios (* = run when no --scenario is given):")
@@ -328,9 +336,13 @@ def cmd_services(args, argv) -> int:
         print("to point a run or a client at them (the passwords are printed here only):")
         addresses = services.to_addresses()
         values = {"postgres": addresses["pg_dsn"], "redis": addresses["redis_url"],
-                  "etcd": addresses["etcd_endpoint"], "redlock": ",".join(addresses["redlock_urls"])}
+                  "etcd": addresses["etcd_endpoint"], "redlock": ",".join(addresses["redlock_urls"]),
+                  "zookeeper": addresses["zk_hosts"]}
         for name in SERVICE_NAMES:
-            print(f"  export {ENV_VARS[name]}='{values[name]}'")
+            if values[name] is not None:
+                print(f"  export {ENV_VARS[name]}='{values[name]}'")
+        for name, why in services.unavailable.items():
+            print(f"{name:<9} not started: {why}")
         print(f"data and logs in {services.tmp}; Ctrl-C stops them", flush=True)
         try:
             signal.pause()

@@ -52,6 +52,14 @@ class ScenarioProgress:
             self.outcomes[record.get("safety") if record["status"] == "ok" else record["status"]] += 1
         self.tick()
 
+    def drop(self, trials: int) -> None:
+        """Trials planned but no longer needed (their figures were precise enough): out of the total."""
+        if trials:
+            self.total -= trials
+            self.progress.update(self.task, total=self.total)
+            if self.plain:
+                self._line(f"{self.name}: precise enough; {trials} planned trials not needed")
+
     def tick(self) -> None:
         """Called often while the scenario runs: the time left, and a heartbeat line when the last is 30 s old."""
         elapsed = time.monotonic() - self.started
@@ -61,15 +69,29 @@ class ScenarioProgress:
             self._line(f"{self.name}: {self.done}/{self.total} trials after {elapsed:.0f} s"
                        + (f", {left}" if left else ""))
 
-    def finish(self) -> None:
+    def finish(self, bound: float | None = None) -> float:
+        """The end line (without a terminal), with wall / bound when the scenario's lower bound is known
+        (Scenario.lower_bound); on a terminal the bar stays and only wall / bound is printed. Returns the wall."""
+        wall = time.monotonic() - self.started
+        ratio = "" if bound is None else f"; wall / bound {wall_over_bound(wall, bound)}"
         if self.plain:
             counts = ", ".join(f"{what} {n}" for what, n in sorted(self.outcomes.items(), key=lambda kv: str(kv[0])))
-            self._line(f"{self.name}: done in {time.monotonic() - self.started:.1f} s, {self.done} trials"
-                       + (f" ({counts})" if counts else ""))
+            self._line(f"{self.name}: done in {wall:.1f} s, {self.done} trials"
+                       + (f" ({counts})" if counts else "") + ratio)
+        elif ratio:
+            self._line(f"{self.name}: {wall:.1f} s{ratio}")
+        return wall
 
     def _line(self, text: str) -> None:
-        self.console.print(text, highlight=False)
+        self.console.print(text, highlight=False, soft_wrap=True)  # one line each, however narrow the console
         self.last_line = time.monotonic()
+
+
+def wall_over_bound(wall: float, bound: float) -> str:
+    """'2.31 (92.4 s / 40.0 s)': how many times its lower bound a scenario or a run took; a bound of 0 (nothing
+    it had to wait for) gives no ratio."""
+    ratio = f"{wall / bound:.2f}" if bound > 0 else "-"
+    return f"{ratio} ({wall:.1f} s / {bound:.1f} s)"
 
 
 def _duration(seconds: float) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Callable, Generic, TypeVar
 
 from lab.errors import LabError
 from lab.servers.capacity import Capacity
@@ -120,6 +120,12 @@ class Dispatch(Generic[T]):
 
     def __bool__(self) -> bool:
         return bool(self._waiting)
+
+    def drop(self, unneeded: Callable[[T], bool]) -> int:
+        """Drop the waiting trials the scenario no longer needs; returns how many."""
+        kept = [trial for trial in self._waiting if not unneeded(trial[0])]
+        dropped, self._waiting = len(self._waiting) - len(kept), kept
+        return dropped
 
     def ready(self, slots: int) -> list[tuple[T, int]]:
         """Up to `slots` trials whose sessions are free now, taken from the budget, earliest first."""

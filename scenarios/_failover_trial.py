@@ -34,6 +34,7 @@ from scenarios.base import TrialEnv, judged
 
 NEVER_ACKNOWLEDGED = "grant never acknowledged"
 GRANT_WITHIN_S = 30.0
+WRITE_WITHIN_S = 5.0  # after the holder is let go, its write's answer is waited for this long before the heal
 RETRY_EVERY_S = 0.1  # a contender asking again, as run_job does
 
 # What a scenario may do around the holder: before it asks (hold a replica back), once it holds
@@ -53,18 +54,31 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
                    before_holder: Hook | None = None, once_held: Hook | None = None,
                    grant: GrantWait = acquire_event, holder_options: dict | None = None,
                    ask_after: float | None = None, patience: float | None = None,
-                   retry_errors: bool = False) -> dict:
+                   at_fault: Callable[[float], None] | None = None, settle: Hook | None = None,
+                   guard_s: float | None = None, retry_errors: bool = False,
+                   before_contender: Hook | None = None) -> dict:
     """Run the trial on env's servers (the scenario's own); the contender asks contender_services if given.
     holder_options: the holder's own lock options beyond the TTL (the contender gets the TTL alone).
     ask_after: seconds from the fault to the contender's first try (default one TTL and a grace), and
     patience how long it keeps trying (default one more TTL): 0 and 0 ask once, while the lease lives.
-    retry_errors: the contender asks again through the server's errors (a primary that refuses writes)."""
+    at_fault: called once the fault was injected, with the moment its injection began (a probe starts then).
+    guard_s: the holder's idle_in_transaction_session_timeout (default one TTL, the post's guard); a fault that
+    lasts longer than that on a server that stays up would otherwise be a test of the guard.
+    before_contender: once the fault is confirmed, until the contender's way to the servers leads to the new
+    primary (a health-checked route that has not yet marked it up).
+    retry_errors: the contender asks again after an error from the servers (a route that has no primary yet), as
+    a retrying job would; each error stays in the history as an acquire nobody knows the outcome of. A contender
+    whose client cannot even be made (tooz's coordinator writes as it starts, and a primary without a replica
+    refuses) is then made again inside its job, each failure such an error.
+    The fault heals once the holder has written (or, if its write hangs, WRITE_WITHIN_S after it was let go),
+    then settle() waits for the servers to agree again (a demoted primary rewound); the final table is read
+    after that."""
     cls = backends.load(env.spec.backend)
     ttl = env.params["ttl_s"]
     options = {"ttl_s": ttl}
     table = env.table()
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
-    guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
+    guard = {"idle_in_transaction_session_timeout": f"{int((ttl if guard_s is None else guard_s) * 1000)}ms"}
     spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name), "key": env.key(),
             "options": env.options({**options, **(holder_options or {})}),
             "lock_settings": guard, "write_settings": guard, **env.services.to_addresses(),
@@ -88,26 +102,39 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
         target = Target(env.services, env.monitor, cls, holder=holder)
         t_fault = time.monotonic()
         fault.inject(target)
+        if at_fault is not None:
+            at_fault(t_fault)
         evidence.update(fault.confirm(target))  # FaultNotConfirmed makes this trial an error, never a verdict
-        # A client made after the failover (some libraries write as soon as they start: not to a replica).
+        # A client made after the failover (some libraries write as soon as they start: not to a replica), with
+        # no pooled connection from before it: the trial's pools start afresh.
+        for engine in (env.writes, env.monitor):
+            engine.dispose()
+        if before_contender is not None:
+            evidence.update(before_contender())
         def make() -> Backend:
             return env.backend(table=table, options=options, key=spec["key"], routed=contender_services)
 
-        if not retry_errors:
+        try:
             made.append(make())
+        except Exception:  # its library's own error while it starts: tried again in its job, when asked to
+            if not retry_errors:
+                raise
         env.pause(max(0.0, t_fault + (ttl + HEAL_GRACE_S if ask_after is None else ask_after) - time.monotonic()))
         patience = ttl + 1.0 if patience is None else patience
         other = pool.submit(_contend, make, made, patience, history, retry_errors)
         wait([other], timeout=patience + 0.5)
-        t_heal = time.monotonic()
-        evidence.update(fault.heal(target))  # a fault that lasts (a pause, a partition) ends here; most have nothing to undo
         if waiting is None:
             holder.go()
+            _written(holder, WRITE_WITHIN_S)
+        t_heal = time.monotonic()
+        evidence.update(fault.heal(target))
+        if settle is not None:
+            evidence.update(settle())
         events = holder.finish(timeout=30 + 3 * ttl)
         job = other.result(timeout=30 + 3 * ttl)
     finally:
         if target is not None:
-            fault.heal(target)  # idempotent: a failed trial must not leave a server stopped or cut off
+            fault.heal(target)  # idempotent: a failed trial must not leave an agent stopped or a link cut
         holder.kill()
         pool.shutdown(wait=False, cancel_futures=True)
         for contender in made:
@@ -129,8 +156,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
 
 def _contend(make: Callable[[], Backend], made: list[Backend], patience: float, history: History,
              retry_errors: bool) -> JobResult:
-    """The contender's job, its client made first if it is not yet (into made). A library that writes as it starts
-    (tooz's heartbeat) cannot be made while the primary refuses writes: with retry_errors each such failure is an
+    """The contender's job, its client made first if it could not be yet (into made): each failure to make it is an
     acquire the server did not grant, asked again until the patience runs out, as run_job records a refused one."""
     started = time.monotonic()
     deadline = started + patience
@@ -155,6 +181,15 @@ def _contend(make: Callable[[], Backend], made: list[Backend], patience: float, 
             history.add("contender", "acquire_refused")
     return run_job(made[0], [COMPANY], COMPANY_SIZE, "contender", patience=max(0.0, deadline - time.monotonic()),
                    history=history, retry_errors=retry_errors)
+
+
+def _written(holder: HolderProcess, within: float) -> None:
+    """Until the holder reports its write, or within seconds: a commit may wait on a standby that will not answer
+    until the fault heals (the holder then ends with its write's outcome, whatever it is)."""
+    try:
+        holder.wait_for("write", within)
+    except (TimeoutError, RuntimeError):  # not written yet, or the holder ended without writing
+        pass
 
 
 def failover_judgement(measures: dict, backend_cls) -> Verdict:

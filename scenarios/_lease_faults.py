@@ -36,8 +36,9 @@ COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
 
 
-def lease_fault_trial(env: TrialEnv, which: str | type[Fault]) -> LeaseFaultMeasures:
-    """One trial of this shape with the fault named (lab/faults) or given as a class (declared by its scenario)."""
+def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault) -> LeaseFaultMeasures:
+    """One trial of this shape with the fault named (lab/faults), given as a class (declared by its scenario) or
+    made already, with its strength (lab/faults/slow_network.py)."""
     cls = backends.load(env.spec.backend)
     fault = faults.load(which)
     reason = fault.cannot_run(cls, env.services)
@@ -59,18 +60,20 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault]) -> LeaseFaultMeas
     try:
         fault.prepare(env.services, cls)
         route = fault.route(env.services, cls)
+        if route.holder_services is not None:  # the holder runs where the servers have other addresses (a namespace)
+            spec.update(route.holder_services.to_addresses())
         if route.lock_services is not None:
             spec["lock_addresses"] = route.lock_services.to_addresses()
         if route.writes_url is not None:
             spec["writes_dsn"] = route.writes_url.render_as_string(hide_password=False)
-        holder = HolderProcess(spec)
+        holder = HolderProcess(spec, netns=route.netns)
         acquired = holder.wait_for("acquire", 30)
         if not acquired["granted"]:
             raise LabError("the holder could not take a fresh lock")
         effective_ttl = float(acquired.get("ttl") or ttl)
         at_point = holder.wait_for("at_point", 30)
         target = Target(env.services, env.monitor, cls, holder=holder, lock_pid=acquired.get("lock_pid"),
-                        write_pid=at_point.get("write_pid"))
+                        write_pid=at_point.get("write_pid"), ttl_s=effective_ttl)
         t_fault = time.monotonic()
         fault.inject(target)
         evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict
@@ -124,8 +127,9 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
 
     A run-level right is its grant; a right inside the write is its company lock, taken before the holder
     stopped at its fault point after its delete; a strategy without a lock has no right at all. The holder
-    reports its write once it has ended, so the write's COMMIT is bounded by that report. Every signal it
-    heard (told.py) is a `told` operation.
+    reports when it asks COMMIT (its write's `before_commit` point) and its write once it has ended; a holder
+    that never reached that point is bounded by the report of its write. Every signal it heard (told.py) is
+    a `told` operation.
     """
     run_level = scope == "run"
     rec = Recorder(t0)
@@ -150,7 +154,9 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
     if write is not None:
         outcome = write.get("outcome")
         if outcome in ("committed", "indeterminate"):
-            rec.add("holder", Type.INVOKE, F.COMMIT, at=write["t"], company=company)
+            # When its last COMMIT was asked (a holder that reports none: when its write ended, a later bound).
+            asked = [e["t"] for e in events if e["event"] == "commit_asked" and e["t"] <= write["t"]]
+            rec.add("holder", Type.INVOKE, F.COMMIT, at=asked[-1] if asked else write["t"], company=company)
         kinds = {"committed": (Type.OK, {}), "rejected": (Type.FAIL, {"fenced": True}),
                  "indeterminate": (Type.INFO, {"resolved": write.get("resolved")})}
         type_, extra = kinds.get(outcome, (Type.FAIL, {}))

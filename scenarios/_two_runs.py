@@ -12,9 +12,12 @@ from lab.harness import ops
 from lab.harness.history import History
 from lab.harness.job import JobResult, run_job
 from lab.harness.workload import COMPANY_SIZE, Observer
+from lab.servers import pg
 from scenarios.base import TrialEnv
 
 COMPANY = 1
+MEET_WITHIN_S = 10.0  # how much longer run1 waits for run2 to reach it after its hold, on a slow machine
+MEET_POLL_S = 0.02
 
 
 @dataclass
@@ -23,6 +26,22 @@ class Sync:
 
     started: threading.Event
     second_done: threading.Event
+    history: History
+
+    def hold_until_met(self, env: TrialEnv, conn, at_least: float) -> None:
+        """Keep run1 where it is for at_least seconds, then until run2 has met it: refused by the lock, blocked
+        behind run1's session, or finished. On a loaded machine run2 can start after run1's hold is over, and
+        two runs that never overlapped would read as a different verdict (intact instead of held) for
+        nothing the lock did. At most MEET_WITHIN_S more; past that the trial goes on as it is."""
+        env.pause(at_least)
+        pid = pg.backend_pid(conn) if conn is not None else None
+        deadline = time.monotonic() + MEET_WITHIN_S
+        while not self._met(env, pid) and time.monotonic() < deadline:
+            env.pause(MEET_POLL_S)  # neither the lock nor pg_stat_activity announces a waiter: ask again
+
+    def _met(self, env: TrialEnv, pid: int | None) -> bool:
+        refused = any(e["run"] == "run2" and e["event"] == "acquire_refused" for e in self.history.to_list())
+        return self.second_done.is_set() or refused or (pid is not None and pg.blocks_another(env.monitor, pid))
 
 
 @dataclass
@@ -60,9 +79,9 @@ def two_runs(env: TrialEnv, first_point, second_point=None, options: dict | None
     for company in sorted(set(companies[0]) | set(companies[1])):
         table.seed(env.writes, company, COMPANY_SIZE)
     first, second = (env.backend(table=table, options=options) for _ in range(2))
-    sync = Sync(threading.Event(), threading.Event())
     t0 = time.monotonic()
     history = History(t0)
+    sync = Sync(threading.Event(), threading.Event(), history)
     seen = Observer(env.monitor, table, COMPANY,
                     on_change=lambda company, count: history.add("observer", "observed", company=company, count=count))
     try:

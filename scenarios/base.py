@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
@@ -84,6 +85,11 @@ class TrialEnv:
     params: dict
     stop: threading.Event = field(default_factory=threading.Event)
     results_dir: Path | None = None  # the run's folder, for files a trial keeps (hypothesis' examples)
+    # Seconds this trial spent in pause/wait_until, its threads' waits overlapping counted once: the timers
+    # it sat through, which no scheduler can shorten (Scenario.lower_bound).
+    waited: float = 0.0
+    _waiting: list = field(default_factory=lambda: [0, 0.0], repr=False)  # [waits in progress, since when]
+    _wait_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def options(self, options: dict | None = None) -> dict:
         """A backend's options for this trial: the given ones, and its driver when not the default."""
@@ -131,12 +137,50 @@ class TrialEnv:
     def wait_until(self, t0: float, seconds: float) -> None:
         """Sleep until t0 + seconds on the monotonic clock, waking at once if the run is stopped."""
         remaining = t0 + seconds - time.monotonic()
-        if remaining > 0 and self.stop.wait(remaining):
+        if remaining <= 0:
+            return
+        self._wait_begins()
+        try:
+            stopped = self.stop.wait(remaining)
+        finally:
+            self._wait_ends()
+        if stopped:
             raise Interrupted()
+
+    def _wait_begins(self) -> None:
+        with self._wait_lock:
+            if self._waiting[0] == 0:
+                self._waiting[1] = time.monotonic()
+            self._waiting[0] += 1
+
+    def _wait_ends(self) -> None:
+        with self._wait_lock:
+            self._waiting[0] -= 1
+            if self._waiting[0] == 0:
+                self.waited += time.monotonic() - self._waiting[1]
 
 
 SHARED, OWN_SERVERS, ALONE = "shared", "own servers", "alone"
 LANES = (SHARED, OWN_SERVERS, ALONE)
+
+# The timers a trial sits through at least once, by the names the profiles give them: a lease waited out
+# (ttl_s), a guard's timeout fired (timeout_s), a transaction held open (hold_s), a kill at its moment
+# (kill_at), a run's work (work_s). Ceilings (give_up, wait_for_run2_s, shrink_s) bound a wait from above.
+FLOOR_TIMERS = ("ttl_s", "timeout_s", "hold_s", "kill_at", "work_s")
+
+
+def makespan_floor(floors: Sequence[float], costs: Sequence[int], at_once: int, sessions: int | None) -> float:
+    """The least wall time in which trials lasting at least `floors` seconds can all finish, at most `at_once`
+    running together and, with `sessions`, their PostgreSQL sessions (`costs`) never over that budget.
+
+    Three things no schedule escapes: the longest trial; the trials' seconds shared among at_once workers;
+    and their session-seconds shared within the budget (a trial holds its sessions for all of its time)."""
+    if not floors:
+        return 0.0
+    bound = max(max(floors), sum(floors) / max(1, at_once))
+    if sessions:
+        bound = max(bound, sum(min(c, sessions) * f for c, f in zip(costs, floors)) / sessions)
+    return bound
 
 
 class Scenario(ABC):
@@ -255,6 +299,61 @@ class Scenario(ABC):
     def wall_budget(self, profile: str) -> float | None:
         """Seconds the whole scenario should take when its trials overlap (None: no such bound)."""
         return None
+
+    def trial_floor(self, profile: str) -> float:
+        """Seconds one trial cannot take less than, declared: the profile's timers a trial sits through once
+        (FLOOR_TIMERS). After the run a trial seen to wait longer on its timers counts that (TrialEnv.waited),
+        and one that ended sooner than this (a backend that let the contender in at once) counts its own
+        duration (lab/runner/trials.py finished_floor), so the bound never claims more than happened. A
+        scenario whose trials wait on nothing of the sort overrides this, saying why."""
+        p = self.profile_params(profile)
+        return sum(float(p.get(name, 0)) for name in FLOOR_TIMERS)
+
+    def measured_seconds(self, measures: dict) -> float:
+        """Seconds of a finished trial spent inside its own measurement (a timed rebuild, a throughput window):
+        work a scheduler cannot shorten without changing the figure. 0 for a trial that times nothing; a
+        scenario whose trials time work says how much from their measures."""
+        return 0.0
+
+    def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
+        """Whether a planned trial must still run, given the records of the trials finished so far: False once
+        the figures it would repeat are precise enough (lab/harness/precision.py). True by default: every
+        planned trial runs; a scenario whose repetitions are trials of their own (the cost table) overrides it."""
+        return True
+
+    def precision(self, profile: str, done: list[dict]) -> dict | None:
+        """What the run records about how its repetitions ended (the rule's outcome), for the report; None: nothing."""
+        return None
+
+    def at_once(self, profile: str, costs: Sequence[int], sessions: int | None) -> int:
+        """The most trials that can run together: parallelism(), and no more than fit in the sessions the
+        server allows the scenario (lab/waves.py), the cheapest first."""
+        limit = max(1, self.parallelism(profile))
+        if sessions is None:
+            return limit
+        fits, used = 0, 0
+        for cost in sorted(costs):
+            if fits == limit or used + min(cost, sessions) > sessions:
+                break
+            fits, used = fits + 1, used + min(cost, sessions)
+        return max(1, fits)
+
+    def lower_bound(self, profile: str, floors: Sequence[float], costs: Sequence[int],
+                    sessions: int | None = None) -> float:
+        """The wall time no scheduler could beat for trials whose floors are given (each at least its declared
+        trial_floor's part it really waited, plus its measured_seconds), under this scenario's declarations:
+        as many at once as at_once() allows and their sessions within the budget (makespan_floor).
+
+        Before a run the floors are trial_floor() for every runnable trial (declared_bound); after it, each
+        finished trial's own, so a scenario gets a bound from what it already declares and its trials do."""
+        return makespan_floor(floors, costs, self.at_once(profile, costs, sessions), sessions)
+
+    def declared_bound(self, profile: str, costs: Sequence[int], sessions: int | None = None) -> float:
+        """lower_bound() from the declarations alone: every runnable trial lasting its trial_floor, and no less
+        than the scenario's own wall budget (the window that must be waited out once)."""
+        floor = self.trial_floor(profile)
+        bound = self.lower_bound(profile, [floor] * len(costs), costs, sessions)
+        return max(bound, self.wall_budget(profile) or 0.0) if costs else 0.0
 
     def pg_sessions(self, backend_cls: type[Backend], profile: str) -> int:
         """PostgreSQL sessions one trial of this backend holds at most: its lock's, its runs' writes, the

@@ -29,6 +29,7 @@ from lab import faults
 from lab.columns import Column
 from lab.errors import LabError
 from lab.harness.holder import HolderProcess
+from lab.harness.promotion import PromotionProbe, create_probe_table
 from lab.harness.workload import ensure_schema
 from lab.servers.clients import pg_engine
 from lab.servers.cluster import PostgresPair
@@ -39,8 +40,13 @@ from scenarios.base import OWN_SERVERS, Skip, TrialEnv
 
 __all__ = ["Failover", "NEVER_ACKNOWLEDGED"]
 
+SCRIPTED = "scripted"  # who promoted, in the promotion measures: the lab itself, by pg_promote()
+
 
 class Failover(LeaseFaultScenario):
+    """Each trial records, as its managed counterpart `patroni` does, how long the promotion took and what a probe
+    client writing to the old primary got acknowledged after the crash (lab/harness/promotion.py)."""
+
     name = "failover"
     lane = OWN_SERVERS  # a primary and a standby of each trial's own: runs beside the run's other scenarios
     fault = "failover"
@@ -87,6 +93,10 @@ class Failover(LeaseFaultScenario):
                                connect_args={"application_name": "locklab-writes"})
             ensure_schema(monitor)
             backends.prepare_storage(monitor, [env.spec.backend])
+            create_probe_table(pair.node_url(pair.primary))  # before hold_back(): the standby has it too
+            # Connected to the primary from before the fault, as a client already is; it writes from the fault on.
+            probe = PromotionProbe(SCRIPTED, "primary", {"primary": pair.node_url(pair.primary),
+                                                         "standby": pair.node_url(pair.standby)})
 
             def hold_back() -> dict:
                 pair.wait_caught_up()  # the company exists on both nodes before anything is held back
@@ -95,9 +105,15 @@ class Failover(LeaseFaultScenario):
                     evidence["link_carried_before_cut"] = pair.hold_back()
                 return evidence
 
-            return failover_trial(replace(env, services=cluster, monitor=monitor, writes=writes),
-                                  faults.load(self.fault), before_holder=hold_back,
-                                  grant=lambda holder: _grant_or_commit_wait(holder, pair))
+            try:
+                measures = failover_trial(replace(env, services=cluster, monitor=monitor, writes=writes),
+                                          faults.load(self.fault), before_holder=hold_back, at_fault=probe.start,
+                                          grant=lambda holder: _grant_or_commit_wait(holder, pair))
+            finally:
+                probe.stop()
+            measures["promotion"] = probe.measures(pair.node_url(pair.standby))  # the standby is the primary now
+            measures["evidence"]["probe"] = probe.details()
+            return measures
         finally:
             for engine in (monitor, writes):
                 if engine is not None:

@@ -24,6 +24,7 @@ from sqlalchemy import text
 
 from backends import load as load_backend
 from backends.base import Backend, NoRunLock
+from lab.harness.precision import Rule, repeat
 from lab.harness.workload import SCHEMA
 from lab.servers.clients import etcd_client, is_sentinel_url, pg_engine, redis_client
 from lab.servers.proxy import BlackholeProxy
@@ -37,7 +38,7 @@ WAITS = "a thread of the same process polling the backend's own acquire() in a t
 
 # The floor each backend's ratio is taken to, by the service its lock lives on.
 FLOOR_OF = {"postgres": "select 1", "redis": "PING (redis-py)", "redlock": "PING (redis-py, one master)",
-            "etcd": "put"}
+            "etcd": "put", "zookeeper": "set (kazoo)"}
 _COMMIT_TABLE = f"{SCHEMA}.latency_commits"
 
 # The goal: a backend's median acquire + release at most this many times its bare library call's.
@@ -45,6 +46,20 @@ BARE_GOAL = 1.2
 # The paired samples are cut into this many consecutive blocks, each giving one ratio of medians: the
 # spread a verdict must clear, as repetitions are for the cost table (a block of 6 at the quick profile).
 BARE_BLOCKS = 5
+
+# The precision rule each repeated figure stops by (lab/harness/precision.py); the profile's count is the cap.
+# Acquire + release: blocks of a tenth of the iterations, each giving the lock over its floor (and over its bare
+# call) paired within the block; within +-10% after three blocks. Handoffs: blocks of a fifth, each block's
+# median; handoffs are scheduling-bound, so +-15%. Throughput: the window in five slices, grants per second in
+# each; +-10% after three.
+BLOCKS, CYCLE_RULE = 10, (0.10, 3)
+HANDOFF_BLOCKS, HANDOFF_RULE = 5, (0.15, 2)
+SLICES, SLICE_RULE = 5, (0.10, 3)
+
+
+def rule(parts: int, tolerance_floor: tuple[float, int]) -> Rule:
+    tolerance, floor = tolerance_floor
+    return Rule(tolerance, min(floor, parts), parts)
 
 
 def stats(values: list[float]) -> dict:
@@ -81,6 +96,10 @@ class Latency(Scenario):
         p = self.profile_params(profile)
         return 2.0 + p["iterations"] * 0.02 + p["handoffs"] * 0.02 + 5 * p["window_s"]
 
+    def measured_seconds(self, measures: dict) -> float:
+        """Its timed samples: acquire + release pairs, handoffs and the throughput slices."""
+        return float(measures.get("measured_s", 0.0))
+
     def pg_sessions(self, backend_cls: type[Backend], profile: str) -> int:
         """Eight throughput workers of two sessions each at most (lease_row's pool), the floor's and the proxy's."""
         return 2 * max(WORKERS) + 4 if backend_cls.lock_service == "postgres" else 2
@@ -95,8 +114,8 @@ class Latency(Scenario):
                        "Sentinel connects wherever the Sentinels say")
         floors = _Floors(env, service)
         try:
-            cold, cycles, floor_samples, bare = self._uncontended(env, floors)
-            handoffs, tries, failed, not_kept_out = self._handoffs(env)
+            cold, cycles, floor_samples, bare, cycle_precision = self._uncontended(env, floors)
+            handoffs, tries, failed, not_kept_out, handoff_precision = self._handoffs(env)
             throughput = [self._throughput(env, k, keys) for k, keys in _throughput_configs()]
             round_trips = self._round_trips(env, service)
         finally:
@@ -112,7 +131,10 @@ class Latency(Scenario):
                 "handoff": stats(handoffs), "handoff_tries": stats(tries), "handoffs_failed": failed,
                 "waiter_not_kept_out": not_kept_out,
                 "waits": WAITS, "throughput": throughput, "round_trips": round_trips,
-                "bare": _versus_bare(cycles, bare, bare_round_trips)}
+                "bare": _versus_bare(cycles, bare, bare_round_trips),
+                "precision": {"acquire_release": cycle_precision, "handoff": handoff_precision},
+                "measured_s": round(sum(a + r for a, r in cycles) + sum(handoffs)
+                                    + sum(t["seconds"] for t in throughput), 3)}
 
     @staticmethod
     def _uncontended(env: TrialEnv, floors: "_Floors"):
@@ -140,98 +162,144 @@ class Latency(Scenario):
                 for acquire, release, _ in timed:
                     _must(acquire())
                     release()
-            for i in range(env.params["iterations"]):
-                for name, seconds in floors.sample().items():
-                    samples[name].append(seconds)
-                for acquire, release, into in (timed if i % 2 == 0 else timed[::-1]):
-                    acquired = _timed(lambda: _must(acquire()))
-                    into.append((acquired, _timed(release)))
+            size = max(1, env.params["iterations"] // BLOCKS)
+            main = FLOOR_OF[_service_of(env)]
+
+            def block(b: int) -> tuple[float, ...]:
+                for i in range(b * size, (b + 1) * size):
+                    for name, seconds in floors.sample().items():
+                        samples[name].append(seconds)
+                    for acquire, release, into in (timed if i % 2 == 0 else timed[::-1]):
+                        acquired = _timed(lambda: _must(acquire()))
+                        into.append((acquired, _timed(release)))
+                own = statistics.median(a + r for a, r in cycles[-size:])
+                pairs = [own / statistics.median(samples[main][-size:])]
+                if bare_cycles:
+                    pairs.append(own / statistics.median(a + r for a, r in bare_cycles[-size:]))
+                return tuple(pairs)
+
+            _, precision = repeat(rule(BLOCKS, CYCLE_RULE), block)
         finally:
             backend.close()
             if bare is not None:
                 bare.close()
-        return cold, cycles, samples, None if bare is None else (bare.call, bare_cycles)
+        return cold, cycles, samples, None if bare is None else (bare.call, bare_cycles), precision
 
     @staticmethod
     def _handoffs(env: TrialEnv):
         """The holder releases while a waiter polls: seconds from the release call to the waiter's grant."""
         key = env.key("handoff")
         holder, waiter = env.backend(key=key), env.backend(key=key)
-        seconds, tries, failed, not_kept_out = [], [], 0, 0
-        try:
-            for _ in range(env.params["handoffs"]):
-                _must(holder.acquire())
-                polling, state = threading.Event(), {"tries": 0, "granted": None}
+        seconds: list[float] = []
+        tries: list = []
+        failed, not_kept_out = 0, 0
+        size = max(1, env.params["handoffs"] // HANDOFF_BLOCKS)
 
-                def wait(state=state, polling=polling):
-                    deadline = time.monotonic() + HANDOFF_TIMEOUT_S
-                    while time.monotonic() < deadline and not env.stop.is_set():
-                        if waiter.acquire():
-                            state["granted"] = time.perf_counter()
-                            return
-                        state["tries"] += 1
-                        polling.set()
+        def block(b: int) -> tuple[float, ...]:
+            nonlocal failed, not_kept_out
+            before = len(seconds)
+            for _ in range(size):
+                failed_now, let_in = one()
+                failed, not_kept_out = failed + failed_now, not_kept_out + let_in
+            timed = seconds[before:]
+            return (statistics.median(timed) if timed else float("inf"),)
 
-                thread = threading.Thread(target=wait, name="latency-waiter", daemon=True)
-                thread.start()
-                polling.wait(HANDOFF_TIMEOUT_S)  # it has been refused once: it is waiting on the holder
-                released_at = time.perf_counter()
-                holder.release()
-                thread.join(HANDOFF_TIMEOUT_S + 1)
-                if state["granted"] is None:
-                    failed += 1
-                    continue
-                if state["tries"] == 0:  # granted while the holder still held: no handoff to time
-                    not_kept_out += 1
-                    waiter.release()
-                    continue
-                seconds.append(state["granted"] - released_at)
-                tries.append(state["tries"])
+        def one() -> tuple[int, int]:
+            """One handoff: (1, 0) when the waiter was never granted, (0, 1) when it got in while held."""
+            _must(holder.acquire())
+            polling, state = threading.Event(), {"tries": 0, "granted": None}
+
+            def wait(state=state, polling=polling):
+                deadline = time.monotonic() + HANDOFF_TIMEOUT_S
+                while time.monotonic() < deadline and not env.stop.is_set():
+                    if waiter.acquire():
+                        state["granted"] = time.perf_counter()
+                        return
+                    state["tries"] += 1
+                    polling.set()
+
+            thread = threading.Thread(target=wait, name="latency-waiter", daemon=True)
+            thread.start()
+            polling.wait(HANDOFF_TIMEOUT_S)  # it has been refused once: it is waiting on the holder
+            released_at = time.perf_counter()
+            holder.release()
+            thread.join(HANDOFF_TIMEOUT_S + 1)
+            if state["granted"] is None:
+                return 1, 0
+            if state["tries"] == 0:  # granted while the holder still held: no handoff to time
                 waiter.release()
+                return 0, 1
+            seconds.append(state["granted"] - released_at)
+            tries.append(state["tries"])
+            waiter.release()
+            return 0, 0
+
+        try:
+            _, precision = repeat(rule(HANDOFF_BLOCKS, HANDOFF_RULE), block)
         finally:
             holder.close()
             waiter.close()
-        return seconds, tries, failed, not_kept_out
+        return seconds, tries, failed, not_kept_out, precision
 
     @staticmethod
     def _throughput(env: TrialEnv, workers: int, keys: int) -> dict:
-        """k workers, each its own instance, acquiring and releasing for one window: grants per second."""
+        """k workers, each its own instance, acquiring and releasing in slices of the window until the grants per
+        second of the slices agree (the precision rule, at most the whole window): grants per second."""
         instances = [env.backend(key=env.key(f"throughput-{workers}-{keys}-{w % keys}")) for w in range(workers)]
         cycles: list[list[float]] = [[] for _ in instances]
         refused = [0] * workers
-        start = threading.Barrier(workers + 1)
-        window = env.params["window_s"]
+        start, end = threading.Barrier(workers + 1), threading.Barrier(workers + 1)
+        length = env.params["window_s"] / SLICES
+        going = [True]
 
         def work(i: int) -> None:
             backend = instances[i]
-            start.wait()
-            end = time.perf_counter() + window
-            while time.perf_counter() < end and not env.stop.is_set():
-                t0 = time.perf_counter()
-                if backend.acquire():
-                    backend.release()
-                    cycles[i].append(time.perf_counter() - t0)
-                else:
-                    refused[i] += 1
+            while True:
+                start.wait()
+                if not going[0]:
+                    return
+                until = time.perf_counter() + length
+                while time.perf_counter() < until and not env.stop.is_set():
+                    t0 = time.perf_counter()
+                    if backend.acquire():
+                        backend.release()
+                        cycles[i].append(time.perf_counter() - t0)
+                    else:
+                        refused[i] += 1
+                end.wait()
 
+        elapsed = [0.0]
+
+        def one_slice(_: int) -> tuple[float, ...]:
+            before = sum(len(c) for c in cycles)
+            start.wait()
+            began = time.perf_counter()
+            end.wait()
+            seconds = time.perf_counter() - began
+            elapsed[0] += seconds
+            return ((sum(len(c) for c in cycles) - before) / seconds,)
+
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(workers)]
         try:
             for backend in instances:  # connect outside the window
                 _must(backend.acquire())
                 backend.release()
-            threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(workers)]
             for thread in threads:
                 thread.start()
+            slices, precision = repeat(rule(SLICES, SLICE_RULE), one_slice)
+            going[0] = False
             start.wait()
-            began = time.perf_counter()
             for thread in threads:
                 thread.join()
-            elapsed = time.perf_counter() - began
         finally:
+            start.abort()
+            end.abort()
             for backend in instances:
                 backend.close()
         done = [c for per_worker in cycles for c in per_worker]
-        return {"workers": workers, "keys": keys, "grants_per_s": round(len(done) / elapsed, 1),
-                "cycle": stats(done), "refused": sum(refused)}
+        return {"workers": workers, "keys": keys, "grants_per_s": round(len(done) / elapsed[0], 1),
+                "cycle": stats(done), "refused": sum(refused), "seconds": round(elapsed[0], 3),
+                "slices_per_s": [round(x[0], 1) for x in slices], "precision": precision}
 
     @staticmethod
     def _round_trips(env: TrialEnv, service: str) -> dict:
@@ -404,6 +472,8 @@ class _Floors:
             self._redis(env.services.redis() if service == "redis" else env.services.redlock()[0], service)
         elif service == "etcd":
             self._etcd(env)
+        elif service == "zookeeper":
+            self._zookeeper(env)
 
     def sample(self) -> dict[str, float]:
         return {name: _timed(call) for name, call in self.calls.items()}
@@ -447,6 +517,19 @@ class _Floors:
         client.put(key, "0")
         self.calls["range"] = lambda: client.get(key)
         self.calls["put"] = lambda: client.put(key, "1")
+
+
+    def _zookeeper(self, env: TrialEnv) -> None:
+        """A read and a write (logged and synced like a lock node's create and delete) on a kazoo client."""
+        from kazoo.client import KazooClient  # the libraries extra: only ZooKeeper locks get here
+
+        client = KazooClient(hosts=env.services.zookeeper())
+        client.start()
+        self._closers += [client.stop, client.close]
+        path = f"/locklab-floor/{env.key('floor').replace('/', '|')}"
+        client.ensure_path(path)
+        self.calls["exists (kazoo)"] = lambda: client.exists(path)
+        self.calls["set (kazoo)"] = lambda: client.set(path, b"1")
 
 
 def _raw_redis(url: str) -> socket.socket:

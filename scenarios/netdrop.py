@@ -102,6 +102,12 @@ class NetDrop(Scenario):
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # every session of a trial is on the trial's own server
 
+    def trial_floor(self, profile: str) -> float:
+        """Its timers are the server's keepalives: a trial waits at least until the server can have noticed the
+        dropped client (idle + interval x count), the soonest of its variants."""
+        p = self.profile_params(profile)
+        return float(min(keepalive_estimate(server_settings(v, p))[0] for v in p["variants"]))
+
     def trial_seconds(self, profile: str) -> float:
         p = self.profile_params(profile)
         worst = max(keepalive_estimate(server_settings(v, p))[0] for v in p["variants"])

@@ -42,7 +42,7 @@ class Overlap(Scenario):
         def hold_after_delete(name, conn, sync):
             if name == "after_delete":
                 sync.started.set()
-                env.pause(hold)  # run1 keeps its transaction open, so run2 overlaps it
+                sync.hold_until_met(env, conn, hold)  # run1 keeps its transaction open, so run2 overlaps it
 
         isolation = ISOLATION[env.spec.variant]
         result = two_runs(env, hold_after_delete, options={"isolation": isolation})

@@ -5,7 +5,8 @@ vacuumed before the clock starts: a configuration never meets the dead rows of t
 (one shared table drifted 1.17 s -> 2.04 s -> 2.68 s over three repetitions). Each repetition runs
 every configuration once, in its own shuffled order, so no configuration always goes first or
 last; the report pairs each configuration with the baseline of the same repetition and gives
-medians with min-max.
+medians with min-max. Repetitions stop by the precision rule (RULE_TOLERANCE, at least RULE_FLOOR; the
+profile's trials are the cap) once every configuration's paired ratio is tight enough.
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ from typing import cast
 from sqlalchemy import text
 
 from backends.base import BatchRebuilder
+from lab.harness.precision import Rule
 from lab.harness.workload import CompanyTable, table_name
 from scenarios.base import ALONE, Scenario, TrialEnv, TrialSpec
 
 ROWS = 220  # rows per company in the post's cost runs
+BASE = "one_transaction_for_all"  # what each configuration's ratio is paired with, as the report pairs it
+# Every configuration's ratio to BASE within +-10% of its median, after three repetitions: the reference run's
+# three spanned +-0 to +-8%, and the report calls a figure close to the post's within 25%.
+RULE_TOLERANCE, RULE_FLOOR = 0.10, 3
 
 # variant -> (backend it runs on, how it runs); the post's seconds are in lab/report/published.py
 CONFIGS = {
@@ -43,8 +49,8 @@ class Perf(Scenario):
     variants = tuple(CONFIGS)
     params = {
         "quick": {"companies": 100, "trials": 1, "parallel": 1},
-        "default": {"companies": 1200, "trials": 3, "parallel": 1},
-        "full": {"companies": 6000, "trials": 3, "parallel": 1},
+        "default": {"companies": 1200, "trials": 5, "parallel": 1},  # trials: the precision rule's cap
+        "full": {"companies": 6000, "trials": 5, "parallel": 1},
     }
 
     def applies_to(self, backend_cls) -> str | None:
@@ -81,6 +87,38 @@ class Perf(Scenario):
     def trial_seconds(self, profile: str) -> float:
         """Filling its fresh table, then rebuilding every company: about 2 to 7 s per 1200 companies here."""
         return self.profile_params(profile)["companies"] / 250
+
+    def rule(self, profile: str) -> Rule:
+        cap = self.profile_params(profile)["trials"]
+        return Rule(RULE_TOLERANCE, min(RULE_FLOOR, cap), cap)
+
+    @staticmethod
+    def paired(done: list[dict]) -> tuple[list[list[float]], bool]:
+        """Each configuration's seconds over BASE's, one per complete repetition, and whether a repetition is
+        still under way (some of its configurations done, not all)."""
+        by_rep: dict[int, dict[str, float]] = {}
+        for record in done:
+            by_rep.setdefault(record["index"], {})[record["variant"]] = record["measures"]["seconds"]
+        variants = {v for rep in by_rep.values() for v in rep}
+        complete = [rep for _, rep in sorted(by_rep.items()) if set(rep) == variants and rep.get(BASE)]
+        series = [[rep[v] / rep[BASE] for rep in complete] for v in sorted(variants - {BASE})]
+        return series, len(complete) < len(by_rep)
+
+    def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
+        """A repetition under way completes; a new one starts only while some configuration's paired ratios are
+        not yet within the rule."""
+        if any(record["index"] == spec.index for record in done):
+            return True
+        series, under_way = self.paired(done)
+        return under_way or not (series and self.rule(profile).enough(*series))
+
+    def precision(self, profile: str, done: list[dict]) -> dict | None:
+        series, _ = self.paired(done)
+        return self.rule(profile).outcome(*series) if series else None
+
+    def measured_seconds(self, measures: dict) -> float:
+        """The timed rebuild of every company: the figure itself (filling and vacuuming the table are not)."""
+        return float(measures.get("seconds", 0.0))
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         """Its most workers, each in its own write transaction, the observer and the table's setup."""

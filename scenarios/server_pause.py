@@ -1,7 +1,7 @@
 """The lock's server stopped with SIGSTOP for longer than the TTL, then continued: a server, not a holder, paused.
 
 The mirror of `pause`: here the holder runs on and the server that keeps the lease stands still, as
-a Redis or etcd host does in a long GC, a VM migration or a frozen container. A lease's deadline is
+a Redis, etcd or ZooKeeper host does in a long GC, a VM migration or a frozen container. A lease's deadline is
 kept by the server's clock, which goes on while the process is stopped, so on SIGCONT the lease has
 lapsed; whether the holder's renewal or a contender's request reaches the server first decides who
 holds it then, and the holder's write follows. One file: the fault and its scenario.
@@ -16,14 +16,15 @@ import psutil
 
 from lab.columns import Column
 from lab.faults.base import Fault, FaultNotConfirmed, Target
-from lab.servers.abilities import Pausable
+from lab.servers.abilities import Pausable, RedlockMasters
 from scenarios._lease_faults import LeaseFaultScenario
-
-PAUSED_SERVICES = ("redis", "etcd")  # one server process each; the run's PostgreSQL also takes the writes
 
 
 class ServerPauseFault(Fault):
-    """SIGSTOP every process of the lock's server; confirmed by each one's state T (stopped)."""
+    """SIGSTOP every process of the lock's server; confirmed by each one's state T (stopped).
+
+    It strikes one lock server the lab started (Pausable: the lab knows its pids) that is not the run's
+    PostgreSQL, which also takes the writes; independent masters (Redlock's) are not one server."""
 
     name = "server_pause"
     label = "lock server paused past the TTL"
@@ -34,10 +35,16 @@ class ServerPauseFault(Fault):
         self.stopped: list[int] = []
 
     def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service not in PAUSED_SERVICES:
-            return (f"its lock is on {backend_cls.lock_service}: this pauses a Redis or etcd server (pausing the "
+        if backend_cls.lock_service == "postgres":
+            return (f"its lock is on {backend_cls.lock_service}: this pauses the lock's own server (pausing the "
                     "run's PostgreSQL would stop its writes as well)")
         return None
+
+    def cannot_run(self, backend_cls, services) -> str | None:
+        reason = super().cannot_run(backend_cls, services)
+        if reason is None and isinstance(services.embedded.get(backend_cls.lock_service), RedlockMasters):
+            return "its lock is on independent Redis masters, not one server: redlock_restart strikes them one by one"
+        return reason
 
     def inject(self, target: Target) -> None:
         server = target.services.embedded[target.backend_cls.lock_service]
@@ -77,13 +84,14 @@ def _state(pid: int) -> str:
 class ServerPause(LeaseFaultScenario):
     name = "server_pause"
     fault = ServerPauseFault
-    summary = "the lock's Redis or etcd server SIGSTOPped past the TTL mid-hold, then SIGCONTed; a contender tries meanwhile"
+    summary = ("the lock's own server (Redis, etcd, ZooKeeper) SIGSTOPped past the TTL mid-hold, then SIGCONTed; a "
+               "contender tries meanwhile")
     title = "lock server paused past the TTL"
     breaks_leases = True
     columns = (
         Column("sigstop", "lock server paused past the TTL", 10.5,
-               "the Redis or etcd server that holds the lease SIGSTOPped for longer than the TTL, then SIGCONTed; "
-               "confirmed by every server process in state T (stopped)"),
+               "the server that holds the lease (Redis, etcd, ZooKeeper) SIGSTOPped for longer than the TTL, then "
+               "SIGCONTed; confirmed by every server process in state T (stopped)"),
     )
     params = {  # it stops a server every trial of the run shares: one trial at a time
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},

@@ -103,15 +103,18 @@ def require(*names: str, root: bool = False) -> None:
 
 def does_not_run(hidden=()) -> set[str]:
     """The reasons a cell may give here for not running: 'does not run: ' and the line of each missing or hidden
-    package, and netdrop's need of root when the tests are not root.
+    package, netdrop's need of root when the tests are not root, and the patroni scenario's line when Patroni (the
+    `ha` extra) cannot run here.
 
     Under LAB_REQUIRE_SYSTEM_SERVERS a package missing (not hidden) fails the test: there every one is installed."""
     from lab.servers.netns import unavailable_reason
+    from lab.servers.patroni_runtime import unavailable_reason as patroni_unavailable
 
     absent = missing(hidden=hidden)
     really = [n for n in absent if n not in hidden]
     if really and os.environ.get(REQUIRED):
         pytest.fail(f"{' and '.join(really)} not installed ({install_command(really)}), and {REQUIRED} is set")
     reasons = {f"does not run: {not_installed(name)}" for name in absent}
-    netdrop = unavailable_reason()
-    return reasons | ({f"does not run: {netdrop}"} if netdrop is not None else set())
+    netdrop, patroni = unavailable_reason(), patroni_unavailable()
+    return (reasons | ({f"does not run: {netdrop}"} if netdrop is not None else set())
+            | ({f"does not run: {patroni}"} if patroni is not None else set()))

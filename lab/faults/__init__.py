@@ -12,6 +12,7 @@ from lab.faults.etcd_leader_kill import EtcdLeaderKill
 from lab.faults.etcd_partition import EtcdPartition, EtcdPartitionLeader
 from lab.faults.failover import Failover
 from lab.faults.net_drop import NetDrop
+from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
 from lab.faults.pause import Pause
 from lab.faults.redis_failover import RedisFailover
 from lab.faults.redlock_restart import RedlockMasterRestart
@@ -29,12 +30,17 @@ FAULTS: dict[str, type[Fault]] = {"pause": Pause, "cut": Cut, "restart": Restart
                                    "failover": Failover, "redis_failover": RedisFailover,
                                    "etcd_partition": EtcdPartition, "etcd_partition_leader": EtcdPartitionLeader,
                                    "etcd_leader_kill": EtcdLeaderKill,
-                                   "redlock_restart": RedlockMasterRestart, "net_drop": NetDrop}
+                                   "redlock_restart": RedlockMasterRestart, "net_drop": NetDrop,
+                                   "patroni_crash": PatroniPostgresCrash, "patroni_agent_pause": PatroniAgentPause,
+                                   "patroni_dcs_cut": PatroniDcsCut, "patroni_switchover": PatroniSwitchover}
 
 
-def load(fault: str | type[Fault]) -> Fault:
+def load(fault: str | type[Fault] | Fault) -> Fault:
     """A fresh instance of a fault: one registered here by name, or a fault class a scenario declares
-    in its own module (a new fault is then that one file plus its scenario's registry line)."""
+    in its own module (a new fault is then that one file plus its scenario's registry line); a fault
+    already made (one constructed with its strength, lab/faults/slow_network.py) is itself."""
+    if isinstance(fault, Fault):
+        return fault
     return FAULTS[fault]() if isinstance(fault, str) else fault()
 
 

@@ -57,6 +57,7 @@ class Target:
     holder: HolderHandle | None = None  # a harness HolderProcess, for faults that act on the process
     lock_pid: int | None = None  # PostgreSQL pid of the lock's own session, when there is one
     write_pid: int | None = None  # PostgreSQL pid of the write transaction the holder is inside, if any
+    ttl_s: float | None = None  # the lease's TTL as its server granted it, for a fault sized by it
     evidence: dict = field(default_factory=dict)
 
 
@@ -66,6 +67,8 @@ class Route:
 
     lock_services: Services | None = None  # the lock's own connection (session lock, lease, Redis, etcd)
     writes_url: URL | None = None  # the writes' connection, when the lock lives inside the write
+    netns: int | None = None  # a network namespace the holder must run in for the fault to reach its packets
+    holder_services: Services | None = None  # every server as the holder reaches them from there, when not as the lab does
 
 
 class Fault:

@@ -13,6 +13,7 @@ import time
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.faults.commands import run_fault_command
+from lab.servers.abilities import Restartable
 from lab.servers.clients import redact_text
 from lab.servers.identity import restarted, try_identity
 from lab.servers.services import Services
@@ -30,7 +31,9 @@ class Restart(Fault):
         if reason is not None:
             return reason
         service = backend_cls.lock_service
-        if services.is_embedded(service) or (self.commandable and self.name in services.fault_commands):
+        if isinstance(services.embedded.get(service), Restartable):
+            return None
+        if not services.is_embedded(service) and self.commandable and self.name in services.fault_commands:
             return None
         unless = f" unless given --fault-command {self.name}=CMD" if self.commandable else ""
         return f"restart needs a {service} server the lab started; it never restarts yours{unless}"

@@ -57,8 +57,11 @@ def _relay_thread_exception(args) -> None:
 
 
 def _listen_to_libraries() -> None:
+    from lab.harness import told
+
     logging.getLogger().addHandler(_LogRelay())
     threading.excepthook = _relay_thread_exception
+    told.listen(lambda via, text: _emit("callback", via=via, text=text))
 
 
 def main() -> None:
@@ -83,6 +86,8 @@ def main() -> None:
     backend = import_entry(spec["backend_entry"])(ctx, spec["key"])
 
     def at(name: str, conn=None) -> None:
+        if name == "before_commit":
+            _emit("commit_asked")  # COMMIT is sent next: the history's bound for when the write took effect
         if name != spec["fault_point"]:
             return
         _emit("at_point", point=name, write_pid=pg.backend_pid(conn) if conn is not None else None)

@@ -232,6 +232,68 @@ def company_state(final: dict, size: int) -> Finding:
     return Finding("company", Valid.TRUE if final else Valid.UNKNOWN)
 
 
+SEED = "seed"  # the rows a trial writes before its history starts (CompanyTable.seed)
+
+
+def acknowledged_writes(facts: Facts, final: dict) -> Finding:
+    """Every commit that returned ok is in the final state, unless a write that may have landed after it replaced it.
+
+    A company's rows carry the id of the run that wrote them (its process in the history), so the final
+    table names whose rebuild survived. An acknowledged write w of run R is *lost* when R's rows are not
+    there and every write of the runs whose rows are (each that landed or may have: committed, unresolved,
+    never completed) ended before w's COMMIT was asked, so none of them can have replaced it; the seed was
+    written before the history began. That is what a primary rewound after a split brain, or a failover that
+    lost the old primary's tail, leaves. Where the history cannot decide (the table was not read, it holds
+    rows of a run the history does not know, or R wrote the company twice and either write could be the one
+    there), the finding is unknown, never a guess.
+    """
+    acknowledged = [w for w in facts.writes if w.outcome == "committed" and w.company is not None]
+    if not acknowledged:
+        return Finding("acknowledged writes", Valid.TRUE)
+    undecided = ""
+    for write in acknowledged:
+        state = (final or {}).get(write.company)
+        if state is None:
+            undecided = undecided or f"company {write.company} was not read at the end"
+            continue
+        runs = set(state["runs"])
+        candidates = {p: [w for w in facts.writes if w.process == p and w.company == write.company and _may_have_landed(w)]
+                      for p in runs if p != SEED}
+        if any(not found for found in candidates.values()):
+            unknown = sorted(p for p, found in candidates.items() if not found)
+            undecided = undecided or f"company {write.company} holds rows of {unknown}, whom the history shows no write of"
+            continue
+        if write.process in runs:
+            if len(candidates[write.process]) > 1:
+                undecided = undecided or (f"{write.process} wrote company {write.company} more than once, and either "
+                                          "write may be the one in the table")
+            continue
+        asked = _commit_lower_bound(write)
+        later = [w for found in candidates.values() for w in found if w.ended is None or w.ended >= asked]
+        if not later:
+            kept = ", ".join(sorted(runs)) or "no run's"
+            return Finding("acknowledged writes", Valid.FALSE, Kind.ACKNOWLEDGED_WRITE_LOST, _idx(write),
+                           f"{write.process}'s commit of company {write.company} (asked {asked:.3f}s) returned ok, and "
+                           f"the company ends with {kept} rows, written before it")
+    if undecided:
+        return Finding("acknowledged writes", Valid.UNKNOWN, None, (), undecided)
+    return Finding("acknowledged writes", Valid.TRUE)
+
+
+def _may_have_landed(write: Write) -> bool:
+    """Committed, an indeterminate commit not shown to have failed, or a write that never completed."""
+    return write.landed or write.outcome == "open" or (
+        write.outcome == "indeterminate" and write.resolved != "not committed")
+
+
+def _commit_lower_bound(write: Write) -> float:
+    """The earliest a write can have taken effect: when its COMMIT was asked, else when it began."""
+    for bound in (write.commit_asked, write.begun, write.ended):
+        if bound is not None:
+            return bound
+    return 0.0
+
+
 def torn_states(facts: Facts, size: int) -> Finding:
     """An observer never saw a company that was not one whole rebuild (half deleted, or doubled)."""
     torn = [(i, c, n) for i, c, n in facts.observed if n != size]
@@ -352,7 +414,7 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
     """
     facts = facts_of(ops)
     storage_orders = any(r.scope == COMPANY for r in facts.rights)
-    findings = [company_state(final or {}, size), torn_states(facts, size)]
+    findings = [company_state(final or {}, size), torn_states(facts, size), acknowledged_writes(facts, final or {})]
     lock = exclusion(facts)
     if promises_exclusion:
         findings += [stale_writes(facts, storage_orders), overlapping_writes(facts), false_releases(facts)]

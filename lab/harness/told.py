@@ -1,6 +1,7 @@
-"""What a lock told its holder: an exception, a log line, a False return, a refused write, or nothing.
+"""What a lock told its holder: an exception, a log line, a callback, a False return, a refused write, or nothing.
 
-The holder process reports its library's warnings, exceptions that end library threads, its
+The holder process reports its library's warnings, exceptions that end library threads, the
+callbacks a library makes to say its lock may be gone (kazoo's connection state listener), its
 keep-alive's first failed renewal, its write and its release. This module turns those events
 into signals (channel, where it surfaced, text, time) for the report's "told" table.
 """
@@ -8,12 +9,14 @@ into signals (channel, where it surfaced, text, time) for the report's "told" ta
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 # How a holder can learn its lock is gone, in the words the report uses.
 CHANNELS = {
     "exception": "an exception",
     "false": "a False return",
     "log": "a log line",
+    "callback": "a callback",
     "refused": "a refused write",
 }
 
@@ -31,6 +34,8 @@ def signals(events: list[dict], t0: float) -> list[dict]:
             add(t, "log", f"logger {event['logger']}", f"{event['level']}: {event['message']}")
         elif kind == "thread_exception":
             add(t, "exception", f"thread {_thread_name(event['thread'])}", event["error"])
+        elif kind == "callback":
+            add(t, "callback", event["via"], event["text"])
         elif kind == "write" and event.get("outcome") in ("rejected", "failed"):
             if event["outcome"] == "rejected":
                 add(t, "refused", "the fence", event.get("error"))
@@ -59,3 +64,20 @@ def _thread_name(name: str) -> str:
 def first_after(found: list[dict], since: float) -> dict | None:
     """The first signal at or after `since` (seconds from the trial's start), or None: nothing was said."""
     return next((s for s in found if s["at"] >= since), None)
+
+
+# Where a library's callback goes: the holder process reports it as an event; elsewhere (a contender in
+# the lab's own process) nobody is listening and it goes nowhere.
+_listener: Callable[[str, str], None] | None = None
+
+
+def listen(report: Callable[[str, str], None] | None) -> None:
+    """Send every callback() from now on to report(via, text) (the holder process's events), or nowhere."""
+    global _listener
+    _listener = report
+
+
+def callback(via: str, text: str) -> None:
+    """A library called its holder back to say its lock may be gone (via: which callback; text: what it said)."""
+    if _listener is not None:
+        _listener(via, text)

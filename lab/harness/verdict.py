@@ -26,7 +26,8 @@ class Valid(str, Enum):
 class Kind(str, Enum):
     """What a trial showed, worst first within each safety (the order `worst` composes by)."""
 
-    # The company did not stay one run's whole rebuild.
+    # The company did not stay one run's whole rebuild, or a rebuild its run was told had committed is gone.
+    ACKNOWLEDGED_WRITE_LOST = "acknowledged write lost"  # a commit that returned ok is not in the final state
     STALE_WRITE_ACCEPTED = "stale write accepted"  # a run committed after a newer run had the company
     OVERLAPPING_WRITES = "overlapping writes"  # two runs inside committed writes of one company at once
     MERGED = "merged"  # two rebuilds' rows in one company (the post's 500 rows)
@@ -47,6 +48,7 @@ class Kind(str, Enum):
 
 
 SAFETY_OF = {
+    Kind.ACKNOWLEDGED_WRITE_LOST: Safety.UNSAFE,
     Kind.STALE_WRITE_ACCEPTED: Safety.UNSAFE, Kind.OVERLAPPING_WRITES: Safety.UNSAFE, Kind.MERGED: Safety.UNSAFE,
     Kind.SHORT: Safety.UNSAFE, Kind.TORN: Safety.UNSAFE, Kind.FALSE_RELEASE: Safety.UNSAFE,
     Kind.INDETERMINATE: Safety.UNKNOWN, Kind.LOST: Safety.UNTESTED,

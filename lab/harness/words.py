@@ -14,6 +14,7 @@ DETECTION = {"within one poll": "lost within one poll", "late": "lost, detected 
              "not detected": "lost, never detected"}
 
 WORDS = {
+    Kind.ACKNOWLEDGED_WRITE_LOST: "acknowledged write lost",
     Kind.STALE_WRITE_ACCEPTED: "stale write accepted",
     Kind.OVERLAPPING_WRITES: "overlapping writes",
     Kind.FALSE_RELEASE: "false release",
@@ -27,6 +28,8 @@ WORDS = {
 
 # What each kind means, for a legend.
 MEANING = {
+    Kind.ACKNOWLEDGED_WRITE_LOST: "a rebuild whose commit returned ok is not in the company at the end, and no write "
+                                  "that landed after it replaced it (a primary rewound after a split brain, say)",
     Kind.STALE_WRITE_ACCEPTED: "the storage committed a run's write after a newer run had the company",
     Kind.OVERLAPPING_WRITES: "two runs were inside committed writes of one company at once",
     Kind.MERGED: "two rebuilds' rows ended in one company",

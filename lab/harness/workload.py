@@ -12,12 +12,14 @@ import io
 import re
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from lab.errors import LabError
+from lab.harness.statements import Statement
 
 SCHEMA = "locklab"
 _SCHEMA_MARK = "created by locklab; dropped by locklab"
@@ -87,10 +89,17 @@ class CompanyTable:
                          {"cs": companies, "r": run_id, "rows": rows})
             conn.execute(text(f"analyze {self.name}"))
 
+    @cached_property
+    def _delete(self) -> Statement:
+        return Statement(f"delete from {self.name} where company_id = :c")
+
+    @cached_property
+    def _insert(self) -> Statement:
+        return Statement(f"insert into {self.name} (company_id, run_id, n) "
+                         f"select :c, :r, g from generate_series(:first, :rows) g")
+
     def insert(self, conn: Connection, company: int, rows: int, run_id: str, first: int = 1) -> None:
-        conn.execute(text(f"insert into {self.name} (company_id, run_id, n) "
-                          f"select :c, :r, g from generate_series(:first, :rows) g"),
-                     {"c": company, "r": run_id, "rows": rows, "first": first})
+        self._insert.run(conn, {"c": company, "r": run_id, "rows": rows, "first": first})
 
     def copy_in(self, conn: Connection, company: int, rows: int, run_id: str) -> None:
         """The same rows as insert(), sent with COPY FROM STDIN, one company at a time."""
@@ -111,8 +120,7 @@ class CompanyTable:
         Returns how many rows the delete removed (0 means it missed a concurrent rebuild).
         """
         point("before_delete", conn)
-        deleted = conn.execute(text(f"delete from {self.name} where company_id = :c"),
-                               {"c": company}).rowcount
+        deleted = self._delete.run(conn, {"c": company})
         point("after_delete", conn)
         if self.split_insert_at and not use_copy:
             # Two statements, so a fault can land between row k and row k+1 ('mid_insert').

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 from lab.harness.outcomes import findings, outcome_groups, outcome_text
 from lab.report.common import md_table
 from lab.results import RunFolder
@@ -26,10 +28,65 @@ def compare(a: RunFolder, b: RunFolder) -> str:
 
     changed = [[*k, shown(left, k), shown(right, k)] for k in keys if found(left, k) != found(right, k)]
     same = len(keys) - len(changed)
+    flipped = [[*k, ", ".join(sorted(_safety(left[k]))), ", ".join(sorted(_safety(right[k])))] for k in keys
+               if k in left and k in right and _safety(left[k]) and _safety(right[k])
+               and _safety(left[k]) != _safety(right[k])]
     out = [f"# {a.run_id} against {b.run_id}", "",
            f"- A: {a.run_id}: {_servers(a)}, profile {a.meta().get('profile')}",
            f"- B: {b.run_id}: {_servers(b)}, profile {b.meta().get('profile')}", "",
            f"{len(changed)} outcomes differ; {same} are the same.", ""]
     if changed:
         out += [md_table(["scenario", "backend", "variant", f"A ({a.run_id})", f"B ({b.run_id})"], changed), ""]
+    out += [f"{len(flipped)} safety verdicts flipped (cells run in both whose trials' safety differs; a change of "
+            f"words or figures alone is not a flip).", ""]
+    if flipped:
+        out += [md_table(["scenario", "backend", "variant", "A: safety", "B: safety"], flipped), ""]
+    moved = figure_moves(left, right)
+    if moved:
+        out += [f"Repeated figures in both runs, B against A (*within*: B's median moved by no more than the "
+                f"tolerance its repetitions were held to, {FIGURE_TOLERANCE:.0%}):", "",
+                md_table(["figure", "A", "B", "moved", ""], moved), ""]
     return "\n".join(out)
+
+
+# The precision rules hold each repeated figure's paired ratios within +-10% of their median
+# (lab/harness/precision.py; scenarios/perf.py, scenarios/whynot/throughput.py, scenarios/latency.py).
+FIGURE_TOLERANCE = 0.10
+PERF_BASE = "one_transaction_for_all"
+
+
+def _safety(records: list[dict]) -> frozenset[str]:
+    """The safety of a cell's finished trials (safe, unsafe, untested...), as the records typed it."""
+    return frozenset(r["safety"] for r in records if r["status"] == "ok" and r.get("safety"))
+
+
+def _figures(groups: dict[tuple, list[dict]]) -> dict[str, float]:
+    """The repeated figures of a run by name: the cost table's paired ratios to one transaction for all, whynot's
+    speedups from 1 to 4 workers, and each lock's acquire + release over its server's floor; medians."""
+    figures: dict[str, float] = {}
+    perf = {v: {r["index"]: r["measures"]["seconds"] for r in records if r["status"] == "ok"}
+            for (scenario, _, v), records in groups.items() if scenario == "perf"}
+    base = perf.get(PERF_BASE, {})
+    for variant, seconds in perf.items():
+        ratios = [s / base[i] for i, s in seconds.items() if base.get(i)]
+        if variant != PERF_BASE and ratios:
+            figures[f"perf {variant} / {PERF_BASE}"] = statistics.median(ratios)
+    for (scenario, backend, variant), records in groups.items():
+        ok = [r["measures"] for r in records if r["status"] == "ok" and r.get("measures")]
+        if scenario == "whynot" and variant == "throughput" and ok:
+            figures[f"whynot throughput {backend}: speedup 1 to 4 workers"] = statistics.median(
+                s for m in ok for s in m["speedups"])
+        if scenario == "latency" and ok and ok[0].get("ratio"):
+            figures[f"latency {backend}: acquire + release / floor"] = statistics.median(m["ratio"] for m in ok)
+    return figures
+
+
+def figure_moves(left: dict[tuple, list[dict]], right: dict[tuple, list[dict]]) -> list[list[str]]:
+    """One row per repeated figure both runs have: its two medians, how far B moved from A, within or beyond."""
+    a, b = _figures(left), _figures(right)
+    rows = []
+    for name in [n for n in a if n in b]:
+        moved = b[name] / a[name] - 1 if a[name] else float("inf")
+        rows.append([name, f"{a[name]:.3f}", f"{b[name]:.3f}", f"{moved:+.1%}",
+                     "within" if abs(moved) <= FIGURE_TOLERANCE else "beyond"])
+    return rows

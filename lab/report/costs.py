@@ -7,6 +7,7 @@ import statistics
 import pandas as pd
 
 from lab.report import published
+from lab.harness.precision import Rule, describe
 from lab.report.charts import ratio_chart
 from lab.report.common import Verdict, md_table, ok_trials, seconds_summary, verdict_mark
 from lab.report.sections import RunView, section
@@ -193,7 +194,17 @@ def section_perf(run: RunView) -> str | None:
                       f"than {RATIO_TOLERANCE:.0%} away, on the same side; *within noise*: neither, so no verdict. "
                       f"Reproduce: `lab run --backend none,xact --scenario perf` "
                       f"(`--profile full` for the post's size).", "",
+                      *_precision(run.meta.get("precision", {}).get("perf")),
                       md_table(["configuration", "post", "post ratio", "ours", "our ratio", ""], rows), "",
                       "Our INSERT generates each company's rows on the server (insert ... select generate_series); "
                       "the COPY row sends them from the client, so it measures the transfer the INSERT rows skip.",
                       "", "![cost per configuration, relative to one transaction for all](perf.png)", ""])
+
+
+def _precision(outcome: dict | None) -> list[str]:
+    """How the repetitions ended, where the run recorded it (older runs repeated a fixed count)."""
+    if not outcome:
+        return []
+    rule = Rule(outcome["tolerance"], outcome["floor"], outcome["cap"])
+    return [f"Repetitions: {rule.describe()} (every configuration's ratio to the first row's): "
+            f"{describe(outcome)}.", ""]

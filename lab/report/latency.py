@@ -9,6 +9,7 @@ from pathlib import Path
 import matplotlib.ticker
 import pandas as pd
 
+from lab.harness.precision import Rule
 from lab.report.charts import plt
 from lab.report.common import md_table, ok_trials
 from lab.report.sections import RunView, section
@@ -73,6 +74,33 @@ def _round_trips_with_bare(measures: dict) -> str:
     return out if not counted else f"{out}; bare: {counted['acquire']:g} + {counted['release']:g}"
 
 
+def _precision_lines(trials: list[tuple[str, dict]]) -> list[str]:
+    """How each repeated figure was ended, where the run recorded it (older runs repeated fixed counts and
+    windows): the rules, and per backend the repetitions each figure took."""
+    recorded = [(backend, m) for backend, m in trials if m.get("precision")]
+    if not recorded:
+        return []
+    first = recorded[0][1]
+
+    def rule(outcome: dict) -> str:
+        return Rule(outcome["tolerance"], outcome["floor"], outcome["cap"]).describe()
+
+    slices = first["throughput"][0]["precision"]
+    lines = [f"Each figure is repeated until precise enough (lab/harness/precision.py): acquire + release in blocks, "
+             f"each block's ratio to the floor (and to the bare call) paired within it, "
+             f"{rule(first['precision']['acquire_release'])}; handoffs in blocks, each block's median, "
+             f"{rule(first['precision']['handoff'])}; throughput in slices of the window, each slice's grants per "
+             f"second, {rule(slices)}. Repetitions each took (blocks of pairs / blocks of handoffs / slices per "
+             f"throughput configuration), *cap* where the spread was still wider at the cap:", ""]
+    for backend, m in recorded:
+        def taken(outcome: dict) -> str:
+            return f"{outcome['repetitions']}{'' if outcome['reached'] else ' (cap)'}"
+        lines.append(f"- {backend}: {taken(m['precision']['acquire_release'])} / "
+                     f"{taken(m['precision']['handoff'])} / "
+                     + ", ".join(taken(t["precision"]) for t in m["throughput"]))
+    return lines + [""]
+
+
 def _medians(figures: list[dict]) -> str:
     medians = [f["p50"] for f in figures if f.get("n")]
     if not medians:
@@ -120,6 +148,7 @@ def section_latency(run: RunView) -> str | None:
         f"(INFO commandstats, a script's own calls included). Figures are median / p99 / max. "
         f"Reproduce: `lab run --backend all --scenario latency`.", "",
         _goal_sentence(ok.measures), "",
+        *_precision_lines(list(zip(ok.backend, ok.measures))),
         md_table(["backend", "lock server", "acquire + release", "floor (p50)", "ratio", "vs bare library call",
                   "handoff", "round trips"], rows), "",
         *(["The bare library call each backend was timed against (its acquire + release, median / p99 / max):",

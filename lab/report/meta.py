@@ -65,6 +65,7 @@ def section_provenance(run: RunView) -> str | None:
         rows.append(["every lab session pins to 0", ", ".join(settings.get("lab_sessions_pin") or [])
                      + " (except what its scenario sets)"])
     rows += capacity_rows(meta)
+    rows += bound_rows(meta)
     rows += [[f"package: {name}", str(version)] for name, version in sorted(versions.items())]
     return "\n".join(["## Provenance", "", md_table(["what", "value"], rows), ""])
 
@@ -104,3 +105,26 @@ def capacity_rows(meta: dict) -> list[list[str]]:
                              f"trials within {wave['session_budget']} (about {wave.get('waves')} waves)"
                              + (f", peak on the server {peak}" if peak is not None else "")])
     return rows
+
+
+def bound_rows(meta: dict) -> list[list[str]]:
+    """Each scenario's wall time beside the least any schedule could take (its lower bound), and the run's, as
+    meta.json recorded them; the rule in words. Older runs did not record them: no rows."""
+    bounds = meta.get("bounds")
+    if not bounds:
+        return []
+    rows = [["time: lower bound", bounds.get("rule", "")]]
+    run = bounds.get("run")
+    if run:
+        rows.append(["time: the run", f"wall {_over(run['wall_s'], run['bound_s'])}"])
+    order = meta.get("scenario_order") or sorted(bounds["scenarios"])
+    for name in [n for n in order if n in bounds["scenarios"]]:
+        entry = bounds["scenarios"][name]
+        rows.append([f"time: {name}", f"wall {_over(entry['wall_s'], entry['bound_s'])}; {entry.get('lane', '')} lane, "
+                     f"{entry.get('trials_finished')} trials, up to {entry.get('at_once')} at once"])
+    return rows
+
+
+def _over(wall: float, bound: float) -> str:
+    ratio = f"{wall / bound:.2f}x" if bound else "no bound"
+    return f"{wall:.0f} s, bound {bound:.0f} s ({ratio})"

@@ -115,6 +115,31 @@ def release_cell(records: list[dict]) -> str:
     return "; ".join(f"{k} {n}/{total}" for k, n in sorted(said.items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
 
 
+def callbacks_cell(records: list[dict]) -> str | None:
+    """What a library's callbacks said in the trials where the lock was lost, beside the first signal (which a log
+    line of the same library often beats by a millisecond): each text with its trials, its median time from the
+    other run's grant and how often it came before the holder's write. None when no callback came."""
+    lost = lost_trials(records)
+    said: dict[tuple[str, str], list[tuple[dict, dict]]] = {}
+    for record in lost:
+        m = record["measures"]
+        for signal in m["holder"]["signals"]:
+            if signal["how"] == "callback" and signal["at"] >= m["fault_at"]:
+                said.setdefault((signal["via"], signal["text"]), [])
+                if not any(r is record for r, _ in said[(signal["via"], signal["text"])]):  # the first per trial
+                    said[(signal["via"], signal["text"])].append((record, signal))
+    if not said:
+        return None
+    parts = []
+    for (via, text), heard in said.items():
+        delay = statistics.median(s["at"] - r["measures"]["contender"]["granted_at"] for r, s in heard)
+        written = [(r, s) for r, s in heard if r["measures"]["holder"].get("write_at") is not None]
+        before = sum(s["at"] < r["measures"]["holder"]["write_at"] for r, s in written)
+        parts.append(f"`{plain(text)}` from {via} {len(heard)}/{len(lost)}, {delay:+.2f} s"
+                     + (f", before its write in {before} of {len(written)}" if written else ""))
+    return "; ".join(parts)
+
+
 def _all(count: int) -> str:
     return "its one fault" if count == 1 else f"all {NUMBERS.get(count, count)} faults"
 
@@ -128,6 +153,7 @@ def section_told(run: RunView) -> str | None:
     columns = [(f.scenario, f.title) for f in lease_faults_run(run)]  # the lease faults these runs ran
     relevant = frame[frame.scenario.isin([s for s, _ in columns])]
     rows = []
+    callbacks = []  # (backend, what its library's callbacks said)
     stale = []  # (first signal, measures) of every trial whose stale write was accepted
     fenced = []  # backends that refused a lapsed holder's write
     for backend in ordered_backends(relevant):
@@ -137,6 +163,8 @@ def section_told(run: RunView) -> str | None:
             continue  # no lock held across writes, or trials recorded before signals were
         cells = [told_cell([r for r in mine if r["scenario"] == s]) for s, _ in columns]
         rows.append([backend, *cells, release_cell(mine)])
+        if (said := callbacks_cell(mine)) is not None:
+            callbacks.append(f"- `{backend}`: {said}")
         stale += [(first_signal(r["measures"]), r["measures"]) for r in lost_trials(mine) if stale_accepted(r)]
         if any(r["measures"]["holder"]["write"] == "rejected" for r in lost_trials(mine)):
             fenced.append(backend)
@@ -156,6 +184,8 @@ def section_told(run: RunView) -> str | None:
         "only where the library leaves renewal to its caller (`lab list` says which). The last column is what "
         f"release() said afterwards, over {_all(len(columns))}. *not lost*: no other run got the lock.", "",
         md_table(["backend", *[label for _, label in columns], "release() after the loss"], rows), "",
+        *(["What a library's callback said in those trials (the state listener kazoo's documentation asks for), "
+           "over every fault above, timed the same way:", "", *callbacks, ""] if callbacks else []),
         f"In the {len(stale)} trials above whose stale write was accepted, the holder heard something before "
         f"that write committed in {before}, only afterwards in {len(stale) - before - silent}, and nothing at all "
         f"in {silent}: hearing is not stopping. Stale writes were refused only by the fence of "

@@ -276,6 +276,18 @@ def _rows(ms: list[dict]) -> str:
     return "/".join(map(str, finals))
 
 
+def _precision(ms: list[dict]) -> str:
+    """How the repetitions were ended, where the run recorded it (older runs repeated a fixed count): each trial's
+    repetitions, and the rule (lab/harness/precision.py) on the speedups."""
+    if not all(m.get("precision") for m in ms):
+        return ""
+    first = ms[0]["precision"]
+    capped = sum(not m["precision"]["reached"] for m in ms)
+    return (f", {'/'.join(str(m['reps']) for m in ms)} by trial: until both speedups lie within "
+            f"+-{first['tolerance']:.0%} of their median, at least {first['floor']}, at most {first['cap']}"
+            + (f"; {capped} at the cap" if capped else ""))
+
+
 def _throughput(backend: str, ms: list[dict]) -> str:
     """Companies per second by workers, for the backend and xact, medians over every repetition of every trial."""
     def by_workers(key: str) -> str:
@@ -297,6 +309,6 @@ def _throughput(backend: str, ms: list[dict]) -> str:
     baseline = ms[0]["baseline_backend"]
     return (f"{backend}{' (workers ask the queue for their next company)' if ms[0]['hands_out'] else ''}: "
             f"companies/s by workers {by_workers('backend')} against {baseline}'s {by_workers('baseline')} "
-            f"(medians of {reps} paired repetitions); writes in flight at once: {peak('backend')} workers against "
+            f"(medians of {reps} paired repetitions{_precision(ms)}); writes in flight at once: {peak('backend')} workers against "
             f"{baseline}'s {peak('baseline')}; its speedup from 1 to 4 workers, {min(mine):.2f}-{max(mine):.2f}, "
             f"is {words} {baseline}'s {min(base):.2f}-{max(base):.2f}")

@@ -28,6 +28,14 @@ def schedule(chosen: list[Scenario]) -> list[list[Lane]]:
     return [phase for phase in phases if phase]
 
 
+def composed(phases: list[list[Lane]], seconds: dict[str, float]) -> float:
+    """A run's seconds from its scenarios' (bounds or walls) as schedule() lays them out: within a phase the
+    lanes run side by side, so the longest lane counts; a lane's scenarios and the phases follow each other.
+    A scenario missing from `seconds` (not run) counts 0."""
+    return sum(max((sum(seconds.get(s.name, 0.0) for s in lane) for lane in phase), default=0.0)
+               for phase in phases)
+
+
 def run_lanes(lanes: list[Lane], run: Callable[[Scenario], None], stop: threading.Event) -> None:
     """Run each lane's scenarios one after another, the lanes side by side: the first on this thread,
     the others on threads of their own. An error or Ctrl-C in any lane stops them all, and the other

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -15,12 +16,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 import backends
 from lab import waves as capacity_plan
 from lab.harness.workload import drop_schema, ensure_schema
-from lab.progress import ScenarioProgress
+from lab.progress import ScenarioProgress, wall_over_bound
 from lab.provenance import run_meta
 from lab.quiet import LibraryNoise
 from lab.results import RunFolder
 from lab.runner.context import RunContext
-from lab.runner.lanes import run_lanes, schedule
+from lab.runner.lanes import composed, run_lanes, schedule
 from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
 from lab.runner.resume import resumed
 from lab.runner.trials import run_trials
@@ -67,6 +68,8 @@ class Runner:
                     self.console.print(capacity_plan.describe(wave, capacity))
             if folder is None:
                 folder = RunFolder.create(req.results_root, run_meta(req, services))
+            else:
+                _set_bounds_aside(folder)
             _record_capacity(folder, capacity, self.waves)
             self.folder = folder
             self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials; "
@@ -97,8 +100,11 @@ class Runner:
                 ctx = RunContext(profile=self.request.profile, plan=plan, services=services, monitor=monitor,
                                  writes=writes, folder=folder, progress=progress, sampler=sampler, stop=self.stop,
                                  waves=self.waves)
-                for phase in schedule(plan.scenarios):
+                phases = schedule(plan.scenarios)
+                started = time.monotonic()
+                for phase in phases:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
+                _record_run_bound(folder, phases, time.monotonic() - started, self.console)
         finally:
             sampler.close()
             if not self.stop.is_set():
@@ -123,8 +129,21 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     samples = scenario.lane != OWN_SERVERS
     if samples:
         ctx.sampler.take_peak()
-    run_trials(ctx, scenario, shown)
-    shown.finish()
+    finished = run_trials(ctx, scenario, shown)
+    sessions = wave.budget if wave is not None else None
+    floors, costs = [f for f, _ in finished.floors], [c for _, c in finished.floors]
+    bound = scenario.lower_bound(ctx.profile, floors, costs, sessions) if floors else None
+    wall = shown.finish(bound)
+    if runnable and not ctx.stop.is_set():  # a resumed run's scenario with nothing left to run is not timed
+        planned = [ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable]
+        _record_bound(ctx.folder, scenario.name, {
+            "lane": scenario.lane, "wall_s": round(wall, 1), "bound_s": round(bound or 0.0, 1),
+            "declared_bound_s": round(scenario.declared_bound(ctx.profile, planned, sessions), 1),
+            "trials_finished": len(floors), "at_once": scenario.at_once(ctx.profile, planned, sessions),
+            "trial_floor_s": scenario.trial_floor(ctx.profile)})
+        precision = scenario.precision(ctx.profile, finished.records)
+        if precision is not None:
+            _record_precision(ctx.folder, scenario.name, precision)
     if samples and wave is not None and not ctx.stop.is_set():
         _record_peak(ctx.folder, scenario.name, ctx.sampler.take_peak())
     window = scenario.wall_budget(ctx.profile)
@@ -133,6 +152,55 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
         limited = f"; about {wave.waves} waves for the server's connections" if wave.limited else ""
         ctx.progress.console.print(f"{scenario.name}: {wall:.1f} s for a {window:.0f} s observation "
                                    f"window ({wall / window:.2f}x{limited})")
+
+
+_META_LOCK = threading.Lock()  # lanes finish scenarios on threads of their own; meta.json is read, changed, written
+
+BOUND_RULE = ("a scenario's bound is the least wall time any schedule of its finished trials could take: the "
+              "longest trial's floor, the floors' sum over the trials it may run at once, and their session-seconds "
+              "over the server's session budget; a trial's floor is its declared timers (or the longer waits it sat "
+              "through) plus the seconds inside its own measurement, never more than it took. The run's bound adds "
+              "the phases, each as long as its longest lane.")
+
+
+def _set_bounds_aside(folder) -> None:
+    """A resumed run times only what it runs: the earlier part's walls and bounds are kept in bounds_earlier."""
+    with _META_LOCK:
+        meta = folder.meta()
+        if meta.get("bounds"):
+            meta.setdefault("bounds_earlier", []).append(meta.pop("bounds"))
+            folder.write_meta(meta)
+
+
+def _record_bound(folder, scenario: str, entry: dict[str, Any]) -> None:
+    """meta.json keeps each scenario's wall time beside its lower bound (a resumed run's part: _set_bounds_aside)."""
+    with _META_LOCK:
+        meta = folder.meta()
+        meta.setdefault("bounds", {"rule": BOUND_RULE, "scenarios": {}})["scenarios"][scenario] = entry
+        folder.write_meta(meta)
+
+
+def _record_precision(folder, scenario: str, precision: dict) -> None:
+    """meta.json keeps how a scenario's repetitions ended (its precision rule's outcome), for the report."""
+    with _META_LOCK:
+        meta = folder.meta()
+        meta.setdefault("precision", {})[scenario] = precision
+        folder.write_meta(meta)
+
+
+def _record_run_bound(folder, phases, wall: float, console) -> None:
+    """The run's wall time beside its bound, composed over the lanes as they ran (lab/runner/lanes.py)."""
+    with _META_LOCK:
+        meta = folder.meta()
+        bounds = meta.get("bounds")
+        if not bounds:
+            return
+        per = bounds["scenarios"]
+        bound = composed(phases, {name: entry["bound_s"] for name, entry in per.items()})
+        bounds["run"] = {"wall_s": round(wall, 1), "bound_s": round(bound, 1),
+                         "lanes_wall_s": round(composed(phases, {n: e["wall_s"] for n, e in per.items()}), 1)}
+        folder.write_meta(meta)
+    console.print(f"run: wall / bound {wall_over_bound(wall, bound)}", highlight=False, soft_wrap=True)
 
 
 def _record_capacity(folder: RunFolder, capacity: Capacity, waves: dict[str, capacity_plan.Wave]) -> None:
@@ -145,7 +213,8 @@ def _record_capacity(folder: RunFolder, capacity: Capacity, waves: dict[str, cap
 
 def _record_peak(folder: RunFolder, scenario: str, peak: tuple[int, dict]) -> None:
     """What the scenario really used, beside what was planned: evidence that the plan held."""
-    meta = folder.meta()
-    wave = meta["capacity"][-1]["waves"][scenario]
-    wave["peak_sessions_on_server"], wave["peak_by_application"] = peak
-    folder.write_meta(meta)
+    with _META_LOCK:
+        meta = folder.meta()
+        wave = meta["capacity"][-1]["waves"][scenario]
+        wave["peak_sessions_on_server"], wave["peak_by_application"] = peak
+        folder.write_meta(meta)

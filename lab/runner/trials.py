@@ -8,6 +8,7 @@ are free, the main thread stays responsive to Ctrl-C, and once the run stops not
 from __future__ import annotations
 
 import traceback
+from dataclasses import dataclass, field
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import backends
@@ -23,10 +24,22 @@ from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
 WAIT_POLL_S = 0.2  # a short wait keeps the main thread responsive to Ctrl-C
 
 
-def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> None:
+@dataclass
+class Finished:
+    """What a scenario's trials leave for after them: each finished trial's floor and session cost (the lower
+    bound), and the finished records (its precision), a resumed run's earlier ones included."""
+
+    floors: list[tuple[float, int]] = field(default_factory=list)
+    records: list[dict] = field(default_factory=list)
+
+
+def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> Finished:
     """Record the scenario's skipped trials, then run the others, as many at once as its parallelism and
     its session budget allow. An error or Ctrl-C sets the stop (waking every waiting trial) and is raised;
-    what was in flight is not recorded."""
+    what was in flight is not recorded.
+
+    A trial not yet started that the scenario no longer needs (Scenario.needed: its figures are precise enough)
+    is dropped, unrecorded. Returns each finished trial's floor and session cost (finished_floor) and the records."""
     runnable = _record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
@@ -35,28 +48,58 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=scenario.name)
     queue = capacity_plan.Dispatch([(spec, ctx.plan.cost(scenario, spec, ctx.profile)) for spec in runnable],
                                    budget, scarce_first=wave is not None and wave.limited)
+    declared = scenario.trial_floor(ctx.profile)
+    # Only a scenario that can stop early reads its records (a resumed run's earlier ones first): others keep none.
+    repeats = type(scenario).needed is not Scenario.needed
+
+    def drop_unneeded() -> None:
+        shown.drop(queue.drop(lambda spec: not scenario.needed(ctx.profile, spec, finished_trials.records)))
+
+    finished_trials = Finished(records=[r for r in ctx.folder.trials() if repeats and r.get("scenario") == scenario.name
+                                        and r.get("status") == "ok"])
+    if repeats:  # a resumed run's earlier trials may have been enough
+        drop_unneeded()
     try:
-        in_flight: dict[Future, tuple[TrialSpec, int]] = {}
+        in_flight: dict[Future, tuple[TrialEnv, int]] = {}
         while (queue and not ctx.stop.is_set()) or in_flight:
             # Start what fits: a trial whose sessions are not free yet waits without holding a worker,
             # and a later one that fits (a Redis lock's, which needs none) goes first.
             for spec, sessions in [] if ctx.stop.is_set() else queue.ready(workers - len(in_flight)):
-                in_flight[pool.submit(run_trial, scenario, ctx.trial_env(spec, params))] = (spec, sessions)
+                env = ctx.trial_env(spec, params)
+                in_flight[pool.submit(run_trial, scenario, env)] = (env, sessions)
             finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
             for future in finished:
-                _, sessions = in_flight.pop(future)
+                env, sessions = in_flight.pop(future)
                 budget.give(sessions)
                 record = future.result()
                 if record is not None and not ctx.stop.is_set():
                     ctx.folder.append(record)
+                    floor = finished_floor(scenario, env, record, declared)
+                    if floor is not None:
+                        finished_trials.floors.append((floor, sessions))
+                        if repeats:
+                            finished_trials.records.append(dict(record))
                 shown.advance(record)
+            if repeats and finished:
+                drop_unneeded()
             shown.tick()
+        return finished_trials
     except BaseException:
         # Wake every waiting trial now; what is in flight is not recorded.
         ctx.stop.set()
         raise
     finally:
         pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
+
+
+def finished_floor(scenario: Scenario, env: TrialEnv, record: TrialRecord, declared: float) -> float | None:
+    """Seconds a finished trial could not have taken less: its declared timers or the longer waits it was seen
+    to sit through, plus the time inside its own measurement; never more than it took. None for a trial that
+    did not finish (skipped, broken): its time says nothing about what the scenario must wait."""
+    if record.get("status") != "ok":
+        return None
+    floor = max(declared, env.waited) + scenario.measured_seconds(record.get("measures") or {})
+    return min(floor, record.get("duration", floor))
 
 
 def run_trial(scenario: Scenario, env: TrialEnv) -> TrialRecord | None:

@@ -18,6 +18,17 @@ class Pausable(Protocol):
 
 
 @runtime_checkable
+class Restartable(Protocol):
+    """It can be stopped and started again in place (same address, same data), and the lab knows its pids,
+    so a restart is confirmed by new ones."""
+
+    @property
+    def pids(self) -> list[int]: ...
+
+    def restart(self) -> None: ...
+
+
+@runtime_checkable
 class FailsOver(Protocol):
     """A PostgreSQL primary with a standby: the primary crashes and the standby is promoted."""
 
@@ -53,3 +64,13 @@ class PartitionsMembers(Protocol):
     """A consensus cluster whose members can be cut off from each other, killed and started again."""
 
     def isolate(self, member) -> None: ...
+
+
+@runtime_checkable
+class ManagedByPatroni(Protocol):
+    """A PostgreSQL cluster whose primary Patroni chooses: its agents can be stopped, cut from the DCS, asked
+    to switch over, and report their own view of the cluster."""
+
+    def leader(self, via=None): ...
+
+    def switchover(self, leader, candidate) -> tuple[int, dict]: ...

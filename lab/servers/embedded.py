@@ -14,6 +14,7 @@ etcd runs without auth: see EmbeddedEtcd.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import pwd
 import re
@@ -22,6 +23,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import urllib.request
 from pathlib import Path
 
 from lab.errors import ServiceError
@@ -212,10 +214,12 @@ class EmbeddedRedis(_OneProcess):
     name = "redis"
 
     def __init__(self, root: Path, name: str = "redis", server: Path | None = None, *,
-                 password: str | None = None, config: list[str] | None = None):
+                 password: str | None = None, config: list[str] | None = None, netns: int | None = None):
         """server: another redis-server binary (the test tier's distribution package).
         password: a primary's, for its replica; config: more configuration lines (replicaof, masterauth),
-        given on stdin with the password."""
+        given on stdin with the password. netns: a network namespace to run in (lab/servers/netns.py);
+        start() and clients must be inside it."""
+        self.netns = netns
         self.root = root / name
         self.config = list(config or [])
         self.server = server
@@ -238,7 +242,7 @@ class EmbeddedRedis(_OneProcess):
         argv = [str(server), "-", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", *persistence,
                 "--dir", str(self.root), "--daemonize", "no", "--logfile", ""]
         config = "".join(f"{line}\n" for line in [f"requirepass {self.password}", *self.config])
-        self.proc = spawn(argv, self.log_path, cwd=self.root, stdin_text=config)
+        self.proc = spawn(argv, self.log_path, cwd=self.root, stdin_text=config, netns=self.netns)
         wait_ready(self._ping, self.proc, "embedded Redis", self.log_path)
 
     def _ping(self) -> bool:
@@ -267,8 +271,8 @@ class EmbeddedRedlockMasters:
     name = "redlock"
     COUNT = 3
 
-    def __init__(self, root: Path, count: int = COUNT, prefix: str = "redlock"):
-        self.masters = [EmbeddedRedis(root, f"{prefix}{i}") for i in range(count)]
+    def __init__(self, root: Path, count: int = COUNT, prefix: str = "redlock", netns: int | None = None):
+        self.masters = [EmbeddedRedis(root, f"{prefix}{i}", netns=netns) for i in range(count)]
 
     @property
     def urls(self) -> list[str]:
@@ -302,7 +306,9 @@ class EmbeddedEtcd(_OneProcess):
 
     name = "etcd"
 
-    def __init__(self, root: Path, v2: bool = True):
+    def __init__(self, root: Path, v2: bool = True, netns: int | None = None):
+        """netns: a network namespace to run in (lab/servers/netns.py); start() and clients must be inside it."""
+        self.netns = netns
         self.root = root / "etcd"
         self.log_path = self.root / "server.log"
         self.port = free_port()
@@ -328,10 +334,15 @@ class EmbeddedEtcd(_OneProcess):
                 "--heartbeat-interval", "100", "--election-timeout", "500"]
         if self.v2:
             argv.append("--enable-v2")  # off by default in 3.5, gone in 3.6
-        self.proc = spawn(argv, self.log_path, cwd=self.root)
+        self.proc = spawn(argv, self.log_path, cwd=self.root, netns=self.netns)
         wait_ready(self._ping, self.proc, "embedded etcd", self.log_path)
 
     def _ping(self) -> str:
+        if self.netns is not None:
+            # gRPC opens its connections from threads of its own, which need not be in this namespace: ask over
+            # HTTP from the calling thread, which is.
+            with urllib.request.urlopen(f"http://{self.endpoint}/version", timeout=1) as answer:
+                return json.load(answer)["etcdserver"]
         from lab.servers.clients import etcd_client
 
         return etcd_client(self.endpoint, timeout=1).status().version

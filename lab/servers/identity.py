@@ -2,19 +2,22 @@
 
 A restart the lab did not perform itself (a user's command, a cluster manager's switchover)
 is confirmed by comparing these before and after: PostgreSQL's postmaster start time, each
-Redis server's run_id, etcd's process start time and leader. No process id is needed, so it
-works on servers on other hosts. A failover is confirmed the same way by which server is the
-primary (primary_identity): the node that takes writes, the Sentinels' answer, etcd's leader.
+Redis server's run_id, etcd's process start time and leader, each ZooKeeper server's start (its
+`mntr` uptime taken from the clock). No process id is needed, so it works on servers on other hosts.
+A failover is confirmed the same way by which server is the primary (primary_identity): the node
+that takes writes, the Sentinels' answer, etcd's leader.
 """
 
 from __future__ import annotations
 
+import time
 import urllib.request
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import text
 
 from lab.errors import ServiceError
+from lab.servers import zookeeper
 from lab.servers.clients import (
     SentinelAddress,
     etcd_client,
@@ -29,6 +32,7 @@ from lab.servers.clients import (
 from lab.servers.services import Services
 
 TIMEOUT = 3.0
+STARTED_APART_S = 0.5  # a ZooKeeper start read twice from its uptime differs by clock steps, never by this
 
 
 def server_identity(services: Services, service: str) -> dict:
@@ -55,6 +59,9 @@ def server_identity(services: Services, service: str) -> dict:
             finally:
                 client.close()
         return out
+    if service == "zookeeper":
+        return {f"server{i}": _zookeeper_started(host, port)
+                for i, (host, port) in enumerate(zookeeper.parse_hosts(services.zookeeper()))}
     client = etcd_client(services.etcd(), timeout=TIMEOUT)
     try:
         status = client.status()
@@ -63,6 +70,14 @@ def server_identity(services: Services, service: str) -> dict:
     finally:
         client.close()
     return {"process_start_time": _etcd_start_time(services.etcd()), "leader": leader, "raft_term": term}
+
+
+def _zookeeper_started(host: str, port: int) -> dict:
+    """When this ZooKeeper server started, from `mntr`'s zk_uptime (raises when `mntr` is not allowed)."""
+    uptime = zookeeper.uptime_ms(host, port)
+    if uptime is None:
+        raise RuntimeError(f"ZooKeeper at {host}:{port} does not answer mntr (4lw.commands.whitelist)")
+    return {"started": round(time.time() - uptime / 1000, 1), "uptime_ms": uptime}
 
 
 def _etcd_start_time(endpoint: str) -> str | None:
@@ -82,6 +97,9 @@ def restarted(before: dict, after: dict, service: str) -> bool:
     """Whether every server of the service came back as a different process (each Redlock master too)."""
     if service in ("redis", "redlock"):
         return all(after.get(name, {}).get("run_id") != server["run_id"] for name, server in before.items())
+    if service == "zookeeper":
+        return all(after.get(name, {}).get("started", 0) - server["started"] > STARTED_APART_S
+                   for name, server in before.items())
     keys = ("started",) if service == "postgres" else ("process_start_time", "leader")
     return any(before.get(k) != after.get(k) for k in keys)
 

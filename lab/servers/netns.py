@@ -18,9 +18,12 @@ import errno
 import os
 import re
 import shutil
+import socket
 import subprocess
 import threading
 from contextlib import contextmanager
+
+from lab.servers.proxy import BlackholeProxy
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -152,3 +155,20 @@ class NetNamespace:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+class Bridge(BlackholeProxy):
+    """A port on the lab's own loopback that reaches a port on a namespace's loopback.
+
+    The lab's own clients (a contender, the monitor) talk to servers inside a namespace through it while
+    every thread of the lab stays outside: gRPC, for one, opens its connections from threads of its own,
+    which do not follow a thread into a namespace. Only the bridge's connection to the server is made inside.
+    """
+
+    def __init__(self, namespace: NetNamespace, port: int):
+        super().__init__("127.0.0.1", port)
+        self.namespace = namespace
+
+    def _connect_upstream(self, target: tuple[str | None, int]) -> socket.socket:
+        with self.namespace.entered():
+            return socket.create_connection(target, timeout=5)

@@ -101,6 +101,13 @@ def waiting_on_lock(monitor: Engine, pid: int) -> bool:
                             {"pid": pid}).scalar() is True
 
 
+def blocks_another(monitor: Engine, pid: int) -> bool:
+    """True while another session waits on a lock that session pid holds (pg_blocking_pids names it)."""
+    with monitor.connect() as conn:
+        return conn.execute(text("select exists (select 1 from pg_stat_activity where :pid = any(pg_blocking_pids(pid)))"),
+                            {"pid": pid}).scalar() is True
+
+
 def holds_advisory_pair(monitor: Engine, pid: int, key1: int, key2: int) -> bool:
     """Like holds_advisory_lock, for the two-int form pg_advisory_lock(int, int) (objsubid 2)."""
     with monitor.connect() as conn:

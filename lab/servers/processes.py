@@ -106,17 +106,19 @@ def die_with_parent(death_signal: int = signal.SIGKILL) -> None:
 
 def spawn(argv: Sequence[str], log_path: Path, *, user: str | None = None,
           cwd: Path | None = None, death_signal: int = signal.SIGKILL,
-          stdin_text: str | None = None, netns: int | None = None) -> subprocess.Popen:
+          stdin_text: str | None = None, netns: int | None = None,
+          env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start argv with stdout and stderr appended to log_path, dying with the lab.
 
     stdin_text is written to the child's stdin, then closed: how a secret reaches a server
     without appearing in its command line (which `ps` shows to every user) or in a file.
+    env: the child's whole environment (default: the lab's).
     """
     log = open(log_path, "ab")
     try:
         proc = popen(argv, death_signal, stdout=log, stderr=subprocess.STDOUT,
                      stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE, cwd=cwd, user=user,
-                     netns=netns)
+                     netns=netns, env=env)
     finally:
         log.close()
     if stdin_text is not None and proc.stdin is not None:  # a pipe, since stdin_text was given

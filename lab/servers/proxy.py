@@ -88,7 +88,11 @@ class BlackholeProxy:
         while not self._closed.is_set():
             try:
                 client, (_, client_port) = listener.accept()
-                upstream = socket.create_connection(self.target, timeout=5)
+                target = self._upstream()
+                if target is None:  # nowhere to send it (a router with no healthy server): refused
+                    client.close()
+                    continue
+                upstream = self._connect_upstream(target)
             except (socket.timeout, TimeoutError):
                 continue
             except OSError:
@@ -104,6 +108,14 @@ class BlackholeProxy:
             for src, dst, way in ((client, upstream, "to_server"), (upstream, client, "to_client")):
                 threading.Thread(target=self._pump, args=(src, dst, record, way), name="proxy-pump",
                                  daemon=True).start()
+
+    def _upstream(self) -> tuple[str | None, int] | None:
+        """Where a new connection goes (a subclass may choose per connection; None refuses it)."""
+        return self.target
+
+    def _connect_upstream(self, target: tuple[str | None, int]) -> socket.socket:
+        """A new connection to target, for one client (a subclass may open it elsewhere: in a namespace)."""
+        return socket.create_connection(target, timeout=5)
 
     def _record(self, client_port: int, upstream_port: int) -> Relayed:
         """What the proxy keeps about a new connection (a subclass may learn more about it)."""

@@ -1,14 +1,17 @@
 """The servers a run needs: embedded ones the lab starts and stops, or external ones it is given.
 
 Embedded is the default. An external address comes from a flag or from the
-environment (LAB_PG_DSN, LAB_REDIS_URL, LAB_ETCD_ENDPOINT). Only the services
-the chosen backends need are started or checked.
+environment (LAB_PG_DSN, LAB_REDIS_URL, LAB_ETCD_ENDPOINT, LAB_REDLOCK_URLS, LAB_ZK_HOSTS). Only the
+services the chosen backends need are started or checked. ZooKeeper is the one embedded server that
+comes from the operating system's packages: where it is not installed it is not started, and what
+needs it says why (Services.unavailable) instead of failing the run.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,10 +41,11 @@ from lab.servers.embedded import (
     EmbeddedRedlockMasters,
     traversable_by_others,
 )
+from lab.servers import zookeeper
 
-SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock")
+SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock", "zookeeper")
 ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT",
-            "redlock": "LAB_REDLOCK_URLS"}
+            "redlock": "LAB_REDLOCK_URLS", "zookeeper": "LAB_ZK_HOSTS"}
 CONNECT_TIMEOUT = 5
 _T = TypeVar("_T")
 
@@ -54,18 +58,20 @@ class ExternalAddresses:
     redis_url: str | None = None
     etcd_endpoint: str | None = None
     redlock_urls: str | None = None  # comma-separated Redis URLs, one per Redlock master
+    zk_hosts: str | None = None  # a ZooKeeper connect string: host:port[,host:port...][/chroot]
 
     @classmethod
     def from_flags_and_env(cls, pg_dsn=None, redis_url=None, etcd_endpoint=None,
-                           redlock_urls=None) -> "ExternalAddresses":
+                           redlock_urls=None, zk_hosts=None) -> "ExternalAddresses":
         return cls(pg_dsn or os.environ.get(ENV_VARS["postgres"]) or None,
                    redis_url or os.environ.get(ENV_VARS["redis"]) or None,
                    etcd_endpoint or os.environ.get(ENV_VARS["etcd"]) or None,
-                   redlock_urls or os.environ.get(ENV_VARS["redlock"]) or None)
+                   redlock_urls or os.environ.get(ENV_VARS["redlock"]) or None,
+                   zk_hosts or os.environ.get(ENV_VARS["zookeeper"]) or None)
 
     def given(self, service: str) -> str | None:
         return {"postgres": self.pg_dsn, "redis": self.redis_url, "etcd": self.etcd_endpoint,
-                "redlock": self.redlock_urls}[service]
+                "redlock": self.redlock_urls, "zookeeper": self.zk_hosts}[service]
 
 
 @dataclass
@@ -76,6 +82,7 @@ class Services:
     redis_url: str | None = None
     etcd_endpoint: str | None = None
     redlock_urls: list[str] | None = None
+    zk_hosts: str | None = None  # the ZooKeeper connect string kazoo takes
     embedded: dict = field(default_factory=dict)  # service name -> Embedded* server
     versions: dict = field(default_factory=dict)
     tmp: Path | None = None
@@ -83,6 +90,8 @@ class Services:
     # (`--fault-command restart=CMD`); faults on embedded servers never use it.
     fault_commands: dict = field(default_factory=dict)
     swept: list = field(default_factory=list)  # temp dirs of dead lab processes removed at start
+    # service -> why it was not started here (its OS package is missing): what needs it does not run
+    unavailable: dict = field(default_factory=dict)
 
     def is_embedded(self, service: str) -> bool:
         return service in self.embedded
@@ -102,16 +111,22 @@ class Services:
     def redlock(self) -> list[str]:
         return _needed(self.redlock_urls, "redlock")
 
+    def zookeeper(self) -> str:
+        if self.zk_hosts is None and "zookeeper" in self.unavailable:
+            raise ServiceError(self.unavailable["zookeeper"])
+        return _needed(self.zk_hosts, "zookeeper")
+
     def to_addresses(self) -> dict:
         """The addresses as plain data (passwords included: for a holder process's stdin, never a file)."""
         return {"pg_dsn": self.pg().render_as_string(hide_password=False), "redis_url": self.redis_url,
-                "etcd_endpoint": self.etcd_endpoint, "redlock_urls": self.redlock_urls}
+                "etcd_endpoint": self.etcd_endpoint, "redlock_urls": self.redlock_urls, "zk_hosts": self.zk_hosts}
 
     @classmethod
     def from_addresses(cls, addresses: dict) -> "Services":
         """The inverse of to_addresses (a Services that owns no server)."""
         return cls(pg_url=make_url(addresses["pg_dsn"]), redis_url=addresses["redis_url"],
-                   etcd_endpoint=addresses["etcd_endpoint"], redlock_urls=addresses.get("redlock_urls"))
+                   etcd_endpoint=addresses["etcd_endpoint"], redlock_urls=addresses.get("redlock_urls"),
+                   zk_hosts=addresses.get("zk_hosts"))
 
     def addresses(self, service: str) -> list[tuple[str | None, int]]:
         """(host, port) of every server of a service (three for Redlock); host None: a URL without one."""
@@ -122,6 +137,8 @@ class Services:
         if service in ("redis", "redlock"):
             urls = [self.redis()] if service == "redis" else self.redlock()
             return [(urlsplit(u).hostname, urlsplit(u).port or 6379) for u in urls]
+        if service == "zookeeper":
+            return list(zookeeper.parse_hosts(self.zookeeper()))
         host, _, port = self.etcd().removeprefix("http://").rpartition(":")
         return [(host or "127.0.0.1", int(port or 2379))]
 
@@ -141,6 +158,9 @@ class Services:
         if service == "redlock":
             return replace(self, redlock_urls=[_via(u, p) for u, p in zip(self.redlock(), ports)],
                            embedded={}, tmp=None)
+        if service == "zookeeper":  # every server of the connect string through its proxy, the chroot kept
+            hosts = ",".join(f"127.0.0.1:{p}" for p in ports) + zookeeper.chroot(self.zookeeper())
+            return replace(self, zk_hosts=hosts, embedded={}, tmp=None)
         return replace(self, etcd_endpoint=f"127.0.0.1:{ports[0]}", embedded={}, tmp=None)
 
     @property
@@ -161,6 +181,8 @@ class Services:
         if self.redlock_urls is not None:
             out["redlock"] = {"address": ", ".join(redact(u) for u in self.redlock_urls),
                               "embedded": self.is_embedded("redlock")}
+        if self.zk_hosts is not None:
+            out["zookeeper"] = {"address": self.zk_hosts, "embedded": self.is_embedded("zookeeper")}
         for name, version in self.versions.items():
             out[name]["version"] = version
         return out
@@ -216,11 +238,20 @@ def start_services(needed: Iterable[str], external: ExternalAddresses | None = N
                 _attach_external(services, name, address)
         for name in needed:
             if external.given(name) is None:
+                if (why := not_installed(name)) is not None:
+                    services.unavailable[name] = why  # what needs it says "does not run", the run goes on
+                    continue
                 _start_embedded(services, name)
         return services
     except BaseException:
         services.stop()
         raise
+
+
+def not_installed(service: str) -> str | None:
+    """Why the lab cannot start its own server of this service on this machine (its OS package is
+    missing: only ZooKeeper comes from one), or None."""
+    return zookeeper.missing() if service == "zookeeper" else None
 
 
 def _temp_base() -> Path:
@@ -252,29 +283,49 @@ def _owner_alive(folder: Path) -> bool:
         return False
 
 
+def owned_temp_dir() -> Path:
+    """A new temp dir every user can traverse, marked with this process as its owner: removed by the next lab
+    run's sweep if this process dies without removing it (a SIGKILL)."""
+    import psutil
+
+    folder = Path(tempfile.mkdtemp(prefix="locklab-", dir=_temp_base()))
+    folder.chmod(0o755)
+    (folder / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+    return folder
+
+
 def sweep_abandoned(base: Path) -> list[str]:
     """Remove the temp dirs of lab processes that are gone (a SIGKILL skips every cleanup; the servers
     die with the lab, their data does not). Only dirs with an owner file, whose owner is dead."""
     removed = []
     for folder in sorted(base.glob("locklab-*")):
         if (folder / OWNER_FILE).is_file() and not _owner_alive(folder):
-            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+            size = _size(folder)
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(f"{folder} ({size / 2**20:.0f} MB)")
     return removed
 
 
+def _size(folder: Path) -> int:
+    """Bytes under folder, counting what is still there: another lab starting at the same moment may be removing
+    the same abandoned folder."""
+    total = 0
+    for top, _, files in os.walk(folder):
+        for name in files:
+            try:
+                found = os.lstat(os.path.join(top, name))
+            except OSError:
+                continue
+            total += found.st_size if stat.S_ISREG(found.st_mode) else 0
+    return total
+
+
 def _start_embedded(services: Services, name: str) -> None:
     if services.tmp is None:
-        import psutil
-
-        base = _temp_base()
-        services.swept = sweep_abandoned(base)
-        services.tmp = Path(tempfile.mkdtemp(prefix="locklab-", dir=base))
-        services.tmp.chmod(0o755)
-        (services.tmp / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+        services.swept = sweep_abandoned(_temp_base())
+        services.tmp = owned_temp_dir()
     server = {"postgres": EmbeddedPostgres, "redis": EmbeddedRedis, "etcd": EmbeddedEtcd,
-              "redlock": EmbeddedRedlockMasters}[name](services.tmp)
+              "redlock": EmbeddedRedlockMasters, "zookeeper": zookeeper.EmbeddedZooKeeper}[name](services.tmp)
     services.embedded[name] = server
     server.start()
     if name == "postgres":
@@ -283,6 +334,8 @@ def _start_embedded(services: Services, name: str) -> None:
         services.redis_url = server.url
     elif name == "redlock":
         services.redlock_urls = server.urls
+    elif name == "zookeeper":
+        services.zk_hosts = server.hosts
     else:
         services.etcd_endpoint = server.endpoint
     services.versions[name] = _version(services, name)
@@ -295,6 +348,8 @@ def _attach_external(services: Services, name: str, address: str) -> None:
         services.redis_url = _redis_url(address)
     elif name == "redlock":
         services.redlock_urls = [_redis_url(u.strip()) for u in address.split(",") if u.strip()]
+    elif name == "zookeeper":
+        services.zk_hosts = address
     else:
         services.etcd_endpoint = address
     services.versions[name] = _version(services, name)
@@ -331,6 +386,8 @@ def _version(services: Services, name: str) -> str:
             return _redis_version(services.redis())
         if name == "redlock":
             return ", ".join(sorted({_redis_version(url) for url in services.redlock()}))
+        if name == "zookeeper":  # every server of the connect string must answer
+            return ", ".join(sorted({zookeeper.version(h, p) for h, p in zookeeper.parse_hosts(services.zookeeper())}))
         client = etcd_client(services.etcd(), timeout=CONNECT_TIMEOUT)
         try:
             return client.status().version
@@ -340,7 +397,7 @@ def _version(services: Services, name: str) -> str:
         raise
     except Exception as exc:
         where = {"postgres": lambda: redact(services.pg()), "redis": lambda: redact(services.redis()),
-                 "etcd": lambda: services.etcd(),
+                 "etcd": lambda: services.etcd(), "zookeeper": lambda: services.zookeeper(),
                  "redlock": lambda: ", ".join(map(redact, services.redlock()))}[name]()
         raise ServiceError(f"{name} at {where} is unreachable: {first_line(exc)}") from None
 

@@ -8,13 +8,14 @@ from scenarios.base import TrialEnv
 
 
 def hold_run1_at(env: TrialEnv, point: str = "after_delete"):
-    """two_runs' hook for run1: at `point` it lets run2 start and stays there for the profile's hold_s."""
+    """two_runs' hook for run1: at `point` it lets run2 start and stays there for the profile's hold_s, and
+    until run2 has reached it."""
     hold = env.params["hold_s"]
 
     def hook(name, conn, sync):
         if name == point:
             sync.started.set()
-            env.pause(hold)  # run1 stays inside its write, so run2 overlaps it
+            sync.hold_until_met(env, conn, hold)  # run1 stays inside its write, so run2 overlaps it
 
     return hook
 

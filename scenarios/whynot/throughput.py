@@ -10,7 +10,8 @@ measured against xact with the same workers in the same trial. A backend that ha
 (rebuild_next) is asked for its next company instead of walking a list. Every (backend, workers)
 configuration is repeated, each repetition in its own shuffled order, so a loaded or warming machine spreads
 over all of them; speedups (4 workers over 1) pair within a repetition, and the verdict calls two locks apart
-only when their ranges of speedups do not overlap.
+only when their ranges of speedups do not overlap. The repetitions stop by the precision rule (RULE, on both
+locks' speedups: lab/harness/precision.py) rather than at a fixed count; the profile's throughput_reps is its cap.
 """
 
 from __future__ import annotations
@@ -24,12 +25,22 @@ from typing import cast
 
 import backends
 from backends.base import QueueWorker
+from lab.harness.precision import Rule, repeat
 from lab.harness.workload import COMPANY_SIZE
 from scenarios.base import TrialEnv
 from scenarios.whynot.base import Experiment, hands_out, is_session_lock_on_postgres
 
 BASELINE = "xact"  # the post's robust fix: a lock per company inside its write transaction
 WORKERS = (1, 2, 4)
+# Speedups within +-10% of their median: the reference run's spread within one trial was +-5 to +-15%, and the
+# verdict only calls two locks apart when their ranges of speedups do not overlap, so a wider range is noise
+# the verdict already absorbs. Three repetitions at least (the range holds the median with 75% confidence).
+TOLERANCE, FLOOR = 0.10, 3
+
+
+def rule(cap: int) -> Rule:
+    """The precision rule for a profile whose throughput_reps is the cap."""
+    return Rule(TOLERANCE, min(FLOOR, cap), cap)
 
 
 class Throughput(Experiment):
@@ -46,13 +57,18 @@ class Throughput(Experiment):
         names = list(dict.fromkeys([env.spec.backend, BASELINE]))
         configs = [(name, workers) for name in names for workers in WORKERS]
         runs: dict[tuple[str, int], list[dict]] = {c: [] for c in configs}
-        for rep in range(env.params["throughput_reps"]):
+
+        def once(rep: int) -> tuple[float, ...]:
             order = list(configs)
             random.Random(f"{env.run_id}:{env.spec.id}:{rep}").shuffle(order)
             for name, workers in order:
                 runs[(name, workers)].append(_companies_per_second(env, name, workers, rep))
+            return tuple(_speedups(runs, name)[-1] for name in names)
+
+        done, precision = repeat(rule(env.params["throughput_reps"]), once)
         return {"companies": env.params["throughput_companies"], "rows": COMPANY_SIZE,
-                "reps": env.params["throughput_reps"], "hands_out": hands_out(backends.load(env.spec.backend)),
+                "reps": len(done), "precision": precision, "hands_out": hands_out(backends.load(env.spec.backend)),
+                "measured_s": round(sum(r["seconds"] for per in runs.values() for r in per), 3),
                 "backend": _summary(runs, env.spec.backend), "baseline": _summary(runs, BASELINE),
                 "baseline_backend": BASELINE,
                 "speedups": _speedups(runs, env.spec.backend), "baseline_speedups": _speedups(runs, BASELINE)}

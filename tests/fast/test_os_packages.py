@@ -34,10 +34,13 @@ def test_ci_installs_from_the_list_and_names_no_package_by_hand():
 
 def test_the_labs_line_for_a_missing_package_is_the_lists():
     """The lab says its own 'does not run: ...' for pgbouncer and iproute2; the tests accept exactly that line."""
-    from lab.servers import netns, pgbouncer
+    from lab.servers import netns, pgbouncer, slow_link, zookeeper
 
     assert pgbouncer.MISSING == os_packages.not_installed("pgbouncer")
     assert netns.MISSING == os_packages.not_installed("iproute2")
+    assert slow_link.MISSING == os_packages.not_installed("iptables")
+    assert set(slow_link.TOOLS) == set(os_packages.packages()["iptables"].binaries)
+    assert zookeeper.MISSING == os_packages.not_installed("zookeeper")
     assert os_packages.not_installed("pgbouncer") == "pgbouncer not installed (apt-get install pgbouncer)"
 
 
@@ -63,3 +66,37 @@ def test_lab_pgbouncer_search_path_tells_the_lab_where_to_look_or_not_to(monkeyp
     monkeypatch.setenv(SEARCH_PATH_VARIABLE, "")
     assert find_pgbouncer() is None
     assert find_pgbouncer(str(tmp_path)) == str(binary)  # an explicit path is the caller's, whatever the variable
+
+
+def test_without_iptables_the_slow_network_cells_say_does_not_run_and_the_others_stay_n_a(monkeypatch, tmp_path):
+    """The lab looks for iptables on PATH, then in /usr/sbin: with neither holding it (and the namespace's own needs
+    met), every lease's cell says the list's line, and a lock without a lease keeps its own reason."""
+    import backends
+    from lab.servers import slow_link
+    from scenarios.slow_network import SlowNetwork
+
+    monkeypatch.setattr(slow_link, "namespace_unavailable", lambda: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(slow_link, "SEARCH_AFTER_PATH", str(tmp_path))
+    specs = {s.backend: s.skip for s in SlowNetwork().plan([backends.load("redis"), backends.load("session")], "quick")}
+    assert specs["redis"] == f"does not run: {os_packages.not_installed('iptables')}"
+    assert "no lease" in specs["session"]
+
+
+def test_lab_zookeeper_search_path_tells_the_lab_where_its_jars_are_or_that_there_are_none(monkeypatch, tmp_path):
+    """A file named zookeeper.jar (never run: this is where the lab looks) beside java from PATH."""
+    import shutil
+
+    from lab.servers.services import not_installed
+    from lab.servers.zookeeper import MISSING, SEARCH_PATH_VARIABLE, find_zookeeper
+
+    (tmp_path / "zookeeper.jar").write_bytes(b"")
+    monkeypatch.setenv(SEARCH_PATH_VARIABLE, str(tmp_path))
+    if shutil.which("java") is not None:
+        assert find_zookeeper() == (shutil.which("java"), [str(tmp_path / "zookeeper.jar")])
+        assert not_installed("zookeeper") is None
+    monkeypatch.setenv(SEARCH_PATH_VARIABLE, "")
+    assert find_zookeeper() is None and not_installed("zookeeper") == MISSING
+    assert not_installed("redis") is None  # the servers from pip wheels are always there
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java: the package's own dependency, so the same line
+    assert find_zookeeper(str(tmp_path)) is None

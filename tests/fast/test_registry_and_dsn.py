@@ -67,3 +67,16 @@ def test_no_scenario_flag_means_the_core_set_and_all_means_everything():
     assert "killpoints" not in scenarios.resolve(None) and "cases" in scenarios.resolve(None)
     assert scenarios.resolve("all") == scenarios.names()
     assert set(scenarios.DEFAULT_RUN) <= set(scenarios.names())
+
+
+def test_a_zookeeper_connect_string_is_read_and_routed_with_its_chroot():
+    from lab.servers.services import Services
+    from lab.servers.zookeeper import parse_hosts
+
+    assert parse_hosts("a:2181,b:2182/app") == [("a", 2181), ("b", 2182)]
+    assert parse_hosts("[::1]:2181,c") == [("::1", 2181), ("c", 2181)]
+    given = Services(zk_hosts="a:2181,b:2182/app")
+    assert given.addresses("zookeeper") == [("a", 2181), ("b", 2182)]
+    assert given.routed("zookeeper", [7001, 7002]).zk_hosts == "127.0.0.1:7001,127.0.0.1:7002/app"
+    with pytest.raises(LabError, match="'a:b' is not host:port"):
+        parse_hosts("a:b")

@@ -65,3 +65,30 @@ def test_several_runs_merge_with_the_later_trial_winning(tmp_path):
     assert "| cases | session | idle_in_transaction | A | held 1/1 |" in outcomes
     assert "[every outcome of this run" in text and "(REPORT-outcomes.md)" in text
     assert "| run | r1 + r2 |" in text and "| merged with | r2: `lab run` at commit abc |" in text
+
+
+def test_compare_counts_safety_flips_apart_from_changed_words(tmp_path):
+    lost = {**case_trial("A", "session", "idle_in_transaction"), "safety": "unsafe"}
+    reworded = {**lost, "verdict": "lost, in other words"}
+    held = {**lost, "verdict": "held", "safety": "safe"}
+    a = make_run(tmp_path, "a", [lost])
+    text = compare(a, make_run(tmp_path, "b", [reworded]))
+    assert "1 outcomes differ" in text and "0 safety verdicts flipped" in text
+    text = compare(a, make_run(tmp_path, "c", [held]))
+    assert "1 safety verdicts flipped" in text and "| cases | session | idle_in_transaction | unsafe | safe |" in text
+
+
+def perf_trial(variant, index, seconds):
+    return {"id": f"perf/none/{variant}/{index}", "scenario": "perf", "backend": "none", "variant": variant,
+            "index": index, "status": "ok", "verdict": "completed", "safety": "safe", "measures": {"seconds": seconds}}
+
+
+def test_compare_says_whether_a_repeated_figure_moved_within_its_tolerance(tmp_path):
+    def run(name, ratio):
+        return make_run(tmp_path, name, [t for i in range(3) for t in
+                                         (perf_trial("one_transaction_for_all", i, 1.0),
+                                          perf_trial("transaction_per_company", i, ratio))])
+    a = run("a", 2.0)
+    assert "| perf transaction_per_company / one_transaction_for_all | 2.000 | 2.100 | +5.0% | within |" in \
+        compare(a, run("b", 2.1))
+    assert "| +25.0% | beyond |" in compare(a, run("c", 2.5))

@@ -1,7 +1,7 @@
 """What a holder was told: signals read from planted holder events, and the report's cells built from them."""
 
 from lab.harness.told import first_after, signals
-from lab.report.told import plain, release_cell, told_cell
+from lab.report.told import callbacks_cell, plain, release_cell, told_cell
 
 T0 = 100.0
 
@@ -25,6 +25,27 @@ def test_each_channel_becomes_a_signal_in_time_order():
     assert found[-1]["text"] == "LockNotOwnedError: not owned"  # the library's words, not the lab's wrapper
     assert first_after(found, 1.15)["via"] == "logger tooz.drivers.redis"
     assert first_after(found, 2.0) is None
+
+
+def test_a_librarys_callback_is_a_signal_of_its_own_and_the_holder_process_reports_it():
+    """kazoo's state listener: what the backend passes to told.callback() reaches the holder's events, then the
+    table, as a callback (a contender in the lab's own process has no listener: it goes nowhere)."""
+    from lab.harness import told
+
+    heard = []
+    told.callback("its state listener", "SUSPENDED")  # nobody listening: nothing happens
+    told.listen(lambda via, text: heard.append(ev("callback", 0.7, via=via, text=text)))
+    try:
+        told.callback("its state listener", "SUSPENDED")
+    finally:
+        told.listen(None)
+    told.callback("its state listener", "LOST")
+    assert heard == [ev("callback", 0.7, via="its state listener", text="SUSPENDED")]
+    found = signals([ev("acquire", 0.0, granted=True), *heard], T0)
+    assert [(s["at"], s["how"], s["via"], s["text"]) for s in found] == [(0.7, "callback", "its state listener",
+                                                                            "SUSPENDED")]
+    assert told_cell([lease_trial(found)]) == ("a callback from its state listener: `SUSPENDED`; 1/1, -0.30 s, "
+                                               "before its stale write committed")
 
 
 def test_a_quiet_holder_has_no_signal():
@@ -86,3 +107,19 @@ def test_plain_drops_what_differs_between_trials():
     assert len(plain("x" * 500)) == 90
     assert plain("ReleaseUnlockedLock: ('redlock:locklab:k', frozenset({<redis.client.Redis(...)>}))") == (
         "ReleaseUnlockedLock")
+
+
+def test_callbacks_are_counted_beside_the_first_signal_and_placed_against_the_write():
+    """kazoo logs a WARNING a millisecond before its listener says SUSPENDED: the cell shows the log line, and
+    the callbacks get their own line, each with its trials, its median time and whether it beat the write."""
+    log = {"at": 0.5, "how": "log", "via": "logger kazoo.client", "text": "WARNING: Connection dropped"}
+    suspended = {"at": 0.501, "how": "callback", "via": "its state listener", "text": "SUSPENDED"}
+    lost = {"at": 1.2, "how": "callback", "via": "its state listener", "text": "LOST"}
+    trials = [lease_trial([log, suspended, lost]), lease_trial([log, suspended])]
+    assert told_cell(trials).startswith("a log line from logger kazoo.client")
+    assert callbacks_cell(trials) == ("`SUSPENDED` from its state listener 2/2, -0.50 s, before its write in 2 of 2; "
+                                      "`LOST` from its state listener 1/2, +0.20 s, before its write in 1 of 1")
+    late = dict(lost, at=1.4)  # planted after the holder's write (1.3): the count moves
+    assert callbacks_cell([lease_trial([log, suspended, late])]).endswith("+0.40 s, before its write in 0 of 1")
+    assert callbacks_cell([lease_trial([log])]) is None  # no callback: no line, so a run without one renders as before
+    assert callbacks_cell([lease_trial([suspended], lost=False)]) is None  # nobody else got the lock: nothing lost

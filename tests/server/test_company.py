@@ -9,6 +9,7 @@ from scenarios.conflicts import Conflicts
 from scenarios.kill import Kill
 from scenarios.overlap import Overlap
 from scenarios.perf import Perf
+from scenarios.base import TrialEnv, TrialSpec
 from scenarios.rules import Rules
 from tests.server.helpers import trial_env, verdict_of
 
@@ -35,6 +36,36 @@ def test_with_the_xact_lock_the_second_rebuild_waits_and_replaces(services, engi
     assert run2["waited"] >= 0.2 and run2["deleted"] == 250
     assert m["rows_final"] == 250 and m["runs_in_final"] == ["run2"]
     assert verdict == "intact (250 rows)"
+
+
+class LateSecondRun(TrialEnv):
+    """A trial whose second run asks for its lock three holds late, as on a loaded machine (planted)."""
+
+    made = 0
+
+    def backend(self, *args, **kwargs):
+        made = super().backend(*args, **kwargs)
+        self.made += 1
+        if self.made == 2:
+            acquire = made.acquire
+
+            def late():
+                time.sleep(3 * self.params["hold_s"])
+                return acquire()
+
+            made.acquire = late
+        return made
+
+
+@pytest.mark.parametrize("backend,expected", [("redis", "held"), ("none", "merged (500 rows)")])
+def test_the_first_run_waits_for_a_late_second_run_to_meet_it(services, engines, backend, expected):
+    """Two runs that never overlapped would read 'intact' for a try-lock and for no lock at all."""
+    monitor, writes = engines
+    scenario = Overlap()
+    env = LateSecondRun(services, monitor, writes, f"test-{time.monotonic_ns()}",
+                        TrialSpec("overlap", backend, "two_runs", 0), scenario.profile_params("quick"))
+    m = scenario.run_trial(env)
+    assert verdict_of(scenario, m, backend) == expected
 
 
 def test_repeatable_read_with_the_lock_fails_after_the_wait(services, engines):

@@ -84,3 +84,15 @@ def test_on_a_server_the_lab_did_not_start_the_trial_does_not_run(services, engi
                     scenario.profile_params("quick"))
     with pytest.raises(Skip, match="never fails over yours"):
         scenario.run_trial(env)
+
+
+def test_the_scripted_control_records_its_promotion_as_the_managed_failover_does(services, engines):
+    """The measures the report sets beside Patroni's: the crashed primary acknowledged nothing after the fault."""
+    m, _ = run(services, engines, "session_autocommit", "async")
+    promotion = m["promotion"]
+    assert set(promotion) == {"manager", "promote_s", "old_primary_accepted", "old_primary_accepting_s",
+                              "old_primary_writes_survived"}
+    assert promotion["manager"] == "scripted" and 0 < promotion["promote_s"] < 30
+    assert (promotion["old_primary_accepted"], promotion["old_primary_accepting_s"],
+            promotion["old_primary_writes_survived"]) == (0, None, 0)
+    assert m["evidence"]["probe"]["probe_refused"]  # its first write after the crash was refused

@@ -28,3 +28,14 @@ def test_a_lock_on_postgresql_is_not_paused_by_this_fault():
     from backends import load
 
     assert "pausing the run's PostgreSQL" in ServerPause().fault().applies_to(load("lease_row"))
+
+
+def test_it_strikes_the_lock_server_a_backend_declares_unless_that_is_redlocks_independent_masters(services):
+    """Chosen by declaration: the backend's lock_service and what the lab's server of it is (Pausable, not
+    RedlockMasters), never a list of names; a ZooKeeper lock qualifies the same way (tests/server/test_zookeeper.py)."""
+    from backends import load
+
+    fault = ServerPause().fault()
+    assert fault.cannot_run(load("redis"), services) is None and fault.cannot_run(load("etcd_fenced"), services) is None
+    assert fault.applies_to(load("redlock")) is None  # nothing in its declaration rules it out ...
+    assert "independent Redis masters" in fault.cannot_run(load("redlock"), services)  # ... its server does

@@ -125,6 +125,7 @@ def test_a_sweep_leaves_the_temp_dirs_of_live_labs_and_of_unknown_owners(service
     (ExternalAddresses(pg_dsn="postgresql://app:s3cret@127.0.0.1:1/x"), "postgres"),
     (ExternalAddresses(redis_url="redis://:s3cret@127.0.0.1:1/0"), "redis"),
     (ExternalAddresses(etcd_endpoint="127.0.0.1:1"), "etcd"),
+    (ExternalAddresses(zk_hosts="127.0.0.1:1"), "zookeeper"),
 ])
 def test_unreachable_external_server_is_one_line_naming_it(given, service):
     start = time.monotonic()

@@ -1,0 +1,253 @@
+"""The lock's PostgreSQL managed by Patroni, as production runs it, while a holder holds: what survives.
+
+Each trial gets a Patroni cluster of its own (lab/servers/patroni.py: two nodes, one etcd member as the
+DCS, the run's PostgreSQL binaries), and the same trial shape as the scripted `failover`, its control
+(scenarios/_failover_trial.py): the holder takes its lock and stops at its fault point; the fault strikes
+(lab/faults/patroni.py) and is confirmed by Patroni's view and the servers'; a contender asks once a new
+primary answers; the holder goes on and writes; then the fault heals, Patroni settles the cluster (a
+demoted primary rewound by pg_rewind), and the company is read on the primary that survived. A probe
+client writes to the old primary from the moment of the fault (lab/harness/promotion.py), so every trial
+records, as the scripted control does, how long the promotion took and what the old primary accepted.
+
+Clients reach the cluster as libpq users do, with one multi-host URL and target_session_attrs=read-write:
+libpq takes the first node, in the URL's order, that accepts writes, and the old primary (node0) is
+listed first. During a split brain both nodes accept writes, so such clients stay with the old primary.
+The `agent_paused_routed` column routes every client instead through a proxy that asks each node's
+Patroni REST API `GET /primary`, as HAProxy does in Patroni's reference setup: a stopped agent answers
+nothing, so new connections go to the new primary while those already open stay on the old one.
+
+Variants (columns):
+- crash: the primary's postmaster killed; Patroni restarts it in place (it still holds the leader key,
+  primary_start_timeout 300 s) or fails over, and the trial records which.
+- agent_paused: the primary's agent SIGSTOPped past the ttl (20 s): the replica promotes while the old
+  postgres still accepts writes; on SIGCONT the old agent demotes and rewinds it. Asynchronous replication.
+- agent_paused_routed: the same, clients routed by the REST health check.
+- agent_paused_sync: the same under synchronous_mode: the old primary's commits wait for a standby that is
+  now a primary, so nothing it acknowledges is lost. synchronous_mode_strict behaved the same here (the old
+  primary's writes waited from the promotion on, none was lost) and is left out: strict differs only when
+  no synchronous standby is left, which none of these faults does to the old primary.
+- dcs_cut: the primary's agent cut from etcd, failsafe_mode off: it demotes its postgres within
+  loop_wait + retry_timeout, and the replica promotes once the leader key expires (no primary between).
+- dcs_cut_failsafe: the same with failsafe_mode on: the primary stays primary while the replica answers it.
+- switchover: a planned switchover (REST `POST /switchover`, as patronictl asks it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from sqlalchemy import text
+
+import backends
+from lab.faults import load as load_fault
+from lab.columns import Column
+from lab.errors import LabError
+from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
+from lab.harness.outcomes import DoesNotRun
+from lab.harness.promotion import PromotionProbe, create_probe_table
+from lab.harness.verdict import Verdict
+from lab.harness.workload import ensure_schema
+from lab.servers.clients import pg_engine
+from lab.servers.health_router import PrimaryRouter
+from lab.servers.patroni import PatroniCluster, PatroniNode, PatroniSettings
+from lab.servers.patroni_runtime import Unavailable, runtime, unavailable_reason
+from scenarios._failover_trial import failover_judgement, failover_trial
+from scenarios._lease_faults import LeaseFaultScenario
+from scenarios.base import OWN_SERVERS, Skip, TrialEnv
+
+SETTLE_WITHIN_S = 60.0  # after the heal: the old primary demoted, rewound and streaming again
+# The holder's idle_in_transaction guard outlasts every fault here (a promotion takes the ttl, 20 s): these
+# columns judge Patroni, and the guard's own column is `cases`.
+GUARD_S = 120.0
+ROUTE_WITHIN_S = 15.0  # after a promotion, until the health-checked route leads to the new primary
+
+ASYNC, SYNC, FAILSAFE = PatroniSettings(), PatroniSettings(synchronous_mode=True), PatroniSettings(failsafe_mode=True)
+
+
+class Patroni(LeaseFaultScenario):
+    name = "patroni"
+    lane = OWN_SERVERS  # a Patroni cluster of each trial's own: runs beside the run's other scenarios
+    control = "failover"  # its scripted counterpart, which the report puts beside it
+    summary = ("the lock's PostgreSQL under Patroni: its postgres crashed, its agent paused past the ttl (split "
+               "brain), cut from etcd with failsafe off and on, a planned switchover")
+    title = "Patroni failed over"
+    breaks_leases = True
+    replicated = True
+    fault = PatroniAgentPause
+    faults = {"crash": PatroniPostgresCrash, "agent_paused": PatroniAgentPause,
+              "agent_paused_routed": PatroniAgentPause, "agent_paused_sync": PatroniAgentPause,
+              "dcs_cut": PatroniDcsCut, "dcs_cut_failsafe": PatroniDcsCut, "switchover": PatroniSwitchover}
+    settings = {"crash": ASYNC, "agent_paused": ASYNC, "agent_paused_routed": ASYNC, "agent_paused_sync": SYNC,
+                "dcs_cut": ASYNC, "dcs_cut_failsafe": FAILSAFE, "switchover": ASYNC}
+    routed = frozenset({"agent_paused_routed"})
+    columns = (
+        Column("crash", "Patroni: the primary's postgres crashed", 13.1,
+               "the primary's postmaster killed (SIGKILL); confirmed by its pid gone and a primary again, restarted "
+               "in place by its agent or failed over (recorded), in Patroni's REST view and by pg_is_in_recovery()"),
+        Column("agent_paused", "Patroni: the primary's agent paused (split brain)", 13.2,
+               "the primary's Patroni agent SIGSTOPped past the ttl while its postgres runs; confirmed by state T and "
+               "the replica promoted (Patroni's view from it, out of recovery on a later timeline) beside the old "
+               "primary; SIGCONT after the holder's write, then the old primary is demoted and rewound"),
+        Column("agent_paused_routed", "the same, clients routed by GET /primary", 13.3,
+               "the same split brain with every client behind a proxy that routes new connections by each node's "
+               "REST health check (GET /primary), as HAProxy does; confirmed the same way"),
+        Column("agent_paused_sync", "the same under synchronous_mode", 13.4,
+               "the same split brain with Patroni's synchronous_mode: the old primary's commits wait for its "
+               "synchronous standby, now a primary; confirmed the same way"),
+        Column("dcs_cut", "Patroni: the primary cut from etcd", 13.5,
+               "the primary's agent cut from the DCS (its etcd link blackholed), failsafe_mode off; confirmed by the "
+               "link relaying nothing and the agent's dcs_last_seen standing still; what Patroni did is recorded "
+               "(here: the old primary demoted itself, then the replica was promoted)"),
+        Column("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
+               "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
+               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)"),
+        Column("switchover", "Patroni: a planned switchover", 13.7,
+               "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
+               "leader and its postgres out of recovery on a later timeline"),
+    )
+    params = {
+        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
+        "default": {"ttl_s": 2.0, "trials": 1, "parallel": 3},
+    }
+
+    def variant_skip(self, variant: str, backend_cls) -> str | None:
+        reason = super().variant_skip(variant, backend_cls)
+        if reason is not None:
+            return reason
+        missing = unavailable_reason()
+        return None if missing is None else DoesNotRun(missing)
+
+    def pg_sessions(self, backend_cls, profile: str) -> int:
+        return 0  # every session of a trial is on the trial's own cluster
+
+    def trial_seconds(self, profile: str) -> float:
+        """A cluster's start (about 10 s), a promotion past the ttl (20 s), the contender, the heal and settling."""
+        return 45.0
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        run_server = env.services.embedded.get("postgres")
+        if run_server is None:
+            raise Skip("patroni starts a cluster from the lab's own PostgreSQL binaries; it never manages yours")
+        try:
+            found = runtime()
+        except Unavailable as exc:
+            raise Skip(DoesNotRun(str(exc))) from None
+        variant = env.spec.variant
+        settings = self.settings[variant]
+        root = Path(tempfile.mkdtemp(prefix="patroni-", dir=env.services.tmp))
+        root.chmod(0o755)
+        cluster = PatroniCluster(root, run_server.bin, found, settings)
+        router = probe = monitor = writes = None
+        try:
+            cluster.start()
+            old = cluster.leader()
+            if old is None:
+                raise LabError(f"the new Patroni cluster names no leader: {cluster.view()}")
+            client_url = cluster.url
+            if variant in self.routed:
+                router = PrimaryRouter([(n.port, _primary_check(n)) for n in cluster.nodes]).start()
+                router.wait_routable()
+                client_url = cluster.node_url(old).set(port=router.port)
+            services = replace(env.services, pg_url=client_url, embedded={"postgres": cluster}, tmp=None)
+            monitor = pg_engine(client_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
+                                connect_args={"application_name": "locklab-monitor"})
+            writes = pg_engine(client_url, pool_pre_ping=True, pool_size=2,
+                               connect_args={"application_name": "locklab-writes"})
+            ensure_schema(monitor)
+            backends.prepare_storage(monitor, [env.spec.backend])
+            create_probe_table(cluster.node_url(old))
+            # Connected to the old primary from before the fault, as a client already is; it writes from the fault on.
+            probe = PromotionProbe(cluster.manager, old.name, {n.name: cluster.node_url(n) for n in cluster.nodes})
+
+            def caught_up() -> dict:
+                # The seed, the holder's grant and the probe's table on the replica before anything strikes.
+                cluster.wait_caught_up()
+                return {}
+
+            def settle() -> dict:
+                return _settle(cluster, old, [monitor, writes])
+
+            def routed_to_leader() -> dict:
+                # A client asks once its route leads to the new primary, as it would behind HAProxy.
+                leader = cluster.leader(via=next(n for n in cluster.nodes if n is not old))
+                if router is None or leader is None:
+                    return {}
+                started = time.monotonic()
+                router.wait_routable(ROUTE_WITHIN_S, to=leader.port)
+                return {"routed_to_new_primary_after_s": round(time.monotonic() - started, 3)}
+
+            measures = failover_trial(replace(env, services=services, monitor=monitor, writes=writes),
+                                      load_fault(self.fault_of(variant)), once_held=caught_up, at_fault=probe.start,
+                                      settle=settle, guard_s=GUARD_S, retry_errors=True,
+                                      before_contender=routed_to_leader)
+            probe.stop()
+            survivor = cluster.leader()
+            measures["promotion"] = probe.measures(None if survivor is None else cluster.node_url(survivor))
+            measures["evidence"]["probe"] = probe.details()
+            measures["patroni"] = {**settings.to_json(), "nodes": len(cluster.nodes), "version": found.version,
+                                   "clients": "REST health check (GET /primary)" if router is not None
+                                   else "multi-host URL, target_session_attrs=read-write"}
+            if router is not None:
+                measures["evidence"]["router"] = {"ports": {n.name: n.port for n in cluster.nodes},
+                                                  "routed": list(router.routed)}
+            return measures
+        finally:
+            if probe is not None:
+                probe.stop()
+            for engine in (monitor, writes):
+                if engine is not None:
+                    engine.dispose()
+            if router is not None:
+                router.stop()
+            cluster.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        return failover_judgement(measures, backend_cls)
+
+
+def _primary_check(node: PatroniNode) -> Callable[[], bool]:
+    """The health check HAProxy runs against a Patroni node: its REST API's GET /primary answers 200."""
+    return lambda: node.rest("/primary")[0] == 200
+
+
+def _settle(cluster: PatroniCluster, old: PatroniNode, engines: list) -> dict:
+    """After the heal: until exactly one postgres is out of recovery and Patroni names it leader (else the trial
+    cannot say which table is the final one: an error), then, within SETTLE_WITHIN_S, the old primary back as a
+    replica. Records how long, whether the old primary was rewound (its agent's log), and both views."""
+    started = time.monotonic()
+    deadline = started + SETTLE_WITHIN_S
+    views: dict = {}
+    while time.monotonic() < deadline:
+        servers = cluster.servers_view()
+        primaries = [name for name, state in servers.items() if state.get("in_recovery") is False]
+        leader = cluster.leader(via=cluster.node(primaries[0])) if len(primaries) == 1 else None
+        views = {"patroni": cluster.view(), "servers": servers}
+        if leader is not None and leader.name == primaries[0]:
+            break
+        time.sleep(0.2)
+    else:
+        raise LabError(f"the Patroni cluster did not settle on one primary within {SETTLE_WITHIN_S:.0f} s: {views}")
+    one_primary_s = round(time.monotonic() - started, 3)
+    try:
+        views = cluster.wait_healthy(max(1.0, deadline - time.monotonic()))
+        rejoined = True
+    except LabError:
+        rejoined = False
+    for engine in engines:
+        engine.dispose()  # the final table is read on a fresh connection to the primary that survived
+    return {"settled": {"one_primary_s": one_primary_s, "old_primary_rejoined": rejoined,
+                        "rejoined_s": round(time.monotonic() - started, 3) if rejoined else None,
+                        "old_primary_rewound": "pg_rewind" in _log_text(old.log_path), "after": views}}
+
+
+def _log_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""

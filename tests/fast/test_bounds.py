@@ -1,0 +1,125 @@
+"""The lower bound: a scenario's from what it declares (timers, trials, parallelism, sessions, wall budget), a
+finished trial's floor from its waits and its measurement, the run's composed over the lanes, and the end line
+and Provenance that show them beside the wall time."""
+
+import io
+import threading
+import time
+
+import pytest
+from rich.console import Console
+from rich.progress import Progress, TextColumn
+
+from lab.progress import ScenarioProgress
+from lab.report.meta import bound_rows
+from lab.runner.lanes import composed, schedule
+from lab.runner.trials import finished_floor
+from scenarios.base import ALONE, OWN_SERVERS, SHARED, Scenario, TrialEnv, TrialSpec, makespan_floor
+
+
+class Planted(Scenario):
+    """A scenario with only declarations: a lease waited out, a hold, three trials, four at once."""
+
+    name = "planted"
+    summary = "planted declarations"
+    params = {"default": {"ttl_s": 2.0, "hold_s": 0.5, "give_up": 9.0, "trials": 3, "parallel": 4}}
+
+    def run_trial(self, env):
+        raise AssertionError("never run")
+
+
+class Windowed(Planted):
+    name = "windowed"
+
+    def wall_budget(self, profile):
+        return 30.0
+
+
+def test_a_trial_floor_is_the_timers_it_sits_through_not_its_ceilings():
+    assert Planted().trial_floor("default") == 2.5  # ttl_s + hold_s; give_up is a ceiling
+
+
+def test_the_declared_bound_shares_the_floors_among_the_trials_at_once():
+    # 10 trials of 2.5 s, 4 at once: 25 s of trials over 4 workers
+    assert Planted().declared_bound("default", [4] * 10) == pytest.approx(6.25)
+
+
+def test_the_servers_sessions_can_be_what_bounds_it():
+    # 8 sessions for the scenario, 4 a trial: two at once, so 10 trials take at least 5 x 2.5 s
+    planted = Planted()
+    assert planted.at_once("default", [4] * 10, 8) == 2
+    assert planted.declared_bound("default", [4] * 10, 8) == pytest.approx(12.5)
+    # trials needing no session (a Redis lock's) fill the workers the sessions leave: 4 at once
+    assert planted.at_once("default", [0] * 10, 8) == 4
+
+
+def test_one_long_trial_bounds_it_whatever_the_parallelism():
+    assert makespan_floor([30.0, 1.0, 1.0], [2, 2, 2], at_once=100, sessions=None) == 30.0
+
+
+def test_a_wall_budget_is_waited_out_at_least_once():
+    assert Windowed().declared_bound("default", [2] * 4) == 30.0
+    assert Windowed().declared_bound("default", []) == 0.0  # nothing to run: nothing to wait for
+
+
+def test_a_finished_trial_counts_its_longer_waits_and_its_measurement_but_never_more_than_it_took():
+    class Measuring(Planted):
+        def measured_seconds(self, measures):
+            return measures["seconds"]
+
+    env = TrialEnv(None, None, None, "run", TrialSpec("planted", "none", "default", 0), {})
+    env.waited = 4.0
+    ok = {"status": "ok", "measures": {"seconds": 1.5}, "duration": 9.0}
+    assert finished_floor(Measuring(), env, ok, declared=2.5) == 5.5  # waited 4 > declared 2.5, + 1.5 measured
+    assert finished_floor(Measuring(), env, {**ok, "duration": 3.0}, declared=2.5) == 3.0
+    assert finished_floor(Planted(), env, {"status": "error", "duration": 9.0}, declared=2.5) is None
+
+
+def test_waits_on_several_threads_of_one_trial_count_once():
+    env = TrialEnv(None, None, None, "run", TrialSpec("planted", "none", "default", 0), {})
+    threads = [threading.Thread(target=env.pause, args=(0.3,)) for _ in range(3)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert env.waited <= time.monotonic() - started + 0.01
+    assert env.waited >= 0.29
+
+
+class Laned:
+    def __init__(self, name, lane):
+        self.name, self.lane = name, lane
+
+
+def test_the_runs_bound_puts_the_shared_and_own_server_lanes_side_by_side_and_the_alone_ones_after():
+    chosen = [Laned("a", SHARED), Laned("b", SHARED), Laned("c", OWN_SERVERS), Laned("d", ALONE), Laned("e", ALONE)]
+    bounds = {"a": 10.0, "b": 5.0, "c": 20.0, "d": 3.0, "e": 4.0}
+    assert composed(schedule(chosen), bounds) == 20.0 + 3.0 + 4.0  # own lane (20) outlasts a + b (15)
+    assert composed(schedule(chosen), {**bounds, "c": 1.0}) == 15.0 + 3.0 + 4.0
+    assert composed(schedule(chosen), {"d": 3.0}) == 3.0  # a scenario not run counts nothing
+
+
+def test_the_end_line_says_wall_over_bound():
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=200)
+    shown = ScenarioProgress(console, Progress(TextColumn(""), console=console, disable=True), "pause", 1)
+    shown.advance({"status": "ok", "safety": "safe"})
+    shown.started -= 10.0
+    shown.finish(4.0)
+    assert "; wall / bound 2.5" in out.getvalue().splitlines()[-1]
+
+
+def test_provenance_shows_the_bounds_a_run_recorded_and_nothing_for_one_without():
+    meta = {"scenario_order": ["pause", "perf"],
+            "bounds": {"rule": "the rule", "run": {"wall_s": 90.0, "bound_s": 60.0},
+                       "scenarios": {"perf": {"wall_s": 30.0, "bound_s": 20.0, "lane": "alone", "trials_finished": 8,
+                                              "at_once": 1},
+                                     "pause": {"wall_s": 60.0, "bound_s": 40.0, "lane": "shared",
+                                               "trials_finished": 78, "at_once": 12}}}}
+    rows = bound_rows(meta)
+    assert rows[0] == ["time: lower bound", "the rule"]
+    assert rows[1] == ["time: the run", "wall 90 s, bound 60 s (1.50x)"]
+    assert [r[0] for r in rows[2:]] == ["time: pause", "time: perf"]
+    assert rows[2][1].startswith("wall 60 s, bound 40 s (1.50x); shared lane, 78 trials, up to 12 at once")
+    assert bound_rows({}) == []

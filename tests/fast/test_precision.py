@@ -1,0 +1,103 @@
+"""The sequential rule that ends repetitions for precision: it stops early on a tight measurement, runs to its cap
+on a noisy one, never stops before its floor, and says which happened (planted sequences, no server)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lab.harness.precision import Rule, describe, repeat
+from scenarios.base import TrialSpec
+
+RULE = Rule(tolerance=0.05, floor=3, cap=8)
+
+
+def planted(values):
+    """A measurement whose repetition i gives values[i] as its paired ratio."""
+    return lambda i: (values[i],)
+
+
+def test_a_tight_measurement_stops_at_the_floor():
+    done, outcome = repeat(RULE, planted([1.00, 1.02, 0.99, 1.01, 1.00, 1.0, 1.0, 1.0]))
+    assert len(done) == 3
+    assert outcome["reached"] and outcome["repetitions"] == 3
+    assert describe(outcome) == "3 repetitions (spread +-2% within +-5%)"
+
+
+def test_a_noisy_measurement_runs_to_its_cap_and_says_so():
+    done, outcome = repeat(RULE, planted([1.0, 1.4, 0.7, 1.3, 0.8, 1.2, 0.9, 1.1, 1.0]))
+    assert len(done) == RULE.cap
+    assert not outcome["reached"]
+    assert describe(outcome).startswith("8 repetitions (stopped at the cap: spread")
+
+
+def test_it_never_stops_before_its_floor_however_tight():
+    done, outcome = repeat(Rule(tolerance=0.05, floor=4, cap=8), planted([1.0] * 8))
+    assert len(done) == 4 and outcome["reached"]
+
+
+def test_every_figure_the_repetitions_serve_must_be_tight():
+    values = [(1.0, 1.0), (1.0, 1.5), (1.0, 0.6), (1.0, 1.4), (1.0, 0.7)]
+    done, outcome = repeat(Rule(tolerance=0.05, floor=2, cap=5), lambda i: values[i])
+    assert len(done) == 5 and not outcome["reached"]
+
+
+def test_a_rule_needs_a_floor_within_its_cap():
+    with pytest.raises(ValueError):
+        Rule(tolerance=0.05, floor=5, cap=3)
+
+
+@settings(deadline=None)  # a loaded machine must not fail a pure test on time
+@given(st.lists(st.floats(min_value=0.1, max_value=10.0), min_size=20, max_size=20),
+       st.integers(1, 6), st.integers(0, 10), st.floats(min_value=0.01, max_value=0.5))
+def test_it_stops_between_its_floor_and_its_cap_and_only_on_a_spread_within_tolerance(values, floor, extra, tol):
+    rule = Rule(tolerance=tol, floor=floor, cap=floor + extra)
+    done, outcome = repeat(rule, planted(values))
+    assert floor <= len(done) <= floor + extra
+    if len(done) < rule.cap:
+        assert outcome["reached"] and rule.spread([d[0] for d in done]) <= tol
+
+
+def perf_records(seconds_by_rep):
+    """Planted perf records: one per (repetition, configuration) with its timed seconds."""
+    return [{"index": i, "variant": variant, "status": "ok", "measures": {"seconds": seconds}}
+            for i, rep in enumerate(seconds_by_rep) for variant, seconds in rep.items()]
+
+
+def test_whynot_runs_a_backends_later_throughput_trials_only_while_its_figure_is_not_precise():
+    from scenarios.whynot import WhyNot
+
+    whynot = WhyNot()
+
+    def throughput(backend, reached):
+        return {"backend": backend, "variant": "throughput", "index": 0, "measures": {"precision": {"reached": reached}}}
+
+    later = TrialSpec("whynot", "session", "throughput", 1)
+    assert whynot.needed("default", later, [])
+    assert whynot.needed("default", later, [throughput("session", False)])  # noisy: repeat it
+    assert not whynot.needed("default", later, [throughput("session", True)])
+    assert whynot.needed("default", later, [throughput("queue", True)])  # another backend's says nothing
+    assert whynot.needed("default", TrialSpec("whynot", "session", "xmin_horizon", 1), [throughput("session", True)])
+
+
+def test_the_cost_table_stops_repeating_once_every_configurations_paired_ratio_is_tight():
+    from scenarios.perf import Perf
+
+    perf = Perf()
+
+    def enough(records):  # the next repetition's first trial is no longer needed
+        spec = TrialSpec("perf", "none", "one_transaction_for_all", 1 + max(r["index"] for r in records))
+        return not perf.needed("default", spec, records)
+
+    tight = {"one_transaction_for_all": 1.0, "per_company_lock": 2.0}
+    assert not enough(perf_records([tight, tight]))  # below the floor of three
+    assert enough(perf_records([tight, tight, tight]))
+    assert not enough(perf_records([tight, tight, tight])[:-1])  # the third still under way
+    assert perf.needed("default", TrialSpec("perf", "xact", "per_company_lock", 2),
+                       perf_records([tight, tight, tight])[:-1])  # and its last configuration runs
+    # a machine that slows down alike for both keeps the paired ratio: still tight
+    slowed = {"one_transaction_for_all": 2.0, "per_company_lock": 4.1}
+    assert enough(perf_records([tight, slowed, tight]))
+    noisy = [{"one_transaction_for_all": 1.0, "per_company_lock": s} for s in (2.0, 2.6, 1.6, 2.4)]
+    assert not enough(perf_records(noisy))
+    outcome = perf.precision("default", perf_records(noisy))
+    assert outcome["repetitions"] == 4 and not outcome["reached"]
