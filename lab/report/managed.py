@@ -23,7 +23,7 @@ from enum import Enum
 
 from lab.harness.told import CHANNELS, first_after
 from lab.report.common import md_table, ordered_backends
-from lab.report.declared import faults_of
+from lab.report.declared import control_of, faults_of
 from lab.report.sections import RunView, section
 
 # Tolerances: (absolute, relative to the larger median).
@@ -232,11 +232,11 @@ def section_managed_beside_scripted(run: RunView) -> str | None:
     declared = {f.scenario: f for f in faults_of(run.meta)}
     parts = []
     for fault in declared.values():
-        if fault.control is None or fault.scenario not in ran or fault.control not in ran:
+        named = control_of(run.meta, fault.scenario)
+        if named is None or fault.scenario not in ran or named not in ran:
             continue
-        control = declared.get(fault.control)
-        text = _pair_section(run, fault.scenario, fault.title, fault.control,
-                             control.title if control is not None else fault.control)
+        control = declared.get(named)
+        text = _pair_section(run, fault.scenario, fault.title, named, control.title if control is not None else named)
         if text is not None:
             parts.append(text)
     if not parts:

@@ -88,3 +88,20 @@ def test_a_run_recorded_before_controls_reads_none():
     data = MANAGED.to_json()
     del data["control"]
     assert FaultColumns.from_json("sentinel", data).control is None
+
+
+def test_a_run_recorded_before_controls_takes_the_labs_own_declaration_and_an_explicit_none_stays_none(monkeypatch):
+    """A run whose meta.json has no "control" key (recorded before the field) pairs as the lab declares it now, as
+    the report does for runs recorded before any declaration; one that recorded control: None is not paired."""
+    from lab.report import declared
+
+    older = {**META, "faults": {name: {k: v for k, v in data.items() if k != "control"}
+                                for name, data in META["faults"].items()}}
+    trials = [trial("redis_failover", "caught_up", 0, 0.01, 50, 0, None),
+              trial("sentinel", "primary_paused", 0, 2.5, 100, 1, None)]
+    monkeypatch.setattr(declared, "_installed", {})
+    assert section_managed_beside_scripted(RunView.of(trials, older)) is None
+    monkeypatch.setattr(declared, "_installed", {"sentinel": MANAGED, "redis_failover": CONTROL})
+    assert "beside Redis failed over" in section_managed_beside_scripted(RunView.of(trials, older))
+    explicit = {**META, "faults": {**META["faults"], "sentinel": {**META["faults"]["sentinel"], "control": None}}}
+    assert section_managed_beside_scripted(RunView.of(trials, explicit)) is None
