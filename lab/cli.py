@@ -57,8 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--results", default="results", type=Path, help="folder that holds one folder per run")
     run.add_argument("--resume", metavar="RUN", help="finish an interrupted run: only its missing trials")
     run.add_argument("--fault-command", action="append", default=[], metavar="FAULT=CMD",
-                     help="perform FAULT on a server the lab did not start by running your shell command CMD "
-                          "(repeatable); e.g. restart='systemctl restart postgresql'")
+                     help="perform FAULT (restart, failover, pause, partition, heal) on servers the lab did not "
+                          "start by running your shell command CMD (repeatable); e.g. restart='systemctl restart "
+                          "postgresql', failover='redis-cli -p 26379 SENTINEL failover mymaster'")
     _add_server_flags(run)
 
     report = sub.add_parser("report", help="write REPORT.md from a saved run (contacts no server)")
@@ -193,15 +194,14 @@ def cmd_run(args, argv) -> int:
 
 
 def parse_fault_commands(values: list[str]) -> dict[str, str]:
-    """FAULT=CMD pairs; LabError for a fault that takes no command or an empty one."""
-    from lab.faults import FAULTS, load
+    """HOOK=CMD pairs (lab/faults/commands.py); LabError for a hook that does not exist or an empty command."""
+    from lab.faults.commands import HOOKS
 
-    commandable = sorted(name for name in FAULTS if getattr(load(name), "commandable", False))
     out = {}
     for value in values:
         fault, sep, command = value.partition("=")
-        if fault not in commandable:
-            raise LabError(f"--fault-command: no fault {fault!r} runs a command; choose from: {', '.join(commandable)}")
+        if fault not in HOOKS:
+            raise LabError(f"--fault-command: no fault {fault!r} runs a command; choose from: {', '.join(HOOKS)}")
         if not sep or not command.strip():
             raise LabError(f"--fault-command {fault}: give the command after '=' ({fault}=CMD)")
         out[fault] = command

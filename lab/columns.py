@@ -30,6 +30,9 @@ class FaultColumns:
     columns: tuple[Column, ...]
     breaks_leases: bool = False  # the lease-fault trial shape: a holder hit mid-hold, a contender, the write
     replicated: bool = False  # the lock service loses one of its servers (a standby, a replica, a member)
+    # The scripted scenario a managed failover is set beside (redis_failover for Sentinel's, failover for
+    # Patroni's), or None; the report's scripted-beside-managed section pairs them by it.
+    control: str | None = None
 
     @property
     def order(self) -> float:
@@ -37,12 +40,13 @@ class FaultColumns:
 
     def to_json(self) -> dict:
         return {"title": self.title, "columns": [asdict(c) for c in self.columns],
-                "breaks_leases": self.breaks_leases, "replicated": self.replicated}
+                "breaks_leases": self.breaks_leases, "replicated": self.replicated, "control": self.control}
 
     @classmethod
     def from_json(cls, scenario: str, data: dict) -> FaultColumns:
         return cls(scenario, data["title"], tuple(Column(**c) for c in data["columns"]),
-                   bool(data.get("breaks_leases")), bool(data.get("replicated")))
+                   bool(data.get("breaks_leases")), bool(data.get("replicated")),
+                   data.get("control"))  # a run recorded before controls existed has none
 
 
 def from_meta(meta: dict) -> list[FaultColumns]:

@@ -22,6 +22,7 @@ REGISTRY = Registry("scenario", {
     "failover": "scenarios.failover:Failover",
     "patroni": "scenarios.patroni:Patroni",
     "redis_failover": "scenarios.redis_failover:RedisFailover",
+    "sentinel": "scenarios.sentinel:Sentinel",
     "redlock_restart": "scenarios.redlock_restart:RedlockRestart",
     "margin": "scenarios.margin:Margin",
     "pooler": "scenarios.pooler:Pooler",

@@ -17,12 +17,14 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable
 
 import backends
+from backends.base import Backend
 from lab.capabilities import Capability
 from lab.errors import LabError
 from lab.faults import Fault, Target
 from lab.harness.history import History
 from lab.harness.holder import HolderProcess
-from lab.harness.job import run_job
+from lab.harness.contract import describe_error
+from lab.harness.job import JobResult, run_job
 from lab.harness.measures import FailoverMeasures
 from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE
@@ -33,6 +35,7 @@ from scenarios.base import TrialEnv, judged
 NEVER_ACKNOWLEDGED = "grant never acknowledged"
 GRANT_WITHIN_S = 30.0
 WRITE_WITHIN_S = 5.0  # after the holder is let go, its write's answer is waited for this long before the heal
+RETRY_EVERY_S = 0.1  # a contender asking again, as run_job does
 
 # What a scenario may do around the holder: before it asks (hold a replica back), once it holds
 # (let the replica catch up first); each returns evidence for the trial.
@@ -64,7 +67,9 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
     before_contender: once the fault is confirmed, until the contender's way to the servers leads to the new
     primary (a health-checked route that has not yet marked it up).
     retry_errors: the contender asks again after an error from the servers (a route that has no primary yet), as
-    a retrying job would; each error stays in the history as an acquire nobody knows the outcome of.
+    a retrying job would; each error stays in the history as an acquire nobody knows the outcome of. A contender
+    whose client cannot even be made (tooz's coordinator writes as it starts, and a primary without a replica
+    refuses) is then made again inside its job, each failure such an error.
     The fault heals once the holder has written (or, if its write hangs, WRITE_WITHIN_S after it was let go),
     then settle() waits for the servers to agree again (a demoted primary rewound); the final table is read
     after that."""
@@ -83,7 +88,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
     pool = ThreadPoolExecutor(1)
     history = History()
     holder = HolderProcess(spec)
-    contender, target = None, None
+    target, made = None, []  # made: the contender, once its client could be made
     try:
         granted, waiting = grant(holder)
         if waiting is not None:
@@ -106,11 +111,17 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
             engine.dispose()
         if before_contender is not None:
             evidence.update(before_contender())
-        contender = env.backend(table=table, options=options, key=spec["key"], routed=contender_services)
+        def make() -> Backend:
+            return env.backend(table=table, options=options, key=spec["key"], routed=contender_services)
+
+        try:
+            made.append(make())
+        except Exception:  # its library's own error while it starts: tried again in its job, when asked to
+            if not retry_errors:
+                raise
         env.pause(max(0.0, t_fault + (ttl + HEAL_GRACE_S if ask_after is None else ask_after) - time.monotonic()))
         patience = ttl + 1.0 if patience is None else patience
-        other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience,
-                            history=history, retry_errors=retry_errors)
+        other = pool.submit(_contend, make, made, patience, history, retry_errors)
         wait([other], timeout=patience + 0.5)
         if waiting is None:
             holder.go()
@@ -126,20 +137,50 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
             fault.heal(target)  # idempotent: a failed trial must not leave an agent stopped or a link cut
         holder.kill()
         pool.shutdown(wait=False, cancel_futures=True)
-        if contender is not None:
+        for contender in made:
             contender.close()
         fault.close()
     base = holder_measures(events, job, table, env, fault.name, spec["fault_point"], t_fault, t_heal, ttl,
                            history)
     base["evidence"] = evidence
-    base["contender"]["token"] = contender.token
+    contender_token = made[0].token if made else None
+    base["contender"]["token"] = contender_token
     measures: FailoverMeasures = {**base, "grant": NEVER_ACKNOWLEDGED if waiting is not None else "acknowledged"}
-    holder_token, contender_token = measures["holder"]["token"], contender.token
+    holder_token = measures["holder"]["token"]
     if (waiting is None and job.acquired and cls.capabilities >= {Capability.FENCING} and holder_token is not None
             and contender_token is not None):
         # A fencing token protects only if the next holder's is higher; a forgotten grant can hand it out again.
         measures["token_reused"] = contender_token <= holder_token
     return dict(measures)  # its shape: FailoverMeasures
+
+
+def _contend(make: Callable[[], Backend], made: list[Backend], patience: float, history: History,
+             retry_errors: bool) -> JobResult:
+    """The contender's job, its client made first if it could not be yet (into made): each failure to make it is an
+    acquire the server did not grant, asked again until the patience runs out, as run_job records a refused one."""
+    started = time.monotonic()
+    deadline = started + patience
+    if not made:
+        failed = False
+        while True:
+            try:
+                made.append(make())
+                break
+            except Exception as exc:  # the library's own error type while it starts
+                if not retry_errors:
+                    raise
+                if not failed:
+                    history.add("contender", "acquire_requested")
+                    failed = True
+                history.add("contender", "acquire_error", error=describe_error(exc))
+                if time.monotonic() + RETRY_EVERY_S > deadline:
+                    history.add("contender", "acquire_refused")
+                    return JobResult("contender", acquired=False, started=started, ended=time.monotonic())
+                time.sleep(RETRY_EVERY_S)
+        if failed:
+            history.add("contender", "acquire_refused")
+    return run_job(made[0], [COMPANY], COMPANY_SIZE, "contender", patience=max(0.0, deadline - time.monotonic()),
+                   history=history, retry_errors=retry_errors)
 
 
 def _written(holder: HolderProcess, within: float) -> None:

@@ -202,13 +202,15 @@ class Scenario(ABC):
     columns: ClassVar[tuple[Column, ...]] = ()
     breaks_leases: ClassVar[bool] = False  # the lease-fault trial shape: in the told and lease tables
     replicated: ClassVar[bool] = False  # the lock service loses one of its servers
+    # A managed failover's scripted counterpart (the scenario the report sets it beside), or None.
+    control: ClassVar[str | None] = None
 
     @classmethod
     def fault_columns(cls) -> FaultColumns | None:
         """What this scenario declares for the report, or None when it is no fault column."""
         if not cls.columns:
             return None
-        return FaultColumns(cls.name, cls.title, cls.columns, cls.breaks_leases, cls.replicated)
+        return FaultColumns(cls.name, cls.title, cls.columns, cls.breaks_leases, cls.replicated, cls.control)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

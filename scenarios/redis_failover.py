@@ -26,7 +26,9 @@ from lab import faults
 from lab.capabilities import Capability
 from lab.columns import Column
 from lab.faults import FaultNotConfirmed
+from lab.faults.redis_failover import RedisFailover as RedisFailoverFault
 from lab.harness.holder import HolderProcess
+from lab.servers.redis_promotion import straight_to
 from lab.servers.redis_replica import RedisWithReplica
 from lab.harness.verdict import Verdict
 from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_judgement
@@ -76,6 +78,7 @@ class RedisFailover(LeaseFaultScenario):
         root = Path(tempfile.mkdtemp(prefix="redis-failover-", dir=env.services.tmp))
         pair = RedisWithReplica(root)
         variant = env.spec.variant
+        fault: RedisFailoverFault | None = None
         try:
             pair.start()
             servers = replace(env.services, redis_url=pair.primary.url, embedded={"redis": pair}, tmp=None)
@@ -96,11 +99,17 @@ class RedisFailover(LeaseFaultScenario):
                     raise FaultNotConfirmed("the replica has every key the primary has: the link was not held back")
                 return {"replica_lacked": missing}
 
-            return failover_trial(replace(env, services=servers), faults.load(self.fault),
-                                  contender_services=new_primary, before_holder=before_holder, once_held=once_held,
-                                  grant=_grant_or_given_back,
-                                  holder_options={"wait_replicas": 1} if variant == "behind_wait" else None)
+            fault = RedisFailoverFault()
+            measures = failover_trial(replace(env, services=servers), fault,
+                                      contender_services=new_primary, before_holder=before_holder, once_held=once_held,
+                                      grant=_grant_or_given_back,
+                                      holder_options={"wait_replicas": 1} if variant == "behind_wait" else None)
+            if fault.watch is not None:  # the trial has ended: what the never-demoted old primary accepted until then
+                measures["promotion"] = fault.watch.result(lambda: straight_to(pair.replica.url, 5.0))
+            return measures
         finally:
+            if fault is not None and fault.watch is not None:
+                fault.watch.stop()
             pair.stop()
             shutil.rmtree(root, ignore_errors=True)
 

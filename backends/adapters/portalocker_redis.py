@@ -30,17 +30,41 @@ import time
 
 import portalocker
 from portalocker.redis import RedisLock
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from backends._writes import write_transaction
 from backends.base import Backend, BareCall, describe_error, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
-from lab.servers.clients import redis_client
+from lab.servers.clients import is_sentinel_url, redis_client
 
 
 def _client(url: str, timeout: float):
     # decode_responses as the library's own default connection has it: its channel handler compares text.
     return redis_client(url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True)
+
+
+def _redis_lock(url: str, channel: str, connection, timeout: float, **options) -> RedisLock:
+    """RedisLock(channel, connection=...) as its documentation shows it. Behind Sentinel its own derivation of
+    the subscription client fails (it clones the command connection's pool, and redis-py's
+    SentinelConnectionPool takes arguments it does not know: measured, LockException "could not derive a
+    subscription client ... pass subscription_connection_factory"), so it gets the hook the library documents
+    for Sentinel: a factory of fresh Sentinel-managed clients that never retry or reconnect (its condition for
+    the loss guarantee), named as the library names its subscriber."""
+    if not is_sentinel_url(url):
+        return RedisLock(channel, connection=connection, interrupt_on_lost=False, **options)
+    lock: RedisLock | None = None
+
+    def subscription_client():
+        assert lock is not None  # the library calls this from acquire(), after the lock exists
+        return redis_client(url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True,
+                            protocol=2, client_name=lock.client_name, retry_on_timeout=False, retry_on_error=[],
+                            retry=Retry(NoBackoff(), retries=0, supported_errors=()))
+
+    lock = RedisLock(channel, connection=connection, interrupt_on_lost=False,
+                     subscription_connection_factory=subscription_client, **options)
+    return lock
 
 
 class PortalockerRedisLock(Backend):
@@ -58,7 +82,7 @@ class PortalockerRedisLock(Backend):
     def cannot_run(cls, services) -> str | None:
         """Measured: one lock taken and given back on this Redis, with the commands the library needs."""
         client = _client(services.redis_url, cls.TIMEOUT_S)
-        lock = RedisLock(f"locklab:probe:{time.monotonic_ns()}", connection=client, interrupt_on_lost=False)
+        lock = _redis_lock(services.redis_url, f"locklab:probe:{time.monotonic_ns()}", client, cls.TIMEOUT_S)
         try:
             lock.acquire(timeout=0, fail_when_locked=True)
             lock.release()
@@ -76,7 +100,8 @@ class PortalockerRedisLock(Backend):
         self.granted = False
 
     def _lock(self, client, key: str) -> RedisLock:
-        return RedisLock(f"locklab:{key}", connection=client, interrupt_on_lost=False, on_lost=self._on_lost)
+        return _redis_lock(self.ctx.lock_services.redis(), f"locklab:{key}", client, self.TIMEOUT_S,
+                           on_lost=self._on_lost)
 
     def _on_lost(self, lock) -> None:  # the library's callback, on its reader thread
         if self.noticed_loss_at is None:
@@ -122,7 +147,7 @@ class PortalockerRedisLock(Backend):
 
     def bare_call(self, key: str) -> BareCall | None:
         client = _client(self.ctx.lock_services.redis(), self.TIMEOUT_S)
-        lock = RedisLock(f"locklab:{key}", connection=client, interrupt_on_lost=False)
+        lock = _redis_lock(self.ctx.lock_services.redis(), f"locklab:{key}", client, self.TIMEOUT_S)
         return BareCall("portalocker RedisLock.acquire(timeout=0, fail_when_locked=True); release()",
                         lambda: lock.acquire(timeout=0, fail_when_locked=True), lock.release, client.close)
 

@@ -1,4 +1,8 @@
-"""python-redis-lock (module redis_lock), as its README shows it: Lock(conn, name, expire=..., auto_renewal=...)."""
+"""python-redis-lock (module redis_lock), as its README shows it: Lock(conn, name, expire=..., auto_renewal=...).
+
+It takes any redis-py client: behind Sentinel (a redis+sentinel:// address) it is handed redis-py's
+Sentinel(...).master_for client, the library's only way there.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,9 @@ raises LockNotOwnedError. It renews nothing by itself: its documentation leaves 
 reacquire() to the caller, so the lab's keep-alive thread calls reacquire() every TTL/3, as it calls
 sherlock's renew(). No fencing token: a holder paused past its TTL writes on regardless.
 
+Behind Sentinel (a redis+sentinel:// address) the client is the library's own asyncio Sentinel's
+master_for (lab/servers/clients.py: redis_asyncio_client).
+
 The lock is a coroutine API: each instance runs its own event loop on a thread of its own (as the
 lab's asyncpg driver does), and every call into the library is made on that loop's thread. That matters:
 with its default thread_local=True the token lives in a threading.local, and reacquire(), extend() and
@@ -22,12 +25,12 @@ stale write, which goes ahead), nothing at all on a failover, and release() clai
 
 from __future__ import annotations
 
-import redis.asyncio
 import redis.asyncio.lock
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
 from lab.capabilities import Capability
+from lab.servers.clients import redis_asyncio_client
 from lab.servers.drivers import _Loop
 
 
@@ -53,8 +56,8 @@ class RedisAsyncioLock(LeaseBackend):
         self.client, self.lock = self._make(key)
 
     def _make(self, key: str):
-        client = redis.asyncio.Redis.from_url(self.ctx.lock_services.redis(), socket_timeout=self.ttl,
-                                              socket_connect_timeout=self.ttl)
+        client = redis_asyncio_client(self.ctx.lock_services.redis(), socket_timeout=self.ttl,
+                                      socket_connect_timeout=self.ttl)
         return client, redis.asyncio.lock.Lock(client, f"locklab:{key}", timeout=self.ttl)
 
     def _run(self, call):
@@ -76,8 +79,8 @@ class RedisAsyncioLock(LeaseBackend):
     def bare_call(self, key: str) -> BareCall | None:
         """The library's asyncio Lock on a client and an event loop of its own."""
         loop = _Loop()
-        client = redis.asyncio.Redis.from_url(self.ctx.lock_services.redis(), socket_timeout=self.ttl,
-                                              socket_connect_timeout=self.ttl)
+        client = redis_asyncio_client(self.ctx.lock_services.redis(), socket_timeout=self.ttl,
+                                      socket_connect_timeout=self.ttl)
         lock = redis.asyncio.lock.Lock(client, f"locklab:{key}", timeout=self.ttl)
 
         def close() -> None:

@@ -2,6 +2,7 @@
 
 sherlock has no renewal of its own: its documentation has the caller call renew(), which
 returns False once the lock is no longer ours. The lab's keep-alive thread is that caller.
+Its Redis lock takes any redis-py client: behind Sentinel it is handed redis-py's master_for client.
 Its etcd lock speaks etcd's v2 API only, which etcd 3.5 serves with --enable-v2 (the lab's
 embedded etcd has it on) and etcd 3.6 no longer serves at all.
 """

@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
+from lab.servers.clients import is_sentinel_url
 from lab.servers.proxy import BlackholeProxy
 from lab.servers.services import Services
 
@@ -27,6 +28,13 @@ class Cut(Fault):
         if not backend_cls.lock_routable:
             return f"{backend_cls.name} declares that its lock connection cannot be routed through a proxy"
         return None
+
+    def cannot_run(self, backend_cls, services: Services) -> str | None:
+        reason = super().cannot_run(backend_cls, services)
+        if reason is None and backend_cls.lock_service == "redis" and is_sentinel_url(services.redis_url):
+            return ("its client connects wherever the Sentinels say the primary is: a proxy in front of the "
+                    "Sentinels would not carry the lock's connection")
+        return reason
 
     def route(self, services: Services, backend_cls) -> Route:
         service = backend_cls.lock_service

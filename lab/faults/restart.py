@@ -9,17 +9,15 @@ command such a cell is n/a: the lab never restarts a server on its own initiativ
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.faults.commands import run_fault_command
 from lab.servers.abilities import Restartable
 from lab.servers.clients import redact_text
 from lab.servers.identity import restarted, try_identity
 from lab.servers.services import Services
 
-COMMAND_TIMEOUT = 120.0  # the user's command itself
 BACK_WITHIN = 60.0  # the server answering again, as a different process
 
 
@@ -78,20 +76,3 @@ class Restart(Fault):
         raise FaultNotConfirmed(f"after the restart command {service} " + (
             f"still answers as the same server ({after})" if after is not None else f"did not answer: {why}")
             + f" within {BACK_WITHIN:.0f} s")
-
-
-def run_fault_command(services: Services, fault: str, service: str) -> int:
-    """Run the user's command for this fault; FaultNotConfirmed when it fails. It learns which service
-    and which addresses (host:port, no password) from LAB_FAULT_SERVICE and LAB_FAULT_ADDRESSES."""
-    command = services.fault_commands[fault]
-    env = dict(os.environ, LAB_FAULT=fault, LAB_FAULT_SERVICE=service,
-               LAB_FAULT_ADDRESSES=",".join(f"{h}:{p}" for h, p in services.addresses(service)))
-    try:
-        result = subprocess.run(["/bin/sh", "-c", command], env=env, capture_output=True, text=True,
-                                timeout=COMMAND_TIMEOUT, check=False)
-    except subprocess.TimeoutExpired:
-        raise FaultNotConfirmed(f"the {fault} command ran longer than {COMMAND_TIMEOUT:.0f} s") from None
-    if result.returncode != 0:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise FaultNotConfirmed(f"the {fault} command exited {result.returncode}: {redact_text(tail[0])}")
-    return result.returncode

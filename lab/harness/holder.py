@@ -197,7 +197,8 @@ class HolderProcess:
             if event["event"] == name:
                 return event
             if event["event"] in ("eof", "exit") and name not in ("eof", "exit"):
-                raise RuntimeError(f"holder ended before {name!r}: {self.stderr_tail()}")
+                said = next((e["error"] for e in reversed(self.events) if e["event"] == "error"), None)
+                raise RuntimeError(f"holder ended before {name!r}: {said or self.stderr_tail()}")
 
     def go(self) -> None:
         self._stdin.write("go\n")

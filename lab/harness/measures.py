@@ -53,12 +53,24 @@ class LeaseFaultMeasures(TypedDict):
     evidence: NotRequired[dict]  # the fault's proof that it struck (lab/faults)
 
 
+class Promotion(TypedDict):
+    """How a failover promoted its new primary and what the old one went on accepting (the contract the managed
+    failovers and their scripted controls share; the report sets them side by side from it)."""
+
+    manager: str  # "sentinel 6.2.14", "patroni 4.1.5", "scripted"
+    promote_s: float | None  # from the fault until the new primary answered as one (None: not within the trial)
+    old_primary_accepted: int  # probe writes acknowledged by the old primary after the fault struck
+    old_primary_accepting_s: float | None  # from the fault until its last acknowledged probe write (None: none)
+    old_primary_writes_survived: int | None  # of those, how many the primary holds at the end (None: unreadable)
+
+
 class FailoverMeasures(LeaseFaultMeasures):
     """A trial on servers of its own (scenarios/_failover_trial.py): the lease-fault shape, whether the holder's
     grant was acknowledged, and for a fenced lock whether the next grant reused the holder's token."""
 
     grant: str  # "acknowledged", or "grant never acknowledged" (the server waited on a replica that never came)
     token_reused: NotRequired[bool]
+    promotion: NotRequired[Promotion]  # a failover scenario's, and its scripted control's
 
 
 class NetDropMeasures(LeaseFaultMeasures):

@@ -33,3 +33,13 @@ def matrix_columns(meta: dict) -> list[tuple[str, Column]]:
 def lease_faults(meta: dict) -> list[FaultColumns]:
     """The faults of the lease-fault trial shape (the told and lease tables), in column order."""
     return [f for f in faults_of(meta) if f.breaks_leases]
+
+
+def control_of(meta: dict, scenario: str) -> str | None:
+    """The scripted control a managed scenario names: as its run recorded it, or, for a run recorded before controls
+    were declared (no "control" key), the lab's own declaration."""
+    recorded = (meta.get("faults") or {}).get(scenario)
+    if recorded is not None and "control" in recorded:
+        return recorded["control"]
+    installed = _installed.get(scenario)
+    return installed.control if installed is not None else None

@@ -43,6 +43,16 @@ class PromotesReplica(Protocol):
 
 
 @runtime_checkable
+class ManagedBySentinel(Protocol):
+    """A Redis primary and replica under Sentinels: the primary can be paused or cut from the Sentinels and
+    the replica, and a failover can be forced."""
+
+    def isolate_primary(self) -> None: ...
+
+    def force_failover(self) -> str: ...
+
+
+@runtime_checkable
 class RedlockMasters(Protocol):
     """Independent Redis masters, each of which can be restarted alone."""
 

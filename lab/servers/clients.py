@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Mapping
+from urllib.parse import parse_qsl, unquote
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, Engine, make_url
@@ -39,6 +41,8 @@ def pg_hosts(url: URL) -> list[tuple[str | None, int]]:
 def redact(url: URL | str) -> str:
     """The URL as text with any password replaced by ***."""
     if isinstance(url, str):
+        if url.startswith(SENTINEL_SCHEME + "://"):  # several hosts: not a URL SQLAlchemy parses
+            return redact_text(url)
         try:
             parsed = make_url(url)
         except ArgumentError:
@@ -51,7 +55,8 @@ def redact_text(text: str) -> str:
     """Blank out a password in a URL-looking string that SQLAlchemy could not parse."""
     import re
 
-    return re.sub(r"(://[^:/@\s]*:)[^@\s]+@", r"\1***@", text)
+    text = re.sub(r"(://[^:/@\s]*:)[^@\s]+@", r"\1***@", text)
+    return re.sub(r"(sentinel_password=)[^&\s'\"]+", r"\1***", text)  # a Sentinel address's second password
 
 
 def first_line(exc: BaseException | str) -> str:
@@ -141,11 +146,114 @@ def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, *, p
     return engine
 
 
+SENTINEL_SCHEME = "redis+sentinel"
+
+
+@dataclass(frozen=True)
+class SentinelAddress:
+    """A Redis service found through its Sentinels, as one address:
+    `redis+sentinel://[user][:password]@host:port[,host:port...]/SERVICE[/DB][?sentinel_password=...]`.
+
+    The user and password are the Redis servers' (requirepass, or an ACL user); the Sentinels are asked
+    without a password unless sentinel_password is given (the name tooz's redis driver gives that option).
+    One string carries it through every seam a Redis URL travels (Services, a holder's stdin, a plugin's
+    ctx.lock_services), so each lock's client finds the primary where Sentinel says it is.
+    """
+
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    db: int = 0
+    username: str | None = None
+    password: str | None = None
+    sentinel_password: str | None = None
+
+
+def is_sentinel_url(url: str | None) -> bool:
+    return bool(url) and str(url).startswith(SENTINEL_SCHEME + "://")
+
+
+def parse_sentinel_url(url: str) -> SentinelAddress:
+    """The parts of a redis+sentinel:// address; LabError (password-free) when it is not one."""
+    rest = url.removeprefix(SENTINEL_SCHEME + "://")
+    rest, _, query = rest.partition("?")
+    userinfo, at, hosts_and_path = rest.rpartition("@")
+    if not at:
+        userinfo, hosts_and_path = "", rest
+    hosts, _, path = hosts_and_path.partition("/")
+    parts = [p for p in path.split("/") if p]
+    sentinels = []
+    for host in hosts.split(","):
+        name, colon, port = host.rpartition(":")
+        if not colon or not name or not port.isdigit():
+            raise LabError(f"a Sentinel address names each Sentinel as host:port: {redact_text(url)}")
+        sentinels.append((name, int(port)))
+    if not parts or len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
+        raise LabError(f"a Sentinel address is {SENTINEL_SCHEME}://[:password@]host:port[,host:port...]/SERVICE[/DB]:"
+                       f" {redact_text(url)}")
+    user, colon, password = userinfo.partition(":")
+    options = dict(parse_qsl(query))
+    return SentinelAddress(tuple(sentinels), unquote(parts[0]), int(parts[1]) if len(parts) == 2 else 0,
+                           unquote(user) or None, unquote(password) if colon else None,
+                           options.get("sentinel_password"))
+
+
+def server_url(address: SentinelAddress, host: str, port: int) -> str:
+    """A plain redis:// URL for one server of a Sentinel-watched service, with the service's credentials."""
+    from urllib.parse import quote
+
+    user = quote(address.username or "", safe="")
+    auth = f"{user}:{quote(address.password, safe='')}@" if address.password is not None else (f"{user}@" if user else "")
+    return f"redis://{auth}{host}:{port}/{address.db}"
+
+
+def sentinel_manager(address: SentinelAddress, **kwargs):
+    """redis-py's Sentinel for these Sentinels: socket options as given, the Sentinels' own password if any."""
+    from redis.sentinel import Sentinel
+
+    asked = {k: v for k, v in kwargs.items() if k.startswith("socket_")}
+    if address.sentinel_password is not None:
+        asked["password"] = address.sentinel_password
+    return Sentinel(list(address.sentinels), sentinel_kwargs=asked)
+
+
+def no_retry():
+    """A redis-py retry policy that never retries: the lab's own view of a server must see each failure as it
+    is (redis-py retries a failed command by default, and a retried write can land after the server came back)."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return Retry(NoBackoff(), 0)
+
+
 def redis_client(url: str, **kwargs):
+    """A redis-py client for a redis://, rediss://, unix:// or redis+sentinel:// address. The last is
+    redis-py's own `Sentinel(...).master_for(SERVICE)`: every new connection asks the Sentinels where the
+    primary is, and one open to a primary that was demoted is dropped on its first READONLY error."""
     import redis
 
     kwargs.setdefault("socket_connect_timeout", 5)
+    if is_sentinel_url(url):
+        address = parse_sentinel_url(url)
+        return sentinel_manager(address, **kwargs).master_for(
+            address.service, db=address.db, username=address.username, password=address.password, **kwargs)
     return redis.Redis.from_url(url, **kwargs)
+
+
+def redis_asyncio_client(url: str, **kwargs):
+    """redis.asyncio's client for the same addresses: from_url, or for a redis+sentinel:// address the
+    library's own asyncio Sentinel (redis.asyncio.sentinel.Sentinel(...).master_for(SERVICE))."""
+    import redis.asyncio
+
+    if not is_sentinel_url(url):
+        return redis.asyncio.Redis.from_url(url, **kwargs)
+    from redis.asyncio.sentinel import Sentinel
+
+    address = parse_sentinel_url(url)
+    asked = {k: v for k, v in kwargs.items() if k.startswith("socket_")}
+    if address.sentinel_password is not None:
+        asked["password"] = address.sentinel_password
+    return Sentinel(list(address.sentinels), sentinel_kwargs=asked).master_for(
+        address.service, db=address.db, username=address.username, password=address.password, **kwargs)
 
 
 def etcd_client(endpoint: str, timeout: float = 5):

@@ -4,17 +4,31 @@ A restart the lab did not perform itself (a user's command, a cluster manager's 
 is confirmed by comparing these before and after: PostgreSQL's postmaster start time, each
 Redis server's run_id, etcd's process start time and leader, each ZooKeeper server's start (its
 `mntr` uptime taken from the clock). No process id is needed, so it works on servers on other hosts.
+A failover is confirmed the same way by which server is the primary (primary_identity): the node
+that takes writes, the Sentinels' answer, etcd's leader.
 """
 
 from __future__ import annotations
 
 import time
 import urllib.request
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import text
 
+from lab.errors import ServiceError
 from lab.servers import zookeeper
-from lab.servers.clients import etcd_client, first_line, pg_engine, redis_client
+from lab.servers.clients import (
+    SentinelAddress,
+    etcd_client,
+    first_line,
+    is_sentinel_url,
+    no_retry,
+    parse_sentinel_url,
+    pg_engine,
+    redis_client,
+    server_url,
+)
 from lab.servers.services import Services
 
 TIMEOUT = 3.0
@@ -96,3 +110,145 @@ def try_identity(services: Services, service: str) -> tuple[dict | None, str | N
         return server_identity(services, service), None
     except Exception as exc:  # any failure to answer means "not back yet" to a caller that polls
         return None, first_line(exc)
+
+
+# --- who is the primary (or the leader): what a cluster manager's failover changes ------------------------
+
+def primary_identity(services: Services, service: str) -> dict:
+    """Which server takes writes now, read over the servers' own protocols; raises while none answers.
+
+    PostgreSQL: the node a read-write session lands on (libpq's target_session_attrs=read-write over the
+    URL's hosts), with its timeline and whether it is in recovery. Redis: through Sentinel, the address a
+    majority of the Sentinels give (get-master-addr-by-name); else the URL's server; then that server's
+    ROLE and run_id. etcd: the leader's member id and raft term, and each member's client URL.
+    """
+    if service == "postgres":
+        writable = services.pg().update_query_dict({"target_session_attrs": "read-write"})
+        engine = pg_engine(writable, poolclass=None, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": int(TIMEOUT)})
+        try:
+            with engine.connect() as conn:
+                row = conn.execute(text(
+                    f"select host(inet_server_addr()) as host, inet_server_port() as port, "
+                    f"pg_is_in_recovery() as in_recovery, {_TIMELINE} as wal_file, "
+                    f"pg_postmaster_start_time()::text as started")).mappings().one()
+        finally:
+            engine.dispose()
+        return {"address": f"{row['host'] or 'local'}:{row['port']}", "in_recovery": bool(row["in_recovery"]),
+                "timeline": _timeline(row["wal_file"]), "started": row["started"]}
+    if service == "redis":
+        url = services.redis()
+        out: dict = {}
+        if is_sentinel_url(url):
+            address = parse_sentinel_url(url)
+            named = sentinels_name(address)
+            out["sentinels"] = {k: list(v) if v else None for k, v in named.items()}
+            votes = [v for v in named.values() if v is not None]
+            chosen = max(set(votes), key=votes.count) if votes else None
+            if chosen is None or votes.count(chosen) <= len(named) // 2:
+                raise ServiceError(f"no majority of the Sentinels names a primary: {out['sentinels']}")
+            url = server_url(address, *chosen)
+            out["address"] = f"{chosen[0]}:{chosen[1]}"
+        else:
+            parts = urlsplit(url)
+            out["address"] = f"{parts.hostname}:{parts.port or 6379}"
+        out.update(redis_role(url))
+        return out
+    client = etcd_client(services.etcd(), timeout=TIMEOUT)
+    try:
+        status = client.status()
+        members = {str(m.id): list(m.client_urls) for m in client.members}
+    finally:
+        client.close()
+    leader = status.leader.id if hasattr(status.leader, "id") else status.leader
+    return {"leader": str(leader), "raft_term": int(status.raft_term), "members": members}
+
+
+# The timeline a server writes on: the first eight hex digits of its current WAL file's name (any role may ask;
+# a standby writes none, so it has none).
+_TIMELINE = "case when pg_is_in_recovery() then null else pg_walfile_name(pg_current_wal_lsn()) end"
+
+
+def _timeline(wal_file: str | None) -> int | None:
+    return None if wal_file is None else int(wal_file[:8], 16)
+
+
+def redis_role(url: str) -> dict:
+    """ROLE and run_id of the one server at a plain Redis URL."""
+    client = redis_client(url, socket_timeout=TIMEOUT, retry=no_retry())
+    try:
+        reply = client.execute_command("ROLE")
+        run_id = client.info("server")["run_id"]
+    finally:
+        client.close()
+    role = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+    return {"role": role, "run_id": run_id}
+
+
+def sentinels_name(address: SentinelAddress) -> dict[str, tuple[str, int] | None]:
+    """What each Sentinel answers to get-master-addr-by-name (None: it did not answer, or named none)."""
+    import redis
+
+    out: dict[str, tuple[str, int] | None] = {}
+    for host, port in address.sentinels:
+        client = redis.Redis(host=host, port=port, password=address.sentinel_password, socket_timeout=TIMEOUT,
+                             socket_connect_timeout=TIMEOUT, retry=no_retry())
+        try:
+            answer = client.execute_command("SENTINEL", "get-master-addr-by-name", address.service)
+            out[f"{host}:{port}"] = (_text(answer[0]), int(answer[1])) if answer else None
+        except Exception:  # a Sentinel that does not answer names nobody
+            out[f"{host}:{port}"] = None
+        finally:
+            client.close()
+    return out
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def is_new_primary(before: dict, after: dict, service: str) -> bool:
+    """Whether after names another primary (or leader) than before: a failover happened."""
+    if service == "postgres":
+        return not after["in_recovery"] and (after["address"] != before["address"]
+                                             or (after["timeline"] or 0) > (before["timeline"] or 0))
+    if service == "redis":
+        return after["role"] == "master" and (after["address"] != before["address"]
+                                              or after["run_id"] != before["run_id"])
+    return after["leader"] not in ("0", before["leader"])
+
+
+def old_primary_answer(services: Services, service: str, before: dict) -> dict:
+    """What the primary (or leader) of before says now, asked at its own address; raises when it does not answer.
+
+    PostgreSQL: whether it is in recovery (taken back as a standby) and its timeline. Redis: its ROLE and
+    run_id (with the URL's credentials). etcd: the leader it follows now, asked at one of its client URLs."""
+    if service == "postgres":
+        host, _, port = before["address"].rpartition(":")
+        engine = pg_engine(services.pg().set(host=host, port=int(port), query={}), poolclass=None,
+                           isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": int(TIMEOUT)})
+        try:
+            with engine.connect() as conn:
+                row = conn.execute(text(f"select pg_is_in_recovery() as in_recovery, {_TIMELINE} as wal_file"
+                                        )).mappings().one()
+        finally:
+            engine.dispose()
+        return {"in_recovery": bool(row["in_recovery"]), "timeline": _timeline(row["wal_file"])}
+    if service == "redis":
+        host, _, port = before["address"].rpartition(":")
+        url = services.redis()
+        if is_sentinel_url(url):
+            return redis_role(server_url(parse_sentinel_url(url), host, int(port)))
+        parts = urlsplit(url)
+        userinfo = parts.netloc.rpartition("@")[0]
+        return redis_role(urlunsplit((parts.scheme, (userinfo + "@" if userinfo else "") + f"{host}:{port}",
+                                      parts.path, parts.query, parts.fragment)))
+    urls = (before.get("members") or {}).get(before["leader"]) or []
+    for url in urls:
+        client = etcd_client(url.removeprefix("http://"), timeout=TIMEOUT)
+        try:
+            status = client.status()
+            leader = status.leader.id if hasattr(status.leader, "id") else status.leader
+            return {"leader": str(leader), "raft_term": int(status.raft_term)}
+        finally:
+            client.close()
+    raise ServiceError(f"the old etcd leader {before['leader']} has no client URL to ask")

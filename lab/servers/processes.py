@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from lab.errors import ServiceError
 
@@ -167,6 +167,24 @@ def wait_ready(check: Callable[[], object], proc: subprocess.Popen, what: str,
             last_error = exc
             time.sleep(0.05)
     raise ServiceError(f"{what} did not become ready within {timeout:.0f}s: {last_error}")
+
+
+class HasPort(Protocol):
+    port: int
+
+
+def on_a_free_port(server: HasPort, start: Callable[[], None], attempts: int = 3) -> None:
+    """start(), again on a new port when another process took the one free_port() gave: between asking and
+    binding, another trial's server or proxy may take it (seen with several trials starting servers at once).
+    Only for a first start: a restart must keep its address."""
+    for attempt in range(attempts):
+        try:
+            start()
+            return
+        except ServiceError as exc:
+            if "listening" not in str(exc) or attempt == attempts - 1:
+                raise
+            server.port = free_port()
 
 
 def last_log_line(log_path: Path) -> str:

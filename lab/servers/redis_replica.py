@@ -17,6 +17,7 @@ from pathlib import Path
 from lab.errors import ServiceError
 from lab.servers.clients import redis_client
 from lab.servers.embedded import EmbeddedRedis, new_password
+from lab.servers.processes import on_a_free_port
 from lab.servers.proxy import BlackholeProxy
 
 SYNC_WITHIN = 30.0
@@ -41,10 +42,10 @@ class RedisWithReplica:
     def start(self) -> None:
         """Primary, link, replica; returns once the replica is in sync."""
         try:
-            self.primary.start()
+            on_a_free_port(self.primary, self.primary.start)
             self.link = BlackholeProxy("127.0.0.1", self.primary.port).start()
             self.replica.config = [f"masterauth {self.primary.password}", f"replicaof 127.0.0.1 {self.link.port}"]
-            self.replica.start()
+            on_a_free_port(self.replica, self.replica.start)
             self.wait_in_sync()
         except BaseException:
             self.stop()

@@ -25,7 +25,9 @@ from lab.errors import ServiceError
 from lab.servers.clients import (
     etcd_client,
     first_line,
+    is_sentinel_url,
     parse_pg_dsn,
+    parse_sentinel_url,
     pg_engine,
     pg_hosts,
     redact,
@@ -130,6 +132,8 @@ class Services:
         """(host, port) of every server of a service (three for Redlock); host None: a URL without one."""
         if service == "postgres":
             return pg_hosts(self.pg())
+        if service == "redis" and is_sentinel_url(self.redis()):  # the Sentinels: where a client asks first
+            return list(parse_sentinel_url(self.redis()).sentinels)
         if service in ("redis", "redlock"):
             urls = [self.redis()] if service == "redis" else self.redlock()
             return [(urlsplit(u).hostname, urlsplit(u).port or 6379) for u in urls]
@@ -147,6 +151,9 @@ class Services:
         if service == "postgres":
             return replace(self, pg_url=self.pg().set(host="127.0.0.1", port=ports[0]), embedded={}, tmp=None)
         if service == "redis":
+            if is_sentinel_url(self.redis()):
+                raise ServiceError("a client of a Redis behind Sentinel connects wherever the Sentinels say the "
+                                   "primary is: a proxy cannot be put in its path")
             return replace(self, redis_url=_via(self.redis(), ports[0]), embedded={}, tmp=None)
         if service == "redlock":
             return replace(self, redlock_urls=[_via(u, p) for u, p in zip(self.redlock(), ports)],
@@ -349,8 +356,11 @@ def _attach_external(services: Services, name: str, address: str) -> None:
 
 
 def _redis_url(address: str) -> str:
+    if is_sentinel_url(address):
+        parse_sentinel_url(address)  # a malformed one fails here, in one line
+        return address
     if not address.startswith(("redis://", "rediss://", "unix://")):
-        raise ServiceError(f"Redis URL must start with redis://, got {redact_text(address)}")
+        raise ServiceError(f"Redis URL must start with redis:// (or redis+sentinel://), got {redact_text(address)}")
     return address
 
 

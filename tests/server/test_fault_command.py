@@ -119,6 +119,7 @@ def test_a_command_that_did_not_restart_the_server_is_an_error_not_a_verdict(sup
 
 
 def test_an_unknown_fault_command_is_one_line_and_exit_2(tmp_path):
-    result = lab_run(tmp_path, "--fault-command", "pause=kill -STOP 1")
-    assert result.returncode == 2 and "no fault 'pause' runs a command; choose from: restart" in result.stderr
+    result = lab_run(tmp_path, "--fault-command", "freeze=kill -STOP 1")
+    assert result.returncode == 2 and ("no fault 'freeze' runs a command; choose from: restart, failover, pause, "
+                                       "partition, heal") in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

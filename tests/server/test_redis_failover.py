@@ -66,3 +66,13 @@ def test_the_fault_refuses_to_confirm_a_replica_that_was_not_promoted(services):
     finally:
         pair.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_scripted_failover_records_the_promotion_measures_managed_ones_are_set_beside(services, engines):
+    """The control of the sentinel scenario: promoted at once, the old primary never demoted, so a probe straight to it
+    is acknowledged until the trial ends, and none of it is on the promoted replica."""
+    m, _ = run(services, engines, "redis", "caught_up")
+    p = m["promotion"]
+    assert p["manager"] == "scripted" and p["promote_s"] is not None and p["promote_s"] < 5
+    assert p["old_primary_accepted"] > 0 and p["old_primary_writes_survived"] == 0
+    assert p["old_primary_accepting_s"] >= m["healed_at"] - m["fault_at"] - 0.5  # it took writes up to the heal

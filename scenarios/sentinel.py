@@ -1,0 +1,191 @@
+"""The lock's Redis failed over by Sentinel mid-hold: the primary paused, the primary cut off, a failover forced.
+
+Each trial gets a primary, a replica and three Sentinels (quorum 2) of its own (lab/servers/sentinel.py),
+and a PostgreSQL of its own for the company's writes (so it runs beside the scenarios on the run's servers),
+and every lock client, the holder's and the contender's, finds the primary through the Sentinels (a
+redis+sentinel:// address, which each backend's client reads: redis-py's Sentinel.master_for, or the
+library's own Sentinel support). The trial is the failover shape (scenarios/_failover_trial.py): the
+holder takes its lock and stops at its fault point with the replica caught up; the fault strikes and
+Sentinel fails over (confirmed by +switch-master, a majority of Sentinels naming the replica, and its
+ROLE); a contender asks where the Sentinels now point; the fault heals and the holder goes on; then the
+trial waits until the Sentinels have taken the old primary back as a replica (a trial that does not get
+there is an error). The promotion measures run from the fault to that moment: when the replica answered
+as a primary, and what a probe writing straight to the old primary got acknowledged meanwhile.
+
+Variants (the settings of each trial in its measures' "sentinel"):
+- primary_paused: the primary SIGSTOPped past down-after-milliseconds until Sentinel fails over, then
+  SIGCONTed: it comes back believing it is the primary, with the holder's connection still open to it.
+- primary_cut: the primary cut from the Sentinels and its replica but not from its clients, past the
+  contender's try, then healed: the stale-master window, a primary that answers as one to the holder
+  while the Sentinels have another.
+- both again with min-replicas-to-write 1 on both servers (min-replicas-max-lag 1): a primary without a
+  replica refuses writes. With one replica that holds for the new primary too, until the old one rejoins.
+- forced: SENTINEL FAILOVER with every server up (an operator's, or a planned, failover).
+
+On servers the lab did not start (`--redis-url redis+sentinel://...`, or a plain redis:// one behind which
+something else fails over) the same trials run with the user's own commands: `--fault-command pause=CMD`
+(with heal=CMD), partition=CMD (with heal=CMD), failover=CMD, confirmed over the servers' own protocols
+(lab/faults/commanded.py), one trial at a time since a failover reaches every client of the service. The
+min-replicas variants set the servers' configuration themselves, so they stay on the lab's own servers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import backends
+from lab import faults
+from lab.columns import Column
+from lab.faults.commanded import CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
+from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
+from lab.harness.verdict import Verdict
+from lab.harness.workload import ensure_schema
+from lab.servers.clients import parse_pg_dsn, pg_engine
+from lab.servers.embedded import EmbeddedPostgres
+from lab.servers.sentinel import SENTINELS, SentinelRedis, SentinelSettings
+from lab.servers.services import OWNER_FILE
+from scenarios._failover_trial import failover_judgement, failover_trial
+from scenarios._lease_faults import LeaseFaultScenario
+from scenarios.base import OWN_SERVERS, Skip, TrialEnv
+
+MIN_REPLICAS = "_min1"
+_ON_YOUR_SERVERS = threading.Lock()  # a failover of the user's service reaches every trial on it: one at a time
+
+
+class Sentinel(LeaseFaultScenario):
+    name = "sentinel"
+    lane = OWN_SERVERS  # each trial's servers are its own, a PostgreSQL for its writes included
+    control = "redis_failover"  # the scripted failover the report sets it beside
+    summary = ("the lock's Redis failed over by three Sentinels mid-hold: primary paused, primary cut off (the "
+               "stale-master window), with and without min-replicas-to-write, a failover forced")
+    title = "Redis failed over by Sentinel"
+    breaks_leases = True
+    replicated = True
+    columns = (
+        Column("primary_paused", "Redis primary paused, Sentinel failed over", 16.1,
+               "the primary SIGSTOPped past down-after-milliseconds until three Sentinels (quorum 2) fail over to "
+               "its replica, then SIGCONTed (or your pause=CMD and heal=CMD); confirmed by +switch-master, a "
+               "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end"),
+        Column("primary_paused_min1", "Redis primary paused, Sentinel failed over, min-replicas-to-write 1", 16.2,
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way"),
+        Column("primary_cut", "Redis primary cut from the Sentinels and its replica (stale master)", 16.3,
+               "the primary cut from the Sentinels and its replica but not from its clients until Sentinel fails "
+               "over and the contender has tried, then healed (or your partition=CMD and heal=CMD); confirmed the "
+               "same way, with the old primary still answering ROLE master"),
+        Column("primary_cut_min1", "Redis primary cut off (stale master), min-replicas-to-write 1", 16.4,
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way"),
+        Column("forced", "Redis failover forced through Sentinel", 16.5,
+               "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way"),
+    )
+    fault = SentinelPause
+    faults = {"primary_paused": SentinelPause, "primary_paused_min1": SentinelPause,
+              "primary_cut": SentinelPartition, "primary_cut_min1": SentinelPartition,
+              "forced": SentinelForcedFailover}
+    commanded: dict[str, type[CommandedFault]] = {"primary_paused": CommandedPause, "primary_cut": CommandedPartition,
+                                                  "forced": CommandedFailover}
+    params = {
+        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
+        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 3},
+    }
+
+    def pg_sessions(self, backend_cls, profile: str) -> int:
+        return 0  # the writes go to the trial's own PostgreSQL (on your servers: to yours, one trial at a time)
+
+    def trial_seconds(self, profile: str) -> float:
+        """Starting a PostgreSQL and five Redis processes (~4 s), the failover (~2 s), two TTLs, and the old
+        primary's demotion (Sentinel waits ~8 s after it is reachable again)."""
+        ttl = self.profile_params(profile)["ttl_s"]
+        return 4.0 + 2.0 + 2 * ttl + 10.0 + 2.0
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        if not env.services.is_embedded("redis"):
+            return self._on_your_servers(env)
+        variant = env.spec.variant
+        settings = SentinelSettings(min_replicas_to_write=1 if variant.endswith(MIN_REPLICAS) else 0)
+        root = _trial_dir(env)
+        root.chmod(0o755)  # the PostgreSQL's user reaches its data dir; the Redis part is a 0700 folder inside
+        run_pg = env.services.embedded.get("postgres")
+        pg = EmbeddedPostgres(root, bin_dir=run_pg.bin if isinstance(run_pg, EmbeddedPostgres) else None,
+                              settings={"shared_buffers": "16MB"}, max_connections=40)
+        servers = SentinelRedis(root / "redis", settings)
+        fault = faults.load(self.fault_of(variant))
+        assert isinstance(fault, SentinelFault)  # every variant's fault is one
+        monitor = writes = None
+        try:
+            started = time.monotonic()
+            pg.start()
+            servers.start()
+            start_s = time.monotonic() - started
+            monitor = pg_engine(pg.dsn, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
+                                connect_args={"application_name": "locklab-monitor"})
+            writes = pg_engine(pg.dsn, pool_pre_ping=True, pool_size=2,
+                               connect_args={"application_name": "locklab-writes"})
+            ensure_schema(monitor)
+            backends.prepare_storage(monitor, [env.spec.backend])
+            services = replace(env.services, pg_url=parse_pg_dsn(pg.dsn), redis_url=servers.url,
+                               embedded={"redis": servers}, tmp=None)
+
+            def caught_up() -> dict:
+                servers.wait_in_sync()  # the grant (and a fence's counter) is on the replica before the fault
+                return {"replica_caught_up_before_fault": True}
+
+            # The contender asks through the new primary's errors (NOREPLICAS while it has no replica).
+            measures = failover_trial(replace(env, services=services, monitor=monitor, writes=writes), fault,
+                                      once_held=caught_up, retry_errors=True)
+            settled, promotion = fault.settle(servers)
+        finally:
+            fault.stop_watch()
+            for engine in (monitor, writes):
+                if engine is not None:
+                    engine.dispose()
+            servers.stop()
+            pg.stop()
+            shutil.rmtree(root, ignore_errors=True)
+        measures["evidence"].update(settled)
+        measures["promotion"] = promotion
+        measures["sentinel"] = {**settings.as_dict(), "version": servers.version, "sentinels": SENTINELS,
+                                "replicas": 1, "start_s": round(start_s, 2)}
+        return measures
+
+    def _on_your_servers(self, env: TrialEnv) -> dict:
+        """The same trial on the user's service, with the user's own commands."""
+        cls = backends.load(env.spec.backend)
+        kind = self.commanded.get(env.spec.variant)
+        if kind is None:
+            raise Skip("it sets min-replicas-to-write on servers the lab started; yours run with your own setting, "
+                       "in the column without it")
+        fault = kind()
+        reason = fault.cannot_run(cls, env.services)
+        if reason is not None:
+            raise Skip(reason)
+        with _ON_YOUR_SERVERS:
+            try:
+                measures = failover_trial(env, fault, retry_errors=True)
+                settled, promotion = fault.settle(env.services, cls.lock_service)
+            finally:
+                fault.stop_watch()
+        measures["evidence"].update(settled)
+        if promotion is not None:
+            measures["promotion"] = promotion
+        return measures
+
+    def judge(self, measures: dict, backend_cls) -> Verdict:
+        return failover_judgement(measures, backend_cls)
+
+
+def _trial_dir(env: TrialEnv) -> Path:
+    """The trial's folder: under the run's temp dir, or, when the run has none, one of its own that the next
+    lab's sweep removes if this process is killed."""
+    if env.services.tmp is not None:
+        return Path(tempfile.mkdtemp(prefix="sentinel-", dir=env.services.tmp))
+    import psutil
+
+    root = Path(tempfile.mkdtemp(prefix="locklab-sentinel-"))
+    (root / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+    return root
