@@ -73,6 +73,28 @@ class TrialSpec:
         return f"{self.scenario}/{self.label}/{self.variant}/{self.index}"
 
 
+class WaitMeter:
+    """Seconds a trial spent waiting on its timers, waits on several of its threads at once counted once."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._in_progress = 0
+        self._since = 0.0
+        self._lock = threading.Lock()
+
+    def begins(self) -> None:
+        with self._lock:
+            if self._in_progress == 0:
+                self._since = time.monotonic()
+            self._in_progress += 1
+
+    def ends(self) -> None:
+        with self._lock:
+            self._in_progress -= 1
+            if self._in_progress == 0:
+                self.total += time.monotonic() - self._since
+
+
 @dataclass
 class TrialEnv:
     """What a running trial may use: servers, shared pools, a unique key space, and the stop flag."""
@@ -85,11 +107,14 @@ class TrialEnv:
     params: dict
     stop: threading.Event = field(default_factory=threading.Event)
     results_dir: Path | None = None  # the run's folder, for files a trial keeps (hypothesis' examples)
-    # Seconds this trial spent in pause/wait_until, its threads' waits overlapping counted once: the timers
-    # it sat through, which no scheduler can shorten (Scenario.lower_bound).
-    waited: float = 0.0
-    _waiting: list = field(default_factory=lambda: [0, 0.0], repr=False)  # [waits in progress, since when]
-    _wait_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # The timers it sat through in pause/wait_until, which no scheduler can shorten (Scenario.lower_bound). One
+    # meter per trial, shared by the copies a scenario makes with dataclasses.replace (its own servers).
+    meter: WaitMeter = field(default_factory=lambda: WaitMeter(), repr=False)
+
+    @property
+    def waited(self) -> float:
+        """Seconds this trial spent in pause/wait_until, its threads' waits overlapping counted once."""
+        return self.meter.total
 
     def options(self, options: dict | None = None) -> dict:
         """A backend's options for this trial: the given ones, and its driver when not the default."""
@@ -139,25 +164,13 @@ class TrialEnv:
         remaining = t0 + seconds - time.monotonic()
         if remaining <= 0:
             return
-        self._wait_begins()
+        self.meter.begins()
         try:
             stopped = self.stop.wait(remaining)
         finally:
-            self._wait_ends()
+            self.meter.ends()
         if stopped:
             raise Interrupted()
-
-    def _wait_begins(self) -> None:
-        with self._wait_lock:
-            if self._waiting[0] == 0:
-                self._waiting[1] = time.monotonic()
-            self._waiting[0] += 1
-
-    def _wait_ends(self) -> None:
-        with self._wait_lock:
-            self._waiting[0] -= 1
-            if self._waiting[0] == 0:
-                self.waited += time.monotonic() - self._waiting[1]
 
 
 SHARED, OWN_SERVERS, ALONE = "shared", "own servers", "alone"

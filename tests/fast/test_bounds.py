@@ -68,11 +68,20 @@ def test_a_finished_trial_counts_its_longer_waits_and_its_measurement_but_never_
             return measures["seconds"]
 
     env = TrialEnv(None, None, None, "run", TrialSpec("planted", "none", "default", 0), {})
-    env.waited = 4.0
+    env.meter.total = 4.0
     ok = {"status": "ok", "measures": {"seconds": 1.5}, "duration": 9.0}
     assert finished_floor(Measuring(), env, ok, declared=2.5) == 5.5  # waited 4 > declared 2.5, + 1.5 measured
     assert finished_floor(Measuring(), env, {**ok, "duration": 3.0}, declared=2.5) == 3.0
     assert finished_floor(Planted(), env, {"status": "error", "duration": 9.0}, declared=2.5) is None
+
+
+def test_a_copy_of_the_trial_environment_counts_its_waits_to_the_same_trial():
+    """A scenario on servers of its own waits through dataclasses.replace(env, services=...) copies."""
+    from dataclasses import replace
+
+    env = TrialEnv(None, None, None, "run", TrialSpec("planted", "none", "default", 0), {})
+    replace(env, params={"ttl_s": 1.0}).pause(0.2)
+    assert env.waited >= 0.2
 
 
 def test_waits_on_several_threads_of_one_trial_count_once():
