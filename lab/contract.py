@@ -71,7 +71,8 @@ class _Bench:
         self.services, self.cls = services, cls
         self.monitor = pg.monitor_engine(services)
         self.writes = pg.writes_engine(services)
-        ensure_schema(self.monitor)
+        # A schema that was there before (a run's, the test session's) stays: the checks remove only their own.
+        self.owns_schema = ensure_schema(self.monitor)
         step("its ddl (created in the lab's schema)", backends.prepare_storage, self.monitor, [cls.name])
         self.table = CompanyTable(table_name(f"contract_{cls.name}_{time.monotonic_ns()}"))
         self.table.create(self.monitor)
@@ -93,7 +94,11 @@ class _Bench:
                 made.close()
             except Exception as exc:
                 failed.append(exc)
-        drop_schema(self.monitor)
+        if self.owns_schema:
+            drop_schema(self.monitor)
+        else:
+            with self.monitor.begin() as conn:
+                conn.execute(text(f"drop table if exists {self.table.name}"))
         self.monitor.dispose()
         self.writes.dispose()
         return [StepFailed("close()", failed[0]).promise()] if failed else []

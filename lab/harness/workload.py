@@ -31,8 +31,9 @@ def no_point(name: str, conn=None) -> None:
     return None
 
 
-def ensure_schema(engine: Engine) -> None:
-    """Create the lab's schema, refusing to adopt a same-named schema that someone else owns."""
+def ensure_schema(engine: Engine) -> bool:
+    """Create the lab's schema, refusing to adopt a same-named schema that someone else owns; True when this call
+    created it (so its caller owns its removal)."""
     with engine.begin() as conn:
         exists = conn.execute(text("select obj_description(oid, 'pg_namespace') from pg_namespace "
                                    "where nspname = :s"), {"s": SCHEMA}).first()
@@ -42,6 +43,7 @@ def ensure_schema(engine: Engine) -> None:
         if exists is None:
             conn.execute(text(f"create schema {SCHEMA}"))
             conn.execute(text(f"comment on schema {SCHEMA} is '{_SCHEMA_MARK}'"))
+    return exists is None
 
 
 def drop_schema(engine: Engine) -> None:

@@ -72,3 +72,20 @@ def test_the_command_itself_prints_no_traceback_for_issue_33s_release():
     assert "Traceback" not in result.stdout + result.stderr, result.stderr
     assert ("BROKEN the second run's release() (after the first lost its lock): it raised PluginBug: "
             "planted in second_release()") in result.stdout, result.stdout
+
+
+def test_the_checks_leave_a_schema_they_did_not_create(services, engines, capsys):
+    """The session's schema (as a run's on a server the lab did not start) outlives check-backend: the checks
+    remove their own table, never the schema someone else's trials are writing into (CI saw the zookeeper
+    tests fail with `schema "locklab" does not exist` after the checks ran on the session's servers)."""
+    from sqlalchemy import text
+
+    from lab.harness.workload import SCHEMA
+
+    monitor, _ = engines
+    assert check_backend("none", services) == 0, capsys.readouterr().out
+    with monitor.connect() as conn:
+        assert conn.execute(text("select 1 from pg_namespace where nspname = :s"), {"s": SCHEMA}).scalar() == 1
+        left = conn.execute(text("select count(*) from pg_tables where schemaname = :s and tablename like "
+                                 "'rows_%contract_none%'"), {"s": SCHEMA}).scalar()
+    assert left == 0
