@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Mapping
 
 from sqlalchemy import create_engine, text
@@ -138,7 +139,17 @@ def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, *, p
     engine = create_engine(url, connect_args=connect_args, **kwargs)
     if startup:
         fall_back_when_refused(engine, startup)
+    _STARTUP[engine] = dict(startup)
     return engine
+
+
+_STARTUP: "weakref.WeakKeyDictionary[Engine, dict]" = weakref.WeakKeyDictionary()
+
+
+def session_settings(engine: Engine) -> dict:
+    """The settings every session of a pg_engine starts with (the given and the pinned), for a library that opens
+    its sessions on the engine's address itself and must start them the same way."""
+    return dict(_STARTUP.get(engine, {}))
 
 
 def redis_client(url: str, **kwargs):

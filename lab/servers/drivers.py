@@ -27,6 +27,7 @@ from sqlalchemy.engine import URL
 
 from lab.errors import LabError
 from lab.servers.clients import known_settings, pg_engine, pg_hosts
+from lab.servers.pg import backend_pid_of
 
 DEFAULT = "psycopg2"
 # name -> (the packages it needs, what it is)
@@ -85,9 +86,17 @@ def open_session(driver: str, url: URL, settings: Mapping[str, object], autocomm
     startup = dict(settings)
     startup.update({name: 0 for name in sorted(known_settings(url, {"connect_timeout": 5})) if name not in startup})
     opener: Callable[..., LockSession] = {"psycopg": _Psycopg, "asyncpg": _Asyncpg,
-                                          "sqlalchemy+asyncpg": _SqlAlchemyAsync, "django": _Django,
-                                          "django_atomic": _Django}[driver]
+                                          "sqlalchemy+asyncpg": _SqlAlchemyAsync, "django": DjangoSession,
+                                          "django_atomic": DjangoSession}[driver]
     return opener(driver, url, startup, autocommit)
+
+
+def open_django(url: URL, settings: Mapping[str, object]) -> DjangoSession:
+    """Django's own connection, autocommit as Django's default, under an alias of its own that a library built on
+    Django's connections is handed (django-pglock's `using=`), with the settings open_session gives a lock's."""
+    session = open_session("django", url, settings, autocommit=True)
+    assert isinstance(session, DjangoSession)
+    return session
 
 
 def _options(startup: Mapping[str, object]) -> str:
@@ -271,7 +280,7 @@ def _django_ready() -> None:
             django.setup()
 
 
-class _Django(LockSession):
+class DjangoSession(LockSession):
     """Django's own connection for an alias of the lock's: autocommit, or as inside transaction.atomic().
 
     Django keeps connections per thread; the alias is the lock's own and shared across threads, so
@@ -297,6 +306,16 @@ class _Django(LockSession):
         self._atomic = driver == "django_atomic" and not autocommit
         if self._atomic:
             self._conn.set_autocommit(False)  # what entering transaction.atomic() does to the connection
+
+    @property
+    def alias(self) -> str:
+        """The name Django's `connections` knows this connection by."""
+        return self._alias
+
+    def backend_pid(self) -> int:
+        """The PostgreSQL pid of its session, as the driver keeps it (no round trip); it connects if it has not."""
+        self._conn.ensure_connection()
+        return backend_pid_of(self._conn.connection)
 
     def one(self, sql, params):
         with self._conn.cursor() as cursor:
