@@ -64,6 +64,10 @@ class Backend(ABC):
     # it, with no fix of ours: an adapter. Empty for the lab's own strategies. The run records it, so the
     # report can tell the libraries apart without knowing a backend's name.
     library: ClassVar[str] = ""
+    # The libpq connection parameters its PostgreSQL lock connection takes from its address (keepalives_idle,
+    # tcp_user_timeout...); None: every one (a driver built on libpq). A scenario that tunes one it does not
+    # take is n/a for it (netdrop's client keepalives), never run with the parameter silently left out.
+    pg_parameters: ClassVar[frozenset[str] | None] = None
     # The language its lock client is written in: the lab's own and the Python adapters' are Python; a holder
     # program in another language (backends/external.py) says which. The report groups the libraries by it.
     language: ClassVar[str] = "Python"

@@ -12,7 +12,10 @@ because they go where `lock` in its start request says.
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -31,6 +34,62 @@ UNSUPPORTED = frozenset({Capability.IN_TRANSACTION, Capability.BATCH_REBUILD, Ca
                          Capability.SERIALIZABLE, Capability.PARENT_ROW_LOCK, Capability.UNIQUE_MARKER,
                          Capability.NATURAL_KEY, Capability.GUARD_OFF_ON_ROLE, Capability.REPLICA_ACK})
 START_TIMEOUT_S = 30.0  # a program's start: its runtime, its modules, its first connections
+IDLE_PER_CLASS = 24  # programs kept for reuse, per backend and network namespace
+
+
+class _Idle:
+    """Programs whose backend closed cleanly, stopped (every connection closed, the lock forgotten) and kept for
+    the next instance of the same backend in this process: a new run gets new connections, not a new runtime.
+
+    Starting Node.js costs about 0.2 s of CPU; the timing scenario's short runs ask about once a second in each
+    of dozens of trials at once, which new processes would turn into more CPU than 2 cores have. A program a
+    fault may strike is never shared: a holder process has its own, and abandon() kills a program outright."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._programs: dict[tuple[str, int], list[HolderProgram]] = {}
+        atexit.register(self.end_all)
+
+    def take(self, name: str) -> HolderProgram | None:
+        with self._lock:
+            kept = self._programs.get((name, _namespace()), [])
+            while kept:
+                program = kept.pop()
+                if program.proc.poll() is None:
+                    return program
+        return None
+
+    def give_back(self, name: str, program: HolderProgram, timeout: float) -> None:
+        """Stop the program and keep it, or end it (one that cannot stop, or one more than are kept)."""
+        try:
+            stopped = program.request("stop", timeout).outcome is Outcome.OK
+        except ProtocolError:
+            stopped = False
+        if stopped:
+            with self._lock:
+                kept = self._programs.setdefault((name, _namespace()), [])
+                if len(kept) < IDLE_PER_CLASS:
+                    kept.append(program)
+                    return
+        program.close()
+
+    def end_all(self) -> None:
+        with self._lock:
+            programs = [p for kept in self._programs.values() for p in kept]
+            self._programs.clear()
+        for program in programs:
+            program.close(grace=2.0)
+
+
+def _namespace() -> int:
+    """The calling thread's network namespace: a program is reused only where it can reach the same servers."""
+    try:
+        return os.stat("/proc/thread-self/ns/net").st_ino
+    except OSError:
+        return 0
+
+
+IDLE = _Idle()
 
 
 def addresses(services: Services, needed: tuple[str, ...]) -> dict:
@@ -96,7 +155,8 @@ class ExternalLock(LeaseBackend):
         reason = self.missing()
         if reason is not None:
             raise ProtocolError(f"{self.name}'s holder program cannot start: {reason}")
-        program = HolderProgram(self.command, self.folder, f"{self.name}'s holder program", f"{self.name} program")
+        program = IDLE.take(self.name) or HolderProgram(self.command, self.folder, f"{self.name}'s holder program",
+                                                        f"{self.name} program")
         try:
             answer = program.request("start", START_TIMEOUT_S, key=key, ttl_s=self.ttl,
                                      lock=addresses(lock_services, self.services),
@@ -202,7 +262,8 @@ class ExternalLock(LeaseBackend):
                 raise self._raise(answer, "release")
 
         return BareCall(f"{self.library} ({self.language}) in a holder program of its own: acquire; release",
-                        lambda: self._ask("acquire", program).outcome is Outcome.OK, release, program.close)
+                        lambda: self._ask("acquire", program).outcome is Outcome.OK, release,
+                        lambda: IDLE.give_back(self.name, program, self.timeout))
 
     def abandon(self) -> None:
         """A killed process: the program is SIGKILLed, so its connections close and nothing is released."""
@@ -211,8 +272,12 @@ class ExternalLock(LeaseBackend):
         self.close()
 
     def close(self) -> None:
+        """Every connection closed, nothing released; the program is kept for the next instance if it is alive."""
         super().close()
-        self.program.close()
+        if self.program.proc.poll() is None:
+            IDLE.give_back(self.name, self.program, self.timeout)
+        else:
+            self.program.close()
 
 
 def _int_or_none(value: object, what: str) -> int | None:

@@ -6,12 +6,19 @@ uuid4 per lock), and, when lock() is given no lock_timeout, a watchdog task of i
 lock every 0.6 x internal_lock_timeout for as long as it is held; here internal_lock_timeout is the TTL.
 A failed extension is logged at DEBUG and unlocks the lock (lock.valid = False): its holder hears
 nothing. get_lock(resource, id) reads the TTL only while the lock is that id's (held() uses it); unlock()
-raises LockError when a majority no longer has it. No fencing.
+raises LockError when another lock has the key, and returns quietly when the key lapsed and nobody
+took it, so the adapter asks get_lock first and its own release never claims a lock it had lost. No fencing.
 
 It needs aioredis < 2 (aioredis 1.3.1, abandoned since 2021, superseded by redis-py's asyncio client).
 Measured here: it installs beside the lab's packages (`pip check` finds no conflict: aioredis 1.3 is a
 package of its own, not redis-py) and imports and locks on Python 3.11 against the lab's Redis 6.2 and 7.
 aioredis 1.3 has no command timeout, so a cut leaves a call waiting: the lab bounds each call by 3 TTL.
+
+What the lab found (quick run of every scenario): its extension is the lock script itself, which sets the
+key when it is absent, so after a pause (the lease lapsed, a contender wrote and gave the lock back) the
+watchdog takes the lock back and the holder writes on: held() says yes, release() succeeds, and nothing
+ever told the holder. A cut, a restart without AOF, a Redlock master restarted empty, the timing runs'
+lapses and a kill-point search all let a stale write through.
 
 The lock is a coroutine API: each instance runs an event loop of its own on a thread (lab/servers/drivers.py's
 _Loop, as redis_asyncio does); a pause stops that thread with the rest of the holder, watchdog included.
@@ -71,11 +78,15 @@ class AioredlockLock(LeaseBackend):
         return True
 
     def _release(self) -> bool:
+        """unlock(), after asking whether the lock is still this one's: unlock() raises LockError only when
+        another lock has the key, and returns quietly when the key has lapsed and nobody took it (measured:
+        a paused holder's release claimed success), so on its own it would lie."""
         if self.lock is None:
             return False
+        ours = self._owned()
         lock, self.lock = self.lock, None
-        self._run(self.manager.unlock(lock))  # LockError when a majority no longer has it as this lock's
-        return True
+        self._run(self.manager.unlock(lock))  # LockError when a majority has it as another lock's
+        return ours
 
     def bare_call(self, key: str) -> BareCall | None:
         """The library's lock() and unlock() on a manager and an event loop of their own."""

@@ -31,8 +31,9 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
-from backends._writes import claimed_transaction, retried_on_lock_timeout, write_transaction
-from backends.base import Backend, BackendContext, BareCall, NoRunLock, Point, RebuildResult, no_point
+from backends._in_write import LockInWrite
+from backends._writes import claimed_transaction, write_transaction
+from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.clients import session_settings
@@ -59,6 +60,7 @@ class PglockSession(Backend):
         return self._session
 
     def _lock(self, session: DjangoSession, key: str) -> pglock.advisory:
+        session.bind()  # pglock looks the alias up in the calling thread's connections
         return pglock.advisory(key, timeout=0, using=session.alias)
 
     @property
@@ -80,17 +82,23 @@ class PglockSession(Backend):
         self._connection().one("select 1", {})
 
     def release(self) -> None:
-        """pglock's release(); LockLost when the session no longer held the lock (pglock itself would say nothing)."""
-        if self._session is None:
+        """pglock's release(); LockLost when the session no longer held the lock, read from the WARNING PostgreSQL
+        sends with pg_advisory_unlock's false (pglock drops the false; the warning costs no round trip)."""
+        session = self._session
+        if session is None:
             raise LockLost("release without acquire")
-        was_held = self.held()
+        lock = self._lock(session, self.key)
         try:
-            self._lock(self._session, self.key).release()
+            if session.backend_pid() != self._pid:
+                raise LockLost("the lock's session is gone: Django has opened another one since the lock was taken")
+            warned = session.warnings_during(lock.release)
+        except LockLost:
+            raise
         except Exception as exc:  # Django's error for a dead session
             raise LockLost(f"the lock's session is gone, so the lock went with it ({type(exc).__name__})") from exc
-        if not was_held:
-            raise LockLost("pglock's release() returned None for a lock its session no longer held "
-                           "(pg_advisory_unlock's false is discarded)", told="false")
+        if any("you don't own a lock" in said for said in warned):
+            raise LockLost("pglock's release() returned None for a lock its session no longer held (PostgreSQL: "
+                           f"{warned[0]}; pg_advisory_unlock's false is discarded)", told="false")
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         return write_transaction(self.ctx.writes, self.ctx.company_table, [company], rows, run_id, point=point)
@@ -121,6 +129,7 @@ class _DjangoWrites:
         from django.db import connections
 
         self.session = session
+        session.bind()
         self.django = connections[session.alias]
         self.engine: Engine = create_engine("postgresql+psycopg://", creator=self._borrow, poolclass=StaticPool,
                                             pool_reset_on_return=None)
@@ -138,15 +147,15 @@ class _DjangoWrites:
         self.session.drop()
 
 
-class PglockXact(NoRunLock):
+class PglockXact(LockInWrite):
     """pglock.advisory(key, xact=True) as the first statement of each company's transaction, in Django's atomic block.
 
     Options, as the lab's xact has them: isolation (READ COMMITTED by default), lock_timeout_ms with
-    lock_timeout_retries (a waiter that times out retries the company)."""
+    lock_timeout_retries (a waiter that times out retries the company), sort_batches for rebuild_batch."""
 
     name = "pglock_xact"
     summary = "django-pglock advisory(xact=True) inside each company's write transaction (transaction.atomic())"
-    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION})
+    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD})
     library = "django-pglock"
 
     def __init__(self, ctx: BackendContext, key: str):
@@ -155,18 +164,6 @@ class PglockXact(NoRunLock):
 
     def company_key(self, company: int) -> str:
         return f"{self.key}:company:{company}"
-
-    @property
-    def isolation(self) -> str:
-        return self.ctx.options.get("isolation", "READ COMMITTED")
-
-    @property
-    def lock_timeout_ms(self) -> int | None:
-        return self.ctx.options.get("lock_timeout_ms")
-
-    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        return retried_on_lock_timeout(lambda: self.write_attempt([company], rows, run_id, point),
-                                       self.ctx.options.get("lock_timeout_retries", 0))
 
     def _django(self) -> _DjangoWrites:
         """Django's connection to where the lab's writes go (a fault's proxy, when it routes them), with their settings."""
@@ -182,17 +179,23 @@ class PglockXact(NoRunLock):
         return pglock.advisory(self.company_key(company), xact=True, using=alias, timeout=timeout_ms / 1000,
                                side_effect=pglock.Raise)
 
-    def write_attempt(self, companies: list[int], rows: int, run_id: str, point: Point) -> RebuildResult:
+    def write_attempt(self, companies: list[int], rows: int, run_id: str, point: Point,
+                      use_copy: bool) -> RebuildResult:
         django = self._django()
+        django.session.bind()  # atomic() and pglock look the alias up in the calling thread's connections
+        table = self.ctx.company_table
 
         def claim(conn: Connection, company: int) -> bool:
             return bool(self._lock(django.session.alias, company).acquire())
 
+        def write(conn: Connection, company: int, n: int, run: str, hook: Point) -> int:
+            return table.rebuild(conn, company, n, run, hook, use_copy=use_copy)
+
         result: RebuildResult | None = None
         try:
             with transaction.atomic(using=django.session.alias, durable=True):
-                result = claimed_transaction(django.engine, self.ctx.company_table, companies, rows, run_id,
-                                             point=point, claim=claim, isolation=self.isolation)
+                result = claimed_transaction(django.engine, table, companies, rows, run_id, point=point,
+                                             claim=claim, write=write, isolation=self.isolation)
         except DatabaseError as exc:
             if result is None:  # the lock's statement itself: Django's error, not SQLAlchemy's
                 return _django_failure(exc)

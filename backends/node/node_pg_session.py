@@ -16,4 +16,7 @@ class NodePgSession(NodeHolder):
     summary = "pg_try_advisory_lock on node-postgres' default connection (Node.js), a session lock held for the run"
     capabilities = frozenset({Capability.SESSION_LOCK, Capability.EXCLUSION})
     library = "pg"
+    # node-postgres is no libpq: of the address's parameters the program applies sslmode (holder.js, protocol.js);
+    # keepalive intervals and tcp_user_timeout it has no way to set.
+    pg_parameters = frozenset({"sslmode"})
     folder = HERE / "pg_session"

@@ -26,6 +26,8 @@ function said(source, message) {
 }
 
 function serve(handlers, close) {
+  // stop: every connection closed, the lock forgotten; close() must leave the program ready for a new start.
+  handlers = { ...handlers, stop: async () => { await close(); return ok(); } };
   const lines = readline.createInterface({ input: process.stdin });
   lines.on('line', (line) => {
     const request = JSON.parse(line);
@@ -47,8 +49,15 @@ function serve(handlers, close) {
 
 // The lab's PostgreSQL address as node-postgres' client config: the host that accepts writes among several
 // (as libpq's target_session_attrs=read-write picks it) is found by the caller; sslmode as libpq reads it.
+// Parameters of the address node-postgres has no way to take are said once, never applied in silence.
+const TAKEN = new Set(['sslmode', 'target_session_attrs']);
+
 function pgConfig(address, host, settings) {
-  const sslmode = (address.params || {}).sslmode;
+  const params = address.params || {};
+  for (const name of Object.keys(params).filter((n) => !TAKEN.has(n))) {
+    said('holder program', `node-postgres takes no libpq parameter ${name}: left out`);
+  }
+  const sslmode = params.sslmode;
   const config = {
     host: host[0], port: host[1], user: address.user, password: address.password, database: address.database,
     connectionTimeoutMillis: 5000, application_name: 'locklab',

@@ -18,8 +18,11 @@ Requests (lab -> program, stdin), each with an `id` the answer repeats:
     {"id": 5, "op": "token"}     the fencing token of the current grant (null when there is none)
     {"id": 6, "op": "release"}   give it back
     {"id": 7, "op": "touch"}     one more query on the lock's own session (session locks only)
+    {"id": 8, "op": "stop"}      close every connection (releasing nothing) and forget the lock; a start follows
 
-End of stdin means: close every connection (releasing nothing) and exit. The program may answer
+End of stdin means: close every connection (releasing nothing) and exit. `stop` lets the lab reuse a
+program for its next lock of the same backend with new connections (a runtime's start can cost more CPU
+than the lock); a program that answers it with UnknownOp is simply ended instead. The program may answer
 requests in any order and several may be in flight at once (the keep-alive renews while the run
 asks whether it holds).
 
@@ -62,6 +65,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import signal
 import subprocess
@@ -174,6 +178,19 @@ def _first_line(text: str) -> str:
     return lines[0][:300] if lines else ""
 
 
+def _thread_network_namespace() -> int | None:
+    """A descriptor of the calling thread's network namespace when it is not its process's (a trial that runs
+    inside a namespace of its own, netdrop's), so the program is born where its caller's servers are; else None.
+
+    Children are forked by the lab's launcher thread (lab/servers/processes.py), which stays outside."""
+    try:
+        if os.stat("/proc/thread-self/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino:
+            return None
+        return os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    except OSError:
+        return None
+
+
 class HolderProgram:
     """One running program that speaks the protocol: requests out, answers back, its remarks logged.
 
@@ -185,11 +202,15 @@ class HolderProgram:
 
         self.label = label
         self.log = logging.getLogger(logger_name)
+        netns = _thread_network_namespace()
         try:
             self.proc = popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              cwd=cwd, text=True, bufsize=1)
+                              cwd=cwd, text=True, bufsize=1, netns=netns)
         except OSError as exc:
             raise ProtocolError(f"{label} could not start ({' '.join(argv)}): {exc.strerror or exc}") from None
+        finally:
+            if netns is not None:
+                os.close(netns)
         if self.proc.stdin is None or self.proc.stdout is None or self.proc.stderr is None:
             raise ProtocolError(f"{label} started without its pipes")
         self._stdin = self.proc.stdin

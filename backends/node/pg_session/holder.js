@@ -23,7 +23,14 @@ async function connectTo(address, settings, source) {
   // Several hosts (a primary and its standby): the first that accepts writes, as target_session_attrs=read-write.
   let last = null;
   for (const host of address.hosts) {
-    let client = await open(pgConfig(address, host, settings), settings, source);
+    let client;
+    try {
+      client = await open(pgConfig(address, host, settings), settings, source);
+    } catch (error) {
+      if (address.hosts.length === 1) throw error;
+      last = error;  // a host that is down: the next one, as libpq goes down its list
+      continue;
+    }
     if (address.hosts.length > 1) {
       const { rows } = await client.query('select pg_is_in_recovery() as standby');
       if (rows[0].standby) {
@@ -99,4 +106,5 @@ serve({
   for (const client of [session, monitor]) {
     if (client !== null) await client.end().catch(() => {});
   }
+  [session, monitor, pid] = [null, null, null];
 });

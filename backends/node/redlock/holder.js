@@ -18,8 +18,20 @@ let monitorUrls = [];
 let monitors = [];
 
 function client(url) {
-  // The command and connect timeouts are the TTL, as the Python adapters' socket timeouts are.
-  return new Redis(url, { commandTimeout: ttlMs, connectTimeout: ttlMs });
+  // The command and connect timeouts are the TTL, as the Python adapters' socket timeouts are. ioredis'
+  // default offline queue keeps a command for a master it cannot reach until it reconnects (20 tries): a
+  // master that is down then holds its vote past the TTL, and with two of five down no lock was ever taken
+  // (measured in redlock_restart). Without the queue a down master's vote fails at once, as redis-py's
+  // refused connection fails for pottery.
+  return new Redis(url, { commandTimeout: ttlMs, connectTimeout: ttlMs, enableOfflineQueue: false });
+}
+
+function connected(redis) {
+  // Ready, or its first error (a master that is down): without the offline queue a command must wait for this.
+  return new Promise((resolve) => {
+    redis.once('ready', resolve);
+    redis.once('error', resolve);
+  });
 }
 
 serve({
@@ -27,6 +39,7 @@ serve({
     ttlMs = Math.round(request.ttl_s * 1000);
     resource = `locklab:${request.key}`;
     clients = request.lock.redlock.map(client);
+    await Promise.all(clients.map(connected));
     monitorUrls = request.monitor.redlock;
     redlock = new Redlock(clients, { retryCount: 0 });
     redlock.on('clientError', (error) => said("redlock 'clientError' event", error));
@@ -53,7 +66,7 @@ serve({
   },
   async held() {
     if (lock === null) return ok(false);
-    if (monitors.length === 0) monitors = monitorUrls.map(client);
+    if (monitors.length === 0) monitors = monitorUrls.map((url) => new Redis(url, { commandTimeout: ttlMs }));
     const values = await Promise.all(monitors.map((m) => m.get(resource).catch(() => null)));
     const mine = values.filter((v) => v === lock.value).length;
     return ok(mine >= Math.floor(monitors.length / 2) + 1);
@@ -75,4 +88,5 @@ serve({
   },
 }, async () => {
   for (const c of [...clients, ...monitors]) c.disconnect();
+  [redlock, lock, clients, monitors] = [null, null, [], []];
 });
