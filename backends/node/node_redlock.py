@@ -8,7 +8,7 @@ fencing token. The program is redlock/holder.js; its packages install with
 `npm ci --prefix backends/node/redlock`.
 """
 
-from backends.node._holder import HERE, NodeHolder
+from backends.node._holder import HERE, NodeHolder   # NodeHolder: command ("node", "holder.js"), Node.js
 from lab.capabilities import Capability
 
 
@@ -17,5 +17,5 @@ class NodeRedlock(NodeHolder):
     summary = "node-redlock 4 (Node.js, ioredis) over 3 Redis masters, extend() every TTL/3; no fencing"
     capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     services = ("postgres", "redlock")
-    library = "redlock"
-    folder = HERE / "redlock"
+    library = "redlock"                             # its npm name: the library table shows it with its version
+    folder = HERE / "redlock"                       # holder.js, package.json, package-lock.json

@@ -210,3 +210,12 @@ def test_a_missing_runtime_or_missing_packages_is_the_does_not_run_line(monkeypa
     monkeypatch.setattr("backends.node._holder.ROOT", tmp_path)
     assert hidden.missing() == ("redlock not installed in backends/node/redlock "
                                 "(npm ci --prefix backends/node/redlock)")
+
+
+def test_readme_shows_the_node_redlock_declaration_as_it_is():
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    block = re.search(r"```python\n# backends/node/node_redlock.py\n(.*?)```", (root / "README.md").read_text(), re.S)
+    source = (root / "backends" / "node" / "node_redlock.py").read_text()
+    assert block is not None and source.endswith("\n\n" + block.group(1))
