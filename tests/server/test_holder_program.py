@@ -108,8 +108,10 @@ def test_a_cut_reaches_the_programs_connection(registered, services, engines):
     assert m["evidence"]["relayed_during"] == 0
     assert verdict_of(scenario, m, FencedLeaseProgram.name) == "stale write rejected"
     signals = m["holder"]["signals"]
-    # Its renewal through the dead proxy timed out in the program: an `info` answer, an exception to the lab.
-    assert any(s["via"] == "renew()" and s["how"] == "exception" and "Timeout" in s["text"] for s in signals), signals
+    # Its renewal through the dead proxy either timed out in the program (an `info` answer: an exception to the
+    # lab) or, its bytes relayed once the cut healed, found the value gone (a `fail`: a False return).
+    renewals = [s for s in signals if s["via"] == "renew()"]
+    assert renewals and (renewals[0]["how"], "Timeout" in renewals[0]["text"]) in (("exception", True), ("false", False))
 
 
 def test_abandon_kills_the_program_and_releases_nothing(registered, services, engines):
