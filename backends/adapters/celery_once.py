@@ -14,10 +14,14 @@ but clear_lock itself deletes whatever lock is there: another run's, after a lap
 celery-once caches one Redis client per process (a module global built from the first settings it
 sees); the lab's process holds locks at two addresses at once (a contender direct, a routed holder
 through a cut's proxy), so each instance gets a client of its own, built from its URL as the library
-builds its own (parse_url), with the socket timeouts the other adapters have (the TTL).
+builds its own (parse_url), with the socket timeouts the other adapters have (the TTL). That parse_url
+keeps a URL's password and drops its user name: against a Redis that needs an ACL user (tests/system's
+Redis 7) the library cannot log in, and every cell says *does not run* with Redis' answer.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 import redis
 from celery_once import AlreadyQueued
@@ -25,8 +29,9 @@ from celery_once.backends import Redis as OnceRedis
 from celery_once.backends.redis import parse_url
 
 from backends._lease import LeaseBackend
-from backends.base import BareCall
+from backends.base import BareCall, describe_error
 from lab.capabilities import Capability
+from lab.servers.clients import redact
 
 
 def _backend(url: str, ttl: float) -> OnceRedis:
@@ -45,6 +50,23 @@ class CeleryOnceRedis(LeaseBackend):
     library = "celery-once"
     services = ("postgres", "redis")
     renews = False  # the library has no way to extend its key
+
+    @classmethod
+    def cannot_run(cls, services) -> str | None:
+        """Measured: the library's own client, built from this Redis's URL as the library builds it, answers a PING.
+        celery-once's parse_url keeps a URL's password and drops its user name, so it cannot log in as a Redis
+        ACL user (measured on Redis 7 with an ACL user: AuthenticationError)."""
+        backend = _backend(services.redis(), 5.0)
+        try:
+            backend.redis.ping()
+        except Exception as exc:
+            user = urlsplit(services.redis()).username
+            refused = isinstance(exc, (redis.exceptions.AuthenticationError, redis.exceptions.ResponseError))
+            why = f" (its parse_url drops the URL's user name {user!r})" if user and refused else ""
+            return f"celery-once cannot use the Redis at {redact(services.redis())}{why}: {describe_error(exc)}"
+        finally:
+            backend.redis.close()
+        return None
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
