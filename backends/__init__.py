@@ -56,6 +56,14 @@ ADAPTERS = {
     "kazoo": ("backends.adapters.kazoo_lock:KazooLock", "kazoo"),
     # The lab's own fenced lock on ZooKeeper, on kazoo's Lock: listed, like the adapters, once kazoo is installed.
     "zookeeper_fenced": ("backends.zookeeper_fenced:ZooKeeperFencedLock", "kazoo"),
+    "pglock_session": ("backends.adapters.pglock:PglockSession", "pglock", "django"),
+    "pglock_xact": ("backends.adapters.pglock:PglockXact", "pglock", "django"),
+    "celery_once": ("backends.adapters.celery_once:CeleryOnceRedis", "celery_once"),
+    "aioredlock": ("backends.adapters.aioredlock_lock:AioredlockLock", "aioredlock"),
+    # Holder programs in other languages (backends/external.py): always listed; without their runtime or
+    # packages every cell says *does not run* with the install line.
+    "node_redlock": ("backends.node.node_redlock:NodeRedlock",),
+    "node_pg_session": ("backends.node.node_pg_session:NodePgSession",),
 }
 
 broken: dict[str, str] = {}  # plugin name -> why it was skipped

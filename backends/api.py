@@ -6,12 +6,14 @@ A backend subclasses Backend, declares what it is (name, summary, capabilities, 
 lock_service), opens its lock connection to `self.ctx.lock_services`, and implements acquire,
 rebuild, held and release; bare_call may name the library call its lock wraps (a BareCall), which
 the latency scenario times beside it. `lab check-backend NAME` checks its promises; README, "Write a
-backend", walks from an empty file to a report row.
+backend", walks from an empty file to a report row. A lock held by a program in another language subclasses
+ExternalLock instead (README, "A holder in another language").
 """
 
 from backends._fence import FenceRejected, fenced_write
 from backends._writes import write_transaction
 from backends.base import CAPABILITIES, Backend, BareCall, Capability, NoRunLock
+from backends.external import ExternalLock
 from lab.errors import LockLost
 from lab.harness.contract import (
            POINTS,
@@ -23,6 +25,6 @@ from lab.harness.contract import (
 from lab.harness.workload import CompanyTable, no_point
 from lab.servers.clients import pg_engine, redis_client
 
-__all__ = ["Backend", "NoRunLock", "BareCall", "BackendContext", "RebuildResult", "Point", "POINTS", "CAPABILITIES", "Capability",
+__all__ = ["Backend", "NoRunLock", "ExternalLock", "BareCall", "BackendContext", "RebuildResult", "Point", "POINTS", "CAPABILITIES", "Capability",
            "LockLost", "FenceRejected", "write_transaction", "fenced_write", "describe_error", "CompanyTable",
            "no_point", "pg_engine", "redis_client"]

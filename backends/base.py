@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Callable, ClassVar, Protocol
 
 # The types a backend exchanges with the lab live one layer down, in lab.harness.contract, so the
@@ -63,6 +64,13 @@ class Backend(ABC):
     # it, with no fix of ours: an adapter. Empty for the lab's own strategies. The run records it, so the
     # report can tell the libraries apart without knowing a backend's name.
     library: ClassVar[str] = ""
+    # The libpq connection parameters its PostgreSQL lock connection takes from its address (keepalives_idle,
+    # tcp_user_timeout...); None: every one (a driver built on libpq). A scenario that tunes one it does not
+    # take is n/a for it (netdrop's client keepalives), never run with the parameter silently left out.
+    pg_parameters: ClassVar[frozenset[str] | None] = None
+    # The language its lock client is written in: the lab's own and the Python adapters' are Python; a holder
+    # program in another language (backends/external.py) says which. The report groups the libraries by it.
+    language: ClassVar[str] = "Python"
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
     # The drivers its lock's PostgreSQL connection can be made with (lab/servers/drivers.py); the lab's
     # own SQLAlchemy engine on psycopg2 unless it says more.
@@ -82,6 +90,16 @@ class Backend(ABC):
         if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
             others = [s for s in cls.services if s != "postgres"]
             cls.lock_service = others[0] if len(others) == 1 else "postgres"
+
+    @classmethod
+    def library_version(cls) -> str | None:
+        """The installed version of its library (None: no library, or not installed), as the run records it."""
+        if not cls.library:
+            return None
+        try:
+            return metadata.version(cls.library)
+        except metadata.PackageNotFoundError:
+            return None
 
     @classmethod
     def holds_across_writes(cls) -> bool:

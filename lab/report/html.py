@@ -114,20 +114,21 @@ class Page:
         if self.matched >= len(self.tables):
             return None
         table = self.tables[self.matched]
-        if headers != ["backend", *table.labels] or [r[0] for r in rows] != [b for b, _ in table.rows]:
+        if headers != table.headers or [r[0] for r in rows] != [b for b, _ in table.rows]:
             return None
         self.matched += 1
         return self.matrix_html(table, with_filters=self.matched == 1)
 
     def matrix_html(self, table: FamilyTable, with_filters: bool) -> str:
         meta, frame = self.view.meta, self.view.frame
-        head = "".join(f"<th>{self.converter.inline(h)}</th>" for h in ["backend", *table.labels])
+        head = "".join(f"<th>{self.converter.inline(h)}</th>" for h in table.headers)
         body = []
         for backend, cells in table.rows:
             serves = [str(i) for i, need in enumerate(NEEDS) if can_serve(need, meta, backend)]
             fits = standing(frame, backend, self.columns).qualifies
             tds = [f'<th scope="row">{self.converter.inline(f"`{backend}`")}'
-                   f'<span class="fit" title="qualifies for the needs it can serve">★</span></th>']
+                   f'<span class="fit" title="qualifies for the needs it can serve">★</span></th>',
+                   *[f"<td>{self.converter.inline(text)}</td>" for text in table.lead(backend)[1:]]]
             for c in cells:
                 index = len(self.cells)
                 self.cells.append(self.cell_data(c))

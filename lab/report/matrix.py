@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import pandas as pd
@@ -14,6 +14,7 @@ from lab.report.charts import matrix_chart
 from lab.report.common import md_table, ordered_backends, with_capability
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
+from lab.report.libraries import Library, languages_recorded, library_of
 from lab.report.sections import RunView, section
 
 # Calibration measures detection: every verdict there is a lost lock, said so in the cell.
@@ -150,15 +151,29 @@ IDLE_MARKS = (Mark.NOT_APPLICABLE, Mark.NOT_RUN)
 @dataclass(frozen=True)
 class FamilyTable:
     """One table of the matrix: a family of locks (lab/report/families.py), with only the columns where one
-    of its rows ran or cannot run here (the cells of the others are n/a or not run for every row)."""
+    of its rows ran or cannot run here (the cells of the others are n/a or not run for every row).
+
+    libraries: for the library table of a run that recorded its libraries' languages, each row's library
+    ('redlock 4.2.0 (Node.js)'), shown in a column of its own after the backend; the rows are then grouped
+    by library and language (lab/report/libraries.py)."""
 
     title: str | None  # None: the only table, for a run that declared no family
     labels: list[str]
     rows: list[tuple[str, list[MatrixCell]]]
+    libraries: dict[str, str] = field(default_factory=dict)
 
     @property
     def cells(self) -> list[MatrixCell]:
         return [c for _, cells in self.rows for c in cells]
+
+    @property
+    def headers(self) -> list[str]:
+        """The table's header: the backend, its library when the table shows one, then the fault columns."""
+        return ["backend", *(["library"] if self.libraries else []), *self.labels]
+
+    def lead(self, backend: str) -> list[str]:
+        """A row's first cells: the backend, and its library when the table shows one."""
+        return [backend, *([self.libraries.get(backend, "")] if self.libraries else [])]
 
 
 def family_tables_of(run: RunView) -> list[FamilyTable]:
@@ -168,22 +183,32 @@ def family_tables_of(run: RunView) -> list[FamilyTable]:
         table = table_of(run.meta, backend)
         key, title = (table.key, table.title) if table else ("", "Backends the run declared nothing of")
         grouped.setdefault(key, (title, []))[1].append((backend, cells))
-    ordered = [grouped[t.key] for t in TABLE_ORDER if t.key in grouped] + ([grouped[""]] if "" in grouped else [])
+    keys = [t.key for t in TABLE_ORDER if t.key in grouped] + ([""] if "" in grouped else [])
     tables = []
-    for title, members in ordered:
+    for key in keys:
+        title, members = grouped[key]
         keep = [i for i in range(len(members[0][1]))
                 if any(cells[i].cell.mark not in IDLE_MARKS for _, cells in members)]
-        tables.append(FamilyTable(title if len(ordered) > 1 else None, [members[0][1][i].label for i in keep],
-                                  [(backend, [cells[i] for i in keep]) for backend, cells in members]))
+        libraries: dict[str, str] = {}
+        if key == "library" and languages_recorded(run.meta):
+            found = {backend: library_of(run.meta, backend) for backend, _ in members}
+            members = sorted(members, key=lambda row: _library_order(found[row[0]]))  # stable: the run's order within
+            libraries = {backend: library.label() for backend, library in found.items() if library is not None}
+        tables.append(FamilyTable(title if len(keys) > 1 else None, [members[0][1][i].label for i in keep],
+                                  [(backend, [cells[i] for i in keep]) for backend, cells in members], libraries))
     return tables
+
+
+def _library_order(library: Library | None) -> tuple:
+    return library.order() if library is not None else ()
 
 
 def family_tables(run: RunView) -> list[str]:
     """The matrix in Markdown: a heading and a table per family."""
     out = []
     for table in family_tables_of(run):
-        body = [[backend, *[c.cell.text for c in cells]] for backend, cells in table.rows]
-        out += ([f"### {table.title}", ""] if table.title else []) + [md_table(["backend", *table.labels], body), ""]
+        body = [[*table.lead(backend), *[c.cell.text for c in cells]] for backend, cells in table.rows]
+        out += ([f"### {table.title}", ""] if table.title else []) + [md_table(table.headers, body), ""]
     return out[:-1]
 
 
@@ -214,6 +239,9 @@ def section_matrix(run: RunView) -> str | None:
         "○ *not exercised*: the fault struck but never took the lock away, so the cell proves nothing either "
         "way. *n/a*: the fault does not apply to that backend; *does not run*: the library cannot work "
         "against the lab's servers (*Every outcome* gives both reasons). "
+        + ("In the third-party libraries' table, *library* is the library's project, the version the run had "
+           "installed and the language of its client; a library's rows sit together, Python's first. "
+           if languages_recorded(run.meta) else "")
         + ("⚠ *lost*: another run got the lock while the holder still believed it held, in trials that write "
            "nothing after that (the post's cases, the detector check): the cell shows the lock failed, and the "
            "columns where the holder writes show whether the company paid for it. " if lost else "")

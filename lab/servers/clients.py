@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+import weakref
 from typing import Mapping
 from urllib.parse import parse_qsl, unquote
 
@@ -143,6 +144,7 @@ def pg_engine(url: URL | str, settings: Mapping[str, object] | None = None, *, p
     engine = create_engine(url, connect_args=connect_args, **kwargs)
     if startup:
         fall_back_when_refused(engine, startup)
+    _STARTUP[engine] = dict(startup)
     return engine
 
 
@@ -223,6 +225,13 @@ def no_retry():
     from redis.retry import Retry
 
     return Retry(NoBackoff(), 0)
+_STARTUP: "weakref.WeakKeyDictionary[Engine, dict]" = weakref.WeakKeyDictionary()
+
+
+def session_settings(engine: Engine) -> dict:
+    """The settings every session of a pg_engine starts with (the given and the pinned), for a library that opens
+    its sessions on the engine's address itself and must start them the same way."""
+    return dict(_STARTUP.get(engine, {}))
 
 
 def redis_client(url: str, **kwargs):

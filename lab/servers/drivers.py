@@ -27,6 +27,8 @@ from sqlalchemy.engine import URL
 
 from lab.errors import LabError
 from lab.servers.clients import known_settings, pg_engine, pg_hosts
+from lab.servers.pg import backend_pid_of
+from lab.servers.pooler_settings import REFUSAL
 
 DEFAULT = "psycopg2"
 # name -> (the packages it needs, what it is)
@@ -85,9 +87,17 @@ def open_session(driver: str, url: URL, settings: Mapping[str, object], autocomm
     startup = dict(settings)
     startup.update({name: 0 for name in sorted(known_settings(url, {"connect_timeout": 5})) if name not in startup})
     opener: Callable[..., LockSession] = {"psycopg": _Psycopg, "asyncpg": _Asyncpg,
-                                          "sqlalchemy+asyncpg": _SqlAlchemyAsync, "django": _Django,
-                                          "django_atomic": _Django}[driver]
+                                          "sqlalchemy+asyncpg": _SqlAlchemyAsync, "django": DjangoSession,
+                                          "django_atomic": DjangoSession}[driver]
     return opener(driver, url, startup, autocommit)
+
+
+def open_django(url: URL, settings: Mapping[str, object]) -> DjangoSession:
+    """Django's own connection, autocommit as Django's default, under an alias of its own that a library built on
+    Django's connections is handed (django-pglock's `using=`), with the settings open_session gives a lock's."""
+    session = open_session("django", url, settings, autocommit=True)
+    assert isinstance(session, DjangoSession)
+    return session
 
 
 def _options(startup: Mapping[str, object]) -> str:
@@ -271,7 +281,7 @@ def _django_ready() -> None:
             django.setup()
 
 
-class _Django(LockSession):
+class DjangoSession(LockSession):
     """Django's own connection for an alias of the lock's: autocommit, or as inside transaction.atomic().
 
     Django keeps connections per thread; the alias is the lock's own and shared across threads, so
@@ -290,18 +300,84 @@ class _Django(LockSession):
             connections.settings[self._alias] = {
                 "ENGINE": "django.db.backends.postgresql", "NAME": url.database, "USER": url.username,
                 "PASSWORD": url.password, "HOST": host, "PORT": port, "CONN_MAX_AGE": None,
-                "OPTIONS": {"options": _options(startup), "connect_timeout": 5, "application_name": "locklab"}}
+                "OPTIONS": {"options": _options(startup), "connect_timeout": 5, "application_name": "locklab",
+                            # the address's own libpq parameters (sslmode, keepalives...), as psycopg takes them
+                            **{k: v for k, v in url.query.items() if k != "host"}}}
             connections.configure_settings(connections.settings)
             self._conn = connections[self._alias]
         self._conn.inc_thread_sharing()
+        self._set_after_connect: dict[str, str] = {}
+        self._connect(startup)
         self._atomic = driver == "django_atomic" and not autocommit
         if self._atomic:
             self._conn.set_autocommit(False)  # what entering transaction.atomic() does to the connection
+
+    def _connect(self, startup) -> None:
+        """Connect now; where a pooler refuses the options startup parameter, connect without it and give every
+        connection of this alias the settings once it is made (session-wide, as the lab's AUTOCOMMIT sessions
+        get them there: lab/servers/pooler_settings.py), through Django's own connection_created signal."""
+        from django.db import OperationalError
+        from django.db.backends.signals import connection_created
+
+        try:
+            self._conn.ensure_connection()
+            return
+        except OperationalError as exc:
+            if REFUSAL not in str(exc) or not startup:
+                raise
+        self._conn.settings_dict["OPTIONS"].pop("options", None)
+        self._set_after_connect = {name: str(value) for name, value in startup.items()}
+        connection_created.connect(self._apply_settings, weak=False, dispatch_uid=self._alias)
+        self._conn.ensure_connection()
+
+    def _apply_settings(self, sender, connection, **kwargs) -> None:
+        if connection.alias != self._alias:
+            return
+        with connection.cursor() as cursor:
+            for name, value in self._set_after_connect.items():
+                cursor.execute("select set_config(%s, %s, false)", [name, value])
+
+    def bind(self) -> None:
+        """Make this the connection the calling thread's `connections[alias]` gives (Django keeps one per thread):
+        a library that looks the alias up itself (django-pglock) then uses this session from any thread, as
+        Django's own live-server tests share a connection with their server thread."""
+        from django.db import connections
+
+        connections[self._alias] = self._conn
+
+    @property
+    def alias(self) -> str:
+        """The name Django's `connections` knows this connection by."""
+        return self._alias
+
+    def backend_pid(self) -> int:
+        """The PostgreSQL pid of its session, as the driver keeps it (no round trip); it connects if it has not."""
+        self._conn.ensure_connection()
+        return backend_pid_of(self._conn.connection)
 
     def one(self, sql, params):
         with self._conn.cursor() as cursor:
             cursor.execute(_pyformat(sql), dict(params))
             return tuple(cursor.fetchone())
+
+    def warnings_during(self, call: Callable[[], object]) -> list[str]:
+        """The server's notices (WARNING and below) on this session while call ran: what a library that drops a
+        statement's answer (pg_advisory_unlock's false) still had said to it, read without a round trip."""
+        self._conn.ensure_connection()
+        raw, said = self._conn.connection, []
+        if hasattr(raw, "add_notice_handler"):  # psycopg 3
+            def heard(diag) -> None:
+                said.append(str(diag.message_primary))
+
+            raw.add_notice_handler(heard)
+            try:
+                call()
+            finally:
+                raw.remove_notice_handler(heard)
+            return said
+        before = len(raw.notices)  # psycopg2 keeps the last 50
+        call()
+        return [str(n).strip() for n in raw.notices[before:]]
 
     def commit(self):
         if self._atomic:  # what leaving the block does: commit, and autocommit again
@@ -311,10 +387,12 @@ class _Django(LockSession):
 
     def drop(self):
         from django.db import connections
+        from django.db.backends.signals import connection_created
 
         try:
             self._conn.close()
         finally:
+            connection_created.disconnect(dispatch_uid=self._alias)
             self._conn.dec_thread_sharing()
             with _DJANGO_LOCK:
                 connections.settings.pop(self._alias, None)

@@ -91,7 +91,14 @@ def why_session_ended(log_path: Path | None, pid: int | None) -> str | None:
 
 def backend_pid(conn) -> int:
     """The server pid of a SQLAlchemy connection's session, read from libpq (no round trip)."""
-    return conn.connection.dbapi_connection.get_backend_pid()
+    return backend_pid_of(conn.connection.dbapi_connection)
+
+
+def backend_pid_of(dbapi_connection) -> int:
+    """The session's pid from a driver's connection: psycopg2 has get_backend_pid(), psycopg 3 keeps it in .info."""
+    if hasattr(dbapi_connection, "get_backend_pid"):
+        return int(dbapi_connection.get_backend_pid())
+    return int(dbapi_connection.info.backend_pid)
 
 
 def waiting_on_lock(monitor: Engine, pid: int) -> bool:

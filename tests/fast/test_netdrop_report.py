@@ -51,3 +51,22 @@ def test_the_kernels_timer_lateness_widens_agreement_only_on_the_late_side():
         return record
     assert ending_summary([late(0, 7990.0), late(1, 7700.0), late(2, 8100.0)])["agreed"] == 1
     assert "7875 s (2 h 11 min) (+ up to 150 s at HZ 250)" in section_netdrop(RunView.of([late(0, 7990.0)]))
+
+
+def test_a_client_that_is_not_libpq_is_na_for_the_variants_that_tune_libpq():
+    """netdrop's client variants set libpq parameters; a lock client that declares it takes none of them
+    (node-postgres: pg_parameters) is n/a there with which, never run with them silently left out."""
+    from backends.node.node_pg_session import NodePgSession
+    from scenarios.netdrop import CLIENT_PARAMETERS, NetDrop, client_settings
+
+    scenario = NetDrop()
+    for profile in ("quick", "default", "full"):
+        params = scenario.profile_params(profile)
+        for variant in scenario.variants:
+            assert set(client_settings(variant, params)) == set(CLIENT_PARAMETERS.get(variant, ()))
+    assert scenario.variant_skip("server_keepalives", NodePgSession) is None
+    assert scenario.variant_skip("client_user_timeout", NodePgSession) == (
+        "its lock's client takes none of libpq's tcp_user_timeout")
+    import backends
+
+    assert scenario.variant_skip("client_user_timeout", backends.load("session_autocommit")) is None

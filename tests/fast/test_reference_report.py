@@ -64,7 +64,10 @@ def matrix_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
             current[1].append([c.strip() for c in line.strip("|").split(" | ")])
         else:
             current = None
-    return tables
+    # The library table of a run that recorded its libraries' languages has a library column after the
+    # backend (lab/report/libraries.py): not a fault's, so left out here.
+    return [(header[1:], [[row[0], *row[2:]] for row in rows]) if header[:1] == ["library"] else (header, rows)
+            for header, rows in tables]
 
 
 def test_every_matrix_count_comes_from_the_trials():

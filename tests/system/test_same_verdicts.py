@@ -81,6 +81,11 @@ def test_every_verdict_matches_the_embedded_run(two_runs, tmp_path):
     # lock was freed at all must match.
     allowed = [row for row in differing if row[0] == "| calibrate"
                and not any(words in " ".join(row) for words in ("not detected", "never detected"))]
+    # A library that cannot work against the DBA's servers says why instead of a verdict, which is the setting
+    # that made the difference: celery-once's parse_url drops the URL's user name, so it cannot log in as the
+    # Redis ACL user (measured: AuthenticationError). Every trial of that backend says so, none gives a verdict.
+    allowed += [row for row in differing if row[-1].startswith("n/a: does not run: ")
+                and "cannot use the Redis" in row[-1] and "user name" in row[-1]]
     assert [row for row in differing if row not in allowed] == [], compared.stdout
 
 
