@@ -314,7 +314,7 @@ def cmd_list(args, argv) -> int:
         print(f"! {name:<{width}} skipped, broken plugin: {reason}")
     print("scenarios (* = run when no --scenario is given):")
     for name in scenarios.names():
-        mark = "*" if name in scenarios.DEFAULT_RUN else " "
+        mark = "*" if scenarios.load(name).default_run else " "
         print(f"{mark} {name:<{width}} {scenarios.load(name).summary}")
     print("drivers of a session lock's connection (--driver; ! = not installed: pip install -e '.[drivers]'):")
     for name, (_, what) in drivers.DRIVERS.items():

@@ -35,18 +35,14 @@ REGISTRY = Registry("scenario", {
     "latency": "scenarios.latency:Latency",
 })
 
-# What `lab run` runs when no --scenario is given: the post's core experiments, about 90 s on
-# 2 cores. The rest (SERIALIZABLE conflicts, restarts, the cost table, the kill-point search) take
-# minutes and run with --scenario all or by name.
-DEFAULT_RUN = ["cases", "calibrate", "overlap", "kill", "rules", "timing", "lookalikes", "pause", "cut"]
-
 names = REGISTRY.names
 
 
 def resolve(spec: str | None) -> list[str]:
-    """None (no --scenario) -> the default run; otherwise 'all' or names, as the registry resolves them."""
+    """None (no --scenario) -> the scenarios that declare default_run; otherwise 'all' or names, as the registry
+    resolves them."""
     if spec is None:
-        return [name for name in names() if name in DEFAULT_RUN]
+        return [name for name in names() if REGISTRY.load(name).default_run]
     return REGISTRY.resolve(spec)
 
 

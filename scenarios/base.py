@@ -217,6 +217,9 @@ class Scenario(ABC):
     replicated: ClassVar[bool] = False  # the lock service loses one of its servers
     # A managed failover's scripted counterpart (the scenario the report sets it beside), or None.
     control: ClassVar[str | None] = None
+    # Whether `lab run` without --scenario runs it: the post's core experiments, about 90 s on 2 cores. The
+    # rest (restarts, failovers, the cost table, the kill-point search) take minutes: --scenario all or by name.
+    default_run: ClassVar[bool] = False
 
     @classmethod
     def fault_columns(cls) -> FaultColumns | None:

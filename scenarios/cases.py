@@ -35,6 +35,7 @@ PROBE_FRACTIONS = (1 / 3, 5 / 3)
 
 class Cases(Scenario):
     name = "cases"
+    default_run = True
     summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"
     requires = frozenset({Capability.SESSION_LOCK})
     variants = ("idle_in_transaction", "query_then_idle_in_transaction", "idle_session")

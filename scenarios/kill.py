@@ -19,6 +19,7 @@ from scenarios.base import Scenario, TrialEnv, judged
 
 class Kill(Scenario):
     name = "kill"
+    default_run = True
     summary = "run1's write session terminated after its delete, before its commit, while run2 waits"
     variants = ("after_delete",)
     title = "the write session killed"

@@ -22,6 +22,7 @@ _PID_AND_KEY = text("select pg_backend_pid(), hashtextextended(:k, 0)")
 
 class Lookalikes(Scenario):
     name = "lookalikes"
+    default_run = True
     summary = "lookalike timers ruled out: idle_session_timeout in a transaction, pool_recycle, close() vs invalidate()"
     variants = ("idle_session_in_transaction", "pool_recycle_checked_out", "close_keeps_lock")
     params = {

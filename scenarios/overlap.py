@@ -19,6 +19,7 @@ ISOLATION = {"two_runs": "READ COMMITTED", "repeatable_read": "REPEATABLE READ"}
 
 class Overlap(Scenario):
     name = "overlap"
+    default_run = True
     summary = "one 250-row company rebuilt by two runs at once, READ COMMITTED (and REPEATABLE READ with the lock)"
     variants = ("two_runs", "repeatable_read")
     title = "two runs at once"

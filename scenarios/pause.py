@@ -10,6 +10,7 @@ from scenarios._lease_faults import LeaseFaultScenario
 
 class Pause(LeaseFaultScenario):
     name = "pause"
+    default_run = True
     fault = "pause"
     summary = "holder process SIGSTOPped past the TTL at its fault point, then SIGCONTed; a contender tries meanwhile"
     variants = ("sigstop",)

@@ -18,6 +18,7 @@ DEADLOCK_DETECTED = "40P01"
 
 class Rules(Scenario):
     name = "rules"
+    default_run = True
     summary = "lock_timeout retries the company; sorted vs opposite lock order and deadlocks"
     requires = frozenset({Capability.IN_TRANSACTION})
     variants = ("lock_timeout_retry", "sorted_batches", "opposite_batches")

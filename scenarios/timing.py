@@ -51,6 +51,7 @@ def attempt_times(trigger: str, scale: float, rng: random.Random) -> list[float]
 
 class Timing(Scenario):
     name = "timing"
+    default_run = True
     lane = ALONE  # when a short run got in, against guard timers: nothing beside it
     summary = "the post's timing runs: lock held under a timeout, short runs on a 5 s cron grid or ~1/s events"
     variants = ("cron", "event")
