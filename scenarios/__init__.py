@@ -42,7 +42,7 @@ def resolve(spec: str | None) -> list[str]:
     """None (no --scenario) -> the scenarios that declare default_run; otherwise 'all' or names, as the registry
     resolves them."""
     if spec is None:
-        return [name for name in names() if REGISTRY.load(name).default_run]
+        return [name for name in names() if load(name).default_run]
     return REGISTRY.resolve(spec)
 
 

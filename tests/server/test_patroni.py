@@ -27,7 +27,7 @@ from tests.server.helpers import lock_lost, outcome_of, processes_under, shared_
 from tests.server.test_cli_run import lab_env
 from tests.server.test_lease_faults import no_holder_left
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 TRIALS = [("session_autocommit", "crash"), ("session_autocommit", "agent_paused"), ("xact", "agent_paused_routed"),
           ("lease_row", "agent_paused_routed"), ("lease_row", "agent_paused_sync"), ("lease_row", "dcs_cut"),

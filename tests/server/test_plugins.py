@@ -168,6 +168,7 @@ def assert_lands(row: list[str], excused: set) -> None:
     assert (0 < len(not_run) <= len(excused)) if excused else not not_run, (not_run, excused)
 
 
+@pytest.mark.slow
 def test_the_readme_plugin_lands_in_every_column_it_qualifies_for(tmp_path, monkeypatch):
     """Written in a temp folder from the README, with no edit in the tree: checked, run, reported.
 

@@ -21,7 +21,7 @@ from scenarios.sentinel import Sentinel
 from tests.server.helpers import lock_lost, processes_under, trial_env, verdict_of
 from tests.server.test_lease_faults import no_holder_left
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 
 def run(services, engines, backend: str, variant: str) -> tuple[dict, str]:

@@ -26,7 +26,7 @@ from lab.servers.sentinel import SERVICE, SentinelRedis
 from lab.servers.services import ExternalAddresses, start_services
 from tests.server.helpers import shared_tmp
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 
 class Partitioner(threading.Thread):

@@ -16,7 +16,7 @@ from tests.server.helpers import shared_tmp
 from tests.system.conftest import DATABASE_GUARDS, MAX_CONNECTIONS
 
 # Skipped before the fixture starts anything, in one line for the tier, without the packages.
-pytestmark = [pytest.mark.system, pytest.mark.os_packages("postgresql-15", "redis-server")]
+pytestmark = [pytest.mark.system, pytest.mark.slow, pytest.mark.os_packages("postgresql-15", "redis-server")]
 
 SCENARIOS = "cases,calibrate,overlap,pause,cut,lookalikes"
 
