@@ -68,7 +68,7 @@ from lab.servers.clients import pg_engine, pg_hosts
 from lab.servers.identity import primary_identity
 from lab.servers.health_router import PrimaryRouter
 from lab.servers.patroni import PatroniCluster, PatroniNode, PatroniSettings
-from lab.servers.patroni_runtime import Unavailable, runtime, unavailable_reason
+from lab.servers.patroni_runtime import Unavailable, runtime
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
@@ -143,13 +143,6 @@ class Patroni(LeaseFaultScenario):
         "default": {"ttl_s": 2.0, "trials": 1, "parallel": 3},
     }
 
-    def variant_skip(self, variant: str, backend_cls) -> str | None:
-        reason = super().variant_skip(variant, backend_cls)
-        if reason is not None:
-            return reason
-        missing = unavailable_reason()
-        return None if missing is None else DoesNotRun(missing)
-
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # every session of a trial is on the trial's own cluster
 
@@ -161,7 +154,7 @@ class Patroni(LeaseFaultScenario):
         run_server = env.services.embedded.get("postgres")
         if run_server is None:
             return self._on_your_servers(env)
-        try:
+        try:  # asked here, not when planning: on the user's cluster Patroni need not run on this machine
             found = runtime()
         except Unavailable as exc:
             raise Skip(DoesNotRun(str(exc))) from None

@@ -109,17 +109,20 @@ def dsn(cluster: PatroniCluster) -> str:
     return f"postgresql://postgres:{cluster.secrets.superuser}@/postgres?{hosts}&target_session_attrs=read-write"
 
 
-def lab_run(tmp_path: Path, cluster: PatroniCluster, hooks: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+def lab_run(tmp_path: Path, cluster: PatroniCluster, hooks: dict[str, str], *args: str,
+            wrapper: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """`lab run --scenario patroni` on the cluster, its DSN in LAB_PG_DSN; wrapper: what runs the lab (a namespace)."""
     tmp = shared_tmp(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env.update(TMPDIR=str(tmp), LAB_PG_DSN=dsn(cluster))  # the user's environment, not argv
-    argv = [sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--results", str(tmp_path / "r"),
+    argv = [*wrapper, sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--results", str(tmp_path / "r"),
             "--scenario", "patroni", *args]
     for hook, command in hooks.items():
         argv += ["--fault-command", f"{hook}={command}"]
     assert not [a for a in argv if cluster.secrets.superuser in a]
     try:
-        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False,
+                              cwd=Path(__file__).parents[2])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -180,3 +183,24 @@ def test_without_your_commands_the_cells_say_how_to_give_them(your_patroni, tmp_
                                      "--fault-command failover=CMD")
     assert "--fault-command pause=CMD and --fault-command heal=CMD" in reasons["agent_paused"]
     assert "--fault-command partition=CMD and --fault-command heal=CMD" in reasons["dcs_cut"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="hiding the installed package needs root and unshare (a private mount namespace)")
+def test_on_your_cluster_the_lab_needs_no_patroni_of_its_own(your_patroni, tmp_path):
+    """The lab without the `ha` extra, for real (an empty folder mounted over the package in a mount namespace of
+    this test's own): against your cluster its cells still run your commands, here asking for them, and none says
+    *does not run*."""
+    import importlib.util
+
+    cluster, _, _ = your_patroni
+    package = Path(importlib.util.find_spec("patroni").origin).parent
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    hide = ("unshare", "--mount", "--propagation", "private", "sh", "-c", f"mount --bind {empty} {package} && "
+            "exec \"$@\"", "sh")
+    result = lab_run(tmp_path, cluster, {}, "--backend", "lease_row", wrapper=hide)
+    assert result.returncode == 0, result.stderr[-2000:]
+    _, trials = trials_of(tmp_path)
+    assert trials and all(t["status"] == "skipped" and t["runs_here"] is True for t in trials)
+    assert "--fault-command failover=CMD" in {t["variant"]: t["reason"] for t in trials}["switchover"]
