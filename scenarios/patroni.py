@@ -251,11 +251,16 @@ class Patroni(LeaseFaultScenario):
                 if len(nodes) > 1:
                     old = primary_identity(env.services, "postgres")["address"]
                     create_probe_table(nodes[old])
-                    # Connected to the old primary before the fault, as a client already is; it writes from the fault on.
+                    # Connected to the old primary before the fault, as a client already is.
                     probe = PromotionProbe(f"your cluster manager ({fault.hook.value} command)", old, nodes)
 
                 def caught_up() -> dict:
-                    return {"standbys_replayed_s": _replayed_everywhere(nodes, old, REPLAYED_WITHIN_S)}
+                    replayed = _replayed_everywhere(nodes, old, REPLAYED_WITHIN_S)
+                    if probe is not None:
+                        # Started as the command is about to run, not once it has: a command may return only when its
+                        # failover is done (patronictl waits for the switchover), and the window is what it measures.
+                        probe.start(time.monotonic())
+                    return {"standbys_replayed_s": replayed}
 
                 def settle() -> dict:
                     for engine in (monitor, writes):
@@ -263,8 +268,7 @@ class Patroni(LeaseFaultScenario):
                     return {}
 
                 measures = failover_trial(replace(env, monitor=monitor, writes=writes), fault, once_held=caught_up,
-                                          at_fault=None if probe is None else probe.start, settle=settle,
-                                          guard_s=GUARD_S, retry_errors=True)
+                                          settle=settle, guard_s=GUARD_S, retry_errors=True)
                 if probe is not None:
                     probe.stop()
                 settled, _ = fault.settle(env.services, "postgres")

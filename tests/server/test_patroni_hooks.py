@@ -148,8 +148,9 @@ def test_your_commands_fail_over_your_patroni(your_patroni, tmp_path):
         before, after = e["primary_before"], e["primary_after"]
         assert before["address"] != after["address"] and after["timeline"] > before["timeline"]
         assert e["standbys_replayed_s"] is not None  # the grant was on the standby before the command
-        if hook == "failover":  # a switchover demotes the old primary first: never two primaries
+        if hook == "failover":  # a switchover demotes the old primary first: never two primaries, nothing lost
             assert after["primaries"] == [after["address"]]
+            assert m["promotion"]["old_primary_writes_survived"] == m["promotion"]["old_primary_accepted"]
         else:  # your heal ran; the old primary came back as a standby (rewound), beside one primary
             assert e["heal_command"] == hooks["heal"] and e["heal_command_exit"] == 0
             assert e["old_primary_after_heal"]["in_recovery"] is True
