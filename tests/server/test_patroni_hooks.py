@@ -29,7 +29,7 @@ from lab.servers.patroni_runtime import unavailable_reason
 from tests.os_packages import REQUIRED
 from tests.server.helpers import processes_under, shared_tmp
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 BACKENDS = ("lease_row", "session")
 HOOKED = {"agent_paused": "pause", "dcs_cut": "partition", "switchover": "failover"}
