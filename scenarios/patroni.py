@@ -30,6 +30,14 @@ Variants (columns):
   loop_wait + retry_timeout, and the replica promotes once the leader key expires (no primary between).
 - dcs_cut_failsafe: the same with failsafe_mode on: the primary stays primary while the replica answers it.
 - switchover: a planned switchover (REST `POST /switchover`, as patronictl asks it).
+
+On a PostgreSQL the lab did not start (`--pg-dsn`, best a multi-host URL with target_session_attrs=read-write,
+as Patroni's users connect) the lab never acts on the cluster itself: agent_paused runs the user's pause=CMD
+(with heal=CMD), dcs_cut their partition=CMD (with heal=CMD) and switchover their failover=CMD, each confirmed
+over the servers' own protocols (lab/faults/commanded.py), one trial at a time since a failover reaches every
+client of the service. With several hosts in the URL the same probe measures the promotion. The variants that
+set the cluster's own settings (synchronous_mode, failsafe_mode) or put the lab's router in front of it stay on
+the lab's cluster, and a crash, which Patroni may repair in place, is the `restart` scenario's.
 """
 
 from __future__ import annotations
@@ -41,21 +49,26 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+import psycopg2
 from sqlalchemy import text
+from sqlalchemy.engine import URL
 
 import backends
 from lab.faults import load as load_fault
 from lab.columns import Column
 from lab.errors import LabError
+from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
 from lab.harness.outcomes import DoesNotRun
 from lab.harness.promotion import PromotionProbe, create_probe_table
+from lab.harness.promotion import connect as promotion_connect
 from lab.harness.verdict import Verdict
 from lab.harness.workload import ensure_schema
-from lab.servers.clients import pg_engine
+from lab.servers.clients import pg_engine, pg_hosts
+from lab.servers.identity import primary_identity
 from lab.servers.health_router import PrimaryRouter
 from lab.servers.patroni import PatroniCluster, PatroniNode, PatroniSettings
-from lab.servers.patroni_runtime import Unavailable, runtime, unavailable_reason
+from lab.servers.patroni_runtime import Unavailable, runtime
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
@@ -65,6 +78,7 @@ SETTLE_WITHIN_S = 60.0  # after the heal: the old primary demoted, rewound and s
 # columns judge Patroni, and the guard's own column is `cases`.
 GUARD_S = 120.0
 ROUTE_WITHIN_S = 15.0  # after a promotion, until the health-checked route leads to the new primary
+REPLAYED_WITHIN_S = 30.0  # on the user's cluster, before the fault: until its standbys have replayed the grant
 
 ASYNC, SYNC, FAILSAFE = PatroniSettings(), PatroniSettings(synchronous_mode=True), PatroniSettings(failsafe_mode=True)
 
@@ -85,6 +99,19 @@ class Patroni(LeaseFaultScenario):
     settings = {"crash": ASYNC, "agent_paused": ASYNC, "agent_paused_routed": ASYNC, "agent_paused_sync": SYNC,
                 "dcs_cut": ASYNC, "dcs_cut_failsafe": FAILSAFE, "switchover": ASYNC}
     routed = frozenset({"agent_paused_routed"})
+    commanded: dict[str, type[CommandedFault]] = {"agent_paused": CommandedPause, "dcs_cut": CommandedPartition,
+                                                  "switchover": CommandedFailover}
+    # Why the other variants do not run on the user's cluster (the cell's reason).
+    lab_cluster_only = {
+        "crash": "a crashed postgres may be restarted in place by Patroni, which no new primary confirms: on your "
+                 "servers it is the restart scenario's (--fault-command restart=CMD)",
+        "agent_paused_routed": "it puts the lab's own GET /primary router in front of a cluster the lab started; give "
+                               "your router's address (HAProxy) as the DSN and agent_paused runs through it",
+        "agent_paused_sync": "it turns synchronous_mode on in a cluster the lab started; yours runs with its own "
+                             "setting, in the column agent_paused",
+        "dcs_cut_failsafe": "it turns failsafe_mode on in a cluster the lab started; yours runs with its own setting, "
+                            "in the column dcs_cut",
+    }
     columns = (
         Column("crash", "Patroni: the primary's postgres crashed", 13.1,
                "the primary's postmaster killed (SIGKILL); confirmed by its pid gone and a primary again, restarted "
@@ -92,7 +119,8 @@ class Patroni(LeaseFaultScenario):
         Column("agent_paused", "Patroni: the primary's agent paused (split brain)", 13.2,
                "the primary's Patroni agent SIGSTOPped past the ttl while its postgres runs; confirmed by state T and "
                "the replica promoted (Patroni's view from it, out of recovery on a later timeline) beside the old "
-               "primary; SIGCONT after the holder's write, then the old primary is demoted and rewound"),
+               "primary; SIGCONT after the holder's write, then the old primary is demoted and rewound (or your pause=CMD "
+               "and heal=CMD on your cluster)"),
         Column("agent_paused_routed", "the same, clients routed by GET /primary", 13.3,
                "the same split brain with every client behind a proxy that routes new connections by each node's "
                "REST health check (GET /primary), as HAProxy does; confirmed the same way"),
@@ -102,25 +130,18 @@ class Patroni(LeaseFaultScenario):
         Column("dcs_cut", "Patroni: the primary cut from etcd", 13.5,
                "the primary's agent cut from the DCS (its etcd link blackholed), failsafe_mode off; confirmed by the "
                "link relaying nothing and the agent's dcs_last_seen standing still; what Patroni did is recorded "
-               "(here: the old primary demoted itself, then the replica was promoted)"),
+               "(here: the old primary demoted itself, then the replica was promoted); or your partition=CMD and heal=CMD"),
         Column("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
                "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
                "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)"),
         Column("switchover", "Patroni: a planned switchover", 13.7,
                "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
-               "leader and its postgres out of recovery on a later timeline"),
+               "leader and its postgres out of recovery on a later timeline (or your failover=CMD)"),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
         "default": {"ttl_s": 2.0, "trials": 1, "parallel": 3},
     }
-
-    def variant_skip(self, variant: str, backend_cls) -> str | None:
-        reason = super().variant_skip(variant, backend_cls)
-        if reason is not None:
-            return reason
-        missing = unavailable_reason()
-        return None if missing is None else DoesNotRun(missing)
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # every session of a trial is on the trial's own cluster
@@ -132,8 +153,8 @@ class Patroni(LeaseFaultScenario):
     def run_trial(self, env: TrialEnv) -> dict:
         run_server = env.services.embedded.get("postgres")
         if run_server is None:
-            raise Skip("patroni starts a cluster from the lab's own PostgreSQL binaries; it never manages yours")
-        try:
+            return self._on_your_servers(env)
+        try:  # asked here, not when planning: on the user's cluster Patroni need not run on this machine
             found = runtime()
         except Unavailable as exc:
             raise Skip(DoesNotRun(str(exc))) from None
@@ -207,8 +228,104 @@ class Patroni(LeaseFaultScenario):
             cluster.stop()
             shutil.rmtree(root, ignore_errors=True)
 
+    def _on_your_servers(self, env: TrialEnv) -> dict:
+        """The same trial on the user's cluster with the user's own command: every client on the URL they gave, the
+        grant replayed on every other host before the command, and with several hosts the promotion probe on the
+        old primary (as on the lab's cluster). Verdicts come from the same checkers."""
+        cls = backends.load(env.spec.backend)
+        kind = self.commanded.get(env.spec.variant)
+        if kind is None:
+            raise Skip(self.lab_cluster_only[env.spec.variant])
+        fault = kind()
+        reason = fault.cannot_run(cls, env.services)
+        if reason is not None:
+            raise Skip(reason)
+        url = env.services.pg()
+        nodes = {f"{host}:{port}": url.set(host=host, port=port, query={}) for host, port in pg_hosts(url)}
+        with ONE_AT_A_TIME:  # a failover of the user's service reaches every trial on it
+            monitor = pg_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
+                                connect_args={"application_name": "locklab-monitor"})
+            writes = pg_engine(url, pool_pre_ping=True, pool_size=2, connect_args={"application_name": "locklab-writes"})
+            probe, old = None, ""
+            try:
+                if len(nodes) > 1:
+                    old = primary_identity(env.services, "postgres")["address"]
+                    create_probe_table(nodes[old])
+                    # Connected to the old primary before the fault, as a client already is.
+                    probe = PromotionProbe(f"your cluster manager ({fault.hook.value} command)", old, nodes)
+
+                def caught_up() -> dict:
+                    replayed = _replayed_everywhere(nodes, old, REPLAYED_WITHIN_S)
+                    if probe is not None:
+                        # Started as the command is about to run, not once it has: a command may return only when its
+                        # failover is done (patronictl waits for the switchover), and the window is what it measures.
+                        probe.start(time.monotonic())
+                    return {"standbys_replayed_s": replayed}
+
+                def settle() -> dict:
+                    for engine in (monitor, writes):
+                        engine.dispose()  # the final table is read on a fresh connection, once one primary is left
+                    return {}
+
+                measures = failover_trial(replace(env, monitor=monitor, writes=writes), fault, once_held=caught_up,
+                                          settle=settle, guard_s=GUARD_S, retry_errors=True)
+                if probe is not None:
+                    probe.stop()
+                settled, _ = fault.settle(env.services, "postgres")
+                measures["evidence"].update(settled)
+                if probe is not None:
+                    survivor = settled.get("primary_after_heal") or measures["evidence"].get("primary_after_heal")
+                    at = survivor.get("address") if isinstance(survivor, dict) else None
+                    measures["promotion"] = probe.measures(nodes.get(at) if at is not None else None)
+                    measures["evidence"]["probe"] = probe.details()
+            finally:
+                if probe is not None:
+                    probe.stop()
+                fault.stop_watch()
+                for engine in (monitor, writes):
+                    engine.dispose()
+        measures["patroni"] = {"cluster": "yours", "hosts": len(nodes),
+                               "clients": "your URL" + (", several hosts" if len(nodes) > 1 else "")}
+        return measures
+
     def judge(self, measures: dict, backend_cls) -> Verdict:
         return failover_judgement(measures, backend_cls)
+
+
+def _replayed_everywhere(nodes: dict[str, URL], primary: str, within: float) -> float | None:
+    """Seconds until every other host of the user's URL has replayed what the primary had written when asked (the
+    holder's grant on the standby before the fault, as on the lab's cluster); None with a single host. A host that
+    does not catch up within the bound makes the trial an error: the fault would test the lag instead."""
+    if len(nodes) < 2:
+        return None
+    started = time.monotonic()
+    target = _ask(nodes[primary], "select pg_current_wal_lsn()::text")
+    for address, node in nodes.items():
+        said = "no answer"
+        while address != primary:
+            try:
+                behind = _ask(node, "select pg_wal_lsn_diff(%s, pg_last_wal_replay_lsn())", (target,))
+            except psycopg2.Error as exc:  # a standby restarting: asked again until the bound
+                behind, said = None, type(exc).__name__
+            if behind is not None and behind <= 0:
+                break
+            said = said if behind is None else f"{behind} bytes behind"
+            if time.monotonic() - started > within:
+                raise LabError(f"{address} did not replay the primary's WAL within {within:.0f} s ({said})")
+            time.sleep(0.05)  # nothing announces a replay to a client: ask again
+    return round(time.monotonic() - started, 3)
+
+
+def _ask(url: URL, query: str, args: tuple = ()):
+    """One value from one host, on a session of its own."""
+    conn = promotion_connect(url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(query, args)
+            row = cur.fetchone()
+    finally:
+        conn.close()
+    return None if row is None else row[0]
 
 
 def _primary_check(node: PatroniNode) -> Callable[[], bool]:

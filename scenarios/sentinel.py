@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -42,7 +41,7 @@ from pathlib import Path
 import backends
 from lab import faults
 from lab.columns import Column
-from lab.faults.commanded import CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
+from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
 from lab.harness.verdict import Verdict
 from lab.harness.workload import ensure_schema
@@ -55,7 +54,6 @@ from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
 
 MIN_REPLICAS = "_min1"
-_ON_YOUR_SERVERS = threading.Lock()  # a failover of the user's service reaches every trial on it: one at a time
 
 
 class Sentinel(LeaseFaultScenario):
@@ -164,7 +162,7 @@ class Sentinel(LeaseFaultScenario):
         reason = fault.cannot_run(cls, env.services)
         if reason is not None:
             raise Skip(reason)
-        with _ON_YOUR_SERVERS:
+        with ONE_AT_A_TIME:  # a failover of the user's service reaches every trial on it
             try:
                 measures = failover_trial(env, fault, retry_errors=True)
                 settled, promotion = fault.settle(env.services, cls.lock_service)

@@ -6,16 +6,20 @@ moment and confirms it over the servers' own protocols: a new primary or leader
 address a majority of Sentinels give and that server's ROLE and run_id, etcd's leader id). A pause
 or a partition must be undone: it needs `heal=CMD` too, which runs when the trial heals and is
 confirmed by a primary answering and the old one answering again (for a Redis behind Sentinel: taken
-back as a replica, the Sentinels' own repair). A command that fails, or leaves the same primary
+back as a replica, the Sentinels' own repair; for a PostgreSQL of several hosts: beside exactly one
+primary, the old one demoted or rewound by its manager, so no split brain is left). A command that fails, or leaves the same primary
 answering, makes the trial an error. Every lock service reads the same way, so one such fault serves
 Patroni, Sentinel, an etcd cluster or Kubernetes alike; the scenario decides which lock it strikes.
 
 For a Redis lock a PromotionWatch records the promotion measures, its probe writing straight to the
-old primary's address with the service's credentials.
+old primary's address with the service's credentials (a PostgreSQL lock's scenario runs the harness's
+PromotionProbe itself). A failover of the user's service reaches every trial on it, so each scenario
+runs these trials one at a time, under ONE_AT_A_TIME.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import ClassVar
 
@@ -28,6 +32,7 @@ from lab.servers.services import Services
 
 NEW_PRIMARY_WITHIN = 60.0  # from the command's end: a manager's own timers (a TTL, down-after) come first
 RESTORED_WITHIN = 60.0  # from the heal command's end: Sentinel takes an old primary back only after ~10 s
+ONE_AT_A_TIME = threading.Lock()  # held by a trial of a commanded fault, in any scenario, from start to end
 OLD_BACK_WITHIN = 20.0  # after a failover, how long the old primary's return is waited for before it is recorded as gone
 
 
@@ -141,11 +146,10 @@ class CommandedFault(Fault):
             try:
                 now = primary_identity(services, service)
                 old = old_primary_answer(services, service, before)
-                back = old.get("role") == "slave" if service == "redis" and is_sentinel_url(services.redis()) else True
-                if back:
+                if _taken_back(services, service, now, old):
                     return {"restored_after_s": round(time.monotonic() - (self.t_healed or time.monotonic()), 3),
                             "primary_after_heal": now, "old_primary_after_heal": old}
-                seen = f"the old primary answers {old}"
+                seen = f"the old primary answers {old}" + (f", beside the primary {now}" if service == "postgres" else "")
             except Exception as exc:  # not back yet: ask again
                 seen = redact_text(str(exc))[:200]
             time.sleep(0.2)
@@ -178,6 +182,17 @@ class CommandedFault(Fault):
             self.watch.stop()
 
 
+def _taken_back(services: Services, service: str, now: dict, old: dict) -> bool:
+    """Whether the old primary, answering again, is back as its manager leaves it: behind Sentinel, a replica; on
+    a PostgreSQL of several hosts, beside no other primary (a split brain's old primary still takes writes until
+    its agent demotes it, and a final table read then could land on either)."""
+    if service == "redis" and is_sentinel_url(services.redis()):
+        return old.get("role") == "slave"
+    if service == "postgres":
+        return len(now.get("primaries", [now["address"]])) == 1
+    return True
+
+
 class CommandedFailover(CommandedFault):
     name = "commanded_failover"
     hook = Hook.FAILOVER
@@ -198,4 +213,4 @@ class CommandedPartition(CommandedFault):
     label = "your partition command"
 
 
-__all__ = ["CommandedFault", "CommandedFailover", "CommandedPause", "CommandedPartition"]
+__all__ = ["ONE_AT_A_TIME", "CommandedFault", "CommandedFailover", "CommandedPause", "CommandedPartition"]

@@ -43,11 +43,13 @@ def connect(url: URL, **kwargs):
 
 
 def create_probe_table(primary: URL) -> None:
-    """The probe's table, made on the primary before the fault (so the standby has it too)."""
+    """The probe's table, made on the primary before the fault (so the standby has it too), and emptied: on the
+    user's own servers it outlives the trial that made it, and the probe numbers its rows from 1 each trial."""
     conn = connect(primary)
     try:
         with conn.cursor() as cur:
             cur.execute(f"create table if not exists {PROBE_TABLE} (n int primary key, written_at float not null)")
+            cur.execute(f"truncate {PROBE_TABLE}")
     finally:
         conn.close()
 

@@ -5,7 +5,9 @@ is confirmed by comparing these before and after: PostgreSQL's postmaster start 
 Redis server's run_id, etcd's process start time and leader, each ZooKeeper server's start (its
 `mntr` uptime taken from the clock). No process id is needed, so it works on servers on other hosts.
 A failover is confirmed the same way by which server is the primary (primary_identity): the node
-that takes writes, the Sentinels' answer, etcd's leader.
+that takes writes, the Sentinels' answer, etcd's leader. A PostgreSQL named by a multi-host URL is asked
+host by host, since in a split brain (a manager's agent paused, a primary cut from its DCS) two nodes
+take writes and the promoted one is told apart only by its later timeline.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from lab.servers.clients import (
     no_retry,
     parse_sentinel_url,
     pg_engine,
+    pg_hosts,
     redis_client,
     server_url,
 )
@@ -117,11 +120,15 @@ def try_identity(services: Services, service: str) -> tuple[dict | None, str | N
 def primary_identity(services: Services, service: str) -> dict:
     """Which server takes writes now, read over the servers' own protocols; raises while none answers.
 
-    PostgreSQL: the node a read-write session lands on (libpq's target_session_attrs=read-write over the
-    URL's hosts), with its timeline and whether it is in recovery. Redis: through Sentinel, the address a
+    PostgreSQL over a multi-host URL: every host asked on its own, the primary being the one out of recovery
+    on the latest timeline (the first in the URL's order on a tie), with every host's answer (`nodes`) and
+    those that take writes (`primaries`: two in a split brain). Over one address: the node a read-write session
+    lands on, with its timeline and whether it is in recovery. Redis: through Sentinel, the address a
     majority of the Sentinels give (get-master-addr-by-name); else the URL's server; then that server's
     ROLE and run_id. etcd: the leader's member id and raft term, and each member's client URL.
     """
+    if service == "postgres" and len(pg_hosts(services.pg())) > 1:
+        return _pg_primary_among_hosts(services)
     if service == "postgres":
         writable = services.pg().update_query_dict({"target_session_attrs": "read-write"})
         engine = pg_engine(writable, poolclass=None, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": int(TIMEOUT)})
@@ -161,6 +168,36 @@ def primary_identity(services: Services, service: str) -> dict:
         client.close()
     leader = status.leader.id if hasattr(status.leader, "id") else status.leader
     return {"leader": str(leader), "raft_term": int(status.raft_term), "members": members}
+
+
+def _pg_primary_among_hosts(services: Services) -> dict:
+    """The primary of a multi-host URL, read host by host (see primary_identity); raises while none takes writes."""
+    nodes: dict[str, dict] = {}
+    for host, port in pg_hosts(services.pg()):
+        address = f"{host or 'local'}:{port}"
+        try:
+            nodes[address] = pg_node_state(services, host, port)
+        except Exception as exc:  # a node restarting, rewinding or paused answers nothing: it is not a primary now
+            nodes[address] = {"error": type(exc).__name__}
+    primaries = [a for a, state in nodes.items() if state.get("in_recovery") is False]
+    if not primaries:
+        raise ServiceError(f"no host of the URL takes writes: {nodes}")
+    chosen = max(primaries, key=lambda a: nodes[a]["timeline"] or 0)  # max() keeps the first of equals
+    return {"address": chosen, **nodes[chosen], "primaries": primaries, "nodes": nodes}
+
+
+def pg_node_state(services: Services, host: str | None, port: int) -> dict:
+    """What the PostgreSQL at one host of the service's URL says of itself (the URL's user, password and database):
+    in recovery or not, the timeline it writes on, and when its postmaster started; raises when it does not answer."""
+    engine = pg_engine(services.pg().set(host=host, port=port, query={}), poolclass=None,
+                       isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": int(TIMEOUT)})
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(text(f"select pg_is_in_recovery() as in_recovery, {_TIMELINE} as wal_file, "
+                                    f"pg_postmaster_start_time()::text as started")).mappings().one()
+    finally:
+        engine.dispose()
+    return {"in_recovery": bool(row["in_recovery"]), "timeline": _timeline(row["wal_file"]), "started": row["started"]}
 
 
 # The timeline a server writes on: the first eight hex digits of its current WAL file's name (any role may ask;
@@ -224,15 +261,8 @@ def old_primary_answer(services: Services, service: str, before: dict) -> dict:
     run_id (with the URL's credentials). etcd: the leader it follows now, asked at one of its client URLs."""
     if service == "postgres":
         host, _, port = before["address"].rpartition(":")
-        engine = pg_engine(services.pg().set(host=host, port=int(port), query={}), poolclass=None,
-                           isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": int(TIMEOUT)})
-        try:
-            with engine.connect() as conn:
-                row = conn.execute(text(f"select pg_is_in_recovery() as in_recovery, {_TIMELINE} as wal_file"
-                                        )).mappings().one()
-        finally:
-            engine.dispose()
-        return {"in_recovery": bool(row["in_recovery"]), "timeline": _timeline(row["wal_file"])}
+        state = pg_node_state(services, host, int(port))
+        return {"in_recovery": state["in_recovery"], "timeline": state["timeline"]}
     if service == "redis":
         host, _, port = before["address"].rpartition(":")
         url = services.redis()
