@@ -55,8 +55,12 @@ class CeleryOnceRedis(LeaseBackend):
     def cannot_run(cls, services) -> str | None:
         """Measured: the library's own client, built from this Redis's URL as the library builds it, answers a PING.
         celery-once's parse_url keeps a URL's password and drops its user name, so it cannot log in as a Redis
-        ACL user (measured on Redis 7 with an ACL user: AuthenticationError)."""
-        backend = _backend(services.redis(), 5.0)
+        ACL user (measured on Redis 7 with an ACL user: AuthenticationError), and it has no Sentinel support: its
+        parse_url raises ValueError('Unsupported protocol redis+sentinel')."""
+        try:
+            backend = _backend(services.redis(), 5.0)  # parse_url refuses a redis+sentinel:// address (ValueError)
+        except Exception as exc:
+            return f"celery-once's parse_url refuses the address's form: {describe_error(exc)}"
         try:
             backend.redis.ping()
         except Exception as exc:
