@@ -24,7 +24,8 @@ from pathlib import Path
 
 import backends
 from lab.columns import Column
-from lab.faults.slow_network import NetDelay, NetLoss, SlowNetworkFault
+from lab.errors import LabError
+from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, SlowNetworkFault
 from lab.harness.measures import LeaseFaultMeasures
 from lab.harness.outcomes import DoesNotRun
 from lab.harness.workload import ensure_schema
@@ -144,6 +145,8 @@ def _start_inside(services: Services, needed: tuple[str, ...], root: Path, names
     """Start the servers a backend needs, on a thread inside the namespace (their readiness checks connect from it),
     each recorded in services as it comes up, so that services.stop() stops whatever did start."""
     for name in (n for n in SERVICE_NAMES if n in needed):
+        if name not in NAMESPACED_SERVICES:  # the fault declares these n/a (lab/faults/slow_network.py)
+            raise LabError(f"{name} is not started inside the slow network's namespace")
         if name == "postgres":
             pg = EmbeddedPostgres(root, bin_dir=bin_dir, netns=namespace.fd, name="slownet")
             services.embedded[name] = pg
@@ -159,7 +162,7 @@ def _start_inside(services: Services, needed: tuple[str, ...], root: Path, names
             services.embedded[name] = masters
             masters.start()
             services.redlock_urls = masters.urls
-        else:
+        elif name == "etcd":
             etcd = EmbeddedEtcd(root, netns=namespace.fd)
             services.embedded[name] = etcd
             etcd.start()

@@ -48,6 +48,10 @@ PROBE_DATAGRAMS = 400
 LOSS_SIGMAS = 4.0  # the probe's dropped share must lie within this many binomial standard deviations
 
 
+# The servers scenarios/slow_network.py starts inside its namespace (a ZooKeeper's JVM is not among them).
+NAMESPACED_SERVICES = ("postgres", "redis", "redlock", "etcd")
+
+
 class SlowNetworkFault(Fault):
     """What the delay and the loss share: the route through the slowed ports, the probe, the proof of the route."""
 
@@ -88,6 +92,9 @@ class SlowNetworkFault(Fault):
             return "its right is no lease with a TTL: there is no renewal for a slow network to make late"
         if not backend_cls.lock_routable:
             return f"{backend_cls.name} declares that its lock connection cannot be routed through another port"
+        if backend_cls.lock_service not in NAMESPACED_SERVICES:
+            return (f"its lock is on {backend_cls.lock_service}, which the lab does not start inside the slow "
+                    f"network's namespace")
         return None
 
     def route(self, services: Services, backend_cls) -> Route:

@@ -113,3 +113,19 @@ def test_a_run_that_recorded_its_declaration_renders_it_without_the_registry(pla
     declared.install(scenarios.fault_columns())  # today's lab knows nothing of it
     matrix = section_matrix(RunView.of([_failed_trial("planted", "redis", "only")], meta))
     assert "the planted column" in matrix
+
+
+def test_a_slow_network_is_na_for_a_lock_service_its_namespace_does_not_start():
+    """slow_network starts PostgreSQL, Redis, Redlock masters and etcd in its namespace; a lease on any other
+    service (ZooKeeper's) is n/a by the fault's declaration, never an error in the trial (as it was: 'zookeeper is
+    not among this run's servers'), and the services it does start stay applicable."""
+    from backends.redis_lock import RedisLock
+    from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay
+
+    class ElsewhereLease(RedisLock):
+        name = "planted_zookeeper_lease"
+        lock_service = "zookeeper"
+        services = ("postgres", "zookeeper")
+
+    assert "does not start inside the slow network's namespace" in NetDelay(0.5).applies_to(ElsewhereLease)
+    assert NetDelay(0.5).applies_to(RedisLock) is None and RedisLock.lock_service in NAMESPACED_SERVICES
