@@ -35,8 +35,8 @@ def test_report_without_runs_is_one_line(tmp_path):
 def test_list_names_every_backend_and_scenario(tmp_path):
     result = lab("list", cwd=tmp_path)
     assert result.returncode == 0
-    for name in backends.names():
-        assert f"  {name} " in result.stdout
+    for name in backends.names():  # "!" marks one whose server is not installed here (ZooKeeper's, say)
+        assert f"  {name} " in result.stdout or f"! {name} " in result.stdout
     assert "* cases " in result.stdout and "  killpoints " in result.stdout
 
 
