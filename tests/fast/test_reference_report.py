@@ -198,7 +198,7 @@ def test_every_told_cell_comes_from_the_trials():
     words = {"exception": "an exception", "false": "a False return", "log": "a log line", "refused": "a refused write"}
     faults = told_columns()
     rows = table(REPORT.read_text(), "## What the holder was told when its lock was lost")
-    assert len(rows) >= 10 and faults[:3] == ["pause", "cut", "restart"]
+    assert len(rows) >= 10 and faults[0] == "pause" and {"cut", "restart"} <= set(faults)
     for row in rows:
         for scenario, cell in zip(faults, row[1:1 + len(faults)]):
             recorded = [t["measures"] for t in _ok(trials, scenario, backend=row[0])
