@@ -77,6 +77,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lab.errors import LabError
+from lab.servers.clients import redact_text
 
 SHOWN = 160  # characters of a bad line quoted in an error
 
@@ -174,8 +175,9 @@ def _quote(line: str) -> str:
 
 
 def _first_line(text: str) -> str:
+    """A program's line as the lab keeps it: its first line, password-free (a library may print its own URL)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[0][:300] if lines else ""
+    return redact_text(lines[0])[:300] if lines else ""
 
 
 def _thread_network_namespace() -> int | None:

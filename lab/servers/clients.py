@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 import weakref
+from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import parse_qsl, unquote
 
@@ -225,6 +225,8 @@ def no_retry():
     from redis.retry import Retry
 
     return Retry(NoBackoff(), 0)
+
+
 _STARTUP: "weakref.WeakKeyDictionary[Engine, dict]" = weakref.WeakKeyDictionary()
 
 

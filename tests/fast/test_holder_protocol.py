@@ -219,3 +219,11 @@ def test_readme_shows_the_node_redlock_declaration_as_it_is():
     block = re.search(r"```python\n# backends/node/node_redlock.py\n(.*?)```", (root / "README.md").read_text(), re.S)
     source = (root / "backends" / "node" / "node_redlock.py").read_text()
     assert block is not None and source.endswith("\n\n" + block.group(1))
+
+
+def test_what_a_program_says_is_kept_without_its_passwords():
+    """A library may print its own address (ioredis' errors name the URL): the lab keeps the line password-free."""
+    from lab.harness.holder_protocol import _first_line
+
+    kept = _first_line("Error: connect ECONNREFUSED redis://:hunter2@127.0.0.1:6379/0\n    at stack")
+    assert "hunter2" not in kept and kept.startswith("Error: connect ECONNREFUSED redis://:***@127.0.0.1")
