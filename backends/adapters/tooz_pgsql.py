@@ -94,4 +94,5 @@ class ToozPostgresLock(Backend):
         conn = getattr(self.lock, "_conn", None)
         if conn is not None and not conn.closed:
             conn.close()  # ends the session; tooz's release would also close it
-        self.coordinator.stop()
+        if self.coordinator.is_started:  # close() may follow abandon() (a kill point); tooz refuses a second stop
+            self.coordinator.stop()
