@@ -256,8 +256,8 @@ def test_without_patroni_every_cell_says_does_not_run_with_the_install_line(patr
         assert len(trials) == 2 * len(Patroni.columns)
         assert {(t["status"], t["reason"], t["runs_here"]) for t in trials} == {
             ("skipped", f"does not run: {MISSING}", False)}
-        tests = hidden(sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", __file__, "-k",
-                       "keeper")
+        tests = hidden(sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "slow", __file__,
+                       "-k", "keeper")  # -m slow: this file is in the slow tier, which a bare pytest leaves out
         skipped = [line for line in tests.stdout.splitlines() if line.startswith("SKIPPED")]
         assert tests.returncode == 0 and len(skipped) == 1 and skipped[0].endswith(MISSING), tests.stdout[-2000:]
     finally:
