@@ -170,9 +170,12 @@ def section_holder_clock(run: RunView) -> str | None:
                   and not any(does_not_run(r) for r in trials[trials.backend == b].to_dict("records"))]
     leases = trials[~trials.backend.isin(not_leases)]
     # A variant that ran for no lease, for one reason, is said once under the table instead of in every row.
-    absent = {v: reasons.pop() for v, _ in HOLDER_VARIANTS
-              if len(reasons := {str(r.get("reason") or "") for r in leases[leases.variant == v].to_dict("records")}) == 1
-              and (leases[leases.variant == v].status == "skipped").all()}
+    absent: dict[str, tuple[str, bool]] = {}  # variant -> its one reason, and whether it says *does not run*
+    for v, _ in HOLDER_VARIANTS:
+        records = leases[leases.variant == v].to_dict("records")
+        reasons = {str(r.get("reason") or "") for r in records}
+        if len(reasons) == 1 and all(r["status"] == "skipped" for r in records):
+            absent[v] = (reasons.pop(), any(does_not_run(r) for r in records))
     shown = [(v, label) for v, label in HOLDER_VARIANTS if v not in absent]
     rows = []
     for backend in ordered_backends(leases):
@@ -181,8 +184,8 @@ def section_holder_clock(run: RunView) -> str | None:
         finding = holder_finding(_lost(mine[mine.variant == "control"].to_dict("records")),
                                  _lost(mine[mine.variant == "wall_back"].to_dict("records")))
         rows.append([backend, *cells, finding])
-    notes = [f"*{label}*: {'does not run here' if absent[v].startswith('does not run') else 'n/a'}: "
-             f"{absent[v].removeprefix('does not run: ')}" for v, label in HOLDER_VARIANTS if v in absent]
+    notes = [f"*{label}*: {'does not run here' if absent[v][1] else 'n/a'}: "
+             f"{absent[v][0].removeprefix('does not run: ')}" for v, label in HOLDER_VARIANTS if v in absent]
     if not_leases:
         notes.append(f"n/a for {', '.join(not_leases)}: no lease the holder keeps alive.")
     return "\n".join([
