@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -90,3 +94,46 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def killed_mid_trial(tmp_path: Path, scenario: str, backend: str, started, into_trial_s: float = 1.0,
+                     before_kill=None):
+    """Run `lab run --scenario SCENARIO --backend BACKEND --profile quick`, SIGKILL it once started(children) is
+    truthy and into_trial_s more have passed (before_kill(children) may look at them first), then check that every
+    child it had died with it and that the next lab sweeps the temp dir a SIGKILL leaves. Returns what started()
+    returned."""
+    tmp = shared_tmp(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env["TMPDIR"] = str(tmp)
+    lab = subprocess.Popen([sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--scenario", scenario,
+                            "--backend", backend, "--results", str(tmp_path / "r")], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (seen := started(psutil.Process(lab.pid).children(recursive=True))):
+            assert lab.poll() is None and time.monotonic() < deadline, f"the run never started a {scenario} trial"
+            time.sleep(0.1)
+        time.sleep(into_trial_s)  # into the trial: the holder holds, the fault may be striking
+        children = psutil.Process(lab.pid).children(recursive=True)
+        if before_kill is not None:
+            before_kill(children)
+        lab.send_signal(signal.SIGKILL)
+        lab.wait(10)
+        deadline = time.monotonic() + 20
+        left_running = children
+        while left_running and time.monotonic() < deadline:
+            left_running = [c for c in left_running if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+            time.sleep(0.1)
+        assert left_running == [], [" ".join(c.cmdline()) for c in left_running]
+        left = sorted(tmp.glob("locklab-*"))
+        assert len(left) == 1  # its temp dir stays behind a SIGKILL; the next lab removes it and says so
+        sweep = ("from lab.servers.services import start_services\n"
+                 "with start_services(['redis']) as s: print('\\n'.join(s.swept))\n")
+        swept = subprocess.run([sys.executable, "-c", sweep], env=env, capture_output=True, text=True, timeout=120,
+                               check=True).stdout
+        assert str(left[0]) in swept and not left[0].exists()
+        return seen
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
