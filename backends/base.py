@@ -71,6 +71,10 @@ class Backend(ABC):
     # The language its lock client is written in: the lab's own and the Python adapters' are Python; a holder
     # program in another language (backends/external.py) says which. The report groups the libraries by it.
     language: ClassVar[str] = "Python"
+    # Which of the post's numbered methods this backend is (1: the session lock on a default connection, 2: commit
+    # right after acquiring, 3: AUTOCOMMIT, 4: the lock inside the write transaction), or None: experiments that
+    # reproduce one of the post's checks pick their backend by it, never by name.
+    post_method: ClassVar[int | None] = None
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
     # The drivers its lock's PostgreSQL connection can be made with (lab/servers/drivers.py); the lab's
     # own SQLAlchemy engine on psycopg2 unless it says more.
@@ -87,6 +91,8 @@ class Backend(ABC):
         super().__init_subclass__(**kwargs)
         # A plugin may declare plain strings; they become members here, and an unknown one fails its load.
         cls.capabilities = frozenset(Capability(c) for c in cls.capabilities)
+        # A subclass is a method of its own: it is the post's method only where it says so itself.
+        cls.post_method = cls.__dict__.get("post_method")
         if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
             others = [s for s in cls.services if s != "postgres"]
             cls.lock_service = others[0] if len(others) == 1 else "postgres"

@@ -8,3 +8,4 @@ class SessionLock(SessionLockBackend):
 
     name = "session"
     summary = "session advisory lock on a default (autobegin) connection: the post's method 1"
+    post_method = 1

@@ -8,4 +8,5 @@ class SessionLockAutocommit(SessionLockBackend):
 
     name = "session_autocommit"
     summary = "session advisory lock on an AUTOCOMMIT connection: the post's method 3"
+    post_method = 3
     autocommit = True

@@ -8,4 +8,5 @@ class SessionLockCommitted(SessionLockBackend):
 
     name = "session_commit"
     summary = "session advisory lock, commit right after acquiring: the post's method 2"
+    post_method = 2
     commit_after_acquire = True

@@ -16,6 +16,7 @@ class TransactionLock(LockInWrite):
 
     name = "xact"
     summary = "pg_advisory_xact_lock inside each company's write transaction: the post's method 4"
+    post_method = 4
     capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD})
 
     def company_key(self, company: int) -> str:

@@ -31,7 +31,7 @@ class Lookalikes(Scenario):
     }
 
     def applies_to(self, backend_cls) -> str | None:
-        return None if backend_cls.name == "session" else "the lookalike checks run once, on the session lock"
+        return None if backend_cls.post_method == 1 else "the lookalike checks run once, on the session lock"
 
     def run_trial(self, env: TrialEnv) -> dict:
         check = {"idle_session_in_transaction": self._idle_session, "pool_recycle_checked_out": self._recycle,

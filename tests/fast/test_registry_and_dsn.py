@@ -81,3 +81,20 @@ def test_a_zookeeper_connect_string_is_read_and_routed_with_its_chroot():
     assert given.routed("zookeeper", [7001, 7002]).zk_hosts == "127.0.0.1:7001,127.0.0.1:7002/app"
     with pytest.raises(LabError, match="'a:b' is not host:port"):
         parse_hosts("a:b")
+
+
+def test_the_posts_methods_are_declared_once_each_and_a_subclass_is_not_one():
+    """Experiments that reproduce the post pick their backend by its declared method (lookalikes: method 1); a
+    plugin built on the session lock's class is a method of its own, so it never lands in that column by descent."""
+    import backends
+    from backends.session import SessionLock
+
+    declared = {backends.load(n).post_method: n for n in backends.names() if backends.load(n).post_method}
+    assert declared == {1: "session", 2: "session_commit", 3: "session_autocommit", 4: "xact"}
+
+    class MySessionLock(SessionLock):
+        name = "my_session_lock"
+
+    assert MySessionLock.post_method is None
+    assert scenarios.load("lookalikes").applies_to(MySessionLock) is not None
+    assert scenarios.load("lookalikes").applies_to(SessionLock) is None
