@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import backends
 from backends.base import Backend, describe_error
 from lab.capabilities import Capability
 from lab.columns import Column
@@ -20,13 +21,13 @@ from lab.servers import pg
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios.base import Scenario, Skip, TrialEnv, judged, release_said
 
-# (backend, variant) -> the post's case letter.
+# (the post's method the backend declares, variant) -> the post's case letter (the backend's post_method).
 POST_CASES = {
-    ("session", "idle_in_transaction"): "A",
-    ("session_autocommit", "idle_in_transaction"): "B",
-    ("session_commit", "idle_in_transaction"): "C",
-    ("session_commit", "query_then_idle_in_transaction"): "D",
-    ("session_autocommit", "idle_session"): "E",
+    (1, "idle_in_transaction"): "A",
+    (3, "idle_in_transaction"): "B",
+    (2, "idle_in_transaction"): "C",
+    (2, "query_then_idle_in_transaction"): "D",
+    (3, "idle_session"): "E",
 }
 
 # The post's probes are at t=1s and t=5s under a 3 s timeout; we keep those ratios.
@@ -102,7 +103,8 @@ class Cases(Scenario):
             release = release_said(holder)
             history.add("holder", Type.OK if release == "released" else Type.FAIL, F.RELEASE, said=release)
             return {
-                "case": POST_CASES.get((env.spec.backend, variant)) if env.spec.driver == DEFAULT_DRIVER else None,
+                "case": POST_CASES.get((backends.load(env.spec.backend).post_method, variant))
+                if env.spec.driver == DEFAULT_DRIVER else None,
                 "setting": fault.setting, "timeout_s": timeout,
                 "acquired": acquired, "holder_state": state, "probes": probes,
                 "held_after": held_after, "next_query": next_query, "next_query_error": next_error,
