@@ -132,6 +132,9 @@ def trials_of(tmp_path: Path) -> tuple[Path, list[dict]]:
     return run, [json.loads(line) for line in (run / "trials.jsonl").read_text().splitlines()]
 
 
+# The pause command finds the leader's agent as a user would, with iproute2's `ss`: without it the test skips
+# with that install line (a fresh machine without the package failed here with `ss: Permission denied`).
+@pytest.mark.os_packages("iproute2")
 def test_your_commands_fail_over_your_patroni(your_patroni, tmp_path):
     cluster, folder, partitioner = your_patroni
     hooks = commands(cluster, folder)
