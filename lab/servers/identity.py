@@ -68,11 +68,11 @@ def server_identity(services: Services, service: str) -> dict:
     client = etcd_client(services.etcd(), timeout=TIMEOUT)
     try:
         status = client.status()
-        leader = status.leader.id if hasattr(status.leader, "id") else str(status.leader)
         term = status.raft_term
     finally:
         client.close()
-    return {"process_start_time": _etcd_start_time(services.etcd()), "leader": leader, "raft_term": term}
+    return {"process_start_time": _etcd_start_time(services.etcd()), "leader": _etcd_leader_id(status),
+            "raft_term": term}
 
 
 def _zookeeper_started(host: str, port: int) -> dict:
@@ -166,8 +166,16 @@ def primary_identity(services: Services, service: str) -> dict:
         members = {str(m.id): list(m.client_urls) for m in client.members}
     finally:
         client.close()
-    leader = status.leader.id if hasattr(status.leader, "id") else status.leader
-    return {"leader": str(leader), "raft_term": int(status.raft_term), "members": members}
+    return {"leader": _etcd_leader_id(status), "raft_term": int(status.raft_term), "members": members}
+
+
+def _etcd_leader_id(status) -> str | None:
+    """The leader's member id as a string, or None while the cluster has no leader (mid election).
+
+    The etcd3 client gives None (or a member id of 0) for the leader while an election runs; naming that
+    "None" would read as a new leader."""
+    leader = getattr(status.leader, "id", status.leader)
+    return None if leader in (None, 0, "0") else str(leader)
 
 
 def _pg_primary_among_hosts(services: Services) -> dict:
@@ -251,7 +259,8 @@ def is_new_primary(before: dict, after: dict, service: str) -> bool:
     if service == "redis":
         return after["role"] == "master" and (after["address"] != before["address"]
                                               or after["run_id"] != before["run_id"])
-    return after["leader"] not in ("0", before["leader"])
+    return after["leader"] is not None and after["leader"] != before["leader"] and (
+        after.get("raft_term") is None or before.get("raft_term") is None or after["raft_term"] > before["raft_term"])
 
 
 def old_primary_answer(services: Services, service: str, before: dict) -> dict:
