@@ -109,6 +109,21 @@ def _problem(name: str) -> str | None:
     return None
 
 
+def post_roles() -> dict[str, str]:
+    """Each built-in backend that declares one of the post's roles (lab/post_role.py), by name: what `lab report`
+    installs for runs recorded before meta.json kept the roles (the report never imports a backend)."""
+    return {name: str(role) for name in BUILTIN if (role := load(name).post_role) is not None}
+
+
+def playing(role) -> str:
+    """The built-in backend that declares this role of the post's (lab/post_role.py): an experiment's baseline
+    is the post's method, found by its declaration."""
+    found = [name for name, declared in post_roles().items() if declared == role]
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} built-in backends declare the post's role {role}: {found}")
+    return found[0]
+
+
 def names() -> list[str]:
     """Every usable backend; unusable plugins are moved to `broken` with their reason."""
     usable = []

@@ -17,6 +17,7 @@ from typing import Callable, ClassVar, Protocol
 # harness (a run's job, a holder process) needs no backend; they are re-exported here and in
 # backends.api for plugin authors.
 from lab.capabilities import Capability, describe
+from lab.post_role import PostRole
 from lab.harness.contract import (  # noqa: F401
     POINTS,
     BackendContext,
@@ -71,10 +72,9 @@ class Backend(ABC):
     # The language its lock client is written in: the lab's own and the Python adapters' are Python; a holder
     # program in another language (backends/external.py) says which. The report groups the libraries by it.
     language: ClassVar[str] = "Python"
-    # Which of the post's numbered methods this backend is (1: the session lock on a default connection, 2: commit
-    # right after acquiring, 3: AUTOCOMMIT, 4: the lock inside the write transaction), or None: experiments that
-    # reproduce one of the post's checks pick their backend by it, never by name.
-    post_method: ClassVar[int | None] = None
+    # Which of the post's methods or alternatives this backend is (lab/post_role.py), or None: experiments and
+    # report tables that reproduce one of the post's figures pick their backend by it, never by name.
+    post_role: ClassVar[PostRole | None] = None
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
     # The drivers its lock's PostgreSQL connection can be made with (lab/servers/drivers.py); the lab's
     # own SQLAlchemy engine on psycopg2 unless it says more.
@@ -92,7 +92,8 @@ class Backend(ABC):
         # A plugin may declare plain strings; they become members here, and an unknown one fails its load.
         cls.capabilities = frozenset(Capability(c) for c in cls.capabilities)
         # A subclass is a method of its own: it is the post's method only where it says so itself.
-        cls.post_method = cls.__dict__.get("post_method")
+        role = cls.__dict__.get("post_role")
+        cls.post_role = None if role is None else PostRole(role)
         if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
             others = [s for s in cls.services if s != "postgres"]
             cls.lock_service = others[0] if len(others) == 1 else "postgres"

@@ -3,12 +3,14 @@
 from backends._writes import write_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
 from lab.capabilities import Capability
+from lab.post_role import PostRole
 
 
 class NoLock(NoRunLock):
     """Each rebuild is one transaction and nothing keeps two runs apart."""
 
     name = "none"
+    post_role = PostRole.NO_LOCK
     summary = "no lock: each company rebuilt in one transaction, nothing else"
     capabilities = frozenset({Capability.BATCH_REBUILD})
 

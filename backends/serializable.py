@@ -6,6 +6,7 @@ import time
 from backends._writes import write_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
 from lab.capabilities import Capability
+from lab.post_role import PostRole
 
 SERIALIZATION_FAILURE = "40001"
 DEADLOCK_DETECTED = "40P01"
@@ -20,6 +21,7 @@ class SerializableRetry(NoRunLock):
     """
 
     name = "serializable"
+    post_role = PostRole.SERIALIZABLE
     summary = "no lock; SERIALIZABLE, retried on serialization failure (40001) with jittered backoff"
     capabilities = frozenset({Capability.SERIALIZABLE})
 

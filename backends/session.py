@@ -1,6 +1,7 @@
 """Method 1: a session advisory lock on a default connection (autobegin, never committed)."""
 
 from backends._session import SessionLockBackend
+from lab.post_role import PostRole
 
 
 class SessionLock(SessionLockBackend):
@@ -8,4 +9,4 @@ class SessionLock(SessionLockBackend):
 
     name = "session"
     summary = "session advisory lock on a default (autobegin) connection: the post's method 1"
-    post_method = 1
+    post_role = PostRole.METHOD_1

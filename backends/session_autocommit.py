@@ -1,6 +1,7 @@
 """Method 3: the session lock on an AUTOCOMMIT connection, the post's immediate fix."""
 
 from backends._session import SessionLockBackend
+from lab.post_role import PostRole
 
 
 class SessionLockAutocommit(SessionLockBackend):
@@ -8,5 +9,5 @@ class SessionLockAutocommit(SessionLockBackend):
 
     name = "session_autocommit"
     summary = "session advisory lock on an AUTOCOMMIT connection: the post's method 3"
-    post_method = 3
+    post_role = PostRole.METHOD_3
     autocommit = True

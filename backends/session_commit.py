@@ -1,6 +1,7 @@
 """Method 2: the same session lock, with a commit right after taking it."""
 
 from backends._session import SessionLockBackend
+from lab.post_role import PostRole
 
 
 class SessionLockCommitted(SessionLockBackend):
@@ -8,5 +9,5 @@ class SessionLockCommitted(SessionLockBackend):
 
     name = "session_commit"
     summary = "session advisory lock, commit right after acquiring: the post's method 2"
-    post_method = 2
+    post_role = PostRole.METHOD_2
     commit_after_acquire = True

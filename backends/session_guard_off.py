@@ -28,6 +28,7 @@ from sqlalchemy.engine import URL
 from backends._session import SessionLockBackend
 from lab.capabilities import Capability
 from lab.errors import LabError
+from lab.post_role import PostRole
 from lab.servers.clients import known_settings, pg_engine
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.drivers import LockSession
@@ -70,6 +71,7 @@ class SessionLockGuardOff(SessionLockBackend):
     """The idle-in-transaction guard no longer applies to this session; every other way a session ends still does."""
 
     name = "session_guard_off"
+    post_role = PostRole.GUARD_OFF
     summary = ("session advisory lock on a default (autobegin) connection that sets "
                "idle_in_transaction_session_timeout = 0 on its own session (or, with guard_off_on=role, on a role)")
     capabilities = SessionLockBackend.capabilities | {Capability.GUARD_OFF_ON_ROLE}

@@ -23,6 +23,7 @@ from backends._writes import CommitWindow
 from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
+from lab.post_role import PostRole
 from lab.servers.clients import pg_engine
 from lab.servers.pg import holds_advisory_lock
 
@@ -34,6 +35,7 @@ class SessionLockOnWrites(Backend):
     """One session for the lock and every write of the run, used by one thread at a time."""
 
     name = "session_on_writes"
+    post_role = PostRole.ON_WRITES
     summary = ("session advisory lock taken on the connection that does the writes, a commit after each "
                "company: lock and writes end together")
     capabilities = frozenset({Capability.SESSION_LOCK, Capability.EXCLUSION})

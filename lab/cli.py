@@ -243,6 +243,7 @@ def cmd_report(args, argv) -> int:
     from lab.results import RunFolder
 
     declared.install(scenarios.fault_columns())  # for runs recorded before meta.json kept them
+    declared.install_roles(backends.post_roles())
 
     if args.compare:
         from lab.report.compare import compare

@@ -87,6 +87,10 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
         "variants": {name: list(s.variants) for name, s in chosen.items()},
         "capabilities": {name: sorted(cls.capabilities) for name, cls in classes.items()},
         "lock_service": {name: cls.lock_service for name, cls in classes.items()},
+        # Which of the post's methods or alternatives a backend is (lab/post_role.py): the report's reproduction
+        # tables find their row by it, never by name. A backend's driver labels are the same backend, not the role.
+        "post_roles": {name: str(cls.post_role) for name, cls in classes.items()
+                       if cls.post_role is not None and "@" not in name},
         # The third-party library an adapter drives (None: the lab's own strategy), for the HTML report's filter.
         "libraries": {name: cls.library or None for name, cls in classes.items()},
         # For each adapter, the language of its lock client and the library's installed version: the report's

@@ -17,17 +17,18 @@ from lab.faults import idle_in_transaction_timeout, idle_session_timeout
 from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
 from lab.harness.verdict import Verdict
+from lab.post_role import PostRole
 from lab.servers import pg
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios.base import Scenario, Skip, TrialEnv, judged, release_said
 
-# (the post's method the backend declares, variant) -> the post's case letter (the backend's post_method).
+# (the post's method the backend declares, variant) -> the post's case letter (the backend's post_role).
 POST_CASES = {
-    (1, "idle_in_transaction"): "A",
-    (3, "idle_in_transaction"): "B",
-    (2, "idle_in_transaction"): "C",
-    (2, "query_then_idle_in_transaction"): "D",
-    (3, "idle_session"): "E",
+    (PostRole.METHOD_1, "idle_in_transaction"): "A",
+    (PostRole.METHOD_3, "idle_in_transaction"): "B",
+    (PostRole.METHOD_2, "idle_in_transaction"): "C",
+    (PostRole.METHOD_2, "query_then_idle_in_transaction"): "D",
+    (PostRole.METHOD_3, "idle_session"): "E",
 }
 
 # The post's probes are at t=1s and t=5s under a 3 s timeout; we keep those ratios.
@@ -103,7 +104,7 @@ class Cases(Scenario):
             release = release_said(holder)
             history.add("holder", Type.OK if release == "released" else Type.FAIL, F.RELEASE, said=release)
             return {
-                "case": POST_CASES.get((backends.load(env.spec.backend).post_method, variant))
+                "case": POST_CASES.get((backends.load(env.spec.backend).post_role, variant))
                 if env.spec.driver == DEFAULT_DRIVER else None,
                 "setting": fault.setting, "timeout_s": timeout,
                 "acquired": acquired, "holder_state": state, "probes": probes,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from lab.post_role import PostRole
 from lab.servers import pg
 from lab.servers.clients import pg_engine
 from scenarios.base import Scenario, TrialEnv
@@ -31,7 +32,7 @@ class Lookalikes(Scenario):
     }
 
     def applies_to(self, backend_cls) -> str | None:
-        return None if backend_cls.post_method == 1 else "the lookalike checks run once, on the session lock"
+        return None if backend_cls.post_role is PostRole.METHOD_1 else "the lookalike checks run once, on the session lock"
 
     def run_trial(self, env: TrialEnv) -> dict:
         check = {"idle_session_in_transaction": self._idle_session, "pool_recycle_checked_out": self._recycle,

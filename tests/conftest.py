@@ -13,10 +13,12 @@ logging.getLogger("sqlalchemy.pool").propagate = False
 
 def pytest_configure(config):
     """The lab's fault declarations, as `lab report` installs them, for saved runs that did not record theirs."""
+    import backends
     import scenarios
     from lab.report import declared
 
     declared.install(scenarios.fault_columns())
+    declared.install_roles(backends.post_roles())
 
 
 def pytest_runtest_setup(item):

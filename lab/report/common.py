@@ -8,6 +8,8 @@ from enum import Enum
 import pandas as pd
 
 from lab.harness.outcomes import RunOrder, latest_per_trial
+from lab.post_role import PostRole
+from lab.report.declared import post_roles
 
 COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict", "reason", "measures", "run",
            "safety", "exercised", "schema", "judgement", "history"]
@@ -16,8 +18,9 @@ COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict",
 def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
     """One row per trial (latest record per id), with its measures as a dict column.
 
-    Two columns carry what the run's meta.json says (nothing known, for a run whose meta does not):
-    `backend_pos`, the backend's place in the run's order, and `capabilities`, what the backend declares.
+    Three columns carry what the run's meta.json says (nothing known, for a run whose meta does not):
+    `backend_pos`, the backend's place in the run's order, `capabilities`, what the backend declares, and
+    `post_role`, which of the post's methods it is (lab/report/declared.post_roles), or None.
     A field an older run did not write (safety, exercised; schema, judgement and history before schema 2) is None.
     """
     order = RunOrder.of(meta, trials)
@@ -27,6 +30,8 @@ def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
     names = sorted(set(frame.backend), key=order.backend_key)
     frame["backend_pos"] = [names.index(b) for b in frame.backend]
     frame["capabilities"] = [tuple(sorted(order.capabilities_of(b))) for b in frame.backend]
+    roles = post_roles(meta or {})
+    frame["post_role"] = [roles.get(b) for b in frame.backend]
     return frame.reset_index(drop=True)
 
 
@@ -39,6 +44,17 @@ def ordered_backends(frame: pd.DataFrame) -> list[str]:
 def with_capability(frame: pd.DataFrame, capability: str) -> pd.DataFrame:
     """The rows of backends that declare a capability, as the run's meta.json records it."""
     return frame[frame.capabilities.map(lambda caps: capability in caps).astype(bool)]
+
+
+def with_role(frame: pd.DataFrame, role: PostRole) -> pd.DataFrame:
+    """The rows of the backend that declares it plays this role of the post's (lab/post_role.py)."""
+    return frame[frame.post_role == role]
+
+
+def backend_with_role(frame: pd.DataFrame, role: PostRole) -> str | None:
+    """The name of the backend playing this role of the post's among the frame's rows (None: not among them)."""
+    names = ordered_backends(with_role(frame, role))
+    return names[0] if names else None
 
 
 def ok_trials(frame: pd.DataFrame, scenario: str) -> pd.DataFrame:

@@ -9,7 +9,8 @@ import pandas as pd
 
 from lab.harness.outcomes import outcome_text
 from lab.report import published
-from lab.report.common import md_table, ok_trials, side_by_side
+from lab.post_role import PostRole
+from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side
 from lab.report.sections import RunView, section
 
 
@@ -70,35 +71,36 @@ def section_overlap(run: RunView) -> str | None:
     for (backend, variant), group in ok.groupby(["backend", "variant"], sort=False):
         finals = overlap_finals(ok, backend, variant)
         first = group.measures.iloc[0]
-        post = published.OVERLAP_ROWS.get(backend) if variant == "two_runs" else None
+        role = group.post_role.iloc[0]
+        post = published.OVERLAP_ROWS.get(role) if variant == "two_runs" else None
         verdict = "" if post is None else (" (match)" if overlap_matches(finals, post) else " **(MISMATCH)**")
         rows.append([backend, first["isolation"], ", ".join(map(str, finals)) + verdict,
                      "-" if post is None else str(post), outcome_text(group.to_dict("records"))])
-        if variant == "two_runs" and backend in published.OVERLAP_LINES:
-            blocks += [f"**{published.OVERLAP_TITLES[backend]}** (waits aside)", "",
-                       *side_by_side(published.OVERLAP_LINES[backend], overlap_lines(first), _mask_waits), ""]
+        if variant == "two_runs" and role in published.OVERLAP_LINES:
+            blocks += [f"**{published.OVERLAP_TITLES[role]}** (waits aside)", "",
+                       *side_by_side(published.OVERLAP_LINES[role], overlap_lines(first), _mask_waits), ""]
     out = ["## Two rebuilds of one company at once", "",
            "Run1 deletes the company's 250 rows and holds its transaction open; run2 starts meanwhile. "
            "Reproduce: `lab run --scenario overlap`.", "",
            md_table(["backend", "isolation", "rows afterwards, per trial", "post", "outcome"], rows), "", *blocks]
     rr = repeatable_read_failures(ok)
     if rr:
-        out += [_repeatable_read_line(rr), ""]
+        out += [_repeatable_read_line(rr, backend_with_role(ok, PostRole.METHOD_4)), ""]
     return "\n".join(out)
 
 
-def _repeatable_read_line(rr: dict[str, tuple[int, int, list[float]]]) -> str:
-    """Rule 1 for the post's lock (xact), then the other backends run under REPEATABLE READ, each counted
-    over its own trials: the post's figure is about the advisory lock alone."""
+def _repeatable_read_line(rr: dict[str, tuple[int, int, list[float]]], lock: str | None) -> str:
+    """Rule 1 for the post's lock (lock: the backend declaring method 4), then the other backends run under
+    REPEATABLE READ, each counted over its own trials: the post's figure is about the advisory lock alone."""
     error = published.REPEATABLE_READ_ERROR
-    others = ", ".join(f"{b} {failed} of {n}" for b, (failed, n, _) in rr.items() if b != "xact")
-    if "xact" in rr:
-        failed, n, waits = rr["xact"]
-        line = (f"Rule 1, REPEATABLE READ with the lock (xact): the waiting run failed with *{error}* in {failed} "
+    others = ", ".join(f"{b} {failed} of {n}" for b, (failed, n, _) in rr.items() if b != lock)
+    if lock in rr:
+        failed, n, waits = rr[lock]
+        line = (f"Rule 1, REPEATABLE READ with the lock ({lock}): the waiting run failed with *{error}* in {failed} "
                 f"of {n} trials, after a median wait of {statistics.median(waits):.1f} s (post: fails after the wait).")
         return line + (f" The other backends run under REPEATABLE READ are not the post's lock; their waiting "
                        f"run failed with that error in: {others}." if others else "")
-    return f"Rule 1, REPEATABLE READ (xact not run): the waiting run failed with *{error}* in: {others}."
+    return f"Rule 1, REPEATABLE READ (the post's lock, method 4, not run): the waiting run failed with *{error}* in: {others}."
 
 
 def kill_lines(measures: dict) -> list[str]:
@@ -121,8 +123,8 @@ def section_kill(run: RunView) -> str | None:
         rows.append([backend, outcome_text(group.to_dict("records")), str(seen),
                      ", ".join(str(m["rows_final"]) for m in group.measures),
                      ", ".join(m["runs"][1]["outcome"] for m in group.measures)])
-        if backend == "xact":
-            blocks += ["**xact**, first trial (waits aside)", "",
+        if group.post_role.iloc[0] == PostRole.METHOD_4:  # the post ran its one kill point with its lock
+            blocks += [f"**{backend}**, first trial (waits aside)", "",
                        *side_by_side(published.KILL_LINES, kill_lines(group.measures.iloc[0]), _mask_waits), ""]
     return "\n".join(["## A run killed after its delete, before its commit", "",
                       "Run1 takes the company, deletes its rows and keeps working; run2 arrives and waits; run1's "

@@ -9,13 +9,15 @@ import pandas as pd
 from lab.report import published
 from lab.harness.precision import Rule, describe
 from lab.report.charts import ratio_chart
-from lab.report.common import Verdict, md_table, ok_trials, seconds_summary, verdict_mark
+from lab.post_role import PostRole
+from lab.report.common import (Verdict, backend_with_role, md_table, ok_trials, seconds_summary, verdict_mark,
+                               with_role)
 from lab.report.sections import RunView, section
 
 RATIO_TOLERANCE = 0.25  # "close": our ratio within this fraction of the post's
 DESIGN_LABELS = {"no_index": "no index", "adjacent_ids": "index, adjacent ids", "spread_ids": "index, spread-out ids"}
 PERF_BASE = "one_transaction_for_all"
-TEN_COMPANIES = ("serializable", "xact")  # the post's two
+TEN_COMPANIES = (PostRole.SERIALIZABLE, PostRole.METHOD_4)  # the post's two, by the role a backend declares
 
 
 def conflict_counts(ok: pd.DataFrame, design: str) -> list[int]:
@@ -23,13 +25,18 @@ def conflict_counts(ok: pd.DataFrame, design: str) -> list[int]:
     return [m["failed"] for m in ok[ok.variant == design].measures]
 
 
-def ten_companies(ok: pd.DataFrame) -> dict[str, list[dict]]:
-    """backend -> the measures of its ten-companies trials, for the post's two backends that ran."""
-    ten = ok[(ok.variant == "ten_companies") & ok.backend.isin(TEN_COMPANIES)]
-    return {b: list(ten[ten.backend == b].measures) for b in TEN_COMPANIES if (ten.backend == b).any()}
+def ten_companies(ok: pd.DataFrame) -> dict[PostRole, list[dict]]:
+    """The post's role -> the measures of its backend's ten-companies trials, for the post's two that ran."""
+    ten = ok[ok.variant == "ten_companies"]
+    return {role: list(with_role(ten, role).measures) for role in TEN_COMPANIES if not with_role(ten, role).empty}
 
 
-def ten_companies_ratio(ten: dict[str, list[dict]]) -> tuple[float, list[float]] | None:
+def ten_names(ok: pd.DataFrame) -> dict[PostRole, str]:
+    """The post's two roles -> the name of the backend playing each in this run (the role's own name if none)."""
+    return {role: backend_with_role(ok, role) or role.value for role in TEN_COMPANIES}
+
+
+def ten_companies_ratio(ten: dict[PostRole, list[dict]]) -> tuple[float, list[float]] | None:
     """SERIALIZABLE / lock time: the ratio of the medians, and every trial's over every trial's (the trials
     are not paired, so every pairing is a ratio the run could have shown); None unless both ran."""
     if set(ten) != set(TEN_COMPANIES):
@@ -60,15 +67,15 @@ def section_conflicts(run: RunView) -> str | None:
            "post's count. Reproduce: "
            "`lab run --backend serializable,xact --scenario conflicts`.", "",
            md_table(["table design", "post: failed", "ours: failed, per trial", ""], rows), ""]
-    ten = ten_companies(ok)
+    ten, names = ten_companies(ok), ten_names(ok)
     if ten:
         rows = []
-        for backend, measures in ten.items():
+        for role, measures in ten.items():
             seconds = [m["seconds"] for m in measures]
-            post_s, post_failed = published.TEN_COMPANIES[backend]
+            post_s, post_failed = published.TEN_COMPANIES[role]
             first = measures[0]
-            verdict = failed_attempts_verdict(ten, backend)
-            rows.append([backend, f"{post_s} s, {post_failed} failed attempts", seconds_summary(seconds),
+            verdict = failed_attempts_verdict(ten, role)
+            rows.append([names[role], f"{post_s} s, {post_failed} failed attempts", seconds_summary(seconds),
                          ", ".join(str(m["failed_attempts"]) for m in measures)
                          + ("" if verdict is Verdict.MATCHES else f" ({verdict_mark(verdict)} from the post's)"),
                          ", ".join(f"{m['companies_intact']}/10" for m in measures)])
@@ -95,9 +102,9 @@ def ratio_summary(ratios: list[float]) -> str:
     return median if len(ratios) == 1 else f"{median} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
-def failed_attempts_verdict(ten: dict[str, list[dict]], backend: str) -> Verdict:
+def failed_attempts_verdict(ten: dict[PostRole, list[dict]], role: PostRole) -> Verdict:
     """A count matches when every trial's failed attempts are the post's for the same ten companies."""
-    return Verdict.MATCHES if {m["failed_attempts"] for m in ten[backend]} == {published.TEN_COMPANIES[backend][1]} \
+    return Verdict.MATCHES if {m["failed_attempts"] for m in ten[role]} == {published.TEN_COMPANIES[role][1]} \
         else Verdict.DIFFERS
 
 
@@ -110,7 +117,8 @@ def ten_companies_verdict(ratio: tuple[float, list[float]]) -> Verdict:
 
 def post_ten_ratio() -> float:
     """The post's SERIALIZABLE / lock time for the same ten companies (8.8 s / 5.4 s)."""
-    return published.TEN_COMPANIES["serializable"][0] / published.TEN_COMPANIES["xact"][0]
+    serializable, lock = (published.TEN_COMPANIES[role][0] for role in TEN_COMPANIES)
+    return serializable / lock
 
 
 def post_perf_ratio(variant: str, base: str = PERF_BASE) -> float | None:

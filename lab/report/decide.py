@@ -16,7 +16,8 @@ from typing import Callable
 
 import pandas as pd
 
-from lab.report.common import declaration, ordered_backends
+from lab.post_role import PostRole
+from lab.report.common import backend_with_role, declaration, ordered_backends
 from lab.report.matrix import Cell, Mark, columns_run, fault_records, judge
 from lab.report.sections import RunView, section
 
@@ -111,9 +112,10 @@ def cost_sentence(frame: pd.DataFrame, meta: dict, backend: str) -> str:
     """What the lock costs: per company where it is taken in each company's transaction, per run where it is
     held across them, and what a company's transaction costs with no lock, where the run timed them."""
     caps = frozenset(declaration(meta, "capabilities", backend) or ())
-    bare = company_seconds(frame, "none")  # the same transaction with no lock
+    no_lock = backend_with_role(frame, PostRole.NO_LOCK)
+    bare = company_seconds(frame, no_lock) if no_lock else None  # the same transaction with no lock
     base = f"{bare[0] * 1000:.2f} ms without a lock" if bare else None
-    timed = sorted(set(frame[(frame.scenario == "perf") & (frame.status == "ok")].backend) - {"none"})
+    timed = sorted(set(frame[(frame.scenario == "perf") & (frame.status == "ok")].backend) - {no_lock})
     if HELD_ACROSS_WRITES & caps:
         cost = acquire_cost(frame, backend)
         per_run = f" Acquire + release {cost}, median, once per run" if cost else " Taken once per run"

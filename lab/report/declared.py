@@ -8,8 +8,10 @@ a scenario wins over the installed one, as its trials do.
 from __future__ import annotations
 
 from lab.columns import Column, FaultColumns, from_meta
+from lab.post_role import PostRole
 
 _installed: dict[str, FaultColumns] = {}
+_installed_roles: dict[str, str] = {}
 
 
 def install(declared: list[FaultColumns]) -> None:
@@ -43,3 +45,18 @@ def control_of(meta: dict, scenario: str) -> str | None:
         return recorded["control"]
     installed = _installed.get(scenario)
     return installed.control if installed is not None else None
+
+
+def install_roles(roles: dict[str, str]) -> None:
+    """The lab's current post roles by backend name (backends.post_roles), for runs that did not record theirs."""
+    _installed_roles.clear()
+    _installed_roles.update(roles)
+
+
+def post_roles(meta: dict) -> dict[str, PostRole]:
+    """Backend name -> the post's role it plays (lab/post_role.py), as the run recorded them; a run recorded
+    before meta.json kept them reads the installed declarations. A value this lab does not know is left out."""
+    recorded = meta.get("post_roles")
+    roles = _installed_roles if recorded is None else recorded
+    known = {role.value: role for role in PostRole}
+    return {name: known[role] for name, role in roles.items() if role in known}

@@ -9,7 +9,9 @@ from __future__ import annotations
 import pandas as pd
 
 from lab.harness.outcomes import lock_lost
+from lab.post_role import PostRole
 from lab.report.common import md_table, ok_trials
+from lab.report.declared import post_roles
 from lab.report.sections import RunView, section
 
 DEFAULT = "psycopg2"  # the driver of a backend named without "@": the lab's default (lab/servers/drivers.py)
@@ -58,7 +60,8 @@ def section_drivers(run: RunView) -> str | None:
     cases = ok_trials(frame, "cases")
     if not cases.backend.str.contains("@").any():
         return None  # no run of these chose --driver
-    method1 = cases[cases.backend.map(lambda b: b.partition("@")[0] == "session")]
+    roles = post_roles(run.meta)  # a label's driver aside, the backend that declares the post's method 1
+    method1 = cases[cases.backend.map(lambda b: roles.get(b.partition("@")[0]) == PostRole.METHOD_1)]
     drivers = list(dict.fromkeys(driver_of(b) for b in method1.sort_values("backend_pos").backend))
     rows = []
     for driver in drivers:

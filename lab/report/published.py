@@ -4,6 +4,13 @@ Source: "Your Postgres Lock Has a Hidden Expiry Date" (shared/reference/advisory
 PostgreSQL 18.6, SQLAlchemy 2.0.51, psycopg2 2.9.13, 3 s timeout in the cases.
 """
 
+from lab.post_role import PostRole
+
+# The post's figures are about its methods, so its tables are keyed by the role a backend declares
+# (lab/post_role.py), never by a backend's name.
+M1, M2, M3, M4 = PostRole.METHOD_1, PostRole.METHOD_2, PostRole.METHOD_3, PostRole.METHOD_4
+NO_LOCK, SERIALIZABLE = PostRole.NO_LOCK, PostRole.SERIALIZABLE
+
 CASE_TITLES = {
     "A": "default (autobegin)",
     "B": "AUTOCOMMIT",
@@ -43,25 +50,25 @@ CALIBRATION_KILL_AT = 2.00
 # "All four under the same faults", the session-lock columns. "(follows)" marks the
 # cells the post reasoned from the connection's state instead of running.
 SAME_FAULTS = {
-    "idle_in_transaction": {"session": "Lost", "session_commit": "Held", "session_autocommit": "Held"},
-    "query_then_idle_in_transaction": {"session": "Lost (follows)", "session_commit": "Lost",
-                                       "session_autocommit": "Held (follows)"},
-    "idle_session": {"session": "Not affected: it is in a transaction (follows)",
-                     "session_commit": "Lost (follows: it is plain idle)", "session_autocommit": "Lost"},
-    "terminate": {"session": "Lost within one poll (follows)", "session_commit": "Lost within one poll (follows)",
-                  "session_autocommit": "Lost within one poll"},
+    "idle_in_transaction": {M1: "Lost", M2: "Held", M3: "Held"},
+    "query_then_idle_in_transaction": {M1: "Lost (follows)", M2: "Lost",
+                                       M3: "Held (follows)"},
+    "idle_session": {M1: "Not affected: it is in a transaction (follows)",
+                     M2: "Lost (follows: it is plain idle)", M3: "Lost"},
+    "terminate": {M1: "Lost within one poll (follows)", M2: "Lost within one poll (follows)",
+                  M3: "Lost within one poll"},
 }
 
 # company_design.py: two rebuilds of one 250-row company at once.
 OVERLAP_LINES = {
-    "none": ["run1: committed, waited 0.0s, deleted 250", "run2: committed, waited 0.0s, deleted 0",
+    NO_LOCK: ["run1: committed, waited 0.0s, deleted 250", "run2: committed, waited 0.0s, deleted 0",
              "rows afterwards: 500"],
-    "xact": ["run1: committed, waited 0.0s, deleted 250", "run2: committed, waited 0.7s, deleted 250",
+    M4: ["run1: committed, waited 0.0s, deleted 250", "run2: committed, waited 0.7s, deleted 250",
              "rows afterwards: 250"],
 }
-OVERLAP_TITLES = {"none": "no lock, READ COMMITTED", "xact": "xact lock, READ COMMITTED"}
+OVERLAP_TITLES = {NO_LOCK: "no lock, READ COMMITTED", M4: "xact lock, READ COMMITTED"}
 # "SERIALIZABLE with retry: It works (250 rows)" (Why not just...?)
-OVERLAP_ROWS = {"none": 500, "xact": 250, "serializable": 250}
+OVERLAP_ROWS = {NO_LOCK: 500, M4: 250, SERIALIZABLE: 250}
 REPEATABLE_READ_ERROR = "could not serialize access due to concurrent delete"
 
 # The kill test: one kill point, after the delete and before the commit.
@@ -71,7 +78,7 @@ KILL_LINES = ["holder: OperationalError", "waiter: committed, waited 0.6s, delet
 # company_perf.py, SERIALIZABLE: failures of 8 different companies rebuilt at once.
 CONFLICT_FAILURES = {"no_index": 7, "adjacent_ids": 6, "spread_ids": 0}
 # The same 10 companies: (seconds, failed attempts).
-TEN_COMPANIES = {"serializable": (8.8, 101), "xact": (5.4, 0)}
+TEN_COMPANIES = {SERIALIZABLE: (8.8, 101), M4: (5.4, 0)}
 
 # company_perf.py: 6000 companies, 1,320,000 rows; seconds per configuration (single run).
 PERF_COMPANIES = 6000
@@ -87,10 +94,10 @@ PERF_SECONDS = {
 # timing_sim.py: 10 s timeout, 20 trials per row; (overlapped, trials, min s, max s, within 1 s of the timeout).
 TIMING_TIMEOUT_S = 10.0
 TIMING = {
-    ("session", "cron"): (20, 20, 10.19, 14.98, 4),
-    ("session", "event"): (20, 20, 10.06, 12.67, 11),
-    ("session_autocommit", "cron"): (0, 20, None, None, None),
-    ("session_autocommit", "event"): (0, 20, None, None, None),
+    (M1, "cron"): (20, 20, 10.19, 14.98, 4),
+    (M1, "event"): (20, 20, 10.06, 12.67, 11),
+    (M3, "cron"): (0, 20, None, None, None),
+    (M3, "event"): (0, 20, None, None, None),
 }
 
 # --- for the scorecard (lab/report/scorecard.py): the post's remaining figures, typed ------------------------
@@ -102,12 +109,12 @@ VERSIONS = {"postgres": "18.6", "python": "3.13", "sqlalchemy": "2.0.51", "psyco
 # (fault, backend) -> whether the post says the lock is lost there. (The other cells are cases A-E and
 # the calibration, which the scorecard scores as those.)
 SAME_FAULTS_FOLLOWS = {
-    ("query_then_idle_in_transaction", "session"): True,
-    ("query_then_idle_in_transaction", "session_autocommit"): False,
-    ("idle_session", "session"): False,
-    ("idle_session", "session_commit"): True,
-    ("terminate", "session"): True,  # "Lost within one poll (follows)"
-    ("terminate", "session_commit"): True,  # "Lost within one poll (follows)"
+    ("query_then_idle_in_transaction", M1): True,
+    ("query_then_idle_in_transaction", M3): False,
+    ("idle_session", M1): False,
+    ("idle_session", M2): True,
+    ("terminate", M1): True,  # "Lost within one poll (follows)"
+    ("terminate", M2): True,  # "Lost within one poll (follows)"
 }
 
 # "The run's host loses its network": server keepalives (idle s, interval s, probes) -> when the server

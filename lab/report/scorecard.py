@@ -15,7 +15,8 @@ import pandas as pd
 
 from lab.harness.outcomes import detection_of, lock_lost, outcome_text
 from lab.report import company, costs, netdrop, published, session, timing
-from lab.report.common import FLAG, Verdict, md_table, ok_trials, verdict_mark
+from lab.post_role import PostRole
+from lab.report.common import FLAG, Verdict, backend_with_role, md_table, ok_trials, verdict_mark, with_role
 from lab.report.sections import RunView, section
 
 SCENARIOS = ("cases", "calibrate", "timing", "lookalikes", "netdrop", "overlap", "kill", "perf", "rules",
@@ -115,13 +116,14 @@ def _calibration(run: RunView) -> list[ScoreRow]:
     post_gaps, post_within = session.post_calibration(poll)
     post = (f"{_of(post_within, len(post_gaps))} within one poll of {poll * 1000:g} ms; gaps "
             f"{_span(post_gaps, digits=3)} after a kill at {published.CALIBRATION_KILL_AT:.2f} s")
+    autocommit = _played_by(run, PostRole.METHOD_3)
     if rows.empty:
-        return [ScoreRow("calibrate", "How I measured", figure, post, "no calibrate trial of session_autocommit",
+        return [ScoreRow("calibrate", "How I measured", figure, post, f"no calibrate trial of {autocommit}",
                          Verdict.NOT_RUN, POLL)]
     _, _, within, n, same = session.calibration_against_post(rows, poll)
     gaps = [m["gap"] for m in rows.measures if m.get("gap") is not None]
     ours = (f"{_of(within, n)} within one poll"
-            + (f"; gaps {_span(gaps, digits=3)} after the measured kill" if gaps else "") + " (session_autocommit)")
+            + (f"; gaps {_span(gaps, digits=3)} after the measured kill" if gaps else "") + f" ({autocommit})")
     return [ScoreRow("calibrate", "How I measured", figure, post, ours, _agree(same), POLL)]
 
 
@@ -148,28 +150,29 @@ def _case(run: RunView, letter: str) -> ScoreRow:
                     _agree(matching == len(measured)), LINES)
 
 
-TIMING_WHERE = {"session": "Method 1 result", "session_autocommit": "Method 3 result"}
+TIMING_WHERE = {PostRole.METHOD_1: "Method 1 result", PostRole.METHOD_3: "Method 3 result"}
 
 
 def _timing(run: RunView) -> list[ScoreRow]:
     """The default rows' figures, then none of them before the timeout, then the AUTOCOMMIT rows'."""
     rows, before = [], []
-    for backend, trigger in [k for k in published.TIMING if k[0] == "session"]:
-        key_rows, stats = _timing_row(run.frame, backend, trigger)
+    for role, trigger in [k for k in published.TIMING if k[0] == PostRole.METHOD_1]:
+        key_rows, stats = _timing_row(run.frame, role, trigger)
         rows += key_rows
         if stats is not None:
-            before.append((f"{trigger}/{timing.LABELS[backend]}", *stats))
-    rows += _before_timeout(before)
-    for backend, trigger in [k for k in published.TIMING if k[0] != "session"]:
-        rows += _timing_row(run.frame, backend, trigger)[0]
+            before.append((f"{trigger}/{timing.LABELS[role]}", *stats))
+    rows += _before_timeout(before, _played_by(run, PostRole.METHOD_1))
+    for role, trigger in [k for k in published.TIMING if k[0] != PostRole.METHOD_1]:
+        rows += _timing_row(run.frame, role, trigger)[0]
     return rows
 
 
-def _timing_row(frame: pd.DataFrame, backend: str, trigger: str) -> tuple[list[ScoreRow], tuple | None]:
+def _timing_row(frame: pd.DataFrame, role: PostRole, trigger: str) -> tuple[list[ScoreRow], tuple | None]:
     """One timing row's published figures against ours, and (overlaps before the timeout, overlaps, timeout)."""
-    overlapped, trials, low, high, within = published.TIMING[(backend, trigger)]
-    label = f"{trigger}/{timing.LABELS[backend]}"
-    where = TIMING_WHERE[backend]
+    overlapped, trials, low, high, within = published.TIMING[(role, trigger)]
+    label = f"{trigger}/{timing.LABELS[role]}"
+    where = TIMING_WHERE[role]
+    backend = backend_with_role(frame, role) or role.value
     names = [("overlapped", f"timing runs, {label}: trials in which a short run got the lock",
               f"{overlapped}/{trials} trials", SHARE)]
     if overlapped:
@@ -178,7 +181,7 @@ def _timing_row(frame: pd.DataFrame, backend: str, trigger: str) -> tuple[list[S
                   ("within", f"timing runs, {label}: first grants within 1 s of the timeout",
                    f"{within} of {overlapped}", SHARE)]
     ok = ok_trials(frame, "timing")
-    group = ok[(ok.backend == backend) & (ok.variant == trigger)]
+    group = ok[(ok.post_role == role) & (ok.variant == trigger)]
     failed = timing.errored_trials(frame, backend, trigger)
     if group.empty or not failed.empty:  # a partly errored row is not a result (the timing section's rule)
         why = f"no timing trial of {backend}/{trigger}" if group.empty else timing.incomplete_text(failed, group)
@@ -187,7 +190,7 @@ def _timing_row(frame: pd.DataFrame, backend: str, trigger: str) -> tuple[list[S
     timeout = group.measures.iloc[0]["timeout_s"]
     scale = timeout / published.TIMING_TIMEOUT_S
     s = timing.group_stats(group, timeout)
-    compared = {c.key: c for c in timing.compared_with_post(s, (backend, trigger), timeout)}
+    compared = {c.key: c for c in timing.compared_with_post(s, (role, trigger), timeout)}
     rows = []
     for name, figure, post, tol in names:
         if name == "overlapped":
@@ -205,13 +208,14 @@ def _timing_row(frame: pd.DataFrame, backend: str, trigger: str) -> tuple[list[S
     return rows, (s["before_timeout"], s["overlapped"], timeout)
 
 
-def _before_timeout(before: list[tuple]) -> list[ScoreRow]:
-    """"None got in before 10 seconds", over the default rows that ran (label, before, overlapped, timeout)."""
+def _before_timeout(before: list[tuple], default: str) -> list[ScoreRow]:
+    """"None got in before 10 seconds", over the default rows that ran (label, before, overlapped, timeout);
+    default: the backend playing method 1."""
     figure = "timing runs, default connection: overlaps before the timeout"
     post = f"none (\"None got in before {published.TIMING_TIMEOUT_S:g} seconds\")"
     if not before:
         return [ScoreRow("timing/default/before_timeout", "Method 1 result", figure, post,
-                         "no complete timing row of session", Verdict.NOT_RUN, COUNT)]
+                         f"no complete timing row of {default}", Verdict.NOT_RUN, COUNT)]
     timeouts = sorted({t for *_, t in before})
     ours = "; ".join(f"{label}: {_of(n, total)} overlaps" for label, n, total, _ in before)
     if timeouts != [published.TIMING_TIMEOUT_S]:
@@ -266,12 +270,18 @@ def _keepalives(run: RunView) -> list[ScoreRow]:
 
 # --- Method 4, its rules, the same-faults table ---------------------------------------------------------
 
+def _played_by(run: RunView, role: PostRole) -> str:
+    """The backend that plays the post's role in this run (its trials' rows), else the role's own name."""
+    return backend_with_role(run.frame, role) or role.value
+
+
 def _overlap(run: RunView) -> list[ScoreRow]:
     ok = ok_trials(run.frame, "overlap")
     rows = []
-    for backend in ("none", "xact"):
-        post_lines = published.OVERLAP_LINES[backend]
-        figure = f"two rebuilds of one company at once, {published.OVERLAP_TITLES[backend]}: company_design.py's lines"
+    for role in (PostRole.NO_LOCK, PostRole.METHOD_4):
+        backend = _played_by(run, role)
+        post_lines = published.OVERLAP_LINES[role]
+        figure = f"two rebuilds of one company at once, {published.OVERLAP_TITLES[role]}: company_design.py's lines"
         group = ok[(ok.backend == backend) & (ok.variant == "two_runs")]
         key = f"overlap/{backend}/lines"
         if group.empty:
@@ -282,11 +292,14 @@ def _overlap(run: RunView) -> list[ScoreRow]:
         rows.append(ScoreRow(key, "Method 4 result", figure, _lines(post_lines),
                              f"{_of(same, len(group))} trials printed these lines", _agree(same == len(group)),
                              LINES_NO_WAITS))
-    where = {"none": "Method 4 result", "xact": "Method 4 result", "serializable": "Why not just...? SERIALIZABLE"}
-    for backend, post in published.OVERLAP_ROWS.items():
-        rows.append(_rows_afterwards(ok, backend, "two_runs", post, where[backend],
+    where = {PostRole.NO_LOCK: "Method 4 result", PostRole.METHOD_4: "Method 4 result",
+             PostRole.SERIALIZABLE: "Why not just...? SERIALIZABLE"}
+    for role, post in published.OVERLAP_ROWS.items():
+        backend = _played_by(run, role)
+        rows.append(_rows_afterwards(ok, backend, "two_runs", post, where[role],
                                      f"two rebuilds of one company at once, {backend}: rows afterwards"))
-    rows.append(_rows_afterwards(ok, "none", "repeatable_read", published.REPEATABLE_READ_NO_LOCK_ROWS,
+    rows.append(_rows_afterwards(ok, _played_by(run, PostRole.NO_LOCK), "repeatable_read",
+                                 published.REPEATABLE_READ_NO_LOCK_ROWS,
                                  "Why not just...? SERIALIZABLE",
                                  "two rebuilds at once, no lock, REPEATABLE READ: rows afterwards"))
     return rows
@@ -304,29 +317,31 @@ def _rows_afterwards(ok: pd.DataFrame, backend: str, variant: str, post: int, wh
 
 def _kill(run: RunView) -> list[ScoreRow]:
     ok = ok_trials(run.frame, "kill")
-    group = ok[ok.backend == "xact"]
-    figure = "xact: a run killed after its delete, before its commit, a second run waiting"
+    group = with_role(ok, PostRole.METHOD_4)
+    lock = _played_by(run, PostRole.METHOD_4)
+    figure = f"{lock}: a run killed after its delete, before its commit, a second run waiting"
     post = _lines(published.KILL_LINES)
     if group.empty:
-        return [ScoreRow("kill/xact", "Method 4 result", figure, post, "no kill trial of xact", Verdict.NOT_RUN,
+        return [ScoreRow(f"kill/{lock}", "Method 4 result", figure, post, f"no kill trial of {lock}", Verdict.NOT_RUN,
                          LINES_NO_WAITS)]
     same = sum(company.same_waits_aside(published.KILL_LINES, company.kill_lines(m)) for m in group.measures)
     waits = [m["runs"][1]["waited"] for m in group.measures]
-    return [ScoreRow("kill/xact", "Method 4 result", figure, post,
+    return [ScoreRow(f"kill/{lock}", "Method 4 result", figure, post,
                      f"{_of(same, len(group))} trials printed these lines (the waiter waited "
                      f"{_span(waits, digits=1)})", _agree(same == len(group)), LINES_NO_WAITS)]
 
 
 def _repeatable_read(run: RunView) -> list[ScoreRow]:
     rr = company.repeatable_read_failures(ok_trials(run.frame, "overlap"))
+    lock = _played_by(run, PostRole.METHOD_4)
     figure = "rule 1: the lock under REPEATABLE READ, the waiting run"
     post = f"fails the delete after the wait with *{published.REPEATABLE_READ_ERROR}*"
-    if "xact" not in rr:
+    if lock not in rr:
         return [ScoreRow("rules/repeatable_read", "Rules it depends on", figure, post,
-                         "no REPEATABLE READ overlap trial of xact", Verdict.NOT_RUN, OUTCOME)]
-    failed, n, waits = rr["xact"]
+                         f"no REPEATABLE READ overlap trial of {lock}", Verdict.NOT_RUN, OUTCOME)]
+    failed, n, waits = rr[lock]
     return [ScoreRow("rules/repeatable_read", "Rules it depends on", figure, post,
-                     f"xact: {_of(failed, n)} trials failed with it, after a median wait of "
+                     f"{lock}: {_of(failed, n)} trials failed with it, after a median wait of "
                      f"{statistics.median(waits):.1f} s", _agree(failed == n), OUTCOME)]
 
 
@@ -341,16 +356,17 @@ def _sorted_order(run: RunView) -> list[ScoreRow]:
                      _agree(deadlocks == published.SORTED_DEADLOCKS), COUNT)]
 
 
-METHODS = {"session": "1. default", "session_commit": "2. commit after acquiring",
-           "session_autocommit": "3. AUTOCOMMIT"}
+METHODS = {PostRole.METHOD_1: "1. default", PostRole.METHOD_2: "2. commit after acquiring",
+           PostRole.METHOD_3: "3. AUTOCOMMIT"}
 
 
 def _same_faults(run: RunView) -> list[ScoreRow]:
     relevant = session.same_faults_trials(run.frame)
     rows = []
-    for (variant, backend), lost in published.SAME_FAULTS_FOLLOWS.items():
-        figure = f"{session.FAULT_ROWS[variant]}, {METHODS[backend]} (the post's *follows*: reasoned, not run)"
-        post = published.SAME_FAULTS[variant][backend]
+    for (variant, role), lost in published.SAME_FAULTS_FOLLOWS.items():
+        backend = _played_by(run, role)
+        figure = f"{session.FAULT_ROWS[variant]}, {METHODS[role]} (the post's *follows*: reasoned, not run)"
+        post = published.SAME_FAULTS[variant][role]
         key = f"same_faults/{variant}/{backend}"
         raw = session.same_fault_cell(relevant, variant, backend)
         if not raw:
@@ -404,34 +420,37 @@ def _conflicts(run: RunView) -> list[ScoreRow]:
             continue
         rows.append(ScoreRow(key, "Why not just...? SERIALIZABLE", figure, f"{post} of 8",
                              ", ".join(map(str, counts)) + " of 8", _agree(set(counts) == {post}), COUNT))
-    ten = costs.ten_companies(ok)
+    ten, names = costs.ten_companies(ok), costs.ten_names(ok)
+    serializable, lock = costs.TEN_COMPANIES
     figure = "the same 10 companies, SERIALIZABLE against the lock: time ratio"
-    post_s = {b: published.TEN_COMPANIES[b][0] for b in costs.TEN_COMPANIES}
-    post_text = f"{post_s['serializable']} s / {post_s['xact']} s = {costs.post_ten_ratio():.2f}"
+    post_s = {role: published.TEN_COMPANIES[role][0] for role in costs.TEN_COMPANIES}
+    post_text = f"{post_s[serializable]} s / {post_s[lock]} s = {costs.post_ten_ratio():.2f}"
     ratio = costs.ten_companies_ratio(ten)
     if ratio is None:
         rows.append(ScoreRow("conflicts/ten/ratio", "Why not just...? SERIALIZABLE", figure, post_text,
-                             "no ten_companies trials of serializable and xact", Verdict.NOT_RUN, RATIO))
+                             f"no ten_companies trials of {names[serializable]} and {names[lock]}", Verdict.NOT_RUN,
+                             RATIO))
     else:
         centre, every = ratio
-        first = ten["serializable"][0]
-        medians = {b: statistics.median(m["seconds"] for m in ten[b]) for b in costs.TEN_COMPANIES}
+        first = ten[serializable][0]
+        medians = {role: statistics.median(m["seconds"] for m in ten[role]) for role in costs.TEN_COMPANIES}
         rows.append(ScoreRow(
             "conflicts/ten/ratio", "Why not just...? SERIALIZABLE", figure, post_text,
-            f"{medians['serializable']:.2f} s / {medians['xact']:.2f} s = {centre:.2f} (medians; any trial over any: "
+            f"{medians[serializable]:.2f} s / {medians[lock]:.2f} s = {centre:.2f} (medians; any trial over any: "
             f"{_span(every, unit='')}; {first['workers']} runs, {first['rows']} rows a company, a workload the post "
             f"does not give)", costs.ten_companies_verdict(ratio), RATIO))
-    for backend in costs.TEN_COMPANIES:
-        post_failed = published.TEN_COMPANIES[backend][1]
+    for role in costs.TEN_COMPANIES:
+        backend = names[role]
+        post_failed = published.TEN_COMPANIES[role][1]
         figure = f"the same 10 companies, {backend}: failed attempts"
         key = f"conflicts/ten/{backend}/failed"
-        if backend not in ten:
+        if role not in ten:
             rows.append(ScoreRow(key, "Why not just...? SERIALIZABLE", figure, str(post_failed),
                                  f"no ten_companies trial of {backend}", Verdict.NOT_RUN, COUNT))
             continue
-        failed = [m["failed_attempts"] for m in ten[backend]]
+        failed = [m["failed_attempts"] for m in ten[role]]
         rows.append(ScoreRow(key, "Why not just...? SERIALIZABLE", figure, str(post_failed),
-                             ", ".join(map(str, failed)), costs.failed_attempts_verdict(ten, backend), COUNT))
+                             ", ".join(map(str, failed)), costs.failed_attempts_verdict(ten, role), COUNT))
     return rows
 
 

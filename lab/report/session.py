@@ -6,11 +6,18 @@ import pandas as pd
 
 from lab.harness.outcomes import detection_of, outcome_text
 from lab.report import published
-from lab.report.common import md_table, ok_trials, side_by_side
+from lab.post_role import PostRole
+from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side, with_role
 from lab.report.matrix import CALIBRATION_WORDS as LOST_WORDS
 from lab.report.sections import RunView, section
 
-SESSION_BACKENDS = ["session", "session_commit", "session_autocommit"]
+# The post's three session-lock methods, by the role a backend declares (lab/post_role.py).
+SESSION_ROLES = (PostRole.METHOD_1, PostRole.METHOD_2, PostRole.METHOD_3)
+
+
+def session_backends(frame: pd.DataFrame) -> list[str]:
+    """The backends playing the post's methods 1-3 among the frame's rows, in the methods' order."""
+    return [name for role in SESSION_ROLES if (name := backend_with_role(frame, role)) is not None]
 FAULT_ROWS = {
     "idle_in_transaction": "Lock connection idle past idle_in_transaction_session_timeout",
     "query_then_idle_in_transaction": "One more query, then idle past that timeout",
@@ -76,7 +83,7 @@ def section_cases(run: RunView) -> str | None:
 
 def same_faults_trials(frame: pd.DataFrame) -> pd.DataFrame:
     """The cases and calibrate trials of the three session locks: the post's same-faults table, measured."""
-    return frame[frame.scenario.isin(["cases", "calibrate"]) & frame.backend.isin(SESSION_BACKENDS)
+    return frame[frame.scenario.isin(["cases", "calibrate"]) & frame.post_role.isin(SESSION_ROLES)
                  & (frame.variant != "-")]
 
 
@@ -97,14 +104,15 @@ def section_same_faults(run: RunView) -> str | None:
     relevant = same_faults_trials(frame)
     if relevant.empty:
         return None
-    present = [b for b in SESSION_BACKENDS if b in set(relevant.backend)]
+    present = session_backends(relevant)
+    roles = dict(zip(relevant.backend, relevant.post_role))
     rows = []
     for variant, label in FAULT_ROWS.items():
         row = [label]
         for backend in present:
             records = same_fault_records(relevant, variant, backend)
             ours = outcome_text(records) if records else "not run"
-            post = published.SAME_FAULTS[variant].get(backend, "")
+            post = published.SAME_FAULTS[variant].get(roles[backend], "")
             row.append(f"{ours} (post: {post})")
         rows.append(row)
     return "\n".join(["## The session locks under the same faults", "",
@@ -146,7 +154,8 @@ def section_calibration(run: RunView) -> str | None:
            f"poll*: the second session got the lock at most two polls ({2 * poll:.2f} s) after the measured kill, "
            f"the next poll's start plus its run; later is *late*, never is *never detected*: both are failures of "
            f"the detector. Every one of these is a lost lock. Reproduce: `lab run --scenario calibrate`.", ""]
-    for backend in [b for b in SESSION_BACKENDS if b in set(ok.backend)]:
+    calibrated_as_post = backend_with_role(ok, PostRole.METHOD_3)
+    for backend in session_backends(ok):
         rows = calibration_rows(ok, backend)
         verdicts = [detection_of(r) for r in rows.to_dict("records")]
         lines = [calibration_line(i, m, "unrecorded" if v is None else CALIBRATION_WORDS.get(v, v))
@@ -156,7 +165,7 @@ def section_calibration(run: RunView) -> str | None:
                   if v in verdicts]
         out += [f"**{backend}**: within one poll in {within} of {len(rows)} runs"
                 + ("; " + "; ".join(failed) if failed else "") + ".", ""]
-        if backend == "session_autocommit":
+        if backend == calibrated_as_post:
             out += [*_against_post(rows, poll), ""]
         else:
             out += ["```", *[line.replace("**", "") for line in lines], "```"]
@@ -164,8 +173,11 @@ def section_calibration(run: RunView) -> str | None:
     return "\n".join(out)
 
 
-def calibration_rows(ok: pd.DataFrame, backend: str = "session_autocommit") -> pd.DataFrame:
-    """A backend's ok calibrate trials in run order; the post calibrated on an AUTOCOMMIT connection."""
+def calibration_rows(ok: pd.DataFrame, backend: str | None = None) -> pd.DataFrame:
+    """A backend's ok calibrate trials in run order; by default the post's own, which calibrated on an AUTOCOMMIT
+    connection (method 3)."""
+    if backend is None:
+        return with_role(ok, PostRole.METHOD_3).sort_values("index")
     return ok[ok.backend == backend].sort_values("index")
 
 

@@ -12,14 +12,15 @@ import pandas as pd
 
 from lab.harness.outcomes import lock_lost, outcome_text
 from lab.report import whynot
-from lab.report.common import md_table, ok_trials, with_capability
+from lab.post_role import PostRole
+from lab.report.common import md_table, ok_trials, with_capability, with_role
 from lab.report.matrix import lease_faults_run
 from lab.report.sections import WHYNOT, RunView, section
 
 
 def _timing_range(frame) -> str | None:
     group = ok_trials(frame, "timing")
-    group = group[group.backend == "session"]
+    group = with_role(group, PostRole.METHOD_1)
     firsts = [m["first_got_at"] for m in group.measures if m["first_got_at"] is not None]
     if not firsts:
         return None
@@ -107,7 +108,7 @@ def _leases(run: RunView) -> str | None:
 
 def _heartbeat(frame) -> str | None:
     group = ok_trials(frame, "cases")
-    group = group[(group.backend == "session_commit") & (group.variant == "query_then_idle_in_transaction")]
+    group = with_role(group[group.variant == "query_then_idle_in_transaction"], PostRole.METHOD_2)
     if group.empty:
         return None
     text = outcome_text(group.to_dict("records"))

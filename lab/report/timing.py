@@ -8,12 +8,19 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lab.harness.outcomes import Safety, handover_of
+from lab.post_role import PostRole
 from lab.report import published
 from lab.report.charts import timing_chart
 from lab.report.common import md_table, ok_trials
 from lab.report.sections import RunView, section
 
-LABELS = {"session": "default", "session_autocommit": "AUTOCOMMIT"}
+# The post's two timing rows are its methods 1 and 3, named by their connection, whichever backend plays them.
+LABELS = {PostRole.METHOD_1: "default", PostRole.METHOD_3: "AUTOCOMMIT"}
+
+
+def row_label(backend: str, role: PostRole | None, trigger: str) -> str:
+    """'cron/default' for the post's rows, 'cron/<backend>' for every other."""
+    return f"{trigger}/{LABELS.get(role, backend)}"  # type: ignore[arg-type]
 
 
 def row_stats(firsts: list[float | None], timeout: float, handovers: list | None = None) -> dict:
@@ -145,13 +152,14 @@ def section_timing(run: RunView) -> str | None:
     timeout = ok.measures.iloc[0]["timeout_s"]
     rows, bars = [], []
     for (backend, trigger), group in ok.groupby(["backend", "variant"], sort=False):
+        role = group.post_role.iloc[0]
+        label = row_label(backend, role, trigger)
         failed = errored_trials(frame, backend, trigger)
         if not failed.empty:  # the survivors of a partly errored row are not a result
-            rows.append([f"{trigger}/{LABELS.get(backend, backend)}", incomplete_text(failed, group), "-", "-", "-"])
+            rows.append([label, incomplete_text(failed, group), "-", "-", "-"])
             continue
         s = group_stats(group, timeout)
-        key = (backend, trigger)
-        label = f"{trigger}/{LABELS.get(backend, backend)}"
+        key = (role, trigger)
         post, verdict = "-", "-"
         if key in published.TIMING:
             post = published_line(key)

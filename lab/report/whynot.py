@@ -14,17 +14,18 @@ import statistics
 import pandas as pd
 
 from lab.harness.outcomes import outcome_text
-from lab.report.common import ok_trials
+from lab.post_role import PostRole
+from lab.report.common import ok_trials, with_role
 
-GUARD_OFF = "session_guard_off"  # the row's alternative: the guard set to 0 on the lock's own session
-ON_WRITES = "session_on_writes"  # the lock on the writes' connection
+GUARD_OFF = PostRole.GUARD_OFF  # the row's alternative: the guard set to 0 on the lock's own session
 KAFKA = "Kafka partitioning: not measured: no Kafka server can run here"
 
 
-def _trials(frame: pd.DataFrame, variant: str, backend: str | None = None) -> pd.DataFrame:
+def _trials(frame: pd.DataFrame, variant: str, role: PostRole | None = None) -> pd.DataFrame:
+    """The ok whynot trials of a variant: every backend's, or the one playing the post's role."""
     group = ok_trials(frame, "whynot")
     group = group[group.variant == variant]
-    return group if backend is None else group[group.backend == backend]
+    return group if role is None else with_role(group, role)
 
 
 def _cite(group: pd.DataFrame) -> str:
@@ -88,6 +89,7 @@ def _guard_off_session(frame: pd.DataFrame) -> str | None:
     if group.empty:
         return None
     ms = list(group.measures)
+    guard_off = group.backend.iloc[0]
     mine, base, xid = [m["backend"] for m in ms], [m["baseline"] for m in ms], [m["open_xid"] for m in ms]
     kept = sum(bool(m["held_after"]) for m in mine)
     timeout = ms[0]["timeout_s"]
@@ -98,7 +100,7 @@ def _guard_off_session(frame: pd.DataFrame) -> str | None:
                f"{_count(_median(m['xmin_age'] for m in mine))}, backend_xid age "
                f"{_count(_median(m['xid_age'] for m in mine))})")
     parts = [
-        f"measured: with the guard at {timeout:g} s on its session, {GUARD_OFF} still held its lock past it in "
+        f"measured: with the guard at {timeout:g} s on its session, {guard_off} still held its lock past it in "
         f"{_of(kept, len(mine))} trials ({_cases(frame)})",
         f"{horizon}, and VACUUM left {_count(_median(m['not_removable'] for m in mine))} dead rows it could not "
         f"remove in the rebuilt table after {_count(_median(m['deleted'] for m in mine))} deleted, against "
@@ -109,7 +111,7 @@ def _guard_off_session(frame: pd.DataFrame) -> str | None:
         f"was still {_states(m['state'] for m in xid)} past the guard's timeout: the guard no longer ends it",
     ]
     others = _trials(frame, "xmin_horizon")
-    rest = others[others.backend != GUARD_OFF]
+    rest = others[others.post_role != GUARD_OFF]
     if not rest.empty:
         parts.append("under the same guard: " + ", ".join(
             f"{b} kept its lock in {_of(sum(bool(m['backend']['held_after']) for m in g.measures), len(g))} and left "
@@ -121,7 +123,7 @@ def _guard_off_session(frame: pd.DataFrame) -> str | None:
 def _cases(frame: pd.DataFrame) -> str:
     """The cases trials of the guard-off lock under the idle-in-transaction guard, when the run has them."""
     group = ok_trials(frame, "cases")
-    group = group[(group.backend == GUARD_OFF) & (group.variant == "idle_in_transaction")]
+    group = with_role(group[group.variant == "idle_in_transaction"], GUARD_OFF)
     if group.empty:
         return "no cases trials in this run"
     return f"cases, idle in transaction past the timeout: {outcome_text(group.to_dict('records'))}"

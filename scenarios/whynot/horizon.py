@@ -16,13 +16,15 @@ import time
 
 from sqlalchemy import text
 
+import backends
 from lab.harness.workload import COMPANY_SIZE
+from lab.post_role import PostRole
 from lab.servers.clients import pg_engine
 from scenarios.base import TrialEnv, release_said
 from scenarios.whynot._vacuum import fresh_table, session_horizon, vacuum
 from scenarios.whynot.base import Experiment, is_session_lock_on_postgres
 
-BASELINE = "session_autocommit"  # the post's fix: a session lock that leaves no transaction open
+BASELINE = PostRole.METHOD_3  # the post's fix: a session lock that leaves no transaction open
 
 
 class XminHorizon(Experiment):
@@ -36,13 +38,14 @@ class XminHorizon(Experiment):
 
     def run(self, env: TrialEnv, variant: str) -> dict:
         guard = {"idle_in_transaction_session_timeout": f"{int(env.params['timeout_s'] * 1000)}ms"}
-        order = list(dict.fromkeys([env.spec.backend, BASELINE]))
+        baseline = backends.playing(BASELINE)
+        order = list(dict.fromkeys([env.spec.backend, baseline]))
         if env.spec.index % 2:
             order.reverse()  # alternate who goes first, repetition by repetition
         runs = {name: _holding_run(env, name, f"h{i}", guard) for i, name in enumerate(order)}
         return {"timeout_s": env.params["timeout_s"], "companies": env.params["companies"],
-                "order": order, "backend": runs[env.spec.backend], "baseline": runs[BASELINE],
-                "baseline_backend": BASELINE, "open_xid": _open_xid_reference(env, guard)}
+                "order": order, "backend": runs[env.spec.backend], "baseline": runs[baseline],
+                "baseline_backend": baseline, "open_xid": _open_xid_reference(env, guard)}
 
     def verdict(self, m: dict) -> str:
         if not m["backend"]["held_after"]:

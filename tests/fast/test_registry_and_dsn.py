@@ -89,12 +89,19 @@ def test_the_posts_methods_are_declared_once_each_and_a_subclass_is_not_one():
     import backends
     from backends.session import SessionLock
 
-    declared = {backends.load(n).post_method: n for n in backends.names() if backends.load(n).post_method}
-    assert declared == {1: "session", 2: "session_commit", 3: "session_autocommit", 4: "xact"}
+    from lab.post_role import PostRole
+
+    declared = {}
+    for name in backends.names():
+        if (role := backends.load(name).post_role) is not None:
+            declared.setdefault(role, []).append(name)
+    assert all(len(names) == 1 for names in declared.values()), declared
+    assert {role.method: names[0] for role, names in declared.items() if role.method} == {
+        1: "session", 2: "session_commit", 3: "session_autocommit", 4: "xact"}
 
     class MySessionLock(SessionLock):
         name = "my_session_lock"
 
-    assert MySessionLock.post_method is None
+    assert MySessionLock.post_role is None
     assert scenarios.load("lookalikes").applies_to(MySessionLock) is not None
     assert scenarios.load("lookalikes").applies_to(SessionLock) is None

@@ -228,3 +228,22 @@ def test_the_conflicts_section_flags_the_retries_the_scorecard_flags(committed):
     assert "medians of this run: 1.91 (post: 1.63): matches (the cost table's tolerance, within 25%" in text
     like = planted(trials, "conflicts", "serializable", "ten_companies", lambda m, i: m.update(failed_attempts=101))
     assert "| 101, 101, 101 |" in section_conflicts(RunView.of(like, meta))
+
+
+def test_the_posts_rows_follow_the_declared_role_not_the_backends_name(committed):
+    """A run whose meta.json declares method 4 on a backend named otherwise: the scorecard's kill row is that
+    backend's, and the backend named "xact", declaring no role, is not the post's lock any more."""
+    meta, trials = committed
+    renamed = copy.deepcopy(trials)
+    for t in renamed:
+        if t["backend"] == "xact":
+            t["backend"], t["id"] = "my_lock", t["id"].replace("/xact/", "/my_lock/")
+    roles = {"my_lock": "method_4", "session": "method_1", "session_commit": "method_2",
+             "session_autocommit": "method_3", "none": "no_lock", "serializable": "serializable"}
+    rows = rows_of({**meta, "post_roles": roles}, renamed)
+    assert "kill/my_lock" in rows and rows["kill/my_lock"].verdict is Verdict.MATCHES
+    assert rows["rules/repeatable_read"].ours.startswith("my_lock:")
+
+    unclaimed = rows_of({**meta, "post_roles": {**roles, "my_lock": None}}, renamed)  # nobody plays method 4
+    assert unclaimed["kill/method_4"].verdict is Verdict.NOT_RUN
+    assert unclaimed["rules/repeatable_read"].verdict is Verdict.NOT_RUN
