@@ -293,9 +293,16 @@ class Scenario(ABC):
                     skipped.append(TrialSpec(self.name, cls.name, variant, 0, skip=reason))
         runnable = [(cls.name, v) for cls in backend_classes if self.applies_to(cls) is None
                     for v in self.variants_in_profile(cls, profile) if self.variant_skip(v, cls) is None]
-        for index in range(trials):
-            specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable)
+        counts = {variant: self.variant_trials(variant, trials) for _, variant in runnable}
+        for index in range(max(counts.values(), default=0)):
+            specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable
+                         if index < counts[variant])
         return skipped + specs
+
+    def variant_trials(self, variant: str, trials: int) -> int:
+        """How many trials a cell of this variant runs, given the profile's count: that count, unless the
+        variant's own repetitions already measure what more trials would (whynot's throughput)."""
+        return trials
 
     def trial_seconds(self, profile: str) -> float:
         """About how long one trial takes, from the profile's timers (a TTL waited out twice, a guard's

@@ -23,7 +23,7 @@ whole server's, and throughput wants the machine.
 from __future__ import annotations
 
 from lab.harness.outcomes import Safety
-from scenarios.base import ALONE, Scenario, TrialEnv, TrialSpec
+from scenarios.base import ALONE, Scenario, TrialEnv
 from scenarios.whynot.backstop import Backstop
 from scenarios.whynot.base import Experiment
 from scenarios.whynot.giant import GiantTransaction
@@ -57,7 +57,7 @@ class WhyNot(Scenario):
         "quick": {"trials": 1, "parallel": 1, "timeout_s": 0.5, "companies": 12, "hold_s": 0.4,
                   "giant_companies": 8, "throughput_companies": 32, "throughput_reps": 3, "queue_companies": 24},
         "default": {"trials": 3, "parallel": 1, "timeout_s": 2.0, "companies": 40, "hold_s": 1.0,
-                    "giant_companies": 40, "throughput_companies": 200, "throughput_reps": 5, "queue_companies": 120},
+                    "giant_companies": 40, "throughput_companies": 200, "throughput_reps": 8, "queue_companies": 120},
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
@@ -72,14 +72,9 @@ class WhyNot(Scenario):
         so each trial's floor is the waits it was seen to sit through and its measured seconds."""
         return 0.0
 
-    def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
-        """A throughput trial repeats until its precision rule is met; once one of a backend's trials met it, that
-        backend's later throughput trials would only repeat a precise figure: not needed. Every other
-        experiment runs its planned trials."""
-        if spec.variant != "throughput":
-            return True
-        return not any(r["backend"] == spec.label and r["variant"] == "throughput"
-                       and (r["measures"].get("precision") or {}).get("reached") for r in done)
+    def variant_trials(self, variant: str, trials: int) -> int:
+        """The experiment's own count where it declares one (throughput repeats inside its trial), else the profile's."""
+        return min(trials, experiment_of(variant).trials or trials)
 
     def measured_seconds(self, measures: dict) -> float:
         """The throughput experiment's timed rebuilds (every configuration of every repetition)."""

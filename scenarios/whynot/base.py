@@ -26,6 +26,9 @@ class Experiment(ABC):
     # selection is more than that overrides applies().
     requires: ClassVar[frozenset[Capability]] = frozenset()
     reason: ClassVar[str] = ""
+    # How many trials a cell runs: None, the profile's count; an experiment that repeats its own measurement
+    # to a stated precision inside one trial declares 1, since more trials would repeat that figure.
+    trials: ClassVar[int | None] = None
 
     def applies(self, backend_cls: type[Backend]) -> str | None:
         """None when every variant of this experiment can run the backend, else the reason it cannot."""

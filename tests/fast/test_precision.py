@@ -63,20 +63,18 @@ def perf_records(seconds_by_rep):
             for i, rep in enumerate(seconds_by_rep) for variant, seconds in rep.items()]
 
 
-def test_whynot_runs_a_backends_later_throughput_trials_only_while_its_figure_is_not_precise():
+def test_whynot_plans_one_throughput_trial_per_backend_and_the_profiles_count_for_the_other_experiments():
+    """Throughput repeats inside its trial by the rule (Experiment.trials = 1); more trials would only repeat it."""
+    import backends
     from scenarios.whynot import WhyNot
 
     whynot = WhyNot()
-
-    def throughput(backend, reached):
-        return {"backend": backend, "variant": "throughput", "index": 0, "measures": {"precision": {"reached": reached}}}
-
-    later = TrialSpec("whynot", "session", "throughput", 1)
-    assert whynot.needed("default", later, [])
-    assert whynot.needed("default", later, [throughput("session", False)])  # noisy: repeat it
-    assert not whynot.needed("default", later, [throughput("session", True)])
-    assert whynot.needed("default", later, [throughput("queue", True)])  # another backend's says nothing
-    assert whynot.needed("default", TrialSpec("whynot", "session", "xmin_horizon", 1), [throughput("session", True)])
+    specs = [s for s in whynot.plan([backends.load("session")], "default") if s.skip is None]
+    per_variant = {}
+    for spec in specs:
+        per_variant.setdefault(spec.variant, []).append(spec.index)
+    assert per_variant["throughput"] == [0]
+    assert per_variant["xmin_horizon"] == [0, 1, 2] == list(range(whynot.profile_params("default")["trials"]))
 
 
 def test_the_cost_table_stops_repeating_once_every_configurations_paired_ratio_is_tight():
