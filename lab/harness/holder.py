@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 
+from lab.harness import holder_spares
 from lab.servers.clients import first_line
 from lab.servers.fake_clock import real_monotonic, real_wall
 
@@ -102,7 +103,10 @@ def main() -> None:
     from lab.servers.services import Services
 
     _listen_to_libraries()
-    spec = json.loads(sys.stdin.readline())
+    line = sys.stdin.readline()
+    if not line:  # a spare whose lab closed its pool (or died) before handing it a trial
+        return
+    spec = json.loads(line)
     if spec.get("report_clock"):
         signal.signal(signal.SIGUSR1, _report_clock)  # Python runs it on the main thread, even inside readline()
         _report_clock()
@@ -148,6 +152,14 @@ def main() -> None:
         _emit("exit")
 
 
+def start_holder(netns: int | None = None, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """A holder process, started now: it does its imports and waits for its spec on stdin."""
+    from lab.servers.processes import popen
+
+    return popen([sys.executable, "-m", "lab.harness.holder"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True, netns=netns, env=None if env is None else {**os.environ, **env})
+
+
 class HolderProcess:
     """The parent's handle on a holder: its events, its signals, and its end."""
 
@@ -157,11 +169,8 @@ class HolderProcess:
         missing = [k for k in _SPEC_KEYS if k not in spec]
         if missing:
             raise ValueError(f"holder spec lacks {missing}")
-        from lab.servers.processes import popen
-
-        self.proc = popen([sys.executable, "-m", "lab.harness.holder"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, netns=netns,
-                          env=None if env is None else {**os.environ, **env})
+        spare = holder_spares.take() if netns is None and env is None else None
+        self.proc = spare or start_holder(netns, env)
         if self.proc.stdin is None or self.proc.stdout is None or self.proc.stderr is None:
             raise RuntimeError("the holder process started without its pipes")
         self._stdin, self._stdout, self._stderr = self.proc.stdin, self.proc.stdout, self.proc.stderr

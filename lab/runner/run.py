@@ -15,6 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 import backends
 from lab import waves as capacity_plan
+from lab.harness import holder_spares
+from lab.harness.holder import start_holder
 from lab.harness.workload import drop_schema, ensure_schema
 from lab.progress import ScenarioProgress, wall_over_bound
 from lab.provenance import run_meta
@@ -92,6 +94,7 @@ class Runner:
         backends.prepare_storage(monitor, self.request.backends)
         mark_unrunnable(plan, services, self.console)
         sampler = SessionSampler(services.pg())
+        holder_spares.open_pool(start_holder)  # holders that did their imports while earlier trials waited
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
@@ -106,6 +109,7 @@ class Runner:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
                 _record_run_bound(folder, phases, time.monotonic() - started, self.console)
         finally:
+            holder_spares.close_pool()
             sampler.close()
             if not self.stop.is_set():
                 drop_schema(monitor)
