@@ -101,10 +101,11 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
                 evidence.update(once_held())
         target = Target(env.services, env.monitor, cls, holder=holder)
         t_fault = time.monotonic()
-        fault.inject(target)
-        if at_fault is not None:
-            at_fault(t_fault)
-        evidence.update(fault.confirm(target))  # FaultNotConfirmed makes this trial an error, never a verdict
+        with env.waiting():  # the promotion: the fault's own time
+            fault.inject(target)
+            if at_fault is not None:
+                at_fault(t_fault)
+            evidence.update(fault.confirm(target))  # FaultNotConfirmed makes this trial an error, never a verdict
         # A client made after the failover (some libraries write as soon as they start: not to a replica), with
         # no pooled connection from before it: the trial's pools start afresh.
         for engine in (env.writes, env.monitor):
@@ -122,7 +123,8 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
         env.pause(max(0.0, t_fault + (ttl + HEAL_GRACE_S if ask_after is None else ask_after) - time.monotonic()))
         patience = ttl + 1.0 if patience is None else patience
         other = pool.submit(_contend, make, made, patience, history, retry_errors)
-        wait([other], timeout=patience + 0.5)
+        with env.waiting():  # in at once, or after its patience
+            wait([other], timeout=patience + 0.5)
         if waiting is None:
             holder.go()
             _written(holder, WRITE_WITHIN_S)

@@ -93,15 +93,17 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault, step: int
         target = Target(env.services, env.monitor, cls, holder=holder, lock_pid=acquired.get("lock_pid"),
                         write_pid=at_point.get("write_pid"), ttl=effective_ttl)
         t_fault = time.monotonic()
-        fault.inject(target)
-        evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict
+        with env.waiting():  # a restart, an election: the fault's own time
+            fault.inject(target)
+            evidence = fault.confirm(target)  # FaultNotConfirmed makes this trial an error, never a verdict
         ask_at, patience = _contender_window(fault, effective_ttl, t_fault, acquired["t"])
         env.pause(max(0.0, ask_at - time.monotonic()))
         # The contender keeps trying for its patience; the fault heals once it is in or has given up
         # (a lock inside a live transaction keeps it waiting, and then it goes in only after the heal).
         other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience,
                             history=history, retry_errors=True)  # a stopped server times its requests out
-        wait([other], timeout=patience + 0.5)
+        with env.waiting():  # in at once, or after the patience the fault declares
+            wait([other], timeout=patience + 0.5)
         t_heal = time.monotonic()
         evidence.update(fault.heal(target))
         holder.go()

@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
@@ -154,6 +155,17 @@ class TrialEnv:
         table = CompanyTable(table_name(f"{self.run_id}_{self.spec.id}_{label}"))
         table.create(self.monitor, index=index)
         return table
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """A wait no scheduler can shorten that is not one of the trial's own sleeps: a fault striking and being
+        confirmed (a server restarting, a replica promoted), a contender trying for its declared patience.
+        Counted in the trial's floor, as pause() is (Scenario.lower_bound)."""
+        self.meter.begins()
+        try:
+            yield
+        finally:
+            self.meter.ends()
 
     def pause(self, seconds: float) -> None:
         """Hold for seconds (a run keeping its transaction open), waking at once if the run is stopped."""

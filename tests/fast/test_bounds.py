@@ -132,3 +132,16 @@ def test_provenance_shows_the_bounds_a_run_recorded_and_nothing_for_one_without(
     assert [r[0] for r in rows[2:]] == ["time: pause", "time: perf"]
     assert rows[2][1].startswith("wall 60 s, bound 40 s (1.50x); shared lane, 78 trials, up to 12 at once")
     assert bound_rows({}) == []
+
+
+def test_a_wait_on_a_fault_or_a_contenders_patience_counts_in_the_floor_once_beside_a_pause():
+    """env.waiting(): a restart being confirmed, a contender trying for its patience; overlapping a pause on
+    another thread of the same trial, the two count once."""
+    env = TrialEnv(None, None, None, "run", TrialSpec("planted", "none", "default", 0), {})
+    started = time.monotonic()
+    other = threading.Thread(target=env.pause, args=(0.2,))
+    with env.waiting():
+        other.start()
+        threading.Event().wait(0.3)  # the wait itself: what a fault's confirm or a contender's patience takes
+    other.join()
+    assert 0.29 <= env.waited <= time.monotonic() - started + 0.01
