@@ -100,7 +100,8 @@ def _repeatable_read_line(rr: dict[str, tuple[int, int, list[float]]], lock: str
                 f"of {n} trials, after a median wait of {statistics.median(waits):.1f} s (post: fails after the wait).")
         return line + (f" The other backends run under REPEATABLE READ are not the post's lock; their waiting "
                        f"run failed with that error in: {others}." if others else "")
-    return f"Rule 1, REPEATABLE READ (the post's lock, method 4, not run): the waiting run failed with *{error}* in: {others}."
+    return (f"Rule 1, REPEATABLE READ (the post's lock, method 4, not run): the waiting run failed with *{error}* "
+            f"in: {others}.")
 
 
 def kill_lines(measures: dict) -> list[str]:

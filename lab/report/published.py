@@ -51,8 +51,7 @@ CALIBRATION_KILL_AT = 2.00
 # cells the post reasoned from the connection's state instead of running.
 SAME_FAULTS = {
     "idle_in_transaction": {M1: "Lost", M2: "Held", M3: "Held"},
-    "query_then_idle_in_transaction": {M1: "Lost (follows)", M2: "Lost",
-                                       M3: "Held (follows)"},
+    "query_then_idle_in_transaction": {M1: "Lost (follows)", M2: "Lost", M3: "Held (follows)"},
     "idle_session": {M1: "Not affected: it is in a transaction (follows)",
                      M2: "Lost (follows: it is plain idle)", M3: "Lost"},
     "terminate": {M1: "Lost within one poll (follows)", M2: "Lost within one poll (follows)",
@@ -62,9 +61,9 @@ SAME_FAULTS = {
 # company_design.py: two rebuilds of one 250-row company at once.
 OVERLAP_LINES = {
     NO_LOCK: ["run1: committed, waited 0.0s, deleted 250", "run2: committed, waited 0.0s, deleted 0",
-             "rows afterwards: 500"],
+              "rows afterwards: 500"],
     M4: ["run1: committed, waited 0.0s, deleted 250", "run2: committed, waited 0.7s, deleted 250",
-             "rows afterwards: 250"],
+         "rows afterwards: 250"],
 }
 OVERLAP_TITLES = {NO_LOCK: "no lock, READ COMMITTED", M4: "xact lock, READ COMMITTED"}
 # "SERIALIZABLE with retry: It works (250 rows)" (Why not just...?)
@@ -106,7 +105,7 @@ TIMING = {
 VERSIONS = {"postgres": "18.6", "python": "3.13", "sqlalchemy": "2.0.51", "psycopg2": "2.9.13"}
 
 # The cells of SAME_FAULTS the post marks "follows" (reasoned from the connection's state, not run):
-# (fault, backend) -> whether the post says the lock is lost there. (The other cells are cases A-E and
+# (fault, the post's method) -> whether the post says the lock is lost there. (The other cells are cases A-E and
 # the calibration, which the scorecard scores as those.)
 SAME_FAULTS_FOLLOWS = {
     ("query_then_idle_in_transaction", M1): True,

@@ -20,7 +20,7 @@ LABELS = {PostRole.METHOD_1: "default", PostRole.METHOD_3: "AUTOCOMMIT"}
 
 def row_label(backend: str, role: PostRole | None, trigger: str) -> str:
     """'cron/default' for the post's rows, 'cron/<backend>' for every other."""
-    return f"{trigger}/{LABELS.get(role, backend)}"  # type: ignore[arg-type]
+    return f"{trigger}/{backend if role is None else LABELS.get(role, backend)}"
 
 
 def row_stats(firsts: list[float | None], timeout: float, handovers: list | None = None) -> dict:
