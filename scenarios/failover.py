@@ -30,10 +30,10 @@ from lab.columns import Column
 from lab.errors import LabError
 from lab.harness.holder import HolderProcess
 from lab.harness.promotion import PromotionProbe, create_probe_table
-from lab.harness.workload import ensure_schema
-from lab.servers.clients import pg_engine
-from lab.servers.cluster import PostgresPair
 from lab.harness.verdict import Verdict
+from lab.harness.workload import ensure_schema
+from lab.servers.cluster import PostgresPair
+from lab.servers.pg import trial_engines
 from scenarios._failover_trial import GRANT_WITHIN_S, NEVER_ACKNOWLEDGED, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
@@ -87,10 +87,7 @@ class Failover(LeaseFaultScenario):
         try:
             pair.start()
             cluster = replace(env.services, pg_url=pair.url, embedded={"postgres": pair}, tmp=None)
-            monitor = pg_engine(pair.url, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
-                                connect_args={"application_name": "locklab-monitor"})
-            writes = pg_engine(pair.url, pool_pre_ping=True, pool_size=2,
-                               connect_args={"application_name": "locklab-writes"})
+            monitor, writes = trial_engines(pair.url)
             ensure_schema(monitor)
             backends.prepare_storage(monitor, [env.spec.backend])
             create_probe_table(pair.node_url(pair.primary))  # before hold_back(): the standby has it too

@@ -43,11 +43,10 @@ from lab.harness.outcomes import DoesNotRun
 from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE, ensure_schema
 from lab.servers import pg
-from lab.servers.clients import pg_engine
 from lab.servers.embedded import EmbeddedPostgres
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
-from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate
+from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate, trial_engines
 from scenarios._lease_faults import COMPANY, holder_measures
 from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv, judged
 
@@ -162,9 +161,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         server.start()
         url = make_url(server.dsn)
         services = replace(env.services, pg_url=url, embedded={"postgres": server}, tmp=None)
-        monitor = pg_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
-                            connect_args={"application_name": "locklab-monitor"})
-        writes = pg_engine(url, pool_pre_ping=True, pool_size=2, connect_args={"application_name": "locklab-writes"})
+        monitor, writes = trial_engines(url)
         ensure_schema(monitor)
         backends.prepare_storage(monitor, [cls.name])
         inside = replace(env, services=services, monitor=monitor, writes=writes)

@@ -54,9 +54,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 import backends
-from lab.faults import load as load_fault
 from lab.columns import Column
 from lab.errors import LabError
+from lab.faults import load as load_fault
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
 from lab.harness.outcomes import DoesNotRun
@@ -64,11 +64,12 @@ from lab.harness.promotion import PromotionProbe, create_probe_table
 from lab.harness.promotion import connect as promotion_connect
 from lab.harness.verdict import Verdict
 from lab.harness.workload import ensure_schema
-from lab.servers.clients import pg_engine, pg_hosts
-from lab.servers.identity import primary_identity
+from lab.servers.clients import pg_hosts
 from lab.servers.health_router import PrimaryRouter
+from lab.servers.identity import primary_identity
 from lab.servers.patroni import PatroniCluster, PatroniNode, PatroniSettings
 from lab.servers.patroni_runtime import Unavailable, runtime
+from lab.servers.pg import trial_engines
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
@@ -175,10 +176,7 @@ class Patroni(LeaseFaultScenario):
                 router.wait_routable()
                 client_url = cluster.node_url(old).set(port=router.port)
             services = replace(env.services, pg_url=client_url, embedded={"postgres": cluster}, tmp=None)
-            monitor = pg_engine(client_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
-                                connect_args={"application_name": "locklab-monitor"})
-            writes = pg_engine(client_url, pool_pre_ping=True, pool_size=2,
-                               connect_args={"application_name": "locklab-writes"})
+            monitor, writes = trial_engines(client_url)
             ensure_schema(monitor)
             backends.prepare_storage(monitor, [env.spec.backend])
             create_probe_table(cluster.node_url(old))
@@ -243,9 +241,7 @@ class Patroni(LeaseFaultScenario):
         url = env.services.pg()
         nodes = {f"{host}:{port}": url.set(host=host, port=port, query={}) for host, port in pg_hosts(url)}
         with ONE_AT_A_TIME:  # a failover of the user's service reaches every trial on it
-            monitor = pg_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
-                                connect_args={"application_name": "locklab-monitor"})
-            writes = pg_engine(url, pool_pre_ping=True, pool_size=2, connect_args={"application_name": "locklab-writes"})
+            monitor, writes = trial_engines(url)
             probe, old = None, ""
             try:
                 if len(nodes) > 1:

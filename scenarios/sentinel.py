@@ -45,8 +45,9 @@ from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFaul
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
 from lab.harness.verdict import Verdict
 from lab.harness.workload import ensure_schema
-from lab.servers.clients import parse_pg_dsn, pg_engine
+from lab.servers.clients import parse_pg_dsn
 from lab.servers.embedded import EmbeddedPostgres
+from lab.servers.pg import trial_engines
 from lab.servers.sentinel import SENTINELS, SentinelRedis, SentinelSettings
 from lab.servers.services import OWNER_FILE
 from scenarios._failover_trial import failover_judgement, failover_trial
@@ -120,10 +121,7 @@ class Sentinel(LeaseFaultScenario):
             pg.start()
             servers.start()
             start_s = time.monotonic() - started
-            monitor = pg_engine(pg.dsn, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
-                                connect_args={"application_name": "locklab-monitor"})
-            writes = pg_engine(pg.dsn, pool_pre_ping=True, pool_size=2,
-                               connect_args={"application_name": "locklab-writes"})
+            monitor, writes = trial_engines(pg.dsn)
             ensure_schema(monitor)
             backends.prepare_storage(monitor, [env.spec.backend])
             services = replace(env.services, pg_url=parse_pg_dsn(pg.dsn), redis_url=servers.url,

@@ -29,9 +29,10 @@ from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, Slow
 from lab.harness.measures import LeaseFaultMeasures
 from lab.harness.outcomes import DoesNotRun
 from lab.harness.workload import ensure_schema
-from lab.servers.clients import parse_pg_dsn, pg_engine
+from lab.servers.clients import parse_pg_dsn
 from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters
 from lab.servers.netns import Bridge, NamespaceUnavailable, NetNamespace
+from lab.servers.pg import trial_engines
 from lab.servers.services import SERVICE_NAMES, Services
 from lab.servers.slow_link import LinkUnavailable, SlowLink, unavailable_reason
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
@@ -117,10 +118,7 @@ def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault, step: int | None 
     try:
         namespace.run(_start_inside, inside, cls.services, root, namespace, run_server.bin)
         outside = _bridged(inside, namespace, bridges)  # the same servers as the lab reaches them
-        monitor = pg_engine(outside.pg(), isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
-                            connect_args={"application_name": "locklab-monitor"})
-        writes = pg_engine(outside.pg(), pool_pre_ping=True, pool_size=2,
-                           connect_args={"application_name": "locklab-writes"})
+        monitor, writes = trial_engines(outside.pg())
         ensure_schema(monitor)
         backends.prepare_storage(monitor, [cls.name])
         try:

@@ -34,6 +34,15 @@ def writes_engine(services: Services) -> Engine:
                      connect_args={"application_name": "locklab-writes"})
 
 
+def trial_engines(url) -> tuple[Engine, Engine]:
+    """A monitor (AUTOCOMMIT) and a writes engine, two sessions each, for a trial on servers of its own or on a
+    service it fails over; pre-ping, since the fault ends their sessions. The caller disposes both."""
+    monitor = pg_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True, pool_size=2,
+                        connect_args={"application_name": "locklab-monitor"})
+    writes = pg_engine(url, pool_pre_ping=True, pool_size=2, connect_args={"application_name": "locklab-writes"})
+    return monitor, writes
+
+
 def holds_advisory_lock(monitor: Engine, pid: int, key: int) -> bool:
     """True when pg_locks shows session pid holding the advisory lock on key."""
     with monitor.connect() as conn:
