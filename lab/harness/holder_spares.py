@@ -18,6 +18,8 @@ import subprocess
 import threading
 from typing import Callable
 
+from lab.servers.processes import kill_and_close
+
 MOST = 8  # spares kept at most: enough for a wave's starts to find one, each about 40 MB
 
 _lock = threading.Lock()
@@ -58,12 +60,7 @@ class SparePool:
         with self._lock:
             spares, self._spares = self._spares, []
         for proc in spares:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(5)
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
+            kill_and_close(proc)
 
 
 def open_pool(start: Callable[[], subprocess.Popen]) -> None:

@@ -407,6 +407,8 @@ class DelayQueue:
     def release(self) -> dict:
         """Let every held packet through now and end the process (idempotent): its report. Call it once the rules
         that feed the queues are gone: a packet parked after the last read would be dropped with the queue."""
+        from lab.servers.processes import kill_and_close  # the parent's side: the queue process keeps to the stdlib
+
         if self._proc is None:
             return self.report or {}
         proc, self._proc = self._proc, None
@@ -422,12 +424,7 @@ class DelayQueue:
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
             self.report = {"error": f"the holding process failed at its release: {exc}"}
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(5)
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
+            kill_and_close(proc)
         return self.report or {}
 
 

@@ -152,6 +152,16 @@ def stop(proc: subprocess.Popen | None, first_signal: int = signal.SIGTERM,
         pass
 
 
+def kill_and_close(proc: subprocess.Popen) -> None:
+    """SIGKILL a child that still runs, reap it, and close the pipes the lab holds to it."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(5)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
 def wait_ready(check: Callable[[], object], proc: subprocess.Popen, what: str,
                log_path: Path, timeout: float = 30.0) -> object:
     """Poll check() until it returns without raising; fail fast if proc exits."""
