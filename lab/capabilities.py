@@ -7,17 +7,11 @@ as the member's docstring; a scenario never probes a backend's attributes to dec
 
 from __future__ import annotations
 
-from enum import StrEnum
+from lab.described_enum import DescribedStrEnum
 
 
-class Capability(StrEnum):
+class Capability(DescribedStrEnum):
     """One promise a backend makes; `Capability.X.__doc__` says what it promises."""
-
-    def __new__(cls, value: str, promise: str) -> Capability:
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.__doc__ = promise
-        return member
 
     SESSION_LOCK = ("session_lock",
                     "holds a PostgreSQL session advisory lock for the whole run, on its own connection")

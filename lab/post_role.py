@@ -6,17 +6,11 @@ A str enum, so meta.json keeps its plain value and the report reads it without i
 
 from __future__ import annotations
 
-from enum import StrEnum
+from lab.described_enum import DescribedStrEnum
 
 
-class PostRole(StrEnum):
+class PostRole(DescribedStrEnum):
     """One method or alternative the post names; `PostRole.X.__doc__` says which."""
-
-    def __new__(cls, value: str, meaning: str) -> PostRole:
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.__doc__ = meaning
-        return member
 
     NO_LOCK = ("no_lock", "the post's baseline: no lock at all, READ COMMITTED")
     METHOD_1 = ("method_1", "method 1: the session lock on a default (autobegin) connection")
