@@ -32,7 +32,9 @@ class Lookalikes(Scenario):
     }
 
     def applies_to(self, backend_cls) -> str | None:
-        return None if backend_cls.post_role is PostRole.METHOD_1 else "the lookalike checks run once, on the session lock"
+        if backend_cls.post_role is PostRole.METHOD_1:
+            return None
+        return "the lookalike checks run once, on the session lock"
 
     def run_trial(self, env: TrialEnv) -> dict:
         check = {"idle_session_in_transaction": self._idle_session, "pool_recycle_checked_out": self._recycle,
