@@ -5,6 +5,7 @@ that the lab starts itself."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.harness.outcomes import Safety
+from lab.harness.verdict import SAFETY_OF, Kind
 from tests.server.helpers import shared_tmp
 from tests.system.conftest import DATABASE_GUARDS, MAX_CONNECTIONS
 
@@ -58,6 +61,13 @@ def trials(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
 
 
+def only_safe(cell: str) -> bool:
+    """Whether a compare cell ('rolled back 2/3, held 1/3', 'intact (250 rows) 1/3') names safe outcomes only."""
+    words = [re.sub(r"( \(.*\))? \d+/\d+$", "", part.strip(" |")) for part in cell.split(", ")]
+    known = {kind.value: kind for kind in Kind}
+    return all(word in known and SAFETY_OF[known[word]] is Safety.SAFE for word in words)
+
+
 def test_no_trial_errored_on_the_dbas_servers(two_runs):
     _, dba, _ = two_runs
     errored = [f"{t['id']}: {t.get('reason')}" for t in trials(dba) if t["status"] == "error"]
@@ -86,6 +96,11 @@ def test_every_verdict_matches_the_embedded_run(two_runs, tmp_path):
     # Redis ACL user (measured: AuthenticationError). Every trial of that backend says so, none gives a verdict.
     allowed += [row for row in differing if row[-1].startswith("n/a: does not run: ")
                 and "cannot use the Redis" in row[-1] and "user name" in row[-1]]
+    # Words that differ while every trial on both sides is safe are one verdict told by a race of the two runs'
+    # timing: the unique backstop's loser meets the first run's marker and rolls back, or comes after it and
+    # finds the company held (measured on the embedded servers alone: rolled back 2/3 in one run, 0/3 in the
+    # next two). A safety that differs is never allowed here.
+    allowed += [row for row in differing if only_safe(row[-2]) and only_safe(row[-1])]
     assert [row for row in differing if row not in allowed] == [], compared.stdout
 
 
