@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, TypeVar
@@ -199,7 +200,7 @@ class Services:
             self.embedded[name].stop()
         self.embedded.clear()
         if self.tmp is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            _remove_tree(self.tmp)
             self.tmp = None
 
     def __enter__(self) -> "Services":
@@ -207,6 +208,21 @@ class Services:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+REMOVE_WITHIN_S = 10.0  # how long a temp dir's removal keeps at it while a stopping trial still writes into it
+
+
+def _remove_tree(folder: Path) -> None:
+    """Remove folder and all in it. A trial winding down after a Ctrl-C may still create or remove its own files
+    there while the walk runs, which leaves the folder behind (seen once: an empty run dir after a stopped
+    failover trial removed its own): so the removal is tried again until the folder is gone, for a while."""
+    deadline = time.monotonic() + REMOVE_WITHIN_S
+    while True:
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists() or time.monotonic() > deadline:
+            return
+        time.sleep(0.2)
 
 
 def _needed(address: _T | None, service: str) -> _T:
