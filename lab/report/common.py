@@ -7,6 +7,7 @@ from enum import Enum
 
 import pandas as pd
 
+from lab.capabilities import Capability
 from lab.harness.outcomes import RunOrder, latest_per_trial
 from lab.post_role import PostRole
 from lab.report.declared import post_roles
@@ -41,7 +42,7 @@ def ordered_backends(frame: pd.DataFrame) -> list[str]:
     return [name for _, name in pairs]
 
 
-def with_capability(frame: pd.DataFrame, capability: str) -> pd.DataFrame:
+def with_capability(frame: pd.DataFrame, capability: Capability) -> pd.DataFrame:
     """The rows of backends that declare a capability, as the run's meta.json records it."""
     return frame[frame.capabilities.map(lambda caps: capability in caps).astype(bool)]
 

@@ -16,12 +16,14 @@ from typing import Callable
 
 import pandas as pd
 
+from lab.capabilities import Capability
 from lab.post_role import PostRole
 from lab.report.common import backend_with_role, declaration, ordered_backends
 from lab.report.matrix import Cell, Mark, columns_run, fault_records, judge
 from lab.report.sections import RunView, section
 
-HELD_ACROSS_WRITES = frozenset({"session_lock", "lease_expiry", "connection_held"})  # as Backend.holds_across_writes
+HELD_ACROSS_WRITES = frozenset({Capability.SESSION_LOCK, Capability.LEASE_EXPIRY,
+                                Capability.CONNECTION_HELD})  # as Backend.holds_across_writes
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ NEEDS = [
          lambda caps, service: bool(HELD_ACROSS_WRITES & caps),
          "one right for the whole run, held between its per-company transactions"),
     Need("Writes outside PostgreSQL (no fence the storage can check)",
-         lambda caps, service: bool(HELD_ACROSS_WRITES & caps) and "fencing" not in caps,
+         lambda caps, service: bool(HELD_ACROSS_WRITES & caps) and Capability.FENCING not in caps,
          "the lock alone must keep a lapsed holder from writing"),
     Need("A lock service you already run (Redis, etcd)",
          lambda caps, service: service is not None and service != "postgres",

@@ -8,6 +8,7 @@ from enum import Enum
 
 import pandas as pd
 
+from lab.capabilities import Capability
 from lab.columns import Column, FaultColumns
 from lab.harness.outcomes import Safety, does_not_run, exercised_of, safety_of
 from lab.report.charts import matrix_chart
@@ -272,7 +273,7 @@ def section_why_not_leases(run: RunView) -> str | None:
     of every backend whose right is a lease (capability `lease_expiry`)."""
     frame = run.frame
     columns = [(f.scenario, f.title, f.replicated) for f in lease_faults_run(run)]
-    relevant = with_capability(frame[frame.scenario.isin([s for s, _, _ in columns])], "lease_expiry")
+    relevant = with_capability(frame[frame.scenario.isin([s for s, _, _ in columns])], Capability.LEASE_EXPIRY)
     if relevant.empty:
         return None
     rows = []
@@ -298,7 +299,8 @@ def section_why_not_leases(run: RunView) -> str | None:
 def _token_evidence(relevant: pd.DataFrame) -> list[str]:
     """What the fencing tokens were when a fenced backend's lock server restarted."""
     lines = []
-    restarted = with_capability(relevant[(relevant.scenario == "restart") & (relevant.status == "ok")], "fencing")
+    restarted = with_capability(relevant[(relevant.scenario == "restart") & (relevant.status == "ok")],
+                                Capability.FENCING)
     for backend in ordered_backends(restarted):
         group = restarted[restarted.backend == backend]
         pairs = ", ".join(f"{m['holder']['token']} then {m['contender'].get('token')}" for m in group.measures)

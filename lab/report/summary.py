@@ -10,6 +10,7 @@ import statistics
 
 import pandas as pd
 
+from lab.capabilities import Capability
 from lab.harness.outcomes import lock_lost, outcome_text
 from lab.report import whynot
 from lab.post_role import PostRole
@@ -83,7 +84,7 @@ def _perf_ratio(frame) -> str | None:
 def _serializable(frame) -> str | None:
     parts = []
     overlap = ok_trials(frame, "overlap")
-    rows = [m["rows_final"] for m in with_capability(overlap, "serializable").measures]
+    rows = [m["rows_final"] for m in with_capability(overlap, Capability.SERIALIZABLE).measures]
     if rows:
         parts.append(f"two rebuilds at once end at {', '.join(map(str, rows))} rows")
     conflicts = ok_trials(frame, "conflicts")

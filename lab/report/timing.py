@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from lab.capabilities import Capability
 from lab.harness.outcomes import Safety, handover_of
 from lab.post_role import PostRole
 from lab.report import published
@@ -166,7 +167,7 @@ def section_timing(run: RunView) -> str | None:
             differs = against_post(s, key, timeout)
             verdict = "matches the post" if not differs else "**differs from the post**: " + "; ".join(differs)
         rows.append([label, stats_line(s, timeout), post,
-                     handover_text(s, "in_transaction" in group.capabilities.iloc[0]), verdict])
+                     handover_text(s, Capability.IN_TRANSACTION in group.capabilities.iloc[0]), verdict])
         bars.append((label, s["min"], s["max"], chart_kind(s)))
     charts["timing.png"] = lambda path: timing_chart(bars, timeout, path)
     return "\n".join([
