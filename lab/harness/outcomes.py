@@ -25,28 +25,21 @@ class Safety(str, Enum):
     UNTESTED = "untested"
 
 
-# Calibration measures detection of a killed lock session: every verdict there is a lost lock
-# (late or never detected is worse, not better), so an older run without `safety` reads as unsafe.
+# How soon calibrate saw a killed lock session free, in its schema-1 records' verdicts: read as a whole
+# word (equality), never by prefix.
 CALIBRATION_LOST = {"within one poll", "late", "not detected"}
-# A schema-1 run that predates the `safety` field said a violation by its verdict's first words; this
-# module is the one place those words are read (schema 2 records carry a typed judgement).
-SCHEMA1_VIOLATIONS = ("lost", "stale write accepted", "merged", "torn", "short", "counterexample")
 
 
 def safety_of(record: dict) -> Safety:
-    """The record's `safety`; on a run that predates it, derived from the verdict."""
+    """The record's typed `safety` (every finished trial has carried one since the field came in);
+    UNKNOWN for a record without it: the lab never derives it from the verdict's words."""
     recorded = record.get("safety")
-    if isinstance(recorded, str):  # a frame row of an older run holds NaN here
+    if isinstance(recorded, str):  # a frame row of a record without it holds NaN here
         try:
             return Safety(recorded)
         except ValueError:
             return Safety.UNKNOWN
-    verdict = record.get("verdict")
-    if verdict is None:
-        return Safety.UNKNOWN
-    if record.get("scenario") == "calibrate" and verdict in CALIBRATION_LOST:
-        return Safety.UNSAFE
-    return Safety.UNSAFE if str(verdict).startswith(SCHEMA1_VIOLATIONS) else Safety.SAFE
+    return Safety.UNKNOWN
 
 
 class DoesNotRun(str):
@@ -59,12 +52,9 @@ class DoesNotRun(str):
 
 
 def does_not_run(record: dict) -> bool:
-    """Whether a skipped record is 'does not run' (cannot work here) rather than n/a: its `runs_here` field,
-    or on a run that predates it, its reason's first words."""
-    runs_here = record.get("runs_here")
-    if isinstance(runs_here, bool):
-        return not runs_here
-    return str(record.get("reason") or "").startswith("does not run")
+    """Whether a skipped record is 'does not run' (cannot work here) rather than n/a: its typed `runs_here`
+    field (False). A record without the field reads as n/a: its reason's words are never parsed."""
+    return record.get("runs_here") is False
 
 
 # Trial-record schemas this code reads: 1 (no `schema` field: verdicts written by each scenario, in words)
@@ -85,12 +75,11 @@ def judgement_of(record: dict) -> dict | None:
 
 
 def lock_lost(record: dict) -> bool:
-    """Whether another run got the lock while the holder still believed it held: the judgement's `lock`;
-    on a schema-1 record, its verdict word (the one place that schema's words are read)."""
+    """Whether the checkers found another run in while the holder still believed it held (the judgement's
+    `lock`). Only a judged trial says so: a record without a judgement (skipped, or a scenario that measures
+    cost) found no lost lock, and its verdict's words are never parsed for one."""
     judgement = judgement_of(record)
-    if judgement is not None:
-        return judgement["lock"] == "false"
-    return str(record.get("verdict") or "").startswith("lost")
+    return judgement is not None and judgement["lock"] == "false"
 
 
 def detection_of(record: dict) -> str | None:

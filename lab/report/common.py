@@ -12,8 +12,8 @@ from lab.harness.outcomes import RunOrder, latest_per_trial
 from lab.post_role import PostRole
 from lab.report.declared import post_roles
 
-COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict", "reason", "measures", "run",
-           "safety", "exercised", "schema", "judgement", "history"]
+COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict", "reason", "runs_here", "measures",
+           "run", "safety", "exercised", "schema", "judgement", "history"]
 
 
 def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
@@ -22,12 +22,14 @@ def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
     Three columns carry what the run's meta.json says (nothing known, for a run whose meta does not):
     `backend_pos`, the backend's place in the run's order, `capabilities`, what the backend declares, and
     `post_role`, which of the post's methods it is (lab/report/declared.post_roles), or None.
-    A field an older run did not write (safety, exercised; schema, judgement and history before schema 2) is None.
+    A field an older run did not write (safety, exercised, runs_here; schema, judgement and history before schema 2)
+    is None.
     """
     order = RunOrder.of(meta, trials)
     records = sorted(latest_per_trial(trials), key=order.record_key)
     frame = pd.DataFrame(records, columns=COLUMNS).astype({"safety": object, "exercised": object, "schema": object,
-                                                           "judgement": object, "history": object})
+                                                           "judgement": object, "history": object,
+                                                           "runs_here": object})
     names = sorted(set(frame.backend), key=order.backend_key)
     frame["backend_pos"] = [names.index(b) for b in frame.backend]
     frame["capabilities"] = [tuple(sorted(order.capabilities_of(b))) for b in frame.backend]

@@ -140,13 +140,13 @@ def test_the_timing_chart_renders_and_is_byte_stable(tmp_path):
 def test_a_matrix_cell_counts_errored_trials_too():
     from lab.report.matrix import cell
 
-    ok = {"status": "ok", "verdict": "stale write rejected"}
+    ok = {"status": "ok", "verdict": "stale write rejected", "safety": "safe"}
+    accepted = {"status": "ok", "verdict": "stale write accepted", "safety": "unsafe"}
     # Issue 14: the survivors of a partly errored cell are not a result; a failure found still stands.
     assert cell([ok, ok, {"status": "error", "reason": "x"}]) == \
         "incomplete: error 1/3 (x); stale write rejected 2/3, error 1/3"
-    assert cell([{"status": "ok", "verdict": "stale write accepted"}, {"status": "error", "reason": "x"}]) == \
-        "✗ stale write accepted 1/2, error 1/2"
-    assert cell([{"status": "ok", "verdict": "stale write accepted"}]) == "✗ stale write accepted 1/1"
+    assert cell([accepted, {"status": "error", "reason": "x"}]) == "✗ stale write accepted 1/2, error 1/2"
+    assert cell([accepted]) == "✗ stale write accepted 1/1"
 
 
 def test_provenance_says_when_the_run_started_from_a_changed_checkout():

@@ -3,7 +3,7 @@ each test plants a figure that contradicts the sentence and sees the sentence ch
 
 import matplotlib.image
 
-from lab.harness.outcomes import RunOrder, Safety, exercised_of, safety_of
+from lab.harness.outcomes import RunOrder, Safety, exercised_of, lock_lost, safety_of
 from lab.report.sections import RunView
 from lab.report import published, render
 from lab.report.common import trials_frame
@@ -13,10 +13,26 @@ from lab.report.summary import _heartbeat, _perf_ratio, _timing_range
 from tests.fast.test_report import META
 
 
+# What a run records beside the words these tests plant: the report reads a trial's typed `safety` and, for a
+# lost lock, the checkers' judgement, never the words. A planted finished trial carries what a run would have
+# written beside them (unsafe for these, safe otherwise) unless the test plants its own.
+PLANTED_UNSAFE = {"stale write accepted", "lost", "late", "not detected", "within one poll", "7 of 8 failed"}
+PLANTED_LOST = {"lost", "late", "not detected", "within one poll"}  # the checkers found another run in
+
+
 def trial(scenario, backend, variant, verdict, measures=None, index=0, status="ok", **top):
+    if status == "ok" and verdict is not None:
+        top.setdefault("safety", "unsafe" if verdict in PLANTED_UNSAFE else "safe")
+        if verdict in PLANTED_LOST and "judgement" not in top:
+            top.update(schema=2, judgement={"lock": "false", "safety": top["safety"], "findings": []})
     return {"id": f"{scenario}/{backend}/{variant}/{index}", "scenario": scenario, "backend": backend,
             "variant": variant, "index": index, "status": status, "verdict": verdict,
             "measures": measures or {}, **top}
+
+
+def untyped(record):
+    """A planted record as a run that wrote no typed fields would have left it: its words only."""
+    return {k: v for k, v in record.items() if k not in ("safety", "schema", "judgement")}
 
 
 def lease(scenario, backend, verdict, index=0, **top):
@@ -29,12 +45,15 @@ def lease(scenario, backend, verdict, index=0, **top):
 
 # --- the typed vocabulary ---------------------------------------------------------------------------------
 
-def test_safety_is_read_from_the_record_and_derived_only_when_an_older_run_lacks_it():
+def test_safety_is_read_from_the_record_and_never_from_its_words():
     assert safety_of(trial("pause", "redis", "sigstop", "held", safety="unsafe")) is Safety.UNSAFE
-    assert safety_of(trial("pause", "redis", "sigstop", "stale write accepted")) is Safety.UNSAFE
+    assert safety_of(trial("pause", "redis", "sigstop", "stale write accepted", safety="safe")) is Safety.SAFE
     assert safety_of(trial("pause", "redis", "sigstop", "stale write rejected")) is Safety.SAFE
-    assert safety_of(trial("calibrate", "session", "terminate", "late")) is Safety.UNSAFE
-    assert safety_of(trial("calibrate", "session", "terminate", "not detected")) is Safety.UNSAFE
+    # Words that read as a violation say nothing without the typed field: unknown, never guessed.
+    assert safety_of(untyped(trial("pause", "redis", "sigstop", "stale write accepted"))) is Safety.UNKNOWN
+    assert safety_of(untyped(trial("calibrate", "session", "terminate", "late"))) is Safety.UNKNOWN
+    assert lock_lost(trial("cases", "session", "x", "lost")) is True
+    assert lock_lost(untyped(trial("cases", "session", "x", "lost"))) is False
     assert safety_of(trial("pause", "redis", "sigstop", None)) is Safety.UNKNOWN
     assert exercised_of(trial("pause", "redis", "sigstop", "held")) is None
     assert exercised_of(trial("pause", "redis", "sigstop", "held", exercised=False)) is False
@@ -249,8 +268,10 @@ def calibration(gaps, kill=2.004):
     for i, gap in enumerate(gaps):
         got = None if gap is None else round(kill + gap, 4)
         verdict = "not detected" if gap is None else ("within one poll" if gap <= 0.1 else "late")
+        judgement = {"lock": "false", "safety": "unsafe", "findings": [], "figures": {"detection": verdict}}
         out.append(trial("calibrate", "session_autocommit", "terminate", verdict,
-                         {"poll": 0.05, "kill_at": 2.0, "killed_at": kill, "got_at": got, "gap": gap}, i))
+                         {"poll": 0.05, "kill_at": 2.0, "killed_at": kill, "got_at": got, "gap": gap}, i,
+                         schema=2, judgement=judgement))
     return out
 
 

@@ -1,7 +1,5 @@
-"""Typed verdicts: no code judges a verdict, a company state or a skip reason by its words.
-
-The one exception is lab/harness/outcomes.py, the reader of schema-1 runs, whose records carry nothing
-but words. A planted line proves the scan can fail.
+"""Typed verdicts: no code judges a verdict, a company state or a skip reason by its words, not even for an
+older run (a record without the typed field reads as unknown). A planted line proves the scan can fail.
 """
 
 from __future__ import annotations
@@ -16,15 +14,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # What the before-stop hook looks for: a verdict, company state or skip reason judged by its first words.
 PREFIX = re.compile(r'verdict[^#]*\.startswith|\.startswith\(\(?"(lost|intact|held|merged|stale|does not run|within)'
                     r'|reason[^#]*\.startswith\(\(?"does not run')
-SCHEMA1_READER = ROOT / "lab" / "harness" / "outcomes.py"
 
 
 def prefix_matches(root: Path) -> list[str]:
     found = []
     for folder in ("lab", "backends", "scenarios"):
         for path in sorted((root / folder).rglob("*.py")):
-            if path == SCHEMA1_READER:
-                continue
             for number, line in enumerate(path.read_text().splitlines(), start=1):
                 if PREFIX.search(line) and not line.lstrip().startswith("#"):
                     found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
