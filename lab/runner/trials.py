@@ -7,6 +7,7 @@ are free, the main thread stays responsive to Ctrl-C, and once the run stops not
 
 from __future__ import annotations
 
+import time
 import traceback
 from dataclasses import dataclass, field
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -22,6 +23,7 @@ from lab.runner.records import Started, TrialRecord
 from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
 
 WAIT_POLL_S = 0.2  # a short wait keeps the main thread responsive to Ctrl-C
+TRIAL_WIND_DOWN_S = 30.0  # after a stop, how long the trials in flight get to see it and clean up
 
 
 @dataclass
@@ -59,8 +61,8 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
                                         and r.get("status") == "ok"])
     if repeats:  # a resumed run's earlier trials may have been enough
         drop_unneeded()
+    in_flight: dict[Future, tuple[TrialEnv, int]] = {}
     try:
-        in_flight: dict[Future, tuple[TrialEnv, int]] = {}
         while (queue and not ctx.stop.is_set()) or in_flight:
             # Start what fits: a trial whose sessions are not free yet waits without holding a worker,
             # and a later one that fits (a Redis lock's, which needs none) goes first.
@@ -89,7 +91,21 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
         ctx.stop.set()
         raise
     finally:
+        if ctx.stop.is_set():
+            _let_trials_stop(in_flight)
         pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
+
+
+def _let_trials_stop(in_flight: dict[Future, tuple[TrialEnv, int]]) -> None:
+    """After a stop, wait for the trials in flight to see it and clean up (their holders killed, their files
+    written) before the run stops the servers and removes its temp dir under them; at most TRIAL_WIND_DOWN_S,
+    and a second Ctrl-C ends the wait (their children die with the lab)."""
+    pending, give_up = set(in_flight), time.monotonic() + TRIAL_WIND_DOWN_S
+    while pending and time.monotonic() < give_up:
+        try:
+            _, pending = wait(pending, timeout=WAIT_POLL_S)
+        except KeyboardInterrupt:
+            return
 
 
 def finished_floor(scenario: Scenario, env: TrialEnv, record: TrialRecord, declared: float) -> float | None:

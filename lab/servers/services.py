@@ -214,9 +214,10 @@ REMOVE_WITHIN_S = 10.0  # how long a temp dir's removal keeps at it while a stop
 
 
 def _remove_tree(folder: Path) -> None:
-    """Remove folder and all in it. A trial winding down after a Ctrl-C may still create or remove its own files
-    there while the walk runs, which leaves the folder behind (seen once: an empty run dir after a stopped
-    failover trial removed its own): so the removal is tried again until the folder is gone, for a while."""
+    """Remove folder and all in it. The runner waits for the trials in flight after a Ctrl-C (lab/runner/trials.py),
+    but one that outlives that wait may still create or remove its own files here while the walk runs, which
+    leaves the folder behind (seen once, before that wait: an empty run dir after a stopped failover trial
+    removed its own): so the removal is tried again until the folder is gone, for a while."""
     deadline = time.monotonic() + REMOVE_WITHIN_S
     while True:
         shutil.rmtree(folder, ignore_errors=True)
