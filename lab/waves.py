@@ -127,13 +127,23 @@ class Dispatch(Generic[T]):
         dropped, self._waiting = len(self._waiting) - len(kept), kept
         return dropped
 
-    def ready(self, slots: int) -> list[tuple[T, int]]:
-        """Up to `slots` trials whose sessions are free now, taken from the budget, earliest first."""
+    def ready(self, slots: int, alone: Callable[[T], bool] = lambda trial: False,
+              busy: bool = False) -> list[tuple[T, int]]:
+        """Up to `slots` trials whose sessions are free now, taken from the budget, earliest first. A trial that
+        must run alone (`alone`) starts only when none runs (`busy` False) and none starts with it; the caller
+        gives no slots while it runs. Others that fit go ahead of a waiting one, so a scenario's shared trials
+        are not held up behind it."""
         started: list[tuple[T, int]] = []
         still: list[tuple[T, int]] = []
         for trial in self._waiting:
-            if len(started) < slots and self._budget.try_take(trial[1]):
+            fits = len(started) < slots
+            by_itself = fits and alone(trial[0])
+            if by_itself:
+                fits = not busy and not started
+            if fits and self._budget.try_take(trial[1]):
                 started.append(trial)
+                if by_itself:
+                    slots = 0  # nothing beside it
             else:
                 still.append(trial)
         self._waiting = still

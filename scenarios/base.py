@@ -374,21 +374,35 @@ class Scenario(ABC):
         return max(1, fits)
 
     def lower_bound(self, profile: str, floors: Sequence[float], costs: Sequence[int],
-                    sessions: int | None = None) -> float:
+                    sessions: int | None = None, alone: Sequence[bool] = ()) -> float:
         """The wall time no scheduler could beat for trials whose floors are given (each at least its declared
         trial_floor's part it really waited, plus its measured_seconds), under this scenario's declarations:
-        as many at once as at_once() allows and their sessions within the budget (makespan_floor).
+        the trials that run alone (`alone`, from exclusive()) one after another, the others as many at once as
+        at_once() allows and their sessions within the budget (makespan_floor).
 
         Before a run the floors are trial_floor() for every runnable trial (declared_bound); after it, each
         finished trial's own, so a scenario gets a bound from what it already declares and its trials do."""
-        return makespan_floor(floors, costs, self.at_once(profile, costs, sessions), sessions)
+        alone = list(alone) or [False] * len(floors)
+        one_by_one = sum(floor for floor, by_itself in zip(floors, alone) if by_itself)
+        together = [(floor, cost) for floor, cost, by_itself in zip(floors, costs, alone) if not by_itself]
+        shared_costs = [cost for _, cost in together]
+        return one_by_one + makespan_floor([floor for floor, _ in together], shared_costs,
+                                           self.at_once(profile, shared_costs or costs, sessions), sessions)
 
-    def declared_bound(self, profile: str, costs: Sequence[int], sessions: int | None = None) -> float:
+    def declared_bound(self, profile: str, costs: Sequence[int], sessions: int | None = None,
+                       alone: Sequence[bool] = ()) -> float:
         """lower_bound() from the declarations alone: every runnable trial lasting its trial_floor, and no less
         than the scenario's own wall budget (the window that must be waited out once)."""
         floor = self.trial_floor(profile)
-        bound = self.lower_bound(profile, [floor] * len(costs), costs, sessions)
+        bound = self.lower_bound(profile, [floor] * len(costs), costs, sessions, alone)
         return max(bound, self.wall_budget(profile) or 0.0) if costs else 0.0
+
+    def exclusive(self, spec: TrialSpec, services) -> bool:
+        """Whether this trial must run with none of the scenario's other trials beside it: it acts on a server
+        they share (a restart of the run's PostgreSQL reaches every session on it), or times what they would
+        skew. The runner starts it only when nothing else of the scenario runs, and nothing beside it; the
+        others run as many at once as parallelism() allows. False by default: parallelism() alone decides."""
+        return False
 
     def pg_sessions(self, backend_cls: type[Backend], profile: str) -> int:
         """PostgreSQL sessions one trial of this backend holds at most: its lock's, its runs' writes, the

@@ -3,12 +3,16 @@
 Variant aof_always restarts a Redis that keeps an append-only file fsynced on every write, the
 configuration that keeps the lock and the fence counter across a restart.
 
-A restart reaches every session on that server, so these trials run one at a
-time, and only against servers the lab started itself.
+A restart of the run's PostgreSQL (or Redlock's masters, or a server the lab was given, restarted by your
+command) reaches every session on it, so such a trial runs alone (exclusive); a Redis or etcd lock's
+trial restarts a server of its own (lab/faults/restart.py), so those run side by side.
 """
 
+import backends
 from lab.columns import Column
+from lab.faults.restart import Restart as RestartFault
 from scenarios._lease_faults import LeaseFaultScenario
+from scenarios.base import TrialSpec
 
 
 class Restart(LeaseFaultScenario):
@@ -28,7 +32,13 @@ class Restart(LeaseFaultScenario):
     )
     faults = {"server_restart": "restart", "aof_always": "restart_aof"}
     params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 1},
+        # parallel: the trials on servers of their own; the others run alone (exclusive)
+        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 2},
+        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 4},
     }
+
+    def exclusive(self, spec: TrialSpec, services) -> bool:
+        """Alone unless the trial restarts a server of its own (a Redis or etcd lock where the lab started the
+        run's): a restart of a server the run's trials share reaches all of theirs."""
+        return not RestartFault.own_server(backends.load(spec.backend), services)
 

@@ -4,8 +4,9 @@ The control for `restart`: a default Redis forgets every key when it restarts, l
 counter included, so the next token can be lower than one already written. With
 `appendonly yes, appendfsync always` the keys, the counter with them, come back. prepare()
 turns the AOF on before the holder takes its lock (and waits for Redis to write it), inject()
-restarts Redis with the same settings, close() turns the AOF off again so later scenarios meet
-the default Redis. Embedded Redis only.
+restarts Redis with the same settings. Embedded Redis only: the trial's own (lab/faults/restart.py),
+stopped with the trial; on the run's, close() turns the AOF off again so later scenarios meet the
+default Redis.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class RestartWithAof(Restart):
     commandable = False  # it sets the server's persistence itself, so it needs a Redis the lab started
 
     def __init__(self):
+        super().__init__()
         self._server = None
         self._url: str | None = None
 
@@ -39,7 +41,11 @@ class RestartWithAof(Restart):
         return None
 
     def prepare(self, services: Services, backend_cls) -> None:
-        self._server, self._url = services.embedded["redis"], services.redis()
+        super().prepare(services, backend_cls)  # the trial's own Redis, when the lab started the run's
+        if self._own is not None:
+            self._server, self._url = self._own, self._own.url
+        else:
+            self._server, self._url = services.embedded["redis"], services.redis()
         client = self._client()
         try:
             client.config_set("appendfsync", "always")
@@ -66,6 +72,10 @@ class RestartWithAof(Restart):
         return {**evidence, "aof_enabled": 1, "appendfsync": "always"}
 
     def close(self) -> None:
+        if self._own is not None:  # the trial's own Redis goes with it
+            self._server = None
+            super().close()
+            return
         if self._server is None:
             return
         self._server.appendfsync_always = False

@@ -135,14 +135,17 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
         ctx.sampler.take_peak()
     finished = run_trials(ctx, scenario, shown)
     sessions = wave.budget if wave is not None else None
-    floors, costs = [f for f, _ in finished.floors], [c for _, c in finished.floors]
-    bound = scenario.lower_bound(ctx.profile, floors, costs, sessions) if floors else None
+    floors, costs = [f.seconds for f in finished.floors], [f.sessions for f in finished.floors]
+    bound = scenario.lower_bound(ctx.profile, floors, costs, sessions, [f.alone for f in finished.floors]) \
+        if floors else None
     wall = shown.finish(bound)
     if runnable and not ctx.stop.is_set():  # a resumed run's scenario with nothing left to run is not timed
         planned = [ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable]
+        alone = [scenario.exclusive(spec, ctx.services) for spec in runnable]
         _record_bound(ctx.folder, scenario.name, {
             "lane": scenario.lane, "wall_s": round(wall, 1), "bound_s": round(bound or 0.0, 1),
-            "declared_bound_s": round(scenario.declared_bound(ctx.profile, planned, sessions), 1),
+            "declared_bound_s": round(scenario.declared_bound(ctx.profile, planned, sessions, alone), 1),
+            "trials_alone": sum(alone),
             "trials_finished": len(floors), "at_once": scenario.at_once(ctx.profile, planned, sessions),
             "trial_floor_s": scenario.trial_floor(ctx.profile)})
         precision = scenario.precision(ctx.profile, finished.records)

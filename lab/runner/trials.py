@@ -26,12 +26,22 @@ WAIT_POLL_S = 0.2  # a short wait keeps the main thread responsive to Ctrl-C
 TRIAL_WIND_DOWN_S = 30.0  # after a stop, how long the trials in flight get to see it and clean up
 
 
+@dataclass(frozen=True)
+class TrialFloor:
+    """A finished trial's part in the scenario's lower bound: the seconds it could not take less, the PostgreSQL
+    sessions it held, and whether it ran alone (Scenario.exclusive)."""
+
+    seconds: float
+    sessions: int
+    alone: bool = False
+
+
 @dataclass
 class Finished:
-    """What a scenario's trials leave for after them: each finished trial's floor and session cost (the lower
-    bound), and the finished records (its precision), a resumed run's earlier ones included."""
+    """What a scenario's trials leave for after them: each finished trial's floor (the lower bound), and the
+    finished records (its precision), a resumed run's earlier ones included."""
 
-    floors: list[tuple[float, int]] = field(default_factory=list)
+    floors: list[TrialFloor] = field(default_factory=list)
     records: list[dict] = field(default_factory=list)
 
 
@@ -51,6 +61,7 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     queue = capacity_plan.Dispatch([(spec, ctx.plan.cost(scenario, spec, ctx.profile)) for spec in runnable],
                                    budget, scarce_first=wave is not None and wave.limited)
     declared = scenario.trial_floor(ctx.profile)
+    alone = {spec.id: scenario.exclusive(spec, ctx.services) for spec in runnable}
     # Only a scenario that can stop early reads its records (a resumed run's earlier ones first): others keep none.
     repeats = type(scenario).needed is not Scenario.needed
 
@@ -66,7 +77,9 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
         while (queue and not ctx.stop.is_set()) or in_flight:
             # Start what fits: a trial whose sessions are not free yet waits without holding a worker,
             # and a later one that fits (a Redis lock's, which needs none) goes first.
-            for spec, sessions in [] if ctx.stop.is_set() else queue.ready(workers - len(in_flight)):
+            by_itself = any(alone[env.spec.id] for env, _ in in_flight.values())
+            slots = 0 if ctx.stop.is_set() or by_itself else workers - len(in_flight)
+            for spec, sessions in queue.ready(slots, alone=lambda spec: alone[spec.id], busy=bool(in_flight)):
                 env = ctx.trial_env(spec, params)
                 in_flight[pool.submit(run_trial, scenario, env)] = (env, sessions)
             finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
@@ -78,7 +91,7 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
                     ctx.folder.append(record)
                     floor = finished_floor(scenario, env, record, declared)
                     if floor is not None:
-                        finished_trials.floors.append((floor, sessions))
+                        finished_trials.floors.append(TrialFloor(floor, sessions, alone[env.spec.id]))
                         if repeats:
                             finished_trials.records.append(dict(record))
                 shown.advance(record)

@@ -53,6 +53,14 @@ def test_the_servers_sessions_can_be_what_bounds_it():
     assert planted.at_once("default", [0] * 10, 8) == 4
 
 
+def test_trials_that_run_alone_add_up_and_the_others_share_the_workers():
+    # 2 trials alone (2.5 s each, one after another) and 8 beside each other, 4 at once: 5 + 8 x 2.5 / 4
+    alone = [True, True] + [False] * 8
+    assert Planted().declared_bound("default", [4] * 10, alone=alone) == pytest.approx(5 + 5)
+    assert Planted().lower_bound("default", [1.0, 2.0, 3.0], [4, 4, 4], alone=[True, True, True]) == 6.0
+    assert Planted().lower_bound("default", [1.0, 2.0, 3.0], [4, 4, 4]) == 3.0  # none alone: the longest
+
+
 def test_one_long_trial_bounds_it_whatever_the_parallelism():
     assert makespan_floor([30.0, 1.0, 1.0], [2, 2, 2], at_once=100, sessions=None) == 30.0
 

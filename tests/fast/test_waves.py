@@ -61,6 +61,19 @@ def test_when_sessions_are_scarce_the_trials_needing_them_get_the_workers_first(
     assert [name for name, _ in scarce_first.ready(slots=3)] == ["pg1", "pg2", "redis1"] and budget.free == 0
 
 
+def test_a_trial_that_must_run_alone_waits_for_the_others_and_nothing_starts_beside_it():
+    budget = SessionBudget(100)
+    queue = Dispatch([("own1", 0), ("shared1", 4), ("own2", 0), ("shared2", 4), ("own3", 0)], budget)
+    alone = lambda name: name.startswith("shared")  # noqa: E731  the planted declaration
+    # Three workers, nothing running: the first alone trial would have to start by itself, so the others go first.
+    first = queue.ready(slots=3, alone=alone, busy=False)
+    assert [name for name, _ in first] == ["own1", "own2", "own3"]
+    assert queue.ready(slots=0, alone=alone, busy=True) == []  # while they run, it waits
+    # Nothing running: the alone trial starts, and nothing beside it though slots are free.
+    assert queue.ready(slots=3, alone=alone, busy=False) == [("shared1", 4)]
+    assert queue.ready(slots=3, alone=alone, busy=False) == [("shared2", 4)] and not queue
+
+
 def test_workers_limit_what_starts_even_when_sessions_are_free():
     budget = SessionBudget(100)
     queue = Dispatch([(f"t{i}", 1) for i in range(10)], budget)

@@ -3,8 +3,9 @@
 import psutil
 import pytest
 
+import backends
 from lab.faults import FaultNotConfirmed
-from scenarios.base import Skip
+from scenarios.base import Skip, TrialSpec
 from scenarios.cut import Cut
 from scenarios.pause import Pause
 from scenarios.restart import Restart
@@ -82,8 +83,15 @@ def test_a_cut_lock_connection(services, engines, backend, expected):
     ("lease_row", "held"),  # the lease is a row: it survives a PostgreSQL restart
 ])
 def test_a_restarted_lock_server(services, engines, backend, expected):
+    run_server = services.embedded.get(backends.load(backend).lock_service)
+    pids = list(run_server.pids) if run_server is not None else None
     m, verdict = run(services, engines, Restart(), backend)
     assert verdict == expected, m
+    # A Redis or etcd lock's trial restarts a server of its own, so it runs beside others; PostgreSQL is the run's.
+    own = backends.load(backend).lock_service in ("redis", "etcd")
+    assert m["evidence"]["server"] == ("the trial's own" if own else "the run's")
+    assert (list(run_server.pids) == pids) is own  # the run's server restarted only when it was the lock's
+    assert Restart().exclusive(TrialSpec("restart", backend, "server_restart", 0), services) is not own
 
 
 # Issue 13, point 1: a cut proves it carried the lock's connection, or the trial is an error.
@@ -133,6 +141,7 @@ def test_an_append_only_redis_keeps_the_fence_counter_across_a_restart(services,
     env = trial_env(services, engines, "restart", "redis_fenced", "aof_always", scenario.profile_params("quick"))
     m = scenario.run_trial(env)
     assert m["evidence"]["aof_enabled"] == 1 and m["evidence"]["pids_before"] != m["evidence"]["pids_after"]
+    assert m["evidence"]["server"] == "the trial's own"
     assert m["contender"]["token"] > m["holder"]["token"]  # the counter came back: the next grant is higher
     assert outcome_of(scenario, m, "redis_fenced")["verdict"] == "stale write rejected"
     from lab.servers.clients import redis_client
