@@ -16,14 +16,16 @@ apply, never for a list of names:
 
 This scenario gathers them from EXPERIMENTS, whose order is the variants' order in meta.json and the
 report, and hands each trial, verdict and safety to the experiment that declares the trial's variant;
-it records the variant as the measures' kind. The trials run one at a time: VACUUM's horizon is the
-whole server's, and throughput wants the machine.
+it records the variant as the measures' kind. The scenario runs with nothing beside it (throughput wants the
+machine); within it, the trials of an experiment that reads VACUUM's horizon (the database's), sets the
+database's guard or times throughput run alone (Experiment.alone), and the others, whose runs only wait on each
+other's locks, three at once.
 """
 
 from __future__ import annotations
 
 from lab.harness.outcomes import Safety
-from scenarios.base import ALONE, Scenario, TrialEnv
+from scenarios.base import ALONE, Scenario, TrialEnv, TrialSpec
 from scenarios.whynot.backstop import Backstop
 from scenarios.whynot.base import Experiment
 from scenarios.whynot.giant import GiantTransaction
@@ -54,17 +56,21 @@ class WhyNot(Scenario):
                "loser, idempotent inputs, a queue")
     variants = tuple(variant for experiment in EXPERIMENTS for variant in experiment.variants)
     params = {
-        "quick": {"trials": 1, "parallel": 1, "timeout_s": 0.5, "companies": 12, "hold_s": 0.4,
+        "quick": {"trials": 1, "parallel": 2, "timeout_s": 0.5, "companies": 12, "hold_s": 0.4,
                   "giant_companies": 8, "throughput_companies": 32, "throughput_reps": 3, "queue_companies": 24},
         # timeout_s: the guard's idle_in_transaction_session_timeout. What the horizon and guard-role experiments
         # find past it (the lock session gone, or holding back vacuum) does not depend on its length; 1 s, not 2 s,
         # takes 6 s off each of their trials, which wait it out twice per run (issue 34).
-        "default": {"trials": 3, "parallel": 1, "timeout_s": 1.0, "companies": 40, "hold_s": 1.0,
+        "default": {"trials": 3, "parallel": 3, "timeout_s": 1.0, "companies": 40, "hold_s": 1.0,
                     "giant_companies": 40, "throughput_companies": 200, "throughput_reps": 8, "queue_companies": 120},
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         return experiment_of(variant).applies(backend_cls)
+
+    def exclusive(self, spec: TrialSpec, services) -> bool:
+        """As its experiment declares (Experiment.alone)."""
+        return experiment_of(spec.variant).alone
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         """Four workers' write sessions, the lock's, the monitor's (VACUUM, pg_stat_activity) and an observer."""

@@ -25,6 +25,8 @@ from scenarios.whynot.base import Experiment
 class Backstop(Experiment):
     """Two overlapping rebuilds under a unique marker: what the loser saw, and the company after both."""
 
+    alone = False  # its runs wait on each other's locks and time only those waits
+
     variants = ("backstop_loser",)
     requires = frozenset({Capability.UNIQUE_MARKER})
     reason = "keeps no unique marker row"

@@ -27,6 +27,8 @@ class IdempotentInputs(Experiment):
     """Two overlapping upserting rebuilds, with one input for both (same_inputs) or each its own
     (different_inputs)."""
 
+    alone = False  # its runs wait on each other's locks and time only those waits
+
     variants = ("same_inputs", "different_inputs")
     requires = frozenset({Capability.NATURAL_KEY})
     reason = "writes no upsert on a natural key"

@@ -32,6 +32,8 @@ RUNS = 3  # runs pulling from one queue at once
 class Queue(Experiment):
     """A second run asking for a held company, then runs pulling one queue dry: duplicates, misses, intact."""
 
+    alone = False  # its runs wait on each other's locks and time only those waits
+
     variants = ("queue_exclusion",)
     requires = frozenset({Capability.QUEUE})
     reason = "hands out no companies (no rebuild_next)"

@@ -35,6 +35,8 @@ class RowLocks(Experiment):
     """A child insert under the parent's row lock (fk_child_insert), and a company with no parent row
     (no_parent_row)."""
 
+    alone = False  # its runs wait on each other's locks and time only those waits
+
     variants = ("fk_child_insert", "no_parent_row")
     requires = frozenset({Capability.PARENT_ROW_LOCK})
     reason = "locks no parent row (declares no row_lock_strength)"
