@@ -174,3 +174,10 @@ def test_the_queue_is_unsafe_when_a_company_goes_to_two_runs_or_is_torn():
     assert judged(queue(duplicates=[7])) == ("a company went to two runs", Safety.UNSAFE)
     assert judged(queue(intact=False))[1] == Safety.UNSAFE
     assert judged(queue(asked_whole=False))[1] == Safety.UNSAFE
+
+
+def test_two_commits_in_the_same_millisecond_leave_either_run_the_last_committer():
+    from scenarios.whynot.inputs import last_committers
+
+    assert last_committers([{"run": "run1", "ended": 1.02}, {"run": "run2", "ended": 1.026}]) == ["run2"]
+    assert last_committers([{"run": "run1", "ended": 1.033}, {"run": "run2", "ended": 1.033}]) == ["run1", "run2"]
