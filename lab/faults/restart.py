@@ -55,8 +55,12 @@ class Restart(Fault):
     def prepare(self, services: Services, backend_cls) -> None:
         if not self.own_server(backend_cls, services):
             return
+        service = backend_cls.lock_service
         self._root = Path(tempfile.mkdtemp(prefix="restart-", dir=services.tmp))
-        self._own = OWN_SERVER[backend_cls.lock_service](self._root)
+        if service == "redis":  # the run's redis-server binary, whichever it is
+            self._own = EmbeddedRedis(self._root, server=getattr(services.embedded[service], "server", None))
+        else:
+            self._own = OWN_SERVER[service](self._root)
         self._own.start()
 
     def route(self, services: Services, backend_cls) -> Route:
