@@ -33,7 +33,7 @@ from lab.servers.services import Services
 BACK_WITHIN = 60.0  # the server answering again, as a different process
 # The lock services whose server a trial starts for itself when the lab started the run's: one process each, up
 # in well under a second, holding nothing the trial's writes need.
-OWN_SERVER = {"redis": EmbeddedRedis, "etcd": EmbeddedEtcd}
+OWN_SERVER_SERVICES = ("redis", "etcd")
 
 
 class Restart(Fault):
@@ -50,17 +50,16 @@ class Restart(Fault):
         """Whether a trial of this backend restarts a server of its own rather than one the run's trials share:
         a lock on Redis or etcd where the lab started the run's (it never stands in for a server it was given)."""
         service = backend_cls.lock_service
-        return service in OWN_SERVER and services.is_embedded(service) and services.tmp is not None
+        return service in OWN_SERVER_SERVICES and services.is_embedded(service) and services.tmp is not None
 
     def prepare(self, services: Services, backend_cls) -> None:
         if not self.own_server(backend_cls, services):
             return
-        service = backend_cls.lock_service
         self._root = Path(tempfile.mkdtemp(prefix="restart-", dir=services.tmp))
-        if service == "redis":  # the run's redis-server binary, whichever it is
-            self._own = EmbeddedRedis(self._root, server=getattr(services.embedded[service], "server", None))
+        if backend_cls.lock_service == "redis":  # the run's redis-server binary, whichever it is
+            self._own = EmbeddedRedis(self._root, server=services.embedded["redis"].server)
         else:
-            self._own = OWN_SERVER[service](self._root)
+            self._own = EmbeddedEtcd(self._root)
         self._own.start()
 
     def route(self, services: Services, backend_cls) -> Route:

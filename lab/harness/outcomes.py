@@ -25,11 +25,6 @@ class Safety(str, Enum):
     UNTESTED = "untested"
 
 
-# How soon calibrate saw a killed lock session free, in its schema-1 records' verdicts: read as a whole
-# word (equality), never by prefix.
-CALIBRATION_LOST = {"within one poll", "late", "not detected"}
-
-
 def safety_of(record: dict) -> Safety:
     """The record's typed `safety` (every finished trial has carried one since the field came in);
     UNKNOWN for a record without it: the lab never derives it from the verdict's words."""
@@ -83,12 +78,10 @@ def lock_lost(record: dict) -> bool:
 
 
 def detection_of(record: dict) -> str | None:
-    """How soon a killed lock session was seen free (calibrate): 'within one poll', 'late', 'not detected'."""
+    """How soon a killed lock session was seen free (calibrate, a kill): 'within one poll', 'late', 'not detected',
+    from the checkers' judgement; None for a record without one."""
     judgement = judgement_of(record)
-    if judgement is not None:
-        return (judgement.get("figures") or {}).get("detection")
-    verdict = record.get("verdict")
-    return verdict if verdict in CALIBRATION_LOST else None
+    return None if judgement is None else (judgement.get("figures") or {}).get("detection")
 
 
 def exercised_of(record: dict) -> bool | None:
