@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from lab.harness.outcomes import findings, outcome_groups, outcome_text
+from lab.harness.outcomes import exercised_of, findings, outcome_groups, outcome_text
 from lab.report.common import md_table
 from lab.results import RunFolder
 
@@ -38,7 +38,7 @@ def compare(a: RunFolder, b: RunFolder) -> str:
     if changed:
         out += [md_table(["scenario", "backend", "variant", f"A ({a.run_id})", f"B ({b.run_id})"], changed), ""]
     out += [f"{len(flipped)} safety verdicts flipped (cells run in both whose trials' safety differs; a change of "
-            f"words or figures alone is not a flip).", ""]
+            f"words or figures alone is not a flip, nor a safe trial whose fault never took the lock away).", ""]
     if flipped:
         out += [md_table(["scenario", "backend", "variant", "A: safety", "B: safety"], flipped), ""]
     moved = figure_moves(left, right)
@@ -56,8 +56,12 @@ PERF_BASE = "one_transaction_for_all"
 
 
 def _safety(records: list[dict]) -> frozenset[str]:
-    """The safety of a cell's finished trials (safe, unsafe, untested...), as the records typed it."""
-    return frozenset(r["safety"] for r in records if r["status"] == "ok" and r.get("safety"))
+    """The safety of a cell's finished trials (safe, unsafe, untested...), as the records typed it. A safe trial
+    whose fault never took the lock away (exercised false: a contender too slow to get in while it struck) is no
+    pass, as the matrix shows it (not exercised), so it is left out: a cell of only such trials flips nothing.
+    A failure found stands whatever the fault did."""
+    return frozenset(r["safety"] for r in records if r["status"] == "ok" and r.get("safety")
+                     and not (r["safety"] == "safe" and exercised_of(r) is False))
 
 
 def _figures(groups: dict[tuple, list[dict]]) -> dict[str, float]:

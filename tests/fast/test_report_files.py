@@ -76,6 +76,10 @@ def test_compare_counts_safety_flips_apart_from_changed_words(tmp_path):
     assert "1 outcomes differ" in text and "0 safety verdicts flipped" in text
     text = compare(a, make_run(tmp_path, "c", [held]))
     assert "1 safety verdicts flipped" in text and "| cases | session | idle_in_transaction | unsafe | safe |" in text
+    # Held because the fault never took the lock away: a difference in words, not a flip.
+    text = compare(a, make_run(tmp_path, "d", [{**held, "exercised": False}]))
+    assert "1 outcomes differ" in text and "0 safety verdicts flipped" in text
+    assert "1 safety verdicts flipped" in compare(a, make_run(tmp_path, "e", [{**held, "exercised": True}]))
 
 
 def perf_trial(variant, index, seconds):

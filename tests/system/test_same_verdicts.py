@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.harness.outcomes import Safety
+from lab.harness.outcomes import Safety, exercised_of
 from lab.harness.verdict import SAFETY_OF, Kind
 from tests.server.helpers import shared_tmp
 from tests.system.conftest import DATABASE_GUARDS, MAX_CONNECTIONS
@@ -61,6 +61,26 @@ def trials(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
 
 
+def _cells(folder: Path) -> dict[tuple[str, str, str], list[dict]]:
+    cells: dict[tuple[str, str, str], list[dict]] = {}
+    for t in trials(folder):
+        if t["status"] == "ok":
+            cells.setdefault((t["scenario"], t["backend"], t["variant"]), []).append(t)
+    return cells
+
+
+def passed_unexercised(folder: Path) -> set[tuple[str, str, str]]:
+    """(scenario, backend, variant) of the cells whose every finished trial is safe and says its fault never took
+    the lock away: no pass, as the matrix shows it (not exercised)."""
+    return {cell for cell, ts in _cells(folder).items()
+            if all(t.get("safety") == "safe" and exercised_of(t) is False for t in ts)}
+
+
+def exercised(folder: Path) -> set[tuple[str, str, str]]:
+    """The cells whose every finished trial says its fault took the lock away."""
+    return {cell for cell, ts in _cells(folder).items() if all(exercised_of(t) is True for t in ts)}
+
+
 def only_safe(cell: str) -> bool:
     """Whether a compare cell ('rolled back 2/3, held 1/3', 'intact (250 rows) 1/3') names safe outcomes only."""
     words = [re.sub(r"( \(.*\))? \d+/\d+$", "", part.strip(" |")) for part in cell.split(", ")]
@@ -101,6 +121,13 @@ def test_every_verdict_matches_the_embedded_run(two_runs, tmp_path):
     # finds the company held (measured on the embedded servers alone: rolled back 2/3 in one run, 0/3 in the
     # next two). A safety that differs is never allowed here.
     allowed += [row for row in differing if only_safe(row[-2]) and only_safe(row[-1])]
+    # A cell whose fault never took the lock away on one side (exercised false in every trial) gives no verdict to
+    # match: portalocker's contender pings the holder's subscription, waits its 1 s and kills the silent one, and
+    # on the DBA's TLS Redis, with the machine busy, once did not finish within the quick profile's 2 s of
+    # patience, so the cut struck the holder's connection but the lock held, not exercised (measured in CI).
+    # --compare counts no flip for it either; a safety that differs between exercised trials still fails.
+    one_sided = (passed_unexercised(embedded) & exercised(dba)) | (passed_unexercised(dba) & exercised(embedded))
+    allowed += [row for row in differing if tuple(part.strip(" |") for part in row[:3]) in one_sided]
     assert [row for row in differing if row not in allowed] == [], compared.stdout
 
 
