@@ -324,12 +324,14 @@ class Scenario(ABC):
         return (1.0 + 2 * p.get("ttl_s", 0) + p.get("timeout_s", 0) * 5 / 3 + p.get("hold_s", 0)
                 + p.get("kill_at", 0) + p.get("give_up", 0) + p.get("work_s", 0))
 
-    def estimate_seconds(self, profile: str, trials: int, at_once: int) -> float:
-        """About how long trials trials take, at_once at a time; a scenario with a wall budget takes that."""
+    def estimate_seconds(self, profile: str, trials: int, at_once: int, alone: int = 0) -> float:
+        """About how long trials trials take, at_once at a time, `alone` of them one after another (exclusive());
+        a scenario with a wall budget takes that."""
         budget = self.wall_budget(profile)
         if budget is not None:
             return budget
-        return -(-trials // max(1, at_once)) * self.trial_seconds(profile)
+        together = max(0, trials - alone)
+        return (alone + -(-together // max(1, at_once))) * self.trial_seconds(profile)
 
     def wall_budget(self, profile: str) -> float | None:
         """Seconds the whole scenario should take when its trials overlap (None: no such bound)."""

@@ -122,11 +122,13 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     specs = ctx.plan.pending[scenario.name]
     wave = ctx.wave(scenario)
     runnable = [spec for spec in specs if spec.skip is None]
+    alone = [scenario.exclusive(spec, ctx.services) for spec in runnable]
     at_once = max(1, scenario.parallelism(ctx.profile))
     if wave is not None and wave.limited:
         at_once = max(1, -(-at_once // wave.waves))
     shown = ScenarioProgress(ctx.progress.console, ctx.progress, scenario.name, len(specs),
-                             scenario.estimate_seconds(ctx.profile, len(runnable), at_once) if runnable else None,
+                             scenario.estimate_seconds(ctx.profile, len(runnable), at_once, sum(alone))
+                             if runnable else None,
                              at_once)
     # The run's PostgreSQL sessions are sampled for the scenarios that use them; a scenario on servers
     # of its own runs beside one that does, and must not take that one's peak.
@@ -141,7 +143,6 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     wall = shown.finish(bound)
     if runnable and not ctx.stop.is_set():  # a resumed run's scenario with nothing left to run is not timed
         planned = [ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable]
-        alone = [scenario.exclusive(spec, ctx.services) for spec in runnable]
         _record_bound(ctx.folder, scenario.name, {
             "lane": scenario.lane, "wall_s": round(wall, 1), "bound_s": round(bound or 0.0, 1),
             "declared_bound_s": round(scenario.declared_bound(ctx.profile, planned, sessions, alone), 1),

@@ -38,5 +38,6 @@ def test_estimates_come_from_the_profile_timers_and_the_trials_at_once():
     one = pause.trial_seconds("default")
     assert one == 1.0 + 2 * pause.profile_params("default")["ttl_s"]
     assert pause.estimate_seconds("default", 24, 12) == 2 * one
+    assert pause.estimate_seconds("default", 24, 12, alone=12) == (12 + 1) * one  # 12 one after another, 12 at once
     timing = scenarios.load("timing")
     assert timing.estimate_seconds("default", 500, 120) == timing.wall_budget("default")  # one window, not 500
