@@ -122,12 +122,12 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     specs = ctx.plan.pending[scenario.name]
     wave = ctx.wave(scenario)
     runnable = [spec for spec in specs if spec.skip is None]
-    alone = [scenario.exclusive(spec, ctx.services) for spec in runnable]
+    alone = {spec.id: scenario.exclusive(spec, ctx.services) for spec in runnable}  # asked once, for the runner too
     at_once = max(1, scenario.parallelism(ctx.profile))
     if wave is not None and wave.limited:
         at_once = max(1, -(-at_once // wave.waves))
     shown = ScenarioProgress(ctx.progress.console, ctx.progress, scenario.name, len(specs),
-                             scenario.estimate_seconds(ctx.profile, len(runnable), at_once, sum(alone))
+                             scenario.estimate_seconds(ctx.profile, len(runnable), at_once, sum(alone.values()))
                              if runnable else None,
                              at_once)
     # The run's PostgreSQL sessions are sampled for the scenarios that use them; a scenario on servers
@@ -135,7 +135,7 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     samples = scenario.lane != OWN_SERVERS
     if samples:
         ctx.sampler.take_peak()
-    finished = run_trials(ctx, scenario, shown)
+    finished = run_trials(ctx, scenario, shown, alone)
     sessions = wave.budget if wave is not None else None
     floors, costs = [f.seconds for f in finished.floors], [f.sessions for f in finished.floors]
     bound = scenario.lower_bound(ctx.profile, floors, costs, sessions, [f.alone for f in finished.floors]) \
@@ -145,8 +145,9 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
         planned = [ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable]
         _record_bound(ctx.folder, scenario.name, {
             "lane": scenario.lane, "wall_s": round(wall, 1), "bound_s": round(bound or 0.0, 1),
-            "declared_bound_s": round(scenario.declared_bound(ctx.profile, planned, sessions, alone), 1),
-            "trials_alone": sum(alone),
+            "declared_bound_s": round(scenario.declared_bound(ctx.profile, planned, sessions,
+                                                                [alone[spec.id] for spec in runnable]), 1),
+            "trials_alone": sum(alone.values()),
             "trials_finished": len(floors), "at_once": scenario.at_once(ctx.profile, planned, sessions),
             "trial_floor_s": scenario.trial_floor(ctx.profile)})
         precision = scenario.precision(ctx.profile, finished.records)

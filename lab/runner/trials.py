@@ -45,7 +45,8 @@ class Finished:
     records: list[dict] = field(default_factory=list)
 
 
-def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> Finished:
+def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
+               alone: dict[str, bool] | None = None) -> Finished:
     """Record the scenario's skipped trials, then run the others, as many at once as its parallelism and
     its session budget allow. An error or Ctrl-C sets the stop (waking every waiting trial) and is raised;
     what was in flight is not recorded.
@@ -61,7 +62,8 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     queue = capacity_plan.Dispatch([(spec, ctx.plan.cost(scenario, spec, ctx.profile)) for spec in runnable],
                                    budget, scarce_first=wave is not None and wave.limited)
     declared = scenario.trial_floor(ctx.profile)
-    alone = {spec.id: scenario.exclusive(spec, ctx.services) for spec in runnable}
+    if alone is None:  # which trials run with nothing beside them (Scenario.exclusive), by trial id
+        alone = {spec.id: scenario.exclusive(spec, ctx.services) for spec in runnable}
     # Only a scenario that can stop early reads its records (a resumed run's earlier ones first): others keep none.
     repeats = type(scenario).needed is not Scenario.needed
 
