@@ -88,10 +88,12 @@ def processes_under(folder: Path) -> list[str]:
     return found
 
 
-def alive(pid: int) -> bool:
-    """A live, non-zombie process (no race between looking it up and reading its status)."""
+def alive(pid: int | psutil.Process) -> bool:
+    """A live, non-zombie process (no race between looking it up and reading its status: one that ends
+    in between is not alive)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        proc = pid if isinstance(pid, psutil.Process) else psutil.Process(pid)
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
 
@@ -122,7 +124,7 @@ def killed_mid_trial(tmp_path: Path, scenario: str, backend: str, started, into_
         deadline = time.monotonic() + 20
         left_running = children
         while left_running and time.monotonic() < deadline:
-            left_running = [c for c in left_running if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+            left_running = [c for c in left_running if alive(c)]
             time.sleep(0.1)
         assert left_running == [], [" ".join(c.cmdline()) for c in left_running]
         left = sorted(tmp.glob("locklab-*"))

@@ -74,7 +74,9 @@ def test_each_backend_is_timed_against_its_bare_library_call_in_the_same_trial(s
     assert bare["acquire_release"]["n"] == m["acquire_release"]["n"] == m["iterations"]  # one of each per iteration
     assert 0 < bare["acquire_release"]["p50"] <= bare["acquire_release"]["p99"]
     assert bare["ratio_to_bare"] == round(m["acquire_release"]["p50"] / bare["acquire_release"]["p50"], 3)
-    assert len(bare["block_ratios"]) == BARE_BLOCKS and all(r > 0 for r in bare["block_ratios"])
+    # One ratio per block, and never more blocks than pairs: the precision rule may stop after three.
+    assert len(bare["block_ratios"]) == min(BARE_BLOCKS, m["iterations"]), (m["iterations"], bare["block_ratios"])
+    assert all(r > 0 for r in bare["block_ratios"])
     assert bare["goal"] == BARE_GOAL
     assert bare["meets_goal"] == meets_goal(bare["ratio_to_bare"], bare["block_ratios"], BARE_GOAL)
     # The bare call's round trips, through the same counting proxy: the library's own, and never more

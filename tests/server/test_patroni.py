@@ -23,7 +23,7 @@ import pytest
 from lab.servers.patroni_runtime import MISSING, unavailable_reason
 from scenarios.patroni import Patroni
 from tests.os_packages import REQUIRED
-from tests.server.helpers import lock_lost, outcome_of, processes_under, shared_tmp, trial_env
+from tests.server.helpers import alive, lock_lost, outcome_of, processes_under, shared_tmp, trial_env
 from tests.server.test_cli_run import lab_env
 from tests.server.test_lease_faults import no_holder_left
 
@@ -181,7 +181,7 @@ def test_postgres_outlives_a_killed_agent_under_its_keeper_and_stop_ends_it(patr
         os.kill(agent, signal.SIGKILL)
         psutil.Process(agent).wait(10) if psutil.pid_exists(agent) else None
         time.sleep(0.5)
-        assert psutil.pid_exists(postmaster) and psutil.Process(postmaster).status() != psutil.STATUS_ZOMBIE
+        assert alive(postmaster)
         assert cluster.server_state(node).get("in_recovery") is False  # still serving, now without an agent
         pids = cluster.pids
         secrets = [cluster.secrets.superuser, cluster.secrets.replication, cluster.secrets.rest]
@@ -195,7 +195,7 @@ def test_postgres_outlives_a_killed_agent_under_its_keeper_and_stop_ends_it(patr
     deadline = time.monotonic() + 10
     while [p for p in pids if psutil.pid_exists(p)] and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert not [p for p in pids if alive(p)]
 
 
 def test_a_killed_lab_leaves_no_patroni_postgres_or_etcd_and_the_next_run_removes_its_temp_dir(patroni_here, tmp_path):
