@@ -238,9 +238,10 @@ class Killpoints(Scenario):
     )
     params = {
         "quick": {"examples": 15, "shrink_s": 15.0, "ttl_s": 0.5, "trials": 1, "parallel": 2},
-        # Four searches at once (hypothesis is thread-safe from 6.136), each with its backend's own key,
-        # table and example database; they wait on TTLs most of the time, so four overlap on 2 cores.
-        "default": {"examples": 50, "shrink_s": 30.0, "ttl_s": 1.0, "trials": 1, "parallel": 4},
+        # Eight searches at once (hypothesis is thread-safe from 6.136), each with its backend's own key,
+        # table and example database. They wait on TTLs most of the time: with four at once the machine was
+        # 20-40% busy while they ran (run 193d), and a safe search takes 35-90 s, so four left it idle.
+        "default": {"examples": 50, "shrink_s": 30.0, "ttl_s": 1.0, "trials": 1, "parallel": 8},
     }
 
     def trial_seconds(self, profile: str) -> float:
