@@ -34,6 +34,7 @@ from lab.harness.verdict import Verdict
 from lab.harness.workload import ensure_schema
 from lab.servers.cluster import PostgresPair
 from lab.servers.pg import trial_engines
+from lab.servers.pg_template import template_for
 from scenarios._failover_trial import GRANT_WITHIN_S, NEVER_ACKNOWLEDGED, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
@@ -82,7 +83,8 @@ class Failover(LeaseFaultScenario):
             raise Skip("failover needs a primary and a standby the lab started; it never fails over yours")
         root = Path(tempfile.mkdtemp(prefix="failover-", dir=env.services.tmp))
         root.chmod(0o755)
-        pair = PostgresPair(root, run_server.bin, synchronous=env.spec.variant == "sync_lagging")
+        pair = PostgresPair(root, run_server.bin, synchronous=env.spec.variant == "sync_lagging",
+                            template=template_for(run_server.bin, env.services.tmp) if env.services.tmp else None)
         monitor = writes = None
         try:
             pair.start()

@@ -47,6 +47,7 @@ from lab.servers.embedded import EmbeddedPostgres
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
 from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate, trial_engines
+from lab.servers.pg_template import template_for
 from scenarios._lease_faults import COMPANY, holder_measures
 from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv, judged
 
@@ -155,8 +156,9 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
     """The trial, on a thread inside the namespace: its server, clients and holder are all there."""
     cls = backends.load(env.spec.backend)
     p, variant = env.params, env.spec.variant
+    template = template_for(bin_dir, env.services.tmp) if env.services.tmp else None
     server = EmbeddedPostgres(root, bin_dir=bin_dir, settings={**server_settings(variant, p), **GUARDS_OFF},
-                              netns=namespace.fd, name="netdrop")
+                              netns=namespace.fd, name="netdrop", template=template)
     monitor = writes = holder = contender = target = None
     fault = DropFault(namespace, server.port)
     try:

