@@ -26,7 +26,6 @@ class DataTemplate:
 
     data: Path
     password: str
-    user: str | None  # the OS user owning it, whom the copies belong to
 
     def copy_to(self, data: Path) -> None:
         """A copy of the template at `data` (which must not exist yet), owner and modes kept."""
@@ -48,5 +47,5 @@ def template_for(bin_dir: Path, tmp: Path) -> DataTemplate:
         if made is None or not made.data.exists():
             server = EmbeddedPostgres(tmp, bin_dir=bin_dir, name=f"pg-template-{len(_made)}")
             server.initdb()
-            made = _made[key] = DataTemplate(server.data, server.password, server.user)
+            made = _made[key] = DataTemplate(server.data, server.password)
         return made
