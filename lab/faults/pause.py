@@ -40,10 +40,17 @@ class Pause(Fault):
 
     def inject(self, target: Target) -> None:
         holder = _holder(target)
-        holder.send_signal(signal.SIGSTOP)  # first: a stopped holder starts no more children
+        # Its children stop first: a request the holder already sent them (a keep-alive's extend) must stay
+        # in flight across the pause, as it would in one paused process, not complete in the moment between
+        # the holder's stop and theirs (a Node.js extend that succeeded there hid the lease's loss from renew).
         self.children = _children(holder.pid)
         for pid in self.children:
             _signal(pid, signal.SIGSTOP)
+        holder.send_signal(signal.SIGSTOP)
+        late = [pid for pid in _children(holder.pid) if pid not in self.children]  # started before its stop
+        for pid in late:
+            _signal(pid, signal.SIGSTOP)
+        self.children += late
 
     def confirm(self, target: Target, within: float = 5.0) -> dict:
         pid = _holder(target).pid
