@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from lab.harness import holder_spares
+from lab.harness import holder_forks
 from lab.servers.clients import first_line
 from lab.servers.fake_clock import real_monotonic, real_wall
 
@@ -104,7 +104,7 @@ def main() -> None:
 
     _listen_to_libraries()
     line = sys.stdin.readline()
-    if not line:  # a spare whose lab closed its pool (or died) before handing it a trial
+    if not line:  # a holder whose lab closed its stdin (or died) before handing it a trial
         return
     spec = json.loads(line)
     if spec.get("report_clock"):
@@ -169,8 +169,8 @@ class HolderProcess:
         missing = [k for k in _SPEC_KEYS if k not in spec]
         if missing:
             raise ValueError(f"holder spec lacks {missing}")
-        spare = holder_spares.take() if netns is None and env is None else None
-        self.proc = spare or start_holder(netns, env)
+        forked = holder_forks.fork() if netns is None and env is None else None
+        self.proc = forked or start_holder(netns, env)
         if self.proc.stdin is None or self.proc.stdout is None or self.proc.stderr is None:
             raise RuntimeError("the holder process started without its pipes")
         self._stdin, self._stdout, self._stderr = self.proc.stdin, self.proc.stdout, self.proc.stderr

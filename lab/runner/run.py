@@ -15,8 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 import backends
 from lab import waves as capacity_plan
-from lab.harness import holder_spares
-from lab.harness.holder import start_holder
+from lab.harness import holder_forks
 from lab.harness.workload import drop_schema, ensure_schema
 from lab.progress import ScenarioProgress, wall_over_bound
 from lab.provenance import run_meta
@@ -94,7 +93,7 @@ class Runner:
         backends.prepare_storage(monitor, self.request.backends)
         mark_unrunnable(plan, services, self.console)
         sampler = SessionSampler(services.pg())
-        holder_spares.open_pool(start_holder)  # holders that did their imports while earlier trials waited
+        holder_forks.open_server()  # holders forked from one process that did their imports once
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
@@ -109,7 +108,7 @@ class Runner:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
                 _record_run_bound(folder, phases, time.monotonic() - started, self.console)
         finally:
-            holder_spares.close_pool()
+            holder_forks.close_server()
             sampler.close()
             if not self.stop.is_set():
                 drop_schema(monitor)
