@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import threading
+from typing import Sequence
 
 from lab.servers.processes import popen
 
@@ -71,10 +72,11 @@ class ForkedHolder:
 class ForkServer:
     """The lab's end of one fork server: fork() gives a running holder waiting for its spec."""
 
-    def __init__(self):
+    def __init__(self, preload: Sequence[str] = ()):
+        """preload: the backends ("module:Class") whose modules the server imports before its first fork."""
         self._socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = popen([sys.executable, "-m", "lab.harness.holder_zygote", str(theirs.fileno())],
+            self.proc = popen([sys.executable, "-m", "lab.harness.holder_zygote", str(theirs.fileno()), *preload],
                               pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE)
         finally:
@@ -166,12 +168,12 @@ _server: ForkServer | None = None
 _broken: str | None = None
 
 
-def open_server() -> None:
-    """Let holders started from now on be forked (a run's start)."""
+def open_server(preload: Sequence[str] = ()) -> None:
+    """Let holders started from now on be forked (a run's start); preload as ForkServer's."""
     global _server, _broken
     with _lock:
         if _server is None:
-            _server, _broken = ForkServer(), None
+            _server, _broken = ForkServer(preload), None
 
 
 def close_server() -> None:

@@ -10,7 +10,8 @@ die with this server (which dies with the lab) and runs lab.harness.holder.main(
 server answers `forked PID`, and `exited PID CODE` when it reaps the child (CODE as Popen's returncode:
 negative for a signal). It stops when the lab closes the socket; its children then die with it.
 
-Usage: python -m lab.harness.holder_zygote FD   (FD: this end of the lab's socket, passed open)
+Usage: python -m lab.harness.holder_zygote FD [MODULE:CLASS ...]
+(FD: this end of the lab's socket, passed open; then the backends whose modules to import first)
 """
 
 from __future__ import annotations
@@ -43,18 +44,14 @@ from lab.servers.services import Services  # noqa: F401
 PIPES = 3  # the child's stdin, stdout and stderr, in that order
 
 
-def _preload() -> None:
-    """Import the module of every backend the lab ships (and whose library is installed), so that a forked holder
-    finds its library imported too: 0.11-0.27 CPU-s more per holder, measured per backend. Plugins are left to
-    the holder: their imports are not the lab's to vouch for."""
-    import backends
-
-    for name, target in backends.REGISTRY.entries.items():
-        if name in backends.BUILTIN or name in backends.ADAPTERS:
-            try:
-                importlib.import_module(target.partition(":")[0])
-            except Exception:  # noqa: BLE001 - the holder that needs it imports it again and reports why
-                pass
+def _preload(entries: list[str]) -> None:
+    """Import the module of each backend the run will hold ("module:Class", as the holder's spec names it), so a
+    forked holder finds its library imported too: 0.11-0.27 CPU-s more per holder, measured per backend."""
+    for entry in entries:
+        try:
+            importlib.import_module(entry.partition(":")[0])
+        except Exception:  # noqa: BLE001 - the holder that needs it imports it again and reports why
+            pass
 
 
 def _cannot_fork() -> str | None:
@@ -155,13 +152,17 @@ def serve(control: socket.socket) -> None:
             _become_holder(fds, [control.fileno(), wake_read, wake_write])
         for fd in fds:
             os.close(fd)
+        try:
+            os.setpgid(pid, pid)  # as the child does: its group exists before the lab hears of it, whichever runs first
+        except OSError:
+            pass  # the child ended already: its exit is reported as any other
         control.send(f"forked {pid}".encode())
 
 
 def main() -> None:
     die_with_parent()  # the lab's death ends this server, and this server's ends its children
     control = socket.socket(fileno=int(sys.argv[1]))
-    _preload()
+    _preload(sys.argv[2:])
     serve(control)
 
 

@@ -93,7 +93,8 @@ class Runner:
         backends.prepare_storage(monitor, self.request.backends)
         mark_unrunnable(plan, services, self.console)
         sampler = SessionSampler(services.pg())
-        holder_forks.open_server()  # holders forked from one process that did their imports once
+        # Holders forked from one process that imported once, their backends' libraries too.
+        holder_forks.open_server([backends.entry(name) for name in self.request.backends])
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
