@@ -7,7 +7,6 @@ trial fails, so no holder stays stopped and no connection stays cut.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
@@ -40,11 +39,21 @@ class LockClass(Protocol):
     def holds_across_writes(self) -> bool: ...
 
 
+class HolderProc(Protocol):
+    """The holder's process as a fault acts on it: subprocess.Popen, or a holder the fork server started."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+
 class HolderHandle(Protocol):
     """What a fault may do to the holder (a harness HolderProcess): act on its process, read what it reports."""
 
     @property
-    def proc(self) -> subprocess.Popen: ...
+    def proc(self) -> HolderProc: ...
 
     def wait_for(self, name: str, timeout: float) -> dict:
         """The holder's next report called name (a clock reading); TimeoutError when none comes."""

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 
 import psutil
 
-from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.faults.base import Fault, FaultNotConfirmed, HolderProc, Target
 
 
-def _holder(target: Target) -> subprocess.Popen:
+def _holder(target: Target) -> HolderProc:
     if target.holder is None:
         raise FaultNotConfirmed("a pause stops the holder's process, and this trial has no holder process")
     return target.holder.proc

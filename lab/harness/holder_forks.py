@@ -49,7 +49,7 @@ class ForkedHolder:
 
     def wait(self, timeout: float | None = None) -> int:
         if not self._ended.wait(timeout):
-            raise subprocess.TimeoutExpired(self.args, timeout)
+            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
         assert self.returncode is not None
         return self.returncode
 

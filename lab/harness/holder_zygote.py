@@ -127,7 +127,7 @@ def serve(control: socket.socket) -> None:
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # the wake-up pipe says a child ended; _reap finds which
     while True:
-        readable, _, _ = select.select([control, wake_read], [], [])
+        readable, _, _ = select.select([control.fileno(), wake_read], [], [])
         if wake_read in readable:
             while True:
                 try:
@@ -136,7 +136,7 @@ def serve(control: socket.socket) -> None:
                 except BlockingIOError:
                     break
             _reap(control)
-        if control not in readable:
+        if control.fileno() not in readable:
             continue
         message, fds = _receive(control)
         if not message:
