@@ -155,7 +155,9 @@ def _giant(ms: list[dict]) -> str:
     lost_all = sum(g["committed"] == 0 and g["lost"] == g["written"] for g in giant)
     lost_one = sum(e["lost"] == 1 for e in each)
     whole = sum(g["companies_whole"] and e["companies_whole"] for g, e in zip(giant, each))
-    more = sum(g["not_removable"] > e["not_removable"] for g, e in zip(giant, each))
+    compared = [(g, e) for g, e in zip(giant, each) if g.get("others_age") is None and e.get("others_age") is None]
+    more = sum(g["not_removable"] > e["not_removable"] for g, e in compared)
+    shared = "" if len(compared) == n else f" ({n - len(compared)} not compared: another session held the horizon too)"
     gone = _median(r["kill"]["gone_after_s"] for r in giant + each)
     return (
         f"killed halfway through {_count(_median(m['companies'] for m in ms))} companies (pg_terminate_backend, "
@@ -169,7 +171,7 @@ def _giant(ms: list[dict]) -> str:
         f"traffic churned meanwhile could not remove {med(giant, 'not_removable')} dead rows "
         f"({med(giant, 'churned_while_open')} churned while it was open), against {med(each, 'not_removable')} "
         f"({med(each, 'churned_while_open')}) for the per-company transaction killed inside company N/2+1 "
-        f"(medians); it held back more in {_of(more, n)}")
+        f"(medians); it held back more in {_of(more, len(compared))}{shared}")
 
 
 # --- A row lock or a unique constraint ---------------------------------------------------------------------

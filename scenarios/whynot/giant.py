@@ -51,9 +51,14 @@ class GiantTransaction(Experiment):
 
     def verdict(self, m: dict) -> str:
         giant, each = m["giant"], m["per_company"]
-        horizon = "held back more" if giant["not_removable"] > each["not_removable"] else "held back no more"
+        if giant.get("others_age") is not None or each.get("others_age") is not None:
+            horizon = "not compared: another session held the horizon too"
+        elif giant["not_removable"] > each["not_removable"]:
+            horizon = "held back more dead rows"
+        else:
+            horizon = "held back no more dead rows"
         return (f"killed halfway: one transaction lost {giant['lost']} of {giant['written']} companies written, "
-                f"one per company lost {each['lost']} of {each['written']}; {horizon} dead rows")
+                f"one per company lost {each['lost']} of {each['written']}; {horizon}")
 
     def safety(self, m: dict) -> Safety:
         """A kill mid-transaction must leave every company whole either way."""

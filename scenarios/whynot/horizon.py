@@ -50,6 +50,8 @@ class XminHorizon(Experiment):
     def verdict(self, m: dict) -> str:
         if not m["backend"]["held_after"]:
             return "lock session ended by the guard"
+        if m["backend"].get("others_age") is not None:
+            return "not measured: another session held the horizon too"
         return "holds back vacuum" if m["backend"]["not_removable"] else "holds back nothing"
 
 

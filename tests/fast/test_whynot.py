@@ -98,6 +98,10 @@ def test_the_horizon_verdict_follows_the_lock_and_what_vacuum_kept():
     assert judged(horizon(True, 0)) == ("holds back nothing", Safety.SAFE)
     assert judged(horizon(True, 3000)) == ("holds back vacuum", Safety.SAFE)
     assert judged(horizon(False, 3000)) == ("lock session ended by the guard", Safety.SAFE)
+    # Another session (an autovacuum's ANALYZE, a tool's open transaction) held an older horizon: not the lock's.
+    shared = horizon(True, 3000)
+    shared["backend"]["others_age"] = 12
+    assert judged(shared) == ("not measured: another session held the horizon too", Safety.SAFE)
 
 
 def test_the_guard_on_a_role_shows_nothing_unless_the_control_was_ended():
@@ -118,6 +122,8 @@ def test_the_giant_transaction_is_unsafe_only_when_a_kill_tears_a_company():
     m["per_company"] = shape(5, 1, 1000, whole=False)
     assert judged(m) == ("killed halfway: one transaction lost 4 of 4 companies written, one per company lost 1 of 5; "
                          "held back no more dead rows", Safety.UNSAFE)
+    m["per_company"] = {**shape(5, 1, 1000), "others_age": 40}  # stop 38's CI: another session held the horizon
+    assert judged(m)[0].endswith("; not compared: another session held the horizon too")
 
 
 def test_the_throughput_verdict_says_the_shape_then_the_speed_within_its_spread():
