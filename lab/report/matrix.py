@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
@@ -99,8 +100,27 @@ def cell(records: list[dict]) -> str:
 
 
 def fault_records(frame: pd.DataFrame, backend: str, scenario: str, variant: str) -> list[dict]:
-    return frame[(frame.scenario == scenario) & (frame.backend == backend)
-                 & frame.variant.isin([variant, "-"])].to_dict("records")
+    """The records of one cell, in the frame's order: the backend's trials of the scenario's variant (or of a
+    scenario with no variants, "-"). Each is a copy the caller may change."""
+    return [dict(r) for r in _records_by_cell(frame).get((scenario, backend), ()) if r["variant"] in (variant, "-")]
+
+
+# One index per frame: the report judges every cell three times over (matrix, decision page, timelines), and
+# filtering the frame per cell took 50 s of the reference report's 60. Keyed by the frame's identity and shape,
+# dropped with the frame.
+_INDEXES: dict[int, tuple[weakref.ref, tuple, dict]] = {}
+
+
+def _records_by_cell(frame: pd.DataFrame) -> dict[tuple[str, str], list[dict]]:
+    key, shape = id(frame), (len(frame), tuple(frame.columns))
+    known = _INDEXES.get(key)
+    if known is not None and known[0]() is frame and known[1] == shape:
+        return known[2]
+    index: dict[tuple[str, str], list[dict]] = {}
+    for record in frame.to_dict("records"):
+        index.setdefault((record["scenario"], record["backend"]), []).append(record)
+    _INDEXES[key] = (weakref.ref(frame, lambda _, key=key: _INDEXES.pop(key, None)), shape, index)
+    return index
 
 
 def declared_run(run: RunView) -> list[tuple[str, Column]]:
