@@ -11,12 +11,12 @@ import copy
 
 import pytest
 
-from lab.report import published, render, render_runs
+from lab.report import published, render
 from lab.report.common import FLAG, Verdict
 from lab.report.company import section_overlap
 from lab.report.scorecard import ScoreRow, scorecard_rows, section_scorecard
 from lab.report.sections import RunView
-from tests.fast.test_reference_report import REPORT, reference, table
+from tests.fast.test_reference_report import REPORT, reference, rendered_reference, table
 from tests.fast.test_report import META, case_trial
 
 HEADING = "## Scorecard: the post's figures against ours"
@@ -31,8 +31,7 @@ def committed():
 @pytest.fixture(scope="module")
 def rendered():
     """The committed runs rendered whole, once: the report a reader gets."""
-    folders, _ = reference()
-    return render_runs(folders)
+    return rendered_reference()
 
 
 def scorecard_text(meta: dict, trials: list[dict]) -> str:
