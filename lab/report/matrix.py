@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -119,8 +120,15 @@ def _records_by_cell(frame: pd.DataFrame) -> dict[tuple[str, str], list[dict]]:
     index: dict[tuple[str, str], list[dict]] = {}
     for record in frame.to_dict("records"):
         index.setdefault((record["scenario"], record["backend"]), []).append(record)
-    _INDEXES[key] = (weakref.ref(frame, lambda _, key=key: _INDEXES.pop(key, None)), shape, index)
+    _INDEXES[key] = (weakref.ref(frame, _forget(key)), shape, index)
     return index
+
+
+def _forget(key: int) -> Callable[[weakref.ref], None]:
+    """The callback that drops a frame's index when the frame goes."""
+    def forget(_: weakref.ref) -> None:
+        _INDEXES.pop(key, None)
+    return forget
 
 
 def declared_run(run: RunView) -> list[tuple[str, Column]]:
