@@ -186,11 +186,13 @@ def close_server() -> None:
 
 
 def fork() -> ForkedHolder | None:
-    """A forked holder when a server is open and works, else None (the caller starts one fresh)."""
+    """A forked holder when a server is open and works, else None (the caller starts one fresh). Once the server
+    failed to give one it is not asked again: a silent server would cost every later holder FORK_TIMEOUT_S, and
+    its late answer would be read as the next request's."""
     global _broken
     with _lock:
         server = _server
-    if server is None:
+    if server is None or _broken is not None:
         return None
     try:
         return server.fork()
