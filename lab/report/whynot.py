@@ -155,7 +155,7 @@ def _giant(ms: list[dict]) -> str:
     lost_all = sum(g["committed"] == 0 and g["lost"] == g["written"] for g in giant)
     lost_one = sum(e["lost"] == 1 for e in each)
     whole = sum(g["companies_whole"] and e["companies_whole"] for g, e in zip(giant, each))
-    compared = [(g, e) for g, e in zip(giant, each) if g.get("others_age") is None and e.get("others_age") is None]
+    compared = [(g, e) for g, e in zip(giant, each) if not g.get("others_held") and not e.get("others_held")]
     more = sum(g["not_removable"] > e["not_removable"] for g, e in compared)
     shared = "" if len(compared) == n else f" ({n - len(compared)} not compared: another session held the horizon too)"
     gone = _median(r["kill"]["gone_after_s"] for r in giant + each)

@@ -29,50 +29,69 @@ def vacuum(monitor, table: CompanyTable) -> dict:
     tuples, cutoff = _TUPLES.search(said), _CUTOFF.search(said)
     return {"removed": int(tuples.group(1)) if tuples else None,
             "not_removable": int(tuples.group(3)) if tuples else None,
-            "cutoff_xids_old": int(cutoff.group(2)) if cutoff else None}
+            "cutoff_xids_old": int(cutoff.group(2)) if cutoff else None,
+            "cutoff_xid": int(cutoff.group(1)) if cutoff else None}
 
 
-OTHERS_PATIENCE_S = 10.0  # how long a measurement waits for another session's horizon (an autoanalyze) to pass
+OTHERS_PATIENCE_S = 10.0  # how long a measurement waits for another session's older horizon to pass
 
 
 def session_horizon(monitor, pid: int | None) -> dict:
-    """The session's state and how many transactions old its xmin and its own xid are (None: it holds none),
-    once no other session of the database holds an older horizon; `others_age` is the oldest such horizon still
-    held after OTHERS_PATIENCE_S (None: none), which makes what VACUUM keeps not the session's alone."""
-    held = _own_horizon(monitor, pid)
+    """The session's state, how many transactions old its xmin and its own xid are (None: it holds none), and
+    the horizon it holds as a raw xid (`horizon_xid`: the older of the two), once no other session of the
+    database holds an older one (waited for up to OTHERS_PATIENCE_S: an autovacuum's ANALYZE, a passing query).
+    Whether another did hold VACUUM back is read afterwards from VACUUM's own cutoff (others_held)."""
     deadline = time.monotonic() + OTHERS_PATIENCE_S
-    others = _others_horizon(monitor, pid)
-    while others is not None and (held["age"] is None or others >= held["age"]) and time.monotonic() < deadline:
+    row = _horizons(monitor, pid)
+    while _older_elsewhere(row) and time.monotonic() < deadline:
         time.sleep(0.05)  # polling the server's own view until the other session's snapshot is gone
-        held, others = _own_horizon(monitor, pid), _others_horizon(monitor, pid)
-    confounds = others is not None and (held["age"] is None or others >= held["age"])
-    return {"state": held["state"], "xmin_age": held["xmin_age"], "xid_age": held["xid_age"],
-            "others_age": others if confounds else None}
+        row = _horizons(monitor, pid)
+    if pid is not None and row is None:
+        return {"state": "gone", "xmin_age": None, "xid_age": None, "horizon_xid": None}
+    state, xmin_age, xid_age, xmin, xid, _ = row or (None, None, None, None, None, None)
+    if xmin is None or xid is None:
+        horizon = xid if xmin is None else xmin
+    else:
+        horizon = xmin if _precedes(xmin, xid) else xid
+    return {"state": state, "xmin_age": xmin_age, "xid_age": xid_age, "horizon_xid": horizon}
 
 
-def _own_horizon(monitor, pid: int | None) -> dict:
-    if pid is None:
-        return {"state": None, "xmin_age": None, "xid_age": None, "age": None}
+def _horizons(monitor, pid: int | None):
+    """(state, xmin age, xid age, xmin, xid, the oldest age any other session of the database holds) in one
+    reading. A backend running VACUUM is left out of the others: its snapshot holds nothing back."""
     with monitor.connect() as conn:
-        row = conn.execute(text("select state, age(backend_xmin), age(backend_xid) from pg_stat_activity "
-                                "where pid = :p"), {"p": pid}).first()
-    if row is None:
-        return {"state": "gone", "xmin_age": None, "xid_age": None, "age": None}
-    ages = [age for age in row[1:] if age is not None]
-    return {"state": row[0], "xmin_age": row[1], "xid_age": row[2], "age": max(ages) if ages else None}
+        others = conn.execute(text(
+            "select max(greatest(age(backend_xmin), age(backend_xid))) from pg_stat_activity"
+            " where datname = current_database() and pid <> pg_backend_pid() and pid is distinct from :p"
+            " and pid not in (select pid from pg_stat_progress_vacuum)"), {"p": pid}).scalar()
+        if pid is None:
+            return (None, None, None, None, None, others)
+        row = conn.execute(text(
+            "select state, age(backend_xmin), age(backend_xid), backend_xmin::text::bigint, "
+            "backend_xid::text::bigint from pg_stat_activity where pid = :p"), {"p": pid}).first()
+    return None if row is None else (*row, others)
 
 
-def _others_horizon(monitor, pid: int | None) -> int | None:
-    """The oldest horizon (xmin or xid age) any other session of this database holds: an autovacuum's ANALYZE,
-    a session another test or tool left open. Prepared transactions and replication slots count too."""
-    with monitor.connect() as conn:
-        return conn.execute(text(
-            "select max(a) from ("
-            " select greatest(age(backend_xmin), age(backend_xid)) a from pg_stat_activity"
-            "  where datname = current_database() and pid <> pg_backend_pid() and pid is distinct from :p"
-            " union all select age(transaction) from pg_prepared_xacts where database = current_database()"
-            " union all select greatest(age(xmin), age(catalog_xmin)) from pg_replication_slots) t"),
-            {"p": pid}).scalar()
+def _older_elsewhere(row) -> bool:
+    if row is None or row[5] is None:
+        return False
+    own = [age for age in row[1:3] if age is not None]
+    return not own or row[5] > max(own)
+
+
+def _precedes(a: int, b: int) -> bool:
+    """xid a is older than xid b (PostgreSQL compares 32-bit xids modulo 2^32)."""
+    return 0 < (b - a) % 2**32 < 2**31
+
+
+def others_held(horizon: dict, vacuumed: dict) -> bool | None:
+    """Whether VACUUM was held back by another session than the measured one: its removable cutoff lies before
+    the session's horizon, or the session held none and VACUUM still kept dead rows. None: VACUUM did not say."""
+    own, cutoff = horizon.get("horizon_xid"), vacuumed.get("cutoff_xid")
+    if own is None:
+        kept = vacuumed.get("not_removable")
+        return None if kept is None else kept > 0
+    return None if cutoff is None else _precedes(cutoff, own)
 
 
 def fresh_table(env: TrialEnv, label: str, companies: int) -> CompanyTable:

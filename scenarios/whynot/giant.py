@@ -22,7 +22,7 @@ from lab.harness.outcomes import Safety
 from lab.harness.workload import COMPANY_SIZE, CompanyTable
 from lab.servers import pg
 from scenarios.base import TrialEnv
-from scenarios.whynot._vacuum import fresh_table, session_horizon, vacuum
+from scenarios.whynot._vacuum import fresh_table, others_held, session_horizon, vacuum
 from scenarios.whynot.base import Experiment
 
 SHAPES = ("giant", "per_company")  # every company in one transaction; one transaction per company
@@ -51,7 +51,7 @@ class GiantTransaction(Experiment):
 
     def verdict(self, m: dict) -> str:
         giant, each = m["giant"], m["per_company"]
-        if giant.get("others_age") is not None or each.get("others_age") is not None:
+        if giant.get("others_held") or each.get("others_held"):
             horizon = "not compared: another session held the horizon too"
         elif giant["not_removable"] > each["not_removable"]:
             horizon = "held back more dead rows"
@@ -111,7 +111,9 @@ def _killed_run(env: TrialEnv, shape: str, label: str) -> dict:
         pid = pg.backend_pid(conn)
         seen["xid_ages"].append(_xid_age(env.monitor, pid))
         if seen["written"] == stop:
-            seen["at_kill"] = {**session_horizon(env.monitor, pid), **vacuum(env.monitor, churn),
+            horizon = session_horizon(env.monitor, pid)
+            vacuumed = vacuum(env.monitor, churn)
+            seen["at_kill"] = {**horizon, **vacuumed, "others_held": others_held(horizon, vacuumed),
                                "churned_while_open": seen["churned"] - seen["churned_at_begin"]}
             seen["kill"] = terminate_confirmed(env.monitor, pid)  # FaultNotConfirmed: the trial errors
 

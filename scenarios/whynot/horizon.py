@@ -21,7 +21,7 @@ from lab.harness.workload import COMPANY_SIZE
 from lab.post_role import PostRole
 from lab.servers.clients import pg_engine
 from scenarios.base import TrialEnv, release_said
-from scenarios.whynot._vacuum import fresh_table, session_horizon, vacuum
+from scenarios.whynot._vacuum import fresh_table, others_held, session_horizon, vacuum
 from scenarios.whynot.base import Experiment, is_session_lock_on_postgres
 
 BASELINE = PostRole.METHOD_3  # the post's fix: a session lock that leaves no transaction open
@@ -50,7 +50,7 @@ class XminHorizon(Experiment):
     def verdict(self, m: dict) -> str:
         if not m["backend"]["held_after"]:
             return "lock session ended by the guard"
-        if m["backend"].get("others_age") is not None:
+        if m["backend"].get("others_held"):
             return "not measured: another session held the horizon too"
         return "holds back vacuum" if m["backend"]["not_removable"] else "holds back nothing"
 
@@ -73,7 +73,7 @@ def _holding_run(env: TrialEnv, name: str, label: str, guard: dict) -> dict:
         holder.close()
     return {"backend": name, "acquired": acquired, "held_after": held_after, "release": release,
             "rebuilt": sum(r.outcome == "committed" for r in results), "deleted": sum(r.deleted or 0 for r in results),
-            **horizon, **vacuumed}
+            **horizon, **vacuumed, "others_held": others_held(horizon, vacuumed)}
 
 
 def _open_xid_reference(env: TrialEnv, guard: dict) -> dict:
@@ -100,4 +100,5 @@ def _open_xid_reference(env: TrialEnv, guard: dict) -> dict:
             conn.close()
     finally:
         engine.dispose()
-    return {"deleted": p["companies"] * COMPANY_SIZE, **horizon, **vacuumed}
+    return {"deleted": p["companies"] * COMPANY_SIZE, **horizon, **vacuumed,
+            "others_held": others_held(horizon, vacuumed)}

@@ -54,6 +54,6 @@ def test_planted_figures_change_the_words():
 
 
 def test_a_trial_whose_horizon_another_session_held_is_left_out_of_the_comparison():
-    shared = {**shape(5, 4, 1000, 250, [2] * 5), "others_age": 40}  # stop 38's CI: 1000 not removable, not its own
+    shared = {**shape(5, 4, 1000, 250, [2] * 5), "others_held": True}  # stop 38's CI: 1000 not removable, not its own
     text = whynot.giant_transaction(frame(giant(), giant(index=1, each=shared)), COST)
     assert "held back more in 1/1 (1 not compared: another session held the horizon too)" in text
