@@ -48,8 +48,7 @@ def table(text: str, heading: str) -> list[list[str]]:
 
 @functools.cache
 def rendered_reference() -> str:
-    """The committed runs rendered whole, once per test session: this module and the scorecard's read it (a
-    render takes about 50 s here)."""
+    """The committed runs rendered whole, once per test session: this module and the scorecard's read it."""
     folders, _ = reference()
     return render_runs(folders)
 
