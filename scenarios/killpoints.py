@@ -167,9 +167,13 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
             outcome["r0"] = "killed"
             raise RunKilled()
         if schedule["kind"] in ("stall", "cut") and struck["struck"]:
-            env.pause(schedule["duration"] * ttl)
-            if cut is not None:
-                struck.update(cut.heal(Target(env.services, env.monitor, cls)))
+            try:
+                env.pause(schedule["duration"] * ttl)
+            finally:
+                # Healed even when a stop cuts the pause short: a dark proxy would hold r0's rollback, and the
+                # trial's close() waiting on the same connection, for ever.
+                if cut is not None:
+                    struck.update(cut.heal(Target(env.services, env.monitor, cls)))
             history.add("injector", "fault_healed", kind=schedule["kind"])
 
     observers = [Observer(env.monitor, table, c, on_change=lambda c, n: history.add("observer", "observed",

@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -67,6 +68,26 @@ def test_a_terminate_where_the_run_holds_no_session_does_not_strike(services, en
     result = example(services, engines, "xact", nothing)
     assert result["struck"] is False and "no session" in result["evidence"]["why"]
     assert example(services, engines, "session", nothing)["struck"] is True
+
+
+def test_a_stop_during_a_cut_heals_it_and_the_example_ends(services, engines):
+    """Ctrl-C while a cut holds r0's lock connection dark: the cut is healed on the way out. Before, the pause
+    raised past the heal, r0's rollback and the trial's close() waited on the dark connection for ever, and the
+    interrupted run never exited."""
+    env = trial_env(services, engines, "killpoints", "session_on_writes", "search", {})
+    threading.Timer(0.5, env.stop.set).start()  # before the 2.5 TTL cut would heal by itself
+    done: dict = {}
+
+    def run() -> None:
+        try:
+            done["result"] = run_example(env, schedule(point="after_delete", kind="cut", duration=2.5), 1.0)
+        except BaseException as exc:  # an interrupted example may say so: it must end, whatever it says
+            done["raised"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "the interrupted example still waits on its cut connection"
 
 
 def test_the_other_runs_of_a_schedule_contend_concurrently(services, engines):
