@@ -3,16 +3,20 @@
 Variant aof_always restarts a Redis that keeps an append-only file fsynced on every write, the
 configuration that keeps the lock and the fence counter across a restart.
 
-A restart of the run's PostgreSQL (or Redlock's masters, or a server the lab was given, restarted by your
-command) reaches every session on it, so such a trial runs alone (exclusive); a Redis or etcd lock's
-trial restarts a server of its own (lab/faults/restart.py), so those run side by side.
+A restart reaches every session on the server, so each trial restarts a server of its own where the lab
+started the run's: a Redis or etcd lock's (lab/faults/restart.py), and a PostgreSQL lock's trial runs whole
+(its lock, its writes, the contender and the monitor) on a PostgreSQL of its own (scenarios/_own_postgres.py),
+as the lock and the writes shared the run's. Those run side by side. A restart of Redlock's masters or of a
+server the lab was given (restarted by your command) reaches every trial on it, so such a trial runs alone
+(exclusive).
 """
 
 import backends
 from lab.columns import Column
 from lab.faults.restart import Restart as RestartFault
 from scenarios._lease_faults import LeaseFaultScenario
-from scenarios.base import TrialSpec
+from scenarios._own_postgres import can_have_own_postgres, own_postgres
+from scenarios.base import TrialEnv, TrialSpec
 
 
 class Restart(LeaseFaultScenario):
@@ -38,7 +42,22 @@ class Restart(LeaseFaultScenario):
     }
 
     def exclusive(self, spec: TrialSpec, services) -> bool:
-        """Alone unless the trial restarts a server of its own (a Redis or etcd lock where the lab started the
-        run's): a restart of a server the run's trials share reaches all of theirs."""
-        return not RestartFault.own_server(backends.load(spec.backend), services)
+        """Alone unless the trial restarts a server of its own (a Redis, etcd or PostgreSQL lock where the lab
+        started the run's): a restart of a server the run's trials share reaches all of theirs."""
+        cls = backends.load(spec.backend)
+        return not (RestartFault.own_server(cls, services) or _on_own_postgres(cls, services))
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        if not _on_own_postgres(backends.load(env.spec.backend), env.services):
+            return super().run_trial(env)
+        with own_postgres(env, "restart-postgres") as inside:
+            measures = super().run_trial(inside)
+        measures["evidence"]["server"] = "the trial's own"  # the fault restarted the server it was handed
+        return measures
+
+
+def _on_own_postgres(backend_cls, services) -> bool:
+    """Whether a trial of this backend runs whole on a PostgreSQL of its own: its lock is on PostgreSQL, which
+    the lab started (a server it was given is restarted only by your command, and is the run's)."""
+    return backend_cls.lock_service == "postgres" and can_have_own_postgres(services)
 

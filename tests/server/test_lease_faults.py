@@ -1,5 +1,7 @@
 """Leases under the faults that break them, on real Redis, etcd and PostgreSQL (the post's Why-not-just row)."""
 
+from dataclasses import replace
+
 import psutil
 import pytest
 
@@ -87,11 +89,21 @@ def test_a_restarted_lock_server(services, engines, backend, expected):
     pids = list(run_server.pids) if run_server is not None else None
     m, verdict = run(services, engines, Restart(), backend)
     assert verdict == expected, m
-    # A Redis or etcd lock's trial restarts a server of its own, so it runs beside others; PostgreSQL is the run's.
-    own = backends.load(backend).lock_service in ("redis", "etcd")
-    assert m["evidence"]["server"] == ("the trial's own" if own else "the run's")
-    assert (list(run_server.pids) == pids) is own  # the run's server restarted only when it was the lock's
-    assert Restart().exclusive(TrialSpec("restart", backend, "server_restart", 0), services) is not own
+    # Every one of these trials restarts a server of its own (a PostgreSQL lock's trial runs whole on one), so the
+    # run's server is never restarted and the trial runs beside others.
+    assert m["evidence"]["server"] == "the trial's own"
+    assert list(run_server.pids) == pids
+    assert not Restart().exclusive(TrialSpec("restart", backend, "server_restart", 0), services)
+
+
+def test_a_restart_of_a_server_the_trials_share_runs_alone(services):
+    def spec(backend: str) -> TrialSpec:
+        return TrialSpec("restart", backend, "server_restart", 0)
+
+    assert Restart().exclusive(spec("redlock"), services)  # Redlock's masters are the run's
+    given = replace(services, embedded={}, tmp=None)  # servers the lab did not start: restarted by your command
+    assert Restart().exclusive(spec("session"), given) and Restart().exclusive(spec("redis"), given)
+    assert not Restart().exclusive(spec("session"), services)
 
 
 # Issue 13, point 1: a cut proves it carried the lock's connection, or the trial is an error.
