@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from lab import host_cpu
+
 HEARTBEAT_S = 30.0
 
 
@@ -69,11 +71,12 @@ class ScenarioProgress:
             self._line(f"{self.name}: {self.done}/{self.total} trials after {elapsed:.0f} s"
                        + (f", {left}" if left else ""))
 
-    def finish(self, bound: float | None = None) -> float:
+    def finish(self, bound: float | None = None, stolen: float | None = None) -> float:
         """The end line (without a terminal), with wall / bound when the scenario's lower bound is known
-        (Scenario.lower_bound); on a terminal the bar stays and only wall / bound is printed. Returns the wall."""
+        (Scenario.lower_bound) and the CPU the host took meanwhile (lab/host_cpu.py); on a terminal the bar stays
+        and only wall / bound is printed. Returns the wall."""
         wall = time.monotonic() - self.started
-        ratio = "" if bound is None else f"; wall / bound {wall_over_bound(wall, bound)}"
+        ratio = "" if bound is None else f"; wall / bound {wall_over_bound(wall, bound)}{host_cpu.describe(stolen)}"
         if self.plain:
             counts = ", ".join(f"{what} {n}" for what, n in sorted(self.outcomes.items(), key=lambda kv: str(kv[0])))
             self._line(f"{self.name}: done in {wall:.1f} s, {self.done} trials"

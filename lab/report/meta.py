@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from lab import host_cpu
 from lab.harness.outcomes import latest_per_trial, outcome_rows, schema_of
 from lab.report.common import md_table
 from lab.report.sections import OUTCOMES, RunView, section
@@ -116,13 +117,18 @@ def bound_rows(meta: dict) -> list[list[str]]:
     rows = [["time: lower bound", bounds.get("rule", "")]]
     run = bounds.get("run")
     if run:
-        rows.append(["time: the run", f"wall {_over(run['wall_s'], run['bound_s'])}"])
+        rows.append(["time: the run", f"wall {_over(run['wall_s'], run['bound_s'])}{_stolen(run)}"])
     order = meta.get("scenario_order") or sorted(bounds["scenarios"])
     for name in [n for n in order if n in bounds["scenarios"]]:
         entry = bounds["scenarios"][name]
         rows.append([f"time: {name}", f"wall {_over(entry['wall_s'], entry['bound_s'])}; {entry.get('lane', '')} lane, "
-                     f"{entry.get('trials_finished')} trials, up to {entry.get('at_once')} at once"])
+                     f"{entry.get('trials_finished')} trials, up to {entry.get('at_once')} at once{_stolen(entry)}"])
     return rows
+
+
+def _stolen(entry: dict) -> str:
+    """'; 22% of the CPU taken by the host' where the run recorded it (runs before it did not: nothing)."""
+    return host_cpu.describe(entry.get("cpu_stolen"))
 
 
 def _over(wall: float, bound: float) -> str:

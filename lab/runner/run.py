@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import backends
+from lab import host_cpu
 from lab import waves as capacity_plan
 from lab.harness import holder_forks
 from lab.harness.workload import drop_schema, ensure_schema
@@ -104,10 +105,10 @@ class Runner:
                                  writes=writes, folder=folder, progress=progress, sampler=sampler, stop=self.stop,
                                  waves=self.waves)
                 phases = schedule(plan.scenarios)
-                started = time.monotonic()
+                started, host = time.monotonic(), host_cpu.Window()
                 for phase in phases:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
-                _record_run_bound(folder, phases, time.monotonic() - started, self.console)
+                _record_run_bound(folder, phases, time.monotonic() - started, host.stolen(), self.console)
         finally:
             holder_forks.close_server()
             sampler.close()
@@ -135,12 +136,14 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     samples = scenario.lane != OWN_SERVERS
     if samples:
         ctx.sampler.take_peak()
+    host = host_cpu.Window()  # the whole machine's: beside another lane, what both lanes had
     finished = run_trials(ctx, scenario, shown, alone)
+    stolen = host.stolen()
     sessions = wave.budget if wave is not None else None
     floors, costs = [f.seconds for f in finished.floors], [f.sessions for f in finished.floors]
     bound = scenario.lower_bound(ctx.profile, floors, costs, sessions, [f.alone for f in finished.floors]) \
         if floors else None
-    wall = shown.finish(bound)
+    wall = shown.finish(bound, stolen)
     if runnable and not ctx.stop.is_set():  # a resumed run's scenario with nothing left to run is not timed
         planned = [ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable]
         _record_bound(ctx.folder, scenario.name, {
@@ -149,7 +152,8 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
                                                                 [alone[spec.id] for spec in runnable]), 1),
             "trials_alone": sum(alone.values()),
             "trials_finished": len(floors), "at_once": scenario.at_once(ctx.profile, planned, sessions),
-            "trial_floor_s": scenario.trial_floor(ctx.profile)})
+            "trial_floor_s": scenario.trial_floor(ctx.profile),
+            **({} if stolen is None else {"cpu_stolen": round(stolen, 3)})})
         precision = scenario.precision(ctx.profile, finished.records)
         if precision is not None:
             _record_precision(ctx.folder, scenario.name, precision)
@@ -197,8 +201,9 @@ def _record_precision(folder, scenario: str, precision: dict) -> None:
         folder.write_meta(meta)
 
 
-def _record_run_bound(folder, phases, wall: float, console) -> None:
-    """The run's wall time beside its bound, composed over the lanes as they ran (lab/runner/lanes.py)."""
+def _record_run_bound(folder, phases, wall: float, stolen: float | None, console) -> None:
+    """The run's wall time beside its bound, composed over the lanes as they ran (lab/runner/lanes.py), and the
+    share of the CPU the host took meanwhile (lab/host_cpu.py)."""
     with _META_LOCK:
         meta = folder.meta()
         bounds = meta.get("bounds")
@@ -207,9 +212,11 @@ def _record_run_bound(folder, phases, wall: float, console) -> None:
         per = bounds["scenarios"]
         bound = composed(phases, {name: entry["bound_s"] for name, entry in per.items()})
         bounds["run"] = {"wall_s": round(wall, 1), "bound_s": round(bound, 1),
-                         "lanes_wall_s": round(composed(phases, {n: e["wall_s"] for n, e in per.items()}), 1)}
+                         "lanes_wall_s": round(composed(phases, {n: e["wall_s"] for n, e in per.items()}), 1),
+                         **({} if stolen is None else {"cpu_stolen": round(stolen, 3)})}
         folder.write_meta(meta)
-    console.print(f"run: wall / bound {wall_over_bound(wall, bound)}", highlight=False, soft_wrap=True)
+    console.print(f"run: wall / bound {wall_over_bound(wall, bound)}{host_cpu.describe(stolen)}", highlight=False,
+                  soft_wrap=True)
 
 
 def _record_capacity(folder: RunFolder, capacity: Capacity, waves: dict[str, capacity_plan.Wave]) -> None:

@@ -123,8 +123,9 @@ def test_the_end_line_says_wall_over_bound():
     shown = ScenarioProgress(console, Progress(TextColumn(""), console=console, disable=True), "pause", 1)
     shown.advance({"status": "ok", "safety": "safe"})
     shown.started -= 10.0
-    shown.finish(4.0)
-    assert "; wall / bound 2.5" in out.getvalue().splitlines()[-1]
+    shown.finish(4.0, stolen=0.18)
+    line = out.getvalue().splitlines()[-1]
+    assert "; wall / bound 2.5" in line and line.endswith(" s / 4.0 s); 18% of the CPU taken by the host")
 
 
 def test_provenance_shows_the_bounds_a_run_recorded_and_nothing_for_one_without():
