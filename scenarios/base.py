@@ -11,7 +11,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
@@ -415,6 +415,12 @@ class Scenario(ABC):
     def parallelism(self, profile: str) -> int:
         """How many trials may run at once: they wait on timers, so many, within the connection budget."""
         return self.profile_params(profile).get("parallel", 1)
+
+    def trials_scope(self, services: Services, profile: str, trials: int) -> AbstractContextManager[None]:
+        """What the scenario holds while its `trials` runnable trials run, opened before the first and closed after
+        the last (servers started ahead of the trials that take them: lab/servers/ready_ahead.py). Nothing by
+        default; run_trial must work without it, as a test calls it alone."""
+        return nullcontext()
 
     @abstractmethod
     def run_trial(self, env: TrialEnv) -> dict:

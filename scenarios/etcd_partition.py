@@ -20,7 +20,10 @@ Variants:
 A cluster per trial took 1.8 s to start on an idle machine and 2-4 s with three starting at once on
 two cores (measures' cluster_start_s), a third of a trial. One cluster for the whole scenario would
 make its trials run one at a time (a partition reaches every trial on the cluster) and hand each
-trial the leases, revisions and leader the last one left.
+trial the leases, revisions and leader the last one left. So each trial still has a fresh cluster of
+its own, but the next one is started ahead while the running trials wait out their TTLs
+(lab/servers/ready_ahead.py, one ahead): a trial records how long it waited for its cluster
+(cluster_wait_s) beside how long that cluster took to start.
 
 Besides the verdict a trial records each side's view (evidence), whether the contender's fencing
 token (the lock key's revision, for the etcd backends that have one) was higher than the holder's,
@@ -33,15 +36,20 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab import faults
 from lab.columns import Column
 from lab.servers.etcd_cluster import EtcdCluster
-from lab.servers.services import OWNER_FILE
+from lab.servers.ready_ahead import ReadyAhead
+from lab.servers.services import OWNER_FILE, Services
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
 from scenarios.base import ALONE, TrialEnv
+
+CLUSTERS_AHEAD = 1  # one more cluster starting while `parallel` trials run: elections still have the CPU
 
 
 class EtcdPartition(LeaseFaultScenario):
@@ -78,31 +86,68 @@ class EtcdPartition(LeaseFaultScenario):
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 2  # the holder process's monitor and writes on the run's PostgreSQL; the contender uses the pool
 
-    def run_trial(self, env: TrialEnv) -> dict:
-        root = _trial_dir(env)
-        cluster = EtcdCluster(root)
+    _clusters: ReadyAhead[StartedCluster] | None = None
+
+    @contextmanager
+    def trials_scope(self, services: Services, profile: str, trials: int) -> Iterator[None]:
+        """Each trial's cluster started one ahead of it, and those never taken stopped at the end."""
+        clusters = ReadyAhead(lambda: StartedCluster.start(services), StartedCluster.stop, trials, CLUSTERS_AHEAD)
+        self._clusters = clusters
         try:
-            started = time.monotonic()
-            cluster.start()
-            start_s = time.monotonic() - started  # the price of a cluster per trial, kept with the trial
+            yield
+        finally:
+            self._clusters = None
+            clusters.close()
+
+    def run_trial(self, env: TrialEnv) -> dict:
+        asked = time.monotonic()
+        started = self._clusters.take() if self._clusters is not None else StartedCluster.start(env.services)
+        wait_s = time.monotonic() - asked
+        cluster = started.cluster
+        try:
             contender = cluster.followers()[-1]  # a follower: on the majority side of every variant
             services = replace(env.services, etcd_endpoint=contender.endpoint, embedded={"etcd": cluster}, tmp=None)
             measures: dict = dict(lease_fault_trial(replace(env, services=services), self.fault_of(env.spec.variant)))
         finally:
-            cluster.stop()
-            shutil.rmtree(root, ignore_errors=True)
-        measures["cluster_start_s"] = round(start_s, 2)
+            started.stop()
+        measures["cluster_start_s"] = round(started.start_s, 2)  # the price of a cluster per trial
+        measures["cluster_wait_s"] = round(wait_s, 2)  # what of it the trial waited for (started ahead: less)
         holder_token, contender_token = measures["holder"]["token"], measures["contender"]["token"]
         if measures["contender"]["acquired"] and holder_token and contender_token:  # 0: a library without one
             measures["token_increased"] = contender_token > holder_token
         return measures
 
 
-def _trial_dir(env: TrialEnv) -> Path:
+@dataclass
+class StartedCluster:
+    """A trial's three-member cluster, up, with its folder and how long it took to start."""
+
+    cluster: EtcdCluster
+    root: Path
+    start_s: float
+
+    @classmethod
+    def start(cls, services: Services) -> "StartedCluster":
+        root = _trial_dir(services)
+        cluster = EtcdCluster(root)
+        began = time.monotonic()
+        try:
+            cluster.start()  # stops whatever it started if it fails
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        return cls(cluster, root, time.monotonic() - began)
+
+    def stop(self) -> None:
+        self.cluster.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _trial_dir(services: Services) -> Path:
     """The cluster's folder: under the run's temp dir, or (every server external) a temp dir of its own
     that the next lab's sweep removes if this process is killed before its cleanup."""
-    if env.services.tmp is not None:
-        return Path(tempfile.mkdtemp(prefix="etcd-cluster-", dir=env.services.tmp))
+    if services.tmp is not None:
+        return Path(tempfile.mkdtemp(prefix="etcd-cluster-", dir=services.tmp))
     import psutil
 
     root = Path(tempfile.mkdtemp(prefix="locklab-etcd-cluster-"))

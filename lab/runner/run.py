@@ -137,7 +137,8 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     if samples:
         ctx.sampler.take_peak()
     host = host_cpu.Window()  # the whole machine's: beside another lane, what both lanes had
-    finished = run_trials(ctx, scenario, shown, alone)
+    with scenario.trials_scope(ctx.services, ctx.profile, len(runnable)):
+        finished = run_trials(ctx, scenario, shown, alone)
     stolen = host.stolen()
     sessions = wave.budget if wave is not None else None
     floors, costs = [f.seconds for f in finished.floors], [f.sessions for f in finished.floors]
