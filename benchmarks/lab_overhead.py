@@ -113,8 +113,8 @@ def main() -> None:
             start = time.monotonic()
             result = backend.rebuild_batch(companies, ROWS, f"lab{i}", point=beside)
             total = time.monotonic() - start
+            assert result.outcome == "committed", result.error  # before close(), whose complaint would hide it
             beside.close()
-            assert result.outcome == "committed", result.error
             times["lab"].append(total - beside.spent)
             times["bare"].append(beside.spent)
             with monitor.connect() as conn:
