@@ -32,7 +32,6 @@ and whether the holder still believed it held the lock after its write.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -45,7 +44,8 @@ from lab import faults
 from lab.columns import Column
 from lab.servers.etcd_cluster import EtcdCluster
 from lab.servers.ready_ahead import ReadyAhead
-from lab.servers.services import OWNER_FILE, Services
+from lab.servers.owner import mark_owner
+from lab.servers.services import Services
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
 from scenarios.base import ALONE, TrialEnv
 
@@ -154,8 +154,6 @@ def _trial_dir(services: Services) -> Path:
     that the next lab's sweep removes if this process is killed before its cleanup."""
     if services.tmp is not None:
         return Path(tempfile.mkdtemp(prefix="etcd-cluster-", dir=services.tmp))
-    import psutil
-
     root = Path(tempfile.mkdtemp(prefix="locklab-etcd-cluster-"))
-    (root / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+    mark_owner(root)
     return root

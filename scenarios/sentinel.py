@@ -31,7 +31,6 @@ min-replicas variants set the servers' configuration themselves, so they stay on
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -49,7 +48,7 @@ from lab.servers.clients import parse_pg_dsn
 from lab.servers.embedded import EmbeddedPostgres
 from lab.servers.pg import trial_engines
 from lab.servers.sentinel import SENTINELS, SentinelRedis, SentinelSettings
-from lab.servers.services import OWNER_FILE
+from lab.servers.owner import mark_owner
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
@@ -184,8 +183,6 @@ def _trial_dir(env: TrialEnv) -> Path:
     lab's sweep removes if this process is killed."""
     if env.services.tmp is not None:
         return Path(tempfile.mkdtemp(prefix="sentinel-", dir=env.services.tmp))
-    import psutil
-
     root = Path(tempfile.mkdtemp(prefix="locklab-sentinel-"))
-    (root / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+    mark_owner(root)
     return root

@@ -21,7 +21,6 @@ the trials run one at a time, with nothing beside them.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -33,7 +32,8 @@ from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.harness.outcomes import DoesNotRun
 from lab.servers import zookeeper
 from lab.servers.abilities import PartitionsMembers
-from lab.servers.services import OWNER_FILE, Services
+from lab.servers.owner import mark_owner
+from lab.servers.services import Services
 from lab.servers.zookeeper_ensemble import ZooKeeperEnsemble
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
 from scenarios.base import ALONE, Skip, TrialEnv
@@ -199,8 +199,6 @@ def _trial_dir(env: TrialEnv) -> Path:
     that the next lab's sweep removes if this process is killed before its cleanup."""
     if env.services.tmp is not None:
         return Path(tempfile.mkdtemp(prefix="zookeeper-ensemble-", dir=env.services.tmp))
-    import psutil
-
     root = Path(tempfile.mkdtemp(prefix="locklab-zookeeper-ensemble-"))
-    (root / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+    mark_owner(root)
     return root

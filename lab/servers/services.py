@@ -43,6 +43,7 @@ from lab.servers.embedded import (
     traversable_by_others,
 )
 from lab.servers import zookeeper
+from lab.servers.owner import OWNER_FILE, mark_owner, owner_alive
 
 SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock", "zookeeper")
 ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT",
@@ -286,28 +287,12 @@ def _temp_base() -> Path:
                        f"set TMPDIR to a directory every user can traverse")
 
 
-OWNER_FILE = "owner.pid"  # "<pid> <process start time>" of the lab process that made the temp dir
-
-
-def _owner_alive(folder: Path) -> bool:
-    """Whether the lab process that made this temp dir still runs (a reused pid has another start time)."""
-    import psutil
-
-    try:
-        pid, started = (folder / OWNER_FILE).read_text().split()
-        return abs(psutil.Process(int(pid)).create_time() - float(started)) < 1.0
-    except (OSError, ValueError, psutil.Error):
-        return False
-
-
 def owned_temp_dir() -> Path:
     """A new temp dir every user can traverse, marked with this process as its owner: removed by the next lab
     run's sweep if this process dies without removing it (a SIGKILL)."""
-    import psutil
-
     folder = Path(tempfile.mkdtemp(prefix="locklab-", dir=_temp_base()))
     folder.chmod(0o755)
-    (folder / OWNER_FILE).write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+    mark_owner(folder)
     return folder
 
 
@@ -316,7 +301,7 @@ def sweep_abandoned(base: Path) -> list[str]:
     die with the lab, their data does not). Only dirs with an owner file, whose owner is dead."""
     removed = []
     for folder in sorted(base.glob("locklab-*")):
-        if (folder / OWNER_FILE).is_file() and not _owner_alive(folder):
+        if (folder / OWNER_FILE).is_file() and not owner_alive(folder):
             size = _size(folder)
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(f"{folder} ({size / 2**20:.0f} MB)")
