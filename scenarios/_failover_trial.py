@@ -28,6 +28,7 @@ from lab.harness.job import JobResult, run_job
 from lab.harness.measures import FailoverMeasures
 from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE
+from lab.servers.pg import dispose
 from lab.servers.services import Services
 from scenarios._lease_faults import COMPANY, HEAL_GRACE_S, holder_measures
 from scenarios.base import TrialEnv, judged
@@ -108,8 +109,7 @@ def failover_trial(env: TrialEnv, fault: Fault, *, contender_services: Services 
             evidence.update(fault.confirm(target))  # FaultNotConfirmed makes this trial an error, never a verdict
         # A client made after the failover (some libraries write as soon as they start: not to a replica), with
         # no pooled connection from before it: the trial's pools start afresh.
-        for engine in (env.writes, env.monitor):
-            engine.dispose()
+        dispose(env.writes, env.monitor)
         if before_contender is not None:
             evidence.update(before_contender())
         def make() -> Backend:

@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 import backends
 from lab.harness.workload import ensure_schema
 from lab.servers.embedded import EmbeddedPostgres
-from lab.servers.pg import trial_engines
+from lab.servers.pg import dispose, trial_engines
 from lab.servers.pg_template import template_for
 from lab.servers.services import Services
 from scenarios.base import TrialEnv
@@ -53,8 +53,6 @@ def own_postgres(env: TrialEnv, name: str) -> Iterator[TrialEnv]:
         backends.prepare_storage(monitor, [env.spec.backend])
         yield replace(env, services=services, monitor=monitor, writes=writes)
     finally:
-        for engine in (monitor, writes):
-            if engine is not None:
-                engine.dispose()
+        dispose(monitor, writes)
         server.stop()
         shutil.rmtree(root, ignore_errors=True)

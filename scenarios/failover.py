@@ -33,7 +33,7 @@ from lab.harness.promotion import PromotionProbe, create_probe_table
 from lab.harness.verdict import Verdict
 from lab.harness.workload import ensure_schema
 from lab.servers.cluster import PostgresPair
-from lab.servers.pg import trial_engines
+from lab.servers.pg import dispose, trial_engines
 from lab.servers.pg_template import template_for
 from scenarios._failover_trial import GRANT_WITHIN_S, NEVER_ACKNOWLEDGED, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
@@ -114,9 +114,7 @@ class Failover(LeaseFaultScenario):
             measures["evidence"]["probe"] = probe.details()
             return measures
         finally:
-            for engine in (monitor, writes):
-                if engine is not None:
-                    engine.dispose()
+            dispose(monitor, writes)
             pair.stop()
             shutil.rmtree(root, ignore_errors=True)
 

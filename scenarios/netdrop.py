@@ -46,7 +46,7 @@ from lab.servers import pg
 from lab.servers.embedded import EmbeddedPostgres
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
-from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate, trial_engines
+from lab.servers.pg import KEEPALIVE_SQL, dispose, keepalive_estimate, trial_engines
 from lab.servers.pg_template import template_for
 from scenarios._lease_faults import COMPANY, holder_measures
 from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv, judged
@@ -217,9 +217,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
             holder.kill()
         if contender is not None:
             contender.close()
-        for engine in (monitor, writes):
-            if engine is not None:
-                engine.dispose()
+        dispose(monitor, writes)
         server.stop()
     t_last = acquired["t"]  # the lock connection's last use before the drop: its grant
     ended = None if t_gone is None else round(t_gone - t_last, 3)

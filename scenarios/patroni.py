@@ -69,7 +69,7 @@ from lab.servers.health_router import PrimaryRouter
 from lab.servers.identity import primary_identity
 from lab.servers.patroni import PatroniCluster, PatroniNode, PatroniSettings
 from lab.servers.patroni_runtime import Unavailable, runtime
-from lab.servers.pg import trial_engines
+from lab.servers.pg import dispose, trial_engines
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
@@ -218,9 +218,7 @@ class Patroni(LeaseFaultScenario):
         finally:
             if probe is not None:
                 probe.stop()
-            for engine in (monitor, writes):
-                if engine is not None:
-                    engine.dispose()
+            dispose(monitor, writes)
             if router is not None:
                 router.stop()
             cluster.stop()
@@ -259,8 +257,7 @@ class Patroni(LeaseFaultScenario):
                     return {"standbys_replayed_s": replayed}
 
                 def settle() -> dict:
-                    for engine in (monitor, writes):
-                        engine.dispose()  # the final table is read on a fresh connection, once one primary is left
+                    dispose(monitor, writes)  # the final table is read on a fresh connection, once one primary is left
                     return {}
 
                 measures = failover_trial(replace(env, monitor=monitor, writes=writes), fault, once_held=caught_up,
@@ -278,8 +275,7 @@ class Patroni(LeaseFaultScenario):
                 if probe is not None:
                     probe.stop()
                 fault.stop_watch()
-                for engine in (monitor, writes):
-                    engine.dispose()
+                dispose(monitor, writes)
         measures["patroni"] = {"cluster": "yours", "hosts": len(nodes),
                                "clients": "your URL" + (", several hosts" if len(nodes) > 1 else "")}
         return measures

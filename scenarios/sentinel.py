@@ -46,7 +46,7 @@ from lab.harness.verdict import Verdict
 from lab.harness.workload import ensure_schema
 from lab.servers.clients import parse_pg_dsn
 from lab.servers.embedded import EmbeddedPostgres
-from lab.servers.pg import trial_engines
+from lab.servers.pg import dispose, trial_engines
 from lab.servers.sentinel import SENTINELS, SentinelRedis, SentinelSettings
 from lab.servers.owner import mark_owner
 from scenarios._failover_trial import failover_judgement, failover_trial
@@ -140,9 +140,7 @@ class Sentinel(LeaseFaultScenario):
             settled, promotion = fault.settle(servers)
         finally:
             fault.stop_watch()
-            for engine in (monitor, writes):
-                if engine is not None:
-                    engine.dispose()
+            dispose(monitor, writes)
             servers.stop()
             pg.stop()
             shutil.rmtree(root, ignore_errors=True)

@@ -32,7 +32,7 @@ from lab.harness.workload import ensure_schema
 from lab.servers.clients import parse_pg_dsn
 from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters
 from lab.servers.netns import Bridge, NamespaceUnavailable, NetNamespace
-from lab.servers.pg import trial_engines
+from lab.servers.pg import dispose, trial_engines
 from lab.servers.services import SERVICE_NAMES, Services
 from lab.servers.slow_link import LinkUnavailable, SlowLink, unavailable_reason
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
@@ -128,9 +128,7 @@ def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault, step: int | None 
         fault.attach(link, inside)
         return lease_fault_trial(replace(env, services=outside, monitor=monitor, writes=writes), fault, step=step)
     finally:
-        for engine in (monitor, writes):
-            if engine is not None:
-                engine.dispose()
+        dispose(monitor, writes)
         for bridge in bridges:
             bridge.stop()
         inside.stop()
