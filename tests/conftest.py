@@ -39,8 +39,31 @@ def services():
     not started and services.unavailable says why (a test that needs it skips with that line)."""
     from lab.servers.services import start_services
 
+    global _session_services
     with start_services(["postgres", "redis", "etcd", "redlock", "zookeeper"]) as running:
-        yield running
+        _session_services = running
+        try:
+            yield running
+        finally:
+            _session_services = None
+
+
+_session_services = None  # the session's servers once a test asked for them
+
+
+@pytest.fixture(autouse=True)
+def _session_servers_still_run(request):
+    """After each test, the session's servers must still run: else the session stops here, saying which one died
+    and after what (tests/session_servers.py), instead of failing every later test on a refused connection."""
+    yield
+    if _session_services is None:
+        return
+    from tests.session_servers import exited
+
+    dead = exited(_session_services.embedded)
+    if dead:
+        pytest.exit(f"the test session's servers stopped after {request.node.nodeid}: " + "; ".join(dead),
+                    returncode=1)
 
 
 @pytest.fixture(scope="session")
