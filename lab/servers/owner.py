@@ -5,8 +5,8 @@ A folder is marked with "<pid> <start>" where start is the process's start in cl
 process has another. A start time in seconds since the epoch (what psutil's create_time() gives, and what
 these files held before) is boot time plus that count, and the kernel's boot time moves whenever the wall
 clock is stepped or slewed across a second: a live lab's folder then looked abandoned, and another lab
-starting at that moment removed the data of a server still running (seen in CI, where every later test
-found its PostgreSQL gone).
+starting at that moment would remove the data of a server still running (the likely cause of a CI run in which
+every test after some point found the session's PostgreSQL gone).
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ def mark_owner(folder: Path) -> None:
 
 
 def owner_alive(folder: Path) -> bool:
-    """Whether the process that marked this folder still runs. Anything that cannot be read as an owner counts
-    as alive while its pid runs: the sweep removes only what it knows to be abandoned."""
+    """Whether the process that marked this folder still runs. A mark that cannot be read counts as alive (one
+    being written by a lab starting this moment is empty): the sweep removes only what it knows is abandoned."""
     try:
         pid_text, start_text = (folder / OWNER_FILE).read_text().split()
         pid = int(pid_text)
     except (OSError, ValueError):
-        return False  # no owner to ask about (the sweep removes only folders with an owner file)
+        return True
     started = start_ticks(pid)
     if started is None:
         return False

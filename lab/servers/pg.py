@@ -43,12 +43,12 @@ def trial_engines(url) -> tuple[Engine, Engine]:
     return monitor, writes
 
 
-
 def dispose(*engines: Engine | None) -> None:
     """Close every pooled connection of these engines; None stands for one a trial never got to make."""
     for engine in engines:
         if engine is not None:
             engine.dispose()
+
 
 def holds_advisory_lock(monitor: Engine, pid: int, key: int) -> bool:
     """True when pg_locks shows session pid holding the advisory lock on key."""

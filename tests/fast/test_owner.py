@@ -44,6 +44,12 @@ def test_an_older_labs_mark_in_epoch_seconds_goes_by_its_pid(tmp_path):
     assert not owner_alive(tmp_path)
 
 
+def test_a_mark_that_cannot_be_read_is_kept(tmp_path):
+    """An empty mark is what a lab starting this moment has written so far: its folder is not abandoned."""
+    (tmp_path / OWNER_FILE).write_text("")
+    assert owner_alive(tmp_path)
+
+
 def test_a_sweep_removes_the_dead_owners_folder_and_keeps_the_live_ones(tmp_path):
     dead, live = tmp_path / "locklab-dead", tmp_path / "locklab-live"
     dead.mkdir()
