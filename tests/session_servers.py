@@ -1,9 +1,9 @@
 """Whether the test session's own servers still run: a server that died takes every later test with it.
 
-Why: when the session's PostgreSQL exited (its data removed by another lab's sweep, stop 40's CI), the run went on
-for a hundred more tests, each failing with "connection refused", and the output kept only their tails. The
-session now stops at the first test after which one of its servers has exited, naming the server, its exit code,
-the test and the last line of its log.
+Why: when the session's PostgreSQL exited in stop 40's CI (most likely its data removed by another lab's sweep:
+lab/servers/owner.py), the run went on for a hundred more tests, each failing with "connection refused", and the
+output kept only their tails. The session now stops at the first test after which one of its servers has exited,
+naming the server, its exit code, the test and the last line of its log.
 """
 
 from __future__ import annotations
