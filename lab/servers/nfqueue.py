@@ -49,6 +49,17 @@ _HEADER = struct.Struct("=IHHII")  # struct nlmsghdr, in the host's order
 _NFGEN = struct.Struct("=BBH")  # struct nfgenmsg: family, version, queue number (big-endian, packed by hand)
 
 
+def arrival(wall_stamp: float | None, read_wall: float, read_mono: float) -> tuple[float, bool]:
+    """A packet's arrival on the monotonic clock, and whether the kernel's stamp gave it (else: the read).
+
+    The kernel stamps on the wall clock, which the host may step (28 s seen on this machine kind): the stamp
+    counts only as an age at the read, so every hold after it runs on the monotonic clock. A stamp on another
+    clock (a sender's departure time) is far off the read: then the read counts."""
+    if wall_stamp is None or not read_wall - 5.0 <= wall_stamp <= read_wall + 0.001:
+        return read_mono, False
+    return read_mono - max(0.0, read_wall - wall_stamp), True
+
+
 class QueueUnavailable(Exception):
     """The kernel would not hand this program a queue (no nfnetlink_queue, or no CAP_NET_ADMIN)."""
 
@@ -164,7 +175,7 @@ class _Holder:
                 self._echo()
             if self.client in readable:
                 self._probe_back()
-            self._let_through(time.time())
+            self._let_through(time.monotonic())
             self._probe_step()
             if requests in readable:
                 chunk = os.read(requests, 4096)
@@ -187,7 +198,7 @@ class _Holder:
         if self.probe is not None:
             sending = self.probe["next"] < self.probe["count"]
             times.append(self.probe["next_send"] if sending else self.probe["deadline"])
-        return None if not times else max(0.0, min(times) - time.time())
+        return None if not times else max(0.0, min(times) - time.monotonic())
 
     def _receive(self) -> None:
         assert self.nl is not None
@@ -199,7 +210,7 @@ class _Holder:
             except OSError as exc:  # ENOBUFS: packets the kernel parked that this program will never see
                 self.error = f"{errno.errorcode.get(exc.errno or 0, exc.errno)}: {exc.strerror}"
                 return
-            read_at = time.time()
+            read_at, read_mono = time.time(), time.monotonic()
             for kind, payload in _messages(data):
                 if kind != (NFNL_SUBSYS_QUEUE << 8) | MSG_PACKET:
                     continue
@@ -208,13 +219,12 @@ class _Holder:
                 header = attributes.get(PACKET_HDR)
                 if header is None or queue not in self.records:
                     continue
-                arrived, stamped = read_at, False
                 stamp = attributes.get(TIMESTAMP)
+                wall_stamp = None
                 if stamp is not None and len(stamp) >= 16:
                     sec, usec = struct.unpack_from(">QQ", stamp)
-                    # A stamp on another clock (a sender's departure time) would be far off: then the read counts.
-                    if read_at - 5.0 <= sec + usec / 1e6 <= read_at + 0.001:
-                        arrived, stamped = sec + usec / 1e6, True
+                    wall_stamp = sec + usec / 1e6
+                arrived, stamped = arrival(wall_stamp, read_at, read_mono)
                 packet_id = struct.unpack_from(">I", header)[0]
                 self.held.append((arrived + self.delay_s, queue, packet_id, arrived, stamped))
                 self.records[queue].held += 1
@@ -230,7 +240,7 @@ class _Holder:
             if now is None:
                 record.released_at_heal += 1
             else:
-                record.holds_s.append(time.time() - arrived)
+                record.holds_s.append(time.monotonic() - arrived)
                 record.stamped += stamped
 
     def _echo(self) -> None:
@@ -242,7 +252,7 @@ class _Holder:
             self.echo.sendto(data, peer)
 
     def _probe_start(self, count: int, spacing_s: float, within_s: float) -> None:
-        now = time.time()
+        now = time.monotonic()
         self.probe = {"count": count, "spacing": spacing_s, "next": 0, "next_send": now, "sent": {}, "back": {},
                       "deadline": now + (count - 1) * spacing_s + within_s}
         self._probe_step()
@@ -251,13 +261,13 @@ class _Holder:
         probe = self.probe
         if probe is None:
             return
-        while probe["next"] < probe["count"] and probe["next_send"] <= time.time():
+        while probe["next"] < probe["count"] and probe["next_send"] <= time.monotonic():
             n = probe["next"]
-            probe["sent"][n] = time.time()
+            probe["sent"][n] = time.monotonic()
             self.client.sendto(n.to_bytes(4, "big"), ("127.0.0.1", self.echo.getsockname()[1]))
             probe["next"] += 1
             probe["next_send"] += probe["spacing"]
-        if len(probe["back"]) == probe["count"] or time.time() >= probe["deadline"]:
+        if len(probe["back"]) == probe["count"] or time.monotonic() >= probe["deadline"]:
             say({"round_trips": [round(probe["back"][n] - probe["sent"][n], 5) if n in probe["back"] else None
                                  for n in range(probe["count"])]})
             self.probe = None
@@ -271,7 +281,7 @@ class _Holder:
                 return
             n = int.from_bytes(data[:4], "big")
             if self.probe is not None and n in self.probe["sent"] and n not in self.probe["back"]:
-                self.probe["back"][n] = time.time()
+                self.probe["back"][n] = time.monotonic()
 
     def _kernel_counts(self) -> dict[int, dict]:
         """The kernel's own view of each queue (/proc/net/netfilter/nfnetlink_queue, this namespace's): packets
