@@ -10,10 +10,10 @@ from urllib.parse import parse_qsl, unquote
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from lab.errors import LabError
+from lab.errors import LabError, ServiceError
 from lab.servers.pooler_settings import fall_back_when_refused
 
 
@@ -101,17 +101,34 @@ def known_settings(url: URL, connect_args: Mapping[str, object]) -> frozenset:
         if key in _KNOWN:
             return _KNOWN[key]
     asking = {n: 0 for n in ("idle_in_transaction_session_timeout", "statement_timeout", "lock_timeout")}
-    engine = create_engine(url, connect_args=dict(connect_args, options=_options(asking)), poolclass=NullPool)
-    fall_back_when_refused(engine, asking)  # a pooler refuses startup options: SET LOCAL instead
-    try:
-        with engine.connect() as conn:
-            names: frozenset[str] = frozenset(conn.execute(text("select name from pg_settings where name = any(:n)"),
-                                           {"n": list(PINNED_SETTINGS)}).scalars())
-    finally:
-        engine.dispose()
+    names = _ask_known(url, connect_args, asking)
+    if names is None:
+        # A database's idle_session_timeout (14 and later; an older server refuses the name at startup) ended the
+        # asking session between its set-up queries on a loaded machine: ask again with that guard pinned too.
+        names = _ask_known(url, connect_args, {**asking, "idle_session_timeout": 0})
+    if names is None:
+        raise ServiceError(f"PostgreSQL at {url.host}:{url.port} ended the session that asked for its settings")
     with _KNOWN_LOCK:
         _KNOWN[key] = names
     return names
+
+
+def _ask_known(url: URL, connect_args: Mapping[str, object],
+               asking: Mapping[str, object]) -> frozenset[str] | None:
+    """The PINNED_SETTINGS this server knows, asked on one session that starts with `asking` pinned; None when the
+    server ended that session after it connected. A failure to connect is raised as it is."""
+    engine = create_engine(url, connect_args=dict(connect_args, options=_options(asking)), poolclass=NullPool)
+    fall_back_when_refused(engine, dict(asking))  # a pooler refuses startup options: SET LOCAL instead
+    try:
+        with engine.connect() as conn:
+            try:
+                return frozenset(conn.execute(text("select name from pg_settings where name = any(:n)"),
+                                              {"n": list(PINNED_SETTINGS)}).scalars())
+            except OperationalError:
+                conn.invalidate()
+                return None
+    finally:
+        engine.dispose()
 
 
 def _options(settings: Mapping[str, object]) -> str:
