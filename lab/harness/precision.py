@@ -10,6 +10,10 @@ numbers, never a server, so a test can plant a tight sequence and a noisy one.
 
 The range of n paired ratios holds their median with probability 1 - 2 / 2^n whatever their distribution
 (75% at 3, 94% at 5): the floor is what that confidence costs, stated beside each figure with its count.
+
+A measurement that serves a verdict may also stop once that verdict is settled: after the floor, when no further
+repetition could change it (two ranges that overlap only widen as repetitions are added, so "within noise" is
+final). The outcome says so (`settled`), and its figure is as noisy as its range says.
 """
 
 from __future__ import annotations
@@ -47,13 +51,14 @@ class Rule:
             return False
         return all((self.spread(s) or 0.0) <= self.tolerance for s in series)
 
-    def outcome(self, *series: Sequence[float]) -> dict:
+    def outcome(self, *series: Sequence[float], settled: bool = False) -> dict:
         """What a measurement records of the rule: its parameters, the repetitions taken, and whether the spread
-        was reached or the cap stopped it (then the figure is as noisy as its range says)."""
+        was reached, the verdict it serves settled first, or the cap stopped it (then the figure is as noisy as
+        its range says)."""
         n = min((len(s) for s in series), default=0)
         spreads = [self.spread(s) for s in series]
         reached = n >= self.floor and all((sp or 0.0) <= self.tolerance for sp in spreads)
-        return {**self.as_dict(), "repetitions": n, "reached": reached,
+        return {**self.as_dict(), "repetitions": n, "reached": reached, "settled": settled and not reached,
                 "spread": round(max((sp for sp in spreads if sp is not None), default=0.0), 4)}
 
     def as_dict(self) -> dict:
@@ -64,15 +69,19 @@ class Rule:
                 f"{self.floor} and at most {self.cap} times")
 
 
-def repeat(rule: Rule, once: Callable[[int], Sequence[float]]) -> tuple[list[tuple[float, ...]], dict]:
+def repeat(rule: Rule, once: Callable[[int], Sequence[float]],
+           settled: Callable[[], bool] | None = None) -> tuple[list[tuple[float, ...]], dict]:
     """Call once(i) for repetition i until the rule is satisfied; once returns that repetition's paired ratios
-    (one per figure). Returns every repetition's ratios and the rule's outcome."""
+    (one per figure). `settled`, if given, says whether the verdict these repetitions serve can no longer change;
+    it is asked only from the floor on. Returns every repetition's ratios and the rule's outcome."""
     done: list[tuple[float, ...]] = []
     while True:
         done.append(tuple(once(len(done))))
         series = list(zip(*done))
         if rule.enough(*series):
             return done, rule.outcome(*series)
+        if settled is not None and len(done) >= rule.floor and settled():
+            return done, rule.outcome(*series, settled=True)
 
 
 def describe(outcome: dict | None) -> str:
@@ -82,4 +91,6 @@ def describe(outcome: dict | None) -> str:
     n, spread, tolerance = outcome["repetitions"], outcome["spread"], outcome["tolerance"]
     if outcome["reached"]:
         return f"{n} repetitions (spread +-{spread:.0%} within +-{tolerance:.0%})"
+    if outcome.get("settled"):  # older runs did not record it
+        return f"{n} repetitions (the verdict settled: more could not change it; spread +-{spread:.0%})"
     return f"{n} repetitions (stopped at the cap: spread +-{spread:.0%}, wider than +-{tolerance:.0%})"

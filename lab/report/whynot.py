@@ -286,10 +286,15 @@ def _precision(ms: list[dict]) -> str:
     if not all(m.get("precision") for m in ms):
         return ""
     first = ms[0]["precision"]
-    capped = sum(not m["precision"]["reached"] for m in ms)
+    settles = all("settled" in m["precision"] for m in ms)  # older runs repeated without that stop
+    settled = sum(bool(m["precision"].get("settled")) for m in ms)
+    capped = sum(not m["precision"]["reached"] for m in ms) - settled
     return (f", {'/'.join(str(m['reps']) for m in ms)} by trial: until both speedups lie within "
-            f"+-{first['tolerance']:.0%} of their median, at least {first['floor']}, at most {first['cap']}"
-            + (f"; {capped} at the cap" if capped else ""))
+            f"+-{first['tolerance']:.0%} of their median"
+            + (", or once more could not change the verdict (the ranges overlap, every worker's writes in flight)"
+               if settles else "")
+            + f", at least {first['floor']}, at most {first['cap']}"
+            + (f"; {settled} stopped as settled" if settled else "") + (f"; {capped} at the cap" if capped else ""))
 
 
 def _throughput(backend: str, ms: list[dict]) -> str:

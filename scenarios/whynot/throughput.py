@@ -12,7 +12,9 @@ configuration is repeated, each repetition in its own shuffled order, so a loade
 over all of them; speedups (4 workers over 1) pair within a repetition, and the verdict calls two locks apart
 only when their ranges of speedups do not overlap. The repetitions stop by the precision rule (RULE, on both
 locks' speedups: lab/harness/precision.py) rather than at a fixed count; the profile's throughput_reps is its cap,
-and a backend runs one trial of it (Experiment.trials), its repetitions being the measurement.
+and a backend runs one trial of it (Experiment.trials), its repetitions being the measurement. They also stop,
+from the floor on, once the verdict is settled (verdict_settled): the two ranges overlap, which more repetitions
+only widen, and every worker's writes were in flight at once for both locks, which no repetition can raise.
 """
 
 from __future__ import annotations
@@ -72,7 +74,11 @@ class Throughput(Experiment):
                 runs[(name, workers)].append(_companies_per_second(env, name, workers, rep))
             return tuple(_speedups(runs, name)[-1] for name in names)
 
-        done, precision = repeat(rule(env.params["throughput_reps"]), once)
+        def settled() -> bool:
+            return verdict_settled(_speedups(runs, env.spec.backend), _speedups(runs, baseline),
+                                   [_peak(runs, name) for name in names])
+
+        done, precision = repeat(rule(env.params["throughput_reps"]), once, settled)
         return {"companies": env.params["throughput_companies"], "rows": COMPANY_SIZE,
                 "reps": len(done), "precision": precision, "hands_out": hands_out(backends.load(env.spec.backend)),
                 "measured_s": round(sum(r["seconds"] for per in runs.values() for r in per), 3),
@@ -90,6 +96,21 @@ class Throughput(Experiment):
         speed = ("scales less than xact" if max(mine) < min(base) else
                  "scales more than xact" if min(mine) > max(base) else "scales like xact, within noise")
         return f"{shape}; {speed}"
+
+
+def verdict_settled(mine: list[float], base: list[float], peaks: list[int]) -> bool:
+    """Whether more repetitions could not change the verdict: the speedups' ranges already overlap (a range only
+    widens as repetitions are added, so "within noise" is final) and each lock's peak of writes in flight at once is
+    already every worker (a peak only rises). A verdict of "less" or "more", or a peak below the workers, is not."""
+    if not mine or not base:
+        return False
+    overlap = max(mine) >= min(base) and min(mine) <= max(base)
+    return overlap and all(peak == max(WORKERS) for peak in peaks)
+
+
+def _peak(runs: dict[tuple[str, int], list[dict]], name: str) -> int:
+    """The most writes of `name`'s run in flight at once, with the most workers, over every repetition so far."""
+    return max((r["in_flight_peak"] for r in runs[(name, max(WORKERS))]), default=0)
 
 
 def _summary(runs: dict[tuple[str, int], list[dict]], name: str) -> list[dict]:

@@ -99,3 +99,51 @@ def test_the_cost_table_stops_repeating_once_every_configurations_paired_ratio_i
     assert not enough(perf_records(noisy))
     outcome = perf.precision("default", perf_records(noisy))
     assert outcome["repetitions"] == 4 and not outcome["reached"]
+
+
+def test_a_settled_verdict_stops_the_repetitions_at_the_floor_and_says_so():
+    """A noisy measurement whose verdict can no longer change stops at the floor instead of the cap."""
+    done, outcome = repeat(RULE, planted([1.0, 1.4, 0.7, 1.3, 0.8, 1.2, 0.9, 1.1]), settled=lambda: True)
+    assert len(done) == RULE.floor
+    assert outcome["settled"] and not outcome["reached"]
+    assert describe(outcome).startswith("3 repetitions (the verdict settled")
+
+
+def test_an_unsettled_verdict_runs_to_the_cap_and_a_tight_one_is_reached_not_settled():
+    asked = []
+    done, outcome = repeat(RULE, planted([1.0, 1.4, 0.7, 1.3, 0.8, 1.2, 0.9, 1.1]),
+                           settled=lambda: asked.append(1) or False)
+    assert len(done) == RULE.cap and not outcome["settled"]
+    assert len(asked) == RULE.cap - RULE.floor  # asked from the floor on, never at the cap
+    done, outcome = repeat(RULE, planted([1.0] * 8), settled=lambda: True)
+    assert len(done) == 3 and outcome["reached"] and not outcome["settled"]
+
+
+def test_throughputs_verdict_is_settled_only_when_no_repetition_could_change_it():
+    """Overlapping ranges only widen and a peak of every worker cannot rise: settled. Disjoint ranges, or a peak
+    below the workers, could still change with one more repetition: not settled."""
+    from scenarios.whynot.throughput import WORKERS, verdict_settled
+
+    top = max(WORKERS)
+    assert verdict_settled([1.5, 2.0, 1.7], [1.9, 2.2, 2.1], [top, top])
+    assert not verdict_settled([1.0, 1.1, 1.05], [1.9, 2.2, 2.1], [top, top])  # "less than xact": not final
+    assert not verdict_settled([2.5, 2.6], [1.9, 2.2], [top, top])  # "more than xact": not final
+    assert not verdict_settled([1.5, 2.0], [1.9, 2.2], [1, top])  # serialized so far: one repetition could differ
+    assert not verdict_settled([], [1.9], [top, top])
+
+
+@settings(deadline=None)
+@given(st.lists(st.floats(min_value=0.5, max_value=4.0), min_size=3, max_size=12),
+       st.lists(st.floats(min_value=0.5, max_value=4.0), min_size=3, max_size=12), st.integers(3, 11))
+def test_a_settled_throughput_verdict_is_the_verdict_at_any_later_count(mine, base, n):
+    """Whatever later repetitions give, the verdict at the cap is the one settled at n (n within both lists)."""
+    from scenarios.whynot.throughput import WORKERS, Throughput, verdict_settled
+
+    n = min(n, len(mine), len(base))
+    top = max(WORKERS)
+    if not verdict_settled(mine[:n], base[:n], [top, top]):
+        return
+    def words(m, b):
+        return Throughput().verdict({"backend": [{"workers": top, "in_flight_peak": top}], "speedups": m,
+                                     "baseline_speedups": b})
+    assert words(mine[:n], base[:n]) == words(mine, base)

@@ -112,3 +112,20 @@ def test_the_idempotent_trials_read_alike_under_the_old_shared_kind_and_the_kind
     assert old == new
     assert "idempotent, same inputs: two overlapping rebuilds left the same 250 rows in 3/3 trials" in old
     assert "idempotent, different inputs (each run's own" in old
+
+
+def test_the_throughput_line_counts_trials_stopped_as_settled_apart_from_those_at_the_cap():
+    rows = [{"workers": w, "per_s": [100.0 * w] * 3, "in_flight_peak": w} for w in (1, 2, 4)]
+
+    def speed(backend, reached, settled, reps):
+        precision = {"tolerance": 0.1, "floor": 3, "cap": 8, "repetitions": reps, "reached": reached,
+                     "spread": 0.3, **({} if settled is None else {"settled": settled})}
+        return {"kind": "throughput", "reps": reps, "hands_out": False, "backend": rows, "baseline": rows,
+                "baseline_backend": "xact", "speedups": [2.0] * reps, "baseline_speedups": [2.1] * reps,
+                "precision": precision}
+
+    text = whynot._throughput("session", [speed("session", False, True, 3), speed("session", False, False, 8)])
+    assert "3/8 by trial" in text and "or once more could not change the verdict" in text
+    assert "1 stopped as settled; 1 at the cap" in text
+    older = whynot._throughput("session", [speed("session", False, None, 8)])  # recorded before the settled stop
+    assert "could not change the verdict" not in older and "1 at the cap" in older
