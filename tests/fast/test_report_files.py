@@ -93,6 +93,18 @@ def test_compare_says_whether_a_repeated_figure_moved_within_its_tolerance(tmp_p
                                          (perf_trial("one_transaction_for_all", i, 1.0),
                                           perf_trial("transaction_per_company", i, ratio))])
     a = run("a", 2.0)
-    assert "| perf transaction_per_company / one_transaction_for_all | 2.000 | 2.100 | +5.0% | within |" in \
+    assert "| perf transaction_per_company / one_transaction_for_all | 2.000 | 2.100 | +5.0% | +-10% | within |" in \
         compare(a, run("b", 2.1))
-    assert "| +25.0% | beyond |" in compare(a, run("c", 2.5))
+    assert "| +25.0% | +-10% | beyond |" in compare(a, run("c", 2.5))
+
+
+def test_a_figure_measured_less_precisely_is_held_to_its_own_spread_not_to_the_rules(tmp_path):
+    """A figure whose repetitions stopped wide (at the cap, or settled) moved within its spread: within, and the
+    row says which tolerance it was held to; the same move beyond that spread is still beyond."""
+    def run(name, ratios):
+        return make_run(tmp_path, name, [t for i, r in enumerate(ratios) for t in
+                                         (perf_trial("one_transaction_for_all", i, 1.0),
+                                          perf_trial("transaction_per_company", i, r))])
+    wide = run("wide", [1.4, 2.0, 2.6])  # +-30% of its median
+    assert "| 2.000 | 2.500 | +25.0% | +-30% (spread) | within |" in compare(wide, run("tight", [2.5, 2.5, 2.5]))
+    assert "| 2.000 | 2.800 | +40.0% | +-30% (spread) | beyond |" in compare(wide, run("far", [2.8, 2.8, 2.8]))
