@@ -2,7 +2,7 @@
 on a noisy one, never stops before its floor, and says which happened (planted sequences, no server)."""
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from lab.harness.precision import Rule, describe, repeat
@@ -141,8 +141,8 @@ def test_a_settled_throughput_verdict_is_the_verdict_at_any_later_count(mine, ba
 
     n = min(n, len(mine), len(base))
     top = max(WORKERS)
-    if not verdict_settled(mine[:n], base[:n], [top, top]):
-        return
+    assume(verdict_settled(mine[:n], base[:n], [top, top]))
+
     def words(m, b):
         return Throughput().verdict({"backend": [{"workers": top, "in_flight_peak": top}], "speedups": m,
                                      "baseline_speedups": b})
