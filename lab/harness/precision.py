@@ -23,6 +23,15 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 
+def spread(ratios: Sequence[float]) -> float | None:
+    """Half the range of the ratios over their median: the fraction they stray from their centre (None: no ratios;
+    infinite around a median of 0)."""
+    if not ratios:
+        return None
+    centre = statistics.median(ratios)
+    return (max(ratios) - min(ratios)) / 2 / abs(centre) if centre else float("inf")
+
+
 @dataclass(frozen=True)
 class Rule:
     """Repeat at least `floor` times, at most `cap`; stop once the paired ratios lie within +-tolerance of their median."""
@@ -37,10 +46,7 @@ class Rule:
 
     def spread(self, ratios: Sequence[float]) -> float | None:
         """Half the range over the median: the fraction the ratios stray from their centre (None: not measurable)."""
-        if not ratios:
-            return None
-        centre = statistics.median(ratios)
-        return (max(ratios) - min(ratios)) / 2 / abs(centre) if centre else float("inf")
+        return spread(ratios)
 
     def enough(self, *series: Sequence[float]) -> bool:
         """Whether every series of paired ratios (one per figure the repetitions serve) has been repeated enough."""

@@ -6,6 +6,7 @@ import statistics
 from dataclasses import dataclass
 
 from lab.harness.outcomes import exercised_of, findings, outcome_groups, outcome_text
+from lab.harness.precision import spread
 from lab.report.common import md_table
 from lab.results import RunFolder
 
@@ -76,11 +77,6 @@ class Figure:
     spread: float
 
 
-def _spread(values: list[float]) -> float:
-    centre = statistics.median(values)
-    return (max(values) - min(values)) / 2 / abs(centre) if centre else float("inf")
-
-
 def _figures(groups: dict[tuple, list[dict]]) -> dict[str, Figure]:
     """The repeated figures of a run by name: the cost table's paired ratios to one transaction for all, whynot's
     speedups from 1 to 4 workers, and each lock's acquire + release over its server's floor (its blocks' spread,
@@ -92,13 +88,13 @@ def _figures(groups: dict[tuple, list[dict]]) -> dict[str, Figure]:
     for variant, seconds in perf.items():
         ratios = [s / base[i] for i, s in seconds.items() if base.get(i)]
         if variant != PERF_BASE and ratios:
-            figures[f"perf {variant} / {PERF_BASE}"] = Figure(statistics.median(ratios), _spread(ratios))
+            figures[f"perf {variant} / {PERF_BASE}"] = Figure(statistics.median(ratios), spread(ratios) or 0.0)
     for (scenario, backend, variant), records in groups.items():
         ok = [r["measures"] for r in records if r["status"] == "ok" and r.get("measures")]
         if scenario == "whynot" and variant == "throughput" and ok:
             speedups = [s for m in ok for s in m["speedups"]]
             figures[f"whynot throughput {backend}: speedup 1 to 4 workers"] = Figure(statistics.median(speedups),
-                                                                                     _spread(speedups))
+                                                                                     spread(speedups) or 0.0)
         if scenario == "latency" and ok and ok[0].get("ratio"):
             spreads = [m.get("precision", {}).get("acquire_release", {}).get("spread", 0.0) for m in ok]
             figures[f"latency {backend}: acquire + release / floor"] = Figure(
