@@ -42,6 +42,8 @@ def _round_trips(counted: dict) -> str:
     commands = counted.get("server_commands_per_pair")
     if commands:
         out += " (server ran " + ", ".join(f"{name} {count:g}" for name, count in commands.items()) + ")"
+    if counted.get("refused"):  # older runs did not record it
+        out += f"; {counted['refused']} uncontended acquires refused, not counted"
     return out
 
 
