@@ -377,7 +377,8 @@ def _count_pairs(proxies: list, counter, acquire, release) -> dict:
     while not granted():
         pass
     release()
-    per_acquire, per_release = [], []
+    per_acquire: list[int] = []
+    per_release: list[int] = []
     commands_before = _redis_commands(counter)
     while len(per_acquire) < COUNTED:
         before = sum(p.requests for p in proxies)
