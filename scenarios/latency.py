@@ -356,14 +356,21 @@ def _must(granted: object) -> None:  # truthy when granted, as a backend or its 
         raise RuntimeError("an uncontended acquire was refused")
 
 
-def _count_pairs(proxies: list, counter, acquire, release) -> dict:
+def refusal_backoff(refusals: int) -> float:
+    """Seconds to let pass before asking again after the n-th refused uncontended acquire: 0.05 s, doubling, at most
+    1 s, so COUNTED refusals span 6.5 s, longer than the TTL a left-behind key lives for (latency passes no ttl_s:
+    its leases get backends/_lease.py's DEFAULT_TTL_S, 2 s)."""
+    return min(0.05 * 2 ** (refusals - 1), 1.0)
+
+
+def _count_pairs(proxies: list, counter, acquire, release, backoff=refusal_backoff) -> dict:
     """Requests relayed per acquire and per release over COUNTED pairs (after one uncounted pair, so
     connecting, handshakes and authentication are not the lock's), and Redis' commands per pair.
 
-    An acquire refused although nothing else holds the key is counted apart (`refused`) and tried again, up to
-    COUNTED times: pottery's Redlock returns from acquire and release once a majority of masters answered, so a
-    request to the third still in flight can leave a key of an earlier pair behind (seen once in 2,646 trials).
-    Its requests are not a pair's; the server's command counts still include them."""
+    An acquire refused although nothing else holds the key is counted apart (`refused`) and tried again after
+    `backoff`, up to COUNTED times: pottery's Redlock returns from acquire and release once a majority of masters
+    answered, so a request to the third still in flight can leave a key of an earlier pair behind until its TTL
+    (seen once in 2,646 trials). Its requests are not a pair's; the server's command counts still include them."""
     refused = [0]
 
     def granted() -> bool:
@@ -372,6 +379,7 @@ def _count_pairs(proxies: list, counter, acquire, release) -> dict:
         refused[0] += 1
         if refused[0] > COUNTED:
             raise RuntimeError(f"an uncontended acquire was refused {refused[0]} times")
+        time.sleep(backoff(refused[0]))  # a retry's cadence: a left-behind key lives until the server expires it
         return False
 
     while not granted():

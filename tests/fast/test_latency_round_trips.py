@@ -4,7 +4,7 @@ again, never counted as a pair's requests; a lock that keeps refusing is an erro
 import pytest
 
 from lab.report.latency import _round_trips
-from scenarios.latency import COUNTED, _count_pairs
+from scenarios.latency import COUNTED, _count_pairs, refusal_backoff
 
 
 class Proxy:
@@ -31,7 +31,7 @@ def planted(proxy, refusals):
 
 def test_a_refused_acquire_is_counted_apart_and_its_requests_are_no_pairs():
     proxy = Proxy()
-    out = _count_pairs([proxy], None, *planted(proxy, refusals={1, 4}))  # the warm-up's and one counted pair's
+    out = _count_pairs([proxy], None, *planted(proxy, refusals={1, 4}), backoff=lambda n: 0.0)  # warm-up's, a pair's
     assert out["refused"] == 2 and out["pairs"] == COUNTED
     assert (out["acquire"], out["release"], out["acquire_max"]) == (2, 1, 2)  # a refusal's 2 requests not added in
     assert "2 uncontended acquires refused, not counted" in _round_trips(out)
@@ -40,10 +40,19 @@ def test_a_refused_acquire_is_counted_apart_and_its_requests_are_no_pairs():
 def test_a_lock_that_keeps_refusing_is_an_error_not_a_count():
     proxy = Proxy()
     with pytest.raises(RuntimeError, match="refused"):
-        _count_pairs([proxy], None, *planted(proxy, refusals=set(range(1, 100))))
+        _count_pairs([proxy], None, *planted(proxy, refusals=set(range(1, 100))), backoff=lambda n: 0.0)
 
 
 def test_a_run_without_refusals_reads_as_before():
     proxy = Proxy()
     out = _count_pairs([proxy], None, *planted(proxy, refusals=set()))
     assert out["refused"] == 0 and _round_trips(out) == "2 + 1"
+
+
+def test_the_retries_outwait_a_left_behind_key():
+    """COUNTED refusals wait longer in all than the TTL latency's locks get, doubling from 0.05 s."""
+    from backends._lease import DEFAULT_TTL_S
+
+    waits = [refusal_backoff(n) for n in range(1, COUNTED + 1)]
+    assert waits[0] == 0.05 and waits == sorted(waits) and max(waits) <= 1.0
+    assert sum(waits) > DEFAULT_TTL_S
