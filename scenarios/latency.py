@@ -371,15 +371,16 @@ def _count_pairs(proxies: list, counter, acquire, release, backoff=refusal_backo
     `backoff`, up to COUNTED times: pottery's Redlock returns from acquire and release once a majority of masters
     answered, so a request to the third still in flight can leave a key of an earlier pair behind until its TTL
     (seen once in 2,646 trials). Its requests are not a pair's; the server's command counts still include them."""
-    refused = [0]
+    refused = 0
 
     def granted() -> bool:
+        nonlocal refused
         if acquire():
             return True
-        refused[0] += 1
-        if refused[0] > COUNTED:
-            raise RuntimeError(f"an uncontended acquire was refused {refused[0]} times")
-        time.sleep(backoff(refused[0]))  # a retry's cadence: a left-behind key lives until the server expires it
+        refused += 1
+        if refused > COUNTED:
+            raise RuntimeError(f"an uncontended acquire was refused {refused} times")
+        time.sleep(backoff(refused))  # a retry's cadence: a left-behind key lives until the server expires it
         return False
 
     while not granted():
@@ -399,7 +400,7 @@ def _count_pairs(proxies: list, counter, acquire, release, backoff=refusal_backo
     commands_after = _redis_commands(counter)
     out = {"acquire": statistics.median(per_acquire), "release": statistics.median(per_release),
            "acquire_max": max(per_acquire), "release_max": max(per_release), "pairs": COUNTED,
-           "refused": refused[0], "how": "client->server writes relayed by a loopback proxy"}
+           "refused": refused, "how": "client->server writes relayed by a loopback proxy"}
     if commands_before is not None and commands_after is not None:  # both read, with a counter
         # Commands a script runs (redis.call in EVALSHA) count too: what the server really did.
         delta = {name: commands_after[name] - commands_before.get(name, 0) for name in commands_after}
