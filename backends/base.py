@@ -18,6 +18,7 @@ from typing import Callable, ClassVar, Protocol
 # backends.api for plugin authors.
 from lab.capabilities import Capability, describe
 from lab.post_role import PostRole
+from lab.where import Where
 from lab.harness.contract import (  # noqa: F401
     POINTS,
     BackendContext,
@@ -58,6 +59,11 @@ class Backend(ABC):
     # Which of its services holds the lock; a class that does not set it gets the one service
     # that is not PostgreSQL, else PostgreSQL.
     lock_service: ClassVar[str] = ""
+    # Where its fence is checked and where its writes go (lab/where.py): a fenced lock's fence is checked where its
+    # writes go unless it says otherwise; a lock with no fence has none. Every built-in strategy writes the
+    # company to PostgreSQL; a backend whose rows live elsewhere declares it.
+    fence_in: ClassVar[str | None] = None
+    writes_to: ClassVar[str] = "postgres"
     # True when the lock connection is opened to ctx.lock_services (or, for a lock inside the write,
     # through ctx.writes), so a proxy can carry it; a backend that cannot promise that says False.
     lock_routable: ClassVar[bool] = True
@@ -97,6 +103,13 @@ class Backend(ABC):
         if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
             others = [s for s in cls.services if s != "postgres"]
             cls.lock_service = others[0] if len(others) == 1 else "postgres"
+        if "fence_in" not in cls.__dict__:  # a fence is checked by the storage the writes go to
+            cls.fence_in = cls.writes_to if Capability.FENCING in cls.capabilities else None
+
+    @classmethod
+    def where(cls) -> Where:
+        """Where its lock, its fence and its writes live: what decides which faults reach it."""
+        return Where(lock=cls.lock_service, writes=cls.writes_to, fence=cls.fence_in)
 
     @classmethod
     def library_version(cls) -> str | None:

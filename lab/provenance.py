@@ -87,6 +87,9 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
         "variants": {name: list(s.variants) for name, s in chosen.items()},
         "capabilities": {name: sorted(cls.capabilities) for name, cls in classes.items()},
         "lock_service": {name: cls.lock_service for name, cls in classes.items()},
+        # Where each lock's state, fence and writes live (lab/where.py): which faults reach it, and the decision's
+        # needs, read from here.
+        "where": {name: cls.where().to_json() for name, cls in classes.items()},
         # Which of the post's methods or alternatives a backend is (lab/post_role.py): the report's reproduction
         # tables find their row by it, never by name. A backend's driver labels are the same backend, not the role.
         "post_roles": {name: str(cls.post_role) for name, cls in classes.items()

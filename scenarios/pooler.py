@@ -63,9 +63,12 @@ class Pooler(Scenario):
     search_path: ClassVar[str | None] = None  # where to look for pgbouncer; None: PATH, then /usr/sbin
 
     def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service != "postgres":
-            return f"its lock is in {backend_cls.lock_service}, which a PostgreSQL pooler does not touch"
-        if not backend_cls.lock_routable:
+        """A pooler reaches every lock whose lock, fence or writes go to PostgreSQL (lab/where.py): a lock elsewhere
+        still has its fence and writes through it."""
+        unreached = backend_cls.where().unreached_by("postgres", "a PostgreSQL pooler")
+        if unreached is not None:
+            return unreached
+        if backend_cls.lock_service == "postgres" and not backend_cls.lock_routable:
             return f"{backend_cls.name} declares that its lock connection cannot be routed through a pooler"
         return None
 

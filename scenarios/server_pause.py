@@ -16,6 +16,7 @@ import psutil
 
 from lab.columns import Column
 from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.harness.outcomes import NotRun
 from lab.servers.abilities import Pausable, RedlockMasters
 from scenarios._lease_faults import LeaseFaultScenario
 
@@ -36,14 +37,16 @@ class ServerPauseFault(Fault):
 
     def applies_to(self, backend_cls) -> str | None:
         if backend_cls.lock_service == "postgres":
-            return (f"its lock is on {backend_cls.lock_service}: this pauses the lock's own server (pausing the "
-                    "run's PostgreSQL would stop its writes as well)")
+            # The fault reaches such a lock: the lab only cannot pause the server every other trial writes to.
+            return NotRun("its lock is on the run's PostgreSQL, which every other trial of the run writes to: the lab "
+                          "does not pause it")
         return None
 
     def cannot_run(self, backend_cls, services) -> str | None:
         reason = super().cannot_run(backend_cls, services)
         if reason is None and isinstance(services.embedded.get(backend_cls.lock_service), RedlockMasters):
-            return "its lock is on independent Redis masters, not one server: redlock_restart strikes them one by one"
+            return NotRun("its lock is on independent Redis masters, not one server: redlock_restart strikes them "
+                          "one by one")
         return reason
 
     def inject(self, target: Target) -> None:

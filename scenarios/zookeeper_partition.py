@@ -51,16 +51,12 @@ class ZooKeeperPartitionFault(Fault):
 
     name = "zookeeper_partition"
     label = "the holder's ZooKeeper server partitioned from the other two"
+    strikes = "zookeeper"
     needs_server = PartitionsMembers
     no_server = "needs three ZooKeeper servers the lab started; it never partitions yours"
 
     def __init__(self) -> None:
         self.holder_member: str | None = None
-
-    def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service != "zookeeper":
-            return f"its lock is on {backend_cls.lock_service}: a ZooKeeper server's fault does not reach it"
-        return None
 
     def route(self, services: Services, backend_cls) -> Route:
         ensemble = services.embedded["zookeeper"]

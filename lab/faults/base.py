@@ -13,6 +13,7 @@ from typing import ClassVar, Protocol
 from sqlalchemy.engine import URL, Engine
 
 from lab.errors import LabError
+from lab.where import Where
 from lab.servers.services import Services
 
 
@@ -37,6 +38,8 @@ class LockClass(Protocol):
     def capabilities(self) -> frozenset: ...
 
     def holds_across_writes(self) -> bool: ...
+
+    def where(self) -> Where: ...
 
 
 class HolderProc(Protocol):
@@ -93,6 +96,10 @@ class Fault:
 
     name: ClassVar[str]
     label: ClassVar[str]  # the matrix column heading
+    # The service whose servers the fault acts on, whichever part of a lock lives there (lab/where.py): it
+    # applies to a backend whose lock, fence or writes live on it, and is n/a only for one with none there.
+    # None: it acts on the lock's own server, connection or holder, which every lock has.
+    strikes: ClassVar[str | None] = None
     # True when, on a server the lab did not start, the user's `--fault-command NAME=CMD` performs it
     commandable: ClassVar[bool] = False
     # What the lab-started server of the backend's lock service must be able to do (lab/servers/abilities.py),
@@ -112,8 +119,11 @@ class Fault:
         return None
 
     def applies_to(self, backend_cls) -> str | None:
-        """Why this fault cannot strike this backend by its declarations alone (n/a when planning), or None."""
-        return None
+        """Why this fault cannot strike this backend by its declarations alone (n/a when planning), or None: by
+        default, n/a only when the service it strikes holds none of the lock's parts."""
+        if self.strikes is None:
+            return None
+        return backend_cls.where().unreached_by(self.strikes, f"a fault of {self.strikes}")
 
     def cannot_run(self, backend_cls, services: Services) -> str | None:
         """Why this fault cannot strike this backend on these servers (recorded as n/a), or None."""

@@ -27,17 +27,13 @@ CONFIRM_WITHIN = 5.0  # seconds for the isolated member to give up its leader (i
 
 class EtcdClusterFault(Fault):
     """What both etcd cluster faults share: they apply to etcd locks, on a cluster the lab started."""
+    strikes = "etcd"
 
     needs_server = PartitionsMembers
     no_server = "needs three etcd members the lab started; it never partitions or kills yours"
 
     def __init__(self):
         self.holder_member: str | None = None
-
-    def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service != "etcd":
-            return f"its lock is on {backend_cls.lock_service}: an etcd member's fault does not reach it"
-        return None
 
     def _holder_member(self, cluster, contender):
         """The member the holder's client is given (the contender's is Services.etcd_endpoint's)."""

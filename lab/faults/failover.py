@@ -16,16 +16,11 @@ from lab.servers.cluster import in_recovery, timeline
 
 
 class Failover(Fault):
+    strikes = "postgres"
     name = "failover"
     label = "PostgreSQL failed over to its standby"
     needs_server = FailsOver
     no_server = "failover needs a primary and a standby the lab started; it never fails over yours"
-
-    def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service != "postgres":
-            return f"its lock is on {backend_cls.lock_service}: a PostgreSQL failover does not reach it"
-        return None
-
 
     def inject(self, target: Target) -> None:
         pair = target.services.embedded["postgres"]

@@ -38,6 +38,7 @@ RESTART_WITHIN_S = 60.0  # a crashed primary restarted (or failed over) by then
 class PatroniFault(Fault):
     """What every Patroni fault shares: it strikes the cluster's leader and reads both views."""
 
+    strikes = "postgres"
     needs_server = ManagedByPatroni
     no_server = "this fault needs a Patroni cluster the lab started; it never acts on yours"
     cluster: PatroniCluster  # set when the fault strikes (_strike), as is:
@@ -46,10 +47,6 @@ class PatroniFault(Fault):
     def __init__(self) -> None:
         self.t_fault = 0.0
 
-    def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service != "postgres":
-            return f"its lock is on {backend_cls.lock_service}: a PostgreSQL failover does not reach it"
-        return None
 
     def _strike(self, target: Target) -> None:
         """Find the leader (Patroni's view) and note the servers' view before the fault."""

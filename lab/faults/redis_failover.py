@@ -17,6 +17,7 @@ from lab.servers.redis_promotion import PromotionWatch, answers_master, straight
 
 
 class RedisFailover(Fault):
+    strikes = "redis"
     name = "redis_failover"
     label = "Redis failed over to its replica"
     needs_server = PromotesReplica
@@ -25,10 +26,6 @@ class RedisFailover(Fault):
     def __init__(self) -> None:
         self.watch: PromotionWatch | None = None  # the promotion measures, from the injection to the trial's end
 
-    def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service != "redis":
-            return f"its lock is on {backend_cls.lock_service}: a Redis failover does not reach it"
-        return None
 
     def inject(self, target: Target) -> None:
         pair = target.services.embedded["redis"]

@@ -23,16 +23,11 @@ def keys_on(master) -> list[bytes]:
 
 
 class RedlockMasterRestart(Fault):
+    strikes = "redlock"
     name = "redlock_restart"
     label = "a Redlock master that granted restarted"
     needs_server = RedlockMasters
     no_server = "restarting a Redlock master needs masters the lab started; it never restarts yours"
-
-    def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service != "redlock":
-            return f"its lock is on {backend_cls.lock_service}, not on Redlock masters"
-        return None
-
 
     def inject(self, target: Target) -> None:
         masters = target.services.embedded["redlock"].masters

@@ -34,6 +34,7 @@ PROBE_PREFIX = "locklab:probe"
 
 class SentinelFault(Fault):
     """What the three share: the lever is the subclass's; the confirmation, the watch and the settling are here."""
+    strikes = "redis"
 
     needs_server = ManagedBySentinel
     no_server = ("a Sentinel failover needs a primary, a replica and Sentinels the lab started; on yours it runs "
@@ -44,11 +45,6 @@ class SentinelFault(Fault):
         self.watch: PromotionWatch | None = None
         self.t_fault: float | None = None
         self.t_healed: float | None = None
-
-    def applies_to(self, backend_cls) -> str | None:
-        if backend_cls.lock_service != "redis":
-            return f"its lock is on {backend_cls.lock_service}: a Redis failover does not reach it"
-        return None
 
     @staticmethod
     def servers(target: Target) -> SentinelRedis:

@@ -46,10 +46,48 @@ class DoesNotRun(str):
         return super().__new__(cls, f"does not run: {reason}")
 
 
+class NotRun(str):
+    """A skip reason that says the lab cannot run this combination although the fault would reach the lock, its
+    fence or its writes (pausing the run's own PostgreSQL would stop every other trial): the report shows it as
+    *not run* and every decision counts it as unknown, never as n/a. It reads as 'not run: <reason>'; records
+    mark it with `skip: "not run"`."""
+
+    def __new__(cls, reason: str):
+        return super().__new__(cls, f"not run: {reason}")
+
+
+class SkipKind(str, Enum):
+    """Why a trial did not run, as its record says (`skip`)."""
+
+    NOT_APPLICABLE = "n/a"  # the fault cannot reach the lock, its fence or its writes
+    DOES_NOT_RUN = "does not run"  # this machine lacks what it needs (a package, a server ability)
+    NOT_RUN = "not run"  # the lab cannot run the combination here: unknown, not immune
+
+
+def skip_kind_of(reason: str) -> SkipKind:
+    """The kind a skip reason was raised as (its type, never its words)."""
+    if isinstance(reason, NotRun):
+        return SkipKind.NOT_RUN
+    if isinstance(reason, DoesNotRun):
+        return SkipKind.DOES_NOT_RUN
+    return SkipKind.NOT_APPLICABLE
+
+
+def skip_of(record: dict) -> SkipKind:
+    """A skipped record's kind: its typed `skip` field, or for a run that predates it, `runs_here` (False: does
+    not run; otherwise n/a). The reason's words are never parsed."""
+    recorded = record.get("skip")
+    if isinstance(recorded, str):
+        try:
+            return SkipKind(recorded)
+        except ValueError:
+            pass
+    return SkipKind.DOES_NOT_RUN if record.get("runs_here") is False else SkipKind.NOT_APPLICABLE
+
+
 def does_not_run(record: dict) -> bool:
-    """Whether a skipped record is 'does not run' (cannot work here) rather than n/a: its typed `runs_here`
-    field (False). A record without the field reads as n/a: its reason's words are never parsed."""
-    return record.get("runs_here") is False
+    """Whether a skipped record is 'does not run' (cannot work here) rather than n/a or not run."""
+    return skip_of(record) is SkipKind.DOES_NOT_RUN
 
 
 # Trial-record schemas this code reads: 1 (no `schema` field: verdicts written by each scenario, in words)

@@ -105,7 +105,7 @@ def _merged_order(metas: list[dict]) -> dict:
             for scenario, names in m["variants"].items():
                 variants[scenario] = list(dict.fromkeys([*variants.get(scenario, []), *names]))
         merged["variants"] = variants
-    for key in ("capabilities", "lock_service", "summaries", "faults", "libraries", "languages", "library_versions",
+    for key in ("capabilities", "lock_service", "where", "summaries", "faults", "libraries", "languages", "library_versions",
                 "post_roles"):
         declared: dict = {}
         for m in metas:

@@ -12,8 +12,8 @@ from lab.harness.outcomes import RunOrder, latest_per_trial
 from lab.post_role import PostRole
 from lab.report.declared import post_roles
 
-COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict", "reason", "runs_here", "measures",
-           "run", "safety", "exercised", "schema", "judgement", "history"]
+COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict", "reason", "runs_here", "skip",
+           "measures", "run", "safety", "exercised", "schema", "judgement", "history"]
 
 
 def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
@@ -29,7 +29,7 @@ def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
     records = sorted(latest_per_trial(trials), key=order.record_key)
     frame = pd.DataFrame(records, columns=COLUMNS).astype({"safety": object, "exercised": object, "schema": object,
                                                            "judgement": object, "history": object,
-                                                           "runs_here": object})
+                                                           "runs_here": object, "skip": object})
     names = sorted(set(frame.backend), key=order.backend_key)
     frame["backend_pos"] = [names.index(b) for b in frame.backend]
     frame["capabilities"] = [tuple(sorted(order.capabilities_of(b))) for b in frame.backend]

@@ -12,7 +12,7 @@ import pandas as pd
 
 from lab.capabilities import Capability
 from lab.columns import Column, FaultColumns
-from lab.harness.outcomes import Safety, does_not_run, exercised_of, safety_of
+from lab.harness.outcomes import Safety, SkipKind, exercised_of, safety_of, skip_of
 from lab.report.charts import matrix_chart
 from lab.report.common import md_table, ordered_backends, with_capability
 from lab.report.declared import lease_faults, matrix_columns
@@ -64,8 +64,11 @@ def judge(records: list[dict]) -> Cell:
     ok = [r for r in records if r["status"] == "ok"]
     if not ok:
         skipped = [r for r in records if r["status"] == "skipped"]
-        if skipped and all(does_not_run(r) for r in skipped):
+        kinds = {skip_of(r) for r in skipped}
+        if kinds == {SkipKind.DOES_NOT_RUN}:
             return Cell(Mark.DOES_NOT_RUN, "does not run")  # the library cannot work here; reason in Every outcome
+        if SkipKind.NOT_RUN in kinds or SkipKind.DOES_NOT_RUN in kinds:
+            return Cell(Mark.NOT_RUN, "not run")  # the fault reaches it, the lab could not run it: unknown
         if skipped:
             return Cell(Mark.NOT_APPLICABLE, "n/a")
         return Cell(Mark.ERROR, f"error {len(records)}/{len(records)}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict, cast
 
 from lab.harness import ops
-from lab.harness.outcomes import DoesNotRun
+from lab.harness.outcomes import SkipKind, skip_kind_of
 from lab.harness.words import verdict_text
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios.base import Scenario, TrialSpec
@@ -38,7 +38,8 @@ class TrialRecord(TypedDict, total=False):
     index: int
     status: str  # ok, skipped or error
     driver: str
-    runs_here: bool  # a skip only: n/a here, or (False) cannot work here at all
+    runs_here: bool  # a skip only: n/a here, or (False) cannot work here at all, or the lab cannot run it
+    skip: str  # a skip only: its SkipKind (n/a, does not run, not run)
     schema: int
     measures: dict
     verdict: str
@@ -70,9 +71,12 @@ class Started:
 
 
 def skipped(spec: TrialSpec, reason: str) -> TrialRecord:
-    """A trial that did not run: its backend does not apply (n/a) or cannot work here (DoesNotRun)."""
+    """A trial that did not run: its backend does not apply (n/a), cannot work here (DoesNotRun) or the lab cannot
+    run it (NotRun)."""
     record = _identity(spec, "skipped")
-    record["runs_here"] = not isinstance(reason, DoesNotRun)
+    kind = skip_kind_of(reason)
+    record["runs_here"] = kind is SkipKind.NOT_APPLICABLE
+    record["skip"] = kind.value
     return _with(record, reason=reason)
 
 
