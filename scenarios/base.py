@@ -185,6 +185,22 @@ class TrialEnv:
             raise Interrupted()
 
 
+def cell_records(spec: TrialSpec, done: list[dict]) -> list[dict]:
+    """The finished ok records of a planned trial's cell: its scenario, backend (with driver) and variant."""
+    return [r for r in done if r.get("scenario") == spec.scenario and r.get("backend") == spec.label
+            and r.get("variant") == spec.variant and r.get("status") == "ok"]
+
+
+def settled(records: list[dict]) -> bool:
+    """Whether a cell's trials so far settle its verdict: one failed (a failure found stands), or every trial showed
+    the same kind with the same exercised answer. Trials that differ leave it unsettled: more of them say how
+    often each outcome comes, and raise the count behind a ✓."""
+    if any(r.get("safety") == Safety.UNSAFE.value for r in records):
+        return True
+    outcomes = {((r.get("judgement") or {}).get("kind", r.get("verdict")), r.get("exercised")) for r in records}
+    return len(outcomes) <= 1
+
+
 SHARED, OWN_SERVERS, ALONE = "shared", "own servers", "alone"
 LANES = (SHARED, OWN_SERVERS, ALONE)
 
@@ -232,6 +248,11 @@ class Scenario(ABC):
     # Whether `lab run` without --scenario runs it: the post's core experiments, about 90 s on 2 cores. The
     # rest (restarts, failovers, the cost table, the kill-point search) take minutes: --scenario all or by name.
     default_run: ClassVar[bool] = False
+    # The sequential rule (DESIGN.md, "Strength"): how many more trials a cell may run when its profile's trials
+    # disagree (kinds or exercised differ) and none failed. 0: every cell runs its profile's trials, no more.
+    # A trial beyond them starts only once the cell's first ones have finished (later()), and is dropped when they
+    # agree or one failed (needed()): a failure found stands, and an agreeing cell is settled.
+    extra_trials_when_varied: ClassVar[int] = 0
 
     @classmethod
     def fault_columns(cls) -> FaultColumns | None:
@@ -305,7 +326,8 @@ class Scenario(ABC):
                     skipped.append(TrialSpec(self.name, cls.name, variant, 0, skip=reason))
         runnable = [(cls.name, v) for cls in backend_classes if self.applies_to(cls) is None
                     for v in self.variants_in_profile(cls, profile) if self.variant_skip(v, cls) is None]
-        counts = {variant: self.variant_trials(variant, trials) for _, variant in runnable}
+        counts = {variant: self.variant_trials(variant, trials) + self.extra_trials_when_varied
+                  for _, variant in runnable}
         for index in range(max(counts.values(), default=0)):
             specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable
                          if index < counts[variant])
@@ -353,10 +375,28 @@ class Scenario(ABC):
         return 0.0
 
     def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
-        """Whether a planned trial must still run, given the records of the trials finished so far: False once
-        the figures it would repeat are precise enough (lab/harness/precision.py). True by default: every
-        planned trial runs; a scenario whose repetitions are trials of their own (the cost table) overrides it."""
-        return True
+        """Whether a planned trial must still run, given the ok records of the trials finished so far: False once
+        the figures it would repeat are precise enough (lab/harness/precision.py). By default every trial of the
+        profile's count runs, and one of the sequential rule's extra trials only while its cell is unsettled
+        (settled()); a scenario whose repetitions are trials of their own (the cost table) overrides it."""
+        if spec.index < self.floor_trials(profile, spec.variant):
+            return True
+        return not settled(cell_records(spec, done))
+
+    def floor_trials(self, profile: str, variant: str) -> int:
+        """The trials every cell of a variant runs before the sequential rule may add more."""
+        return self.variant_trials(variant, self.profile_params(profile)["trials"])
+
+    def later(self, profile: str, spec: TrialSpec, finished: int) -> bool:
+        """Whether a trial must wait before it starts: one of the sequential rule's extra trials waits until its
+        cell's first `floor_trials` have finished (any status), since only they tell whether it is needed."""
+        return spec.index >= self.floor_trials(profile, spec.variant) and finished < self.floor_trials(
+            profile, spec.variant)
+
+    def reads_finished(self) -> bool:
+        """Whether the runner must hand needed() the finished records: it stops early by precision, or the
+        sequential rule may add trials."""
+        return type(self).needed is not Scenario.needed or self.extra_trials_when_varied > 0
 
     def precision(self, profile: str, done: list[dict]) -> dict | None:
         """What the run records about how its repetitions ended (the rule's outcome), for the report; None: nothing."""

@@ -19,6 +19,7 @@ from scenarios.base import Scenario, TrialEnv, judged
 
 class Kill(Scenario):
     name = "kill"
+    extra_trials_when_varied = 3  # the sequential rule: a cell whose trials disagree runs up to three more
     default_run = True
     summary = "run1's write session terminated after its delete, before its commit, while run2 waits"
     variants = ("after_delete",)

@@ -44,6 +44,7 @@ EXTERNAL = ("needs a PostgreSQL the lab started: its own PgBouncer keeps the ser
 
 class Pooler(Scenario):
     name = "pooler"
+    extra_trials_when_varied = 3  # the sequential rule: a cell whose trials disagree runs up to three more
     summary = ("every PostgreSQL lock and its writes through the lab's own PgBouncer, session and transaction "
                "pooling, more clients than server sessions")
     variants = tuple(MODES)

@@ -362,33 +362,42 @@ def _idx(write: Write) -> tuple[int, ...]:
 
 
 def contested(facts: Facts) -> bool:
-    """Whether the trial tested the right at all: another process asked while the first holder's right was in
-    force and got it in the end, or the first holder's write failed (its right was taken away)."""
+    """Whether the fault was exercised: another process was granted the right, or committed a write of the
+    company, while the first holder still believed it held. The holder's own failed write does not count: a
+    right nobody else took was not tested, however its holder's write ended.
+
+    The holder believes a run-level right from its grant until it asks to release it or hears it is gone
+    (Right.believed_until); a right inside the write, and a write with no right at all (no lock, the control),
+    from the write's first statement until the holder hears how it ended (never, for a write that never ended).
+    A process with no lock takes the company when its write begins.
+    """
     if not facts.rights and not facts.writes:
         return False
-    first = min([*(r.granted for r in facts.rights), *(w.begun for w in facts.writes if w.begun is not None)])
+    holder = _first_holder(facts)
+    windows = [(r.granted, r.believed_until) for r in facts.rights if r.process == holder and r.scope == RUN]
+    windows += [(w.begun, w.ended if w.ended is not None else float("inf")) for w in facts.writes
+                if w.process == holder and w.begun is not None]
+    others = [r.granted for r in facts.rights if r.process != holder]
+    others += [_took_company(facts, w) for w in facts.writes if w.process != holder and w.landed]
+    return any(start < t < end for start, end in windows for t in others)
+
+
+def _took_company(facts: Facts, write: Write) -> float:
+    """When another process's landed write took the company: with no right of its own (no lock), at its first
+    statement; under a right, at its COMMIT (its grant counts on its own)."""
+    if write.begun is not None and facts.right_at(write.process, write.company, write.bound) is None:
+        return write.begun
+    return write.bound
+
+
+def _first_holder(facts: Facts) -> str:
+    """The process that got the right first (or, with no lock at all, began writing first)."""
+    first = min([*(r.granted for r in facts.rights), *(w.begun for w in facts.writes if w.begun is not None)],
+                default=None)
+    if first is None:  # writes that never began: the first that ended
+        return min(facts.writes, key=lambda w: w.bound).process
     holder = next((r.process for r in facts.rights if r.granted == first), None)
-    holder = holder or next(w.process for w in facts.writes if w.begun == first)
-    mine_end = _right_end(facts, holder)
-    for process, asks in facts.asked.items():
-        if process == holder or not any(first <= t < mine_end for t in asks):
-            continue
-        got = any(r.process == process for r in facts.rights) or any(
-            w.process == process and w.landed for w in facts.writes)
-        if got:
-            return True
-    return any(w.process == holder and not w.landed and _lapsed_with_transaction(facts, w) for w in facts.writes)
-
-
-def _right_end(facts: Facts, holder: str) -> float:
-    """When the first holder's right stopped being in force: the end of its last write, or of its belief."""
-    run_level = [r.believed_until for r in facts.rights if r.process == holder and r.scope == RUN]
-    if run_level:
-        return max(run_level)
-    ends = [w.ended for w in facts.writes if w.process == holder]
-    if not ends or None in ends:
-        return float("inf")
-    return max(end for end in ends if end is not None)
+    return holder or next(w.process for w in facts.writes if w.begun == first)
 
 
 def linearizability(ops: list[Op], lease_ttl: float | None) -> list[Finding]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import pandas as pd
@@ -13,12 +13,15 @@ import pandas as pd
 from lab.capabilities import Capability
 from lab.columns import Column, FaultColumns
 from lab.harness.outcomes import Safety, SkipKind, exercised_of, safety_of, skip_of
+from lab.post_role import PostRole
+from lab.report.charge import charged_to_store
 from lab.report.charts import matrix_chart
-from lab.report.common import md_table, ordered_backends, with_capability
+from lab.report.common import backend_with_role, md_table, ordered_backends, with_capability
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
 from lab.report.libraries import Library, languages_recorded, library_of
 from lab.report.sections import RunView, section
+from lab.report.strength import bound_text, strong, upper_bound
 
 # Calibration measures detection: every verdict there is a lost lock, said so in the cell.
 CALIBRATION_WORDS = {"within one poll": "lost within one poll", "late": "lost, detected late",
@@ -30,6 +33,9 @@ class Mark(Enum):
     """What a matrix cell says about a backend under a fault."""
 
     FAILED = "✗"  # some trial let another run in while the holder still believed it held
+    # The store lost acknowledged writes while the lock kept its promise, as the no-lock control did under the same
+    # fault: a finding about the database or its manager (lab/report/charge.py), never the lock's failure.
+    STORE = "◆"
     KEPT = "✓"  # every trial kept the company whole (and, where recorded, the fault took the lock away)
     NOT_EXERCISED = "○"  # the fault struck, but in no trial did it take the lock away: proves nothing
     UNKNOWN = "?"  # no failure, but some trial's safety could not be judged
@@ -38,6 +44,7 @@ class Mark(Enum):
     DOES_NOT_RUN = "does not run"
     ERROR = "error"
     NOT_RUN = "not run"
+    CONTROL = "control"  # the no-lock baseline's cell: what the store does on its own under the fault, never a ✓
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,13 @@ class Cell:
     exercised: int = 0  # ok trials whose fault took the lock away
     not_exercised: int = 0  # ok trials whose fault did not
     unrecorded: int = 0  # ok trials of a run that did not record it
+    n: int = 0  # ok trials behind the cell
+    bound: float | None = None  # a ✓'s 95 % upper bound of its per-trial failure rate (lab/report/strength.py)
+
+    @property
+    def strong(self) -> bool:
+        """A ✓ whose bound meets the declared one."""
+        return strong(self.bound)
 
     def __str__(self) -> str:
         return self.text
@@ -81,7 +95,7 @@ def judge(records: list[dict]) -> Cell:
     safety = [safety_of(r) for r in ok]
     exercised = [exercised_of(r) for r in ok]
     yes, no, unrecorded = exercised.count(True), exercised.count(False), exercised.count(None)
-    counted = {"exercised": yes, "not_exercised": no, "unrecorded": unrecorded}
+    counted = {"exercised": yes, "not_exercised": no, "unrecorded": unrecorded, "n": len(ok)}
     if Safety.UNSAFE in safety:
         return Cell(Mark.FAILED, f"✗ {text}", **counted)  # a failure found stands, whatever else errored
     if errors:  # the survivors of a partly errored cell are not a result
@@ -93,9 +107,25 @@ def judge(records: list[dict]) -> Cell:
         return Cell(Mark.LOST, f"⚠ {text}", **counted)  # a lost lock; what a write would do is another column's
     if no == len(ok):
         return Cell(Mark.NOT_EXERCISED, f"{NOT_EXERCISED} {text}", **counted)
-    if yes == len(ok) or unrecorded == len(ok):
-        return Cell(Mark.KEPT, f"✓ {text}", **counted)  # all unrecorded: kept whole, exercised not claimed
-    return Cell(Mark.KEPT, f"✓ {text}, {yes}/{len(ok)} exercised", **counted)
+    # The bound counts the trials that took the right away (all of them, for a run that did not record it).
+    bound = upper_bound(0, yes if yes else unrecorded)
+    if yes == len(ok) or unrecorded == len(ok):  # all unrecorded: kept whole, exercised not claimed
+        return Cell(Mark.KEPT, f"✓ {text} · {bound_text(bound)}", **counted, bound=bound)
+    return Cell(Mark.KEPT, f"✓ {text}, {yes}/{len(ok)} exercised · {bound_text(bound)}", **counted, bound=bound)
+
+
+def judge_in_column(records: list[dict], control: list[dict], is_control: bool = False) -> Cell:
+    """A cell judged beside its column's no-lock control: the control's own cell is shown as the control (what the
+    store does on its own, never a ✓); a failure whose every unsafe trial lost only an acknowledged write with the
+    lock's promise kept, as the control's did, is the store's (◆), not the lock's."""
+    cell = judge(records)
+    if is_control and cell.mark in (Mark.FAILED, Mark.KEPT, Mark.NOT_EXERCISED, Mark.UNKNOWN, Mark.LOST):
+        words = cell.text.split(" ", 1)[1] if cell.mark is not Mark.NOT_EXERCISED else cell.text.removeprefix(
+            f"{NOT_EXERCISED} ")
+        return replace(cell, mark=Mark.CONTROL, text=f"control: {words.split(' · ')[0]}", bound=None)
+    if cell.mark is Mark.FAILED and charged_to_store(records, control):
+        return replace(cell, mark=Mark.STORE, text=f"◆ store: {cell.text.removeprefix('✗ ')}")
+    return cell
 
 
 def cell(records: list[dict]) -> str:
@@ -163,15 +193,24 @@ class MatrixCell:
     cell: Cell
 
 
+def control_of(frame: pd.DataFrame) -> str | None:
+    """The run's no-lock control: the backend that declares itself the post's no-lock baseline."""
+    return backend_with_role(frame, PostRole.NO_LOCK)
+
+
 def matrix_rows(run: RunView) -> list[tuple[str, list[MatrixCell]]]:
-    """Every row of the matrix in the run's backend order, each cell judged from its trials."""
+    """Every row of the matrix in the run's backend order, each cell judged from its trials beside its column's
+    control (judge_in_column)."""
     frame, columns = run.frame, columns_run(run)
+    control = control_of(frame)
     rows = []
     for backend in ordered_backends(frame) if columns else []:
         cells = []
         for (scenario, variant), label in columns:
             records = fault_records(frame, backend, scenario, variant)
-            cells.append(MatrixCell(backend, scenario, variant, label, records, judge(records)))
+            beside = fault_records(frame, control, scenario, variant) if control else []
+            cells.append(MatrixCell(backend, scenario, variant, label, records,
+                                    judge_in_column(records, beside, backend == control)))
         rows.append((backend, cells))
     return rows
 

@@ -8,6 +8,7 @@ are free, the main thread stays responsive to Ctrl-C, and once the run stops not
 from __future__ import annotations
 
 import time
+from collections import Counter
 import traceback
 from dataclasses import dataclass, field
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -65,7 +66,13 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
     if alone is None:  # which trials run with nothing beside them (Scenario.exclusive), by trial id
         alone = {spec.id: scenario.exclusive(spec, ctx.services) for spec in runnable}
     # Only a scenario that can stop early reads its records (a resumed run's earlier ones first): others keep none.
-    repeats = type(scenario).needed is not Scenario.needed
+    repeats = scenario.reads_finished()
+    # Finished trials per cell, whatever their status: a sequential-rule trial waits for its cell's first ones.
+    finished_in_cell = Counter((r.get("backend"), r.get("variant")) for r in ctx.folder.trials()
+                               if r.get("scenario") == scenario.name) if repeats else Counter()
+
+    def later(spec: TrialSpec) -> bool:
+        return repeats and scenario.later(ctx.profile, spec, finished_in_cell[(spec.label, spec.variant)])
 
     def drop_unneeded() -> None:
         shown.drop(queue.drop(lambda spec: not scenario.needed(ctx.profile, spec, finished_trials.records)))
@@ -81,7 +88,8 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
             # and a later one that fits (a Redis lock's, which needs none) goes first.
             by_itself = any(alone[env.spec.id] for env, _ in in_flight.values())
             slots = 0 if ctx.stop.is_set() or by_itself else workers - len(in_flight)
-            for spec, sessions in queue.ready(slots, alone=lambda spec: alone[spec.id], busy=bool(in_flight)):
+            for spec, sessions in queue.ready(slots, alone=lambda spec: alone[spec.id], busy=bool(in_flight),
+                                              later=later):
                 env = ctx.trial_env(spec, params)
                 in_flight[pool.submit(run_trial, scenario, env)] = (env, sessions)
             finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
@@ -91,6 +99,7 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
                 record = future.result()
                 if record is not None and not ctx.stop.is_set():
                     ctx.folder.append(record)
+                    finished_in_cell[(record["backend"], record["variant"])] += 1
                     floor = finished_floor(scenario, env, record, declared)
                     if floor is not None:
                         finished_trials.floors.append(TrialFloor(floor, sessions, alone[env.spec.id]))

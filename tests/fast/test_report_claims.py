@@ -64,11 +64,11 @@ def test_safety_is_read_from_the_record_and_never_from_its_words():
 
 def test_a_cell_is_a_pass_only_when_the_fault_took_the_lock_away():
     held = [lease("restart", "etcd_fenced", "held", i, exercised=True) for i in range(2)]
-    assert cell(held) == "✓ held 2/2"
+    assert cell(held) == "✓ held 2/2 · ≤78%"  # with the 95 % bound of its failure rate (lab/report/strength.py)
     never = [lease("restart", "etcd_fenced", "held", i, exercised=False) for i in range(2)]
     assert cell(never) == "○ not exercised: held 2/2"
-    assert cell([held[0], never[1]]) == "✓ held 2/2, 1/2 exercised"
-    assert cell([lease("restart", "etcd_fenced", "held")]) == "✓ held 1/1"  # older run: not claimed, see legend
+    assert cell([held[0], never[1]]) == "✓ held 2/2, 1/2 exercised · ≤95%"  # the bound counts exercised trials
+    assert cell([lease("restart", "etcd_fenced", "held")]) == "✓ held 1/1 · ≤95%"  # older run: not claimed, see legend
     planted = [never[0], lease("restart", "etcd_fenced", "held", 1, exercised=True, safety="unsafe")]
     assert cell(planted).startswith("✗ held 2/2")  # the checker's safety beats the verdict's wording
 
@@ -337,7 +337,7 @@ def search(struck, tried=12):
 def test_a_kill_point_search_whose_faults_never_struck_is_not_a_pass():
     struck = render(META, [search(12)], "r")
     assert "| xact | 12 of 12 schedules struck, none failed | - | 5 s |" in struck
-    assert "| ✓ 12 schedules struck, none failed 1/1 |" in struck
+    assert "| ✓ 12 schedules struck, none failed 1/1 · ≤95% |" in struck
     never = render(META, [search(0)], "r")
     assert "| xact | ○ not exercised: none of 12 schedules struck its target |" in never
     assert "| ○ not exercised: 0 schedules struck, none failed 1/1 |" in never
