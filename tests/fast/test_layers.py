@@ -1,4 +1,4 @@
-"""Imports run one way: each layer imports only the layers below it (README, "How it is built").
+"""Imports run one way: each layer imports only the layers below it (docs/architecture.md, "Who may import whom").
 
 Every import statement counts, a function's own included, so a lazy import cannot hide an upward one.
 """
