@@ -97,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--hung-after", type=float, default=3600, metavar="SECONDS",
                         help="warn when a session holding an advisory lock is older than this")
 
-    sub.add_parser("list", help="every backend and scenario, one line each")
+    listing = sub.add_parser("list", help="every backend and scenario, one line each")
+    listing.add_argument("--markdown", action="store_true",
+                         help="print the reference page instead (docs/reference.md): every declared backend, scenario, "
+                              "fault column, capability and driver, the same on every machine")
 
     check = sub.add_parser("check-backend", help="check a backend's promises on embedded servers, one line each")
     check.add_argument("name", help="a registered backend, or the name of one given with --backend-module")
@@ -300,6 +303,11 @@ def cmd_doctor(args, argv) -> int:
 
 
 def cmd_list(args, argv) -> int:
+    if args.markdown:
+        from lab.reference import render
+
+        sys.stdout.write(render())
+        return 0
     usable = backends.names()
     width = max(len(name) for name in [*usable, *backends.broken, *scenarios.names()])
     from lab.servers.services import ExternalAddresses, not_installed

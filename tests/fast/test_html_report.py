@@ -20,7 +20,7 @@ from lab.report.matrix import IDLE_MARKS, family_tables_of, matrix_rows
 from lab.results import RunFolder
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = ROOT / "results" / "20261201-182949-85a8"  # the committed reference run (README, "The report")
+REFERENCE = ROOT / "results" / "20261201-182949-85a8"  # the committed reference run (docs/report.md)
 BACKENDS = ("none", "session", "xact", "redis_fenced", "tooz_pgsql")
 SCENARIOS = ("cases", "calibrate", "overlap", "kill", "pause")
 
