@@ -19,6 +19,13 @@ class Column:
     label: str  # the heading in the matrix
     order: float  # its place among every scenario's columns: the order a reader meets the faults in the post
     legend: str  # one line: what the fault does, and what confirms in each trial that it struck
+    # The server setting whose timer is this column's fault (an idle guard a DBA sets), or None: the decision
+    # page finds the post's own situation (a default connection under a DBA's guard) by it, never by a name.
+    setting: str | None = None
+    # The variant of the same scenario whose fault this column repeats under another configuration (Patroni's
+    # synchronous_mode, Redis' appendfsync always), or None: the report sets a store's loss beside the
+    # configuration that avoided it by this declaration.
+    same_fault_as: str | None = None
 
 
 @dataclass(frozen=True)

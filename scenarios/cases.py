@@ -45,12 +45,14 @@ class Cases(Scenario):
     columns = (
         Column("idle_in_transaction", "idle in transaction past the timeout", 1,
                "the holder's lock session sits idle in its transaction past idle_in_transaction_session_timeout;"
-               " confirmed by the server's log line or the session gone from pg_stat_activity"),
+               " confirmed by the server's log line or the session gone from pg_stat_activity",
+               setting="idle_in_transaction_session_timeout"),
         Column("query_then_idle_in_transaction", "one more query, then that timeout", 2,
                "the same, after one more query on the lock's session (the naive liveness check); confirmed the "
-               "same way"),
+               "same way", setting="idle_in_transaction_session_timeout"),
         Column("idle_session", "idle_session_timeout", 3,
-               "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way"),
+               "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way",
+               setting="idle_session_timeout"),
     )
     params = {
         "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},

@@ -64,7 +64,7 @@ class Failover(LeaseFaultScenario):
                "the same failover with the standby's replay paused, so it is behind when promoted; confirmed the"
                " same way, with the lag recorded"),
         Column("sync_lagging", "failed over, standby behind (sync)", 13,
-               "the same with a synchronous standby whose replay is paused; confirmed the same way"),
+               "the same with a synchronous standby whose replay is paused; confirmed the same way", same_fault_as="async_lagging"),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},

@@ -124,17 +124,17 @@ class Patroni(LeaseFaultScenario):
                "and heal=CMD on your cluster)"),
         Column("agent_paused_routed", "the same, clients routed by GET /primary", 13.3,
                "the same split brain with every client behind a proxy that routes new connections by each node's "
-               "REST health check (GET /primary), as HAProxy does; confirmed the same way"),
+               "REST health check (GET /primary), as HAProxy does; confirmed the same way", same_fault_as="agent_paused"),
         Column("agent_paused_sync", "the same under synchronous_mode", 13.4,
                "the same split brain with Patroni's synchronous_mode: the old primary's commits wait for its "
-               "synchronous standby, now a primary; confirmed the same way"),
+               "synchronous standby, now a primary; confirmed the same way", same_fault_as="agent_paused"),
         Column("dcs_cut", "Patroni: the primary cut from etcd", 13.5,
                "the primary's agent cut from the DCS (its etcd link blackholed), failsafe_mode off; confirmed by the "
                "link relaying nothing and the agent's dcs_last_seen standing still; what Patroni did is recorded "
                "(here: the old primary demoted itself, then the replica was promoted); or your partition=CMD and heal=CMD"),
         Column("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
                "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
-               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)"),
+               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)", same_fault_as="dcs_cut"),
         Column("switchover", "Patroni: a planned switchover", 13.7,
                "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
                "leader and its postgres out of recovery on a later timeline (or your failover=CMD)"),

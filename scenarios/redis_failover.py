@@ -53,7 +53,7 @@ class RedisFailover(LeaseFaultScenario):
                " with the keys the new primary lacks"),
         Column("behind_wait", "Redis failed over, replica behind, WAIT 1", 16,
                "the same with a lock that takes a grant only once a replica has it (WAIT 1); confirmed the same "
-               "way"),
+               "way", same_fault_as="behind"),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},

@@ -50,7 +50,7 @@ class RedlockRestart(LeaseFaultScenario):
                "by a new process on its port and the key gone"),
         Column("appendfsync_always", "that master restarted with appendfsync always", 21,
                "the same restart of a master that fsyncs an append-only file on every write; confirmed by a new "
-               "process and the key back"),
+               "process and the key back", same_fault_as="no_persistence"),
     )
     # The TTL must outlast the restarts, so the contender asks while the holder's lease still runs.
     params = {

@@ -32,7 +32,7 @@ class Restart(LeaseFaultScenario):
                "restart=CMD); confirmed by new server pids, or a new server identity"),
         Column("aof_always", "Redis restarted with appendfsync always", 10,
                "the same restart of a Redis that keeps an append-only file fsynced on every write; confirmed by "
-               "new pids"),
+               "new pids", same_fault_as="server_restart"),
     )
     faults = {"server_restart": "restart", "aof_always": "restart_aof"}
     params = {

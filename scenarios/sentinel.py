@@ -71,13 +71,13 @@ class Sentinel(LeaseFaultScenario):
                "its replica, then SIGCONTed (or your pause=CMD and heal=CMD); confirmed by +switch-master, a "
                "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end"),
         Column("primary_paused_min1", "Redis primary paused, Sentinel failed over, min-replicas-to-write 1", 16.2,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way"),
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_paused"),
         Column("primary_cut", "Redis primary cut from the Sentinels and its replica (stale master)", 16.3,
                "the primary cut from the Sentinels and its replica but not from its clients until Sentinel fails "
                "over and the contender has tried, then healed (or your partition=CMD and heal=CMD); confirmed the "
                "same way, with the old primary still answering ROLE master"),
         Column("primary_cut_min1", "Redis primary cut off (stale master), min-replicas-to-write 1", 16.4,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way"),
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_cut"),
         Column("forced", "Redis failover forced through Sentinel", 16.5,
                "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way"),
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from lab.harness.outcomes import judgement_of
-from lab.report.decide import NEEDS, can_serve, standing
+from lab.report.decide import NEEDS, can_serve, qualifying
 from lab.report.families import FAMILIES, families_of
 from lab.report.markdown_html import MarkdownHtml, attribute
 from lab.report.matrix import FamilyTable, Mark, MatrixCell, columns_run, family_tables_of, matrix_rows
@@ -84,6 +84,7 @@ class Page:
         self.view, self.picture_bytes = view, picture_bytes
         self.columns = columns_run(view)
         self.rows = matrix_rows(view)
+        self.qualifying = qualifying(view)  # need index -> the backends the decision page says qualify
         self.tables = family_tables_of(view)  # the matrix as the report shows it: a table per family of lock
         self.matched = 0  # how many of them the Markdown has met so far
         self.shown: dict[str, str] = {}  # picture name -> data URI, for the pictures the Markdown shows
@@ -125,7 +126,7 @@ class Page:
         body = []
         for backend, cells in table.rows:
             serves = [str(i) for i, need in enumerate(NEEDS) if can_serve(need, meta, backend)]
-            fits = standing(frame, backend, self.columns).qualifies
+            fits = any(backend in fit for fit in self.qualifying.values())
             tds = [f'<th scope="row">{self.converter.inline(f"`{backend}`")}'
                    f'<span class="fit" title="qualifies for the needs it can serve">★</span></th>',
                    *[f"<td>{self.converter.inline(text)}</td>" for text in table.lead(backend)[1:]]]

@@ -12,7 +12,8 @@ import pandas as pd
 
 from lab.capabilities import Capability
 from lab.columns import Column, FaultColumns
-from lab.harness.outcomes import Safety, SkipKind, exercised_of, safety_of, skip_of
+from lab.harness.outcomes import Safety, SkipKind, exercised_of, judgement_of, safety_of, skip_of
+from lab.harness.verdict import Kind
 from lab.post_role import PostRole
 from lab.report.charge import charged_to_store
 from lab.report.charts import matrix_chart
@@ -71,6 +72,13 @@ def _verdict_word(record: dict) -> str:
     return CALIBRATION_WORDS.get(verdict, verdict) if record.get("scenario") == "calibrate" else verdict
 
 
+def _acquired(record: dict) -> bool:
+    """Whether the trial's holder got the right at all: a trial whose holder never did ('not acquired') tested
+    nothing, so it reads as not exercised, never as a lost lock."""
+    judgement = judgement_of(record)
+    return judgement is None or judgement.get("kind") != Kind.NOT_ACQUIRED.value
+
+
 def judge(records: list[dict]) -> Cell:
     """A cell's mark and text from its trials' safety and exercised fields (unknown on older runs)."""
     if not records:
@@ -103,7 +111,7 @@ def judge(records: list[dict]) -> Cell:
         return Cell(Mark.ERROR, f"incomplete: error {errors}/{total} ({reason[:80]}); {text}", **counted)
     if Safety.UNKNOWN in safety:
         return Cell(Mark.UNKNOWN, f"? {text}, safety unknown {safety.count(Safety.UNKNOWN)}/{len(ok)}", **counted)
-    if Safety.UNTESTED in safety:
+    if any(sa is Safety.UNTESTED and _acquired(r) for r, sa in zip(ok, safety)):
         return Cell(Mark.LOST, f"⚠ {text}", **counted)  # a lost lock; what a write would do is another column's
     if no == len(ok):
         return Cell(Mark.NOT_EXERCISED, f"{NOT_EXERCISED} {text}", **counted)

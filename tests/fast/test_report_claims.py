@@ -120,22 +120,23 @@ def test_the_decision_page_counts_only_exercised_faults_and_a_planted_failure_mo
               lease("cut", "etcd_fenced", "stale write rejected", exercised=True),
               lease("restart", "etcd_fenced", "held", exercised=False)]
     text = section_decide(RunView.of(trials, DECLARED))
-    assert ("- `etcd_fenced`: etcd lock + revision as fencing token. Kept the company whole under all 2 faults that "
-            "took its right away (2 trials); not exercised by 1 more.") in text
-    assert "**A lock service you already run (Redis, etcd)**" in text and "Do not use" not in text
+    assert ("- `etcd_fenced`: etcd lock + revision as fencing token. kept 2 · failed 0 · store 0 · not exercised 1 · "
+            "unknown 0 · n/a 0 (2 exercised trials)") in text
+    assert "**A lock service you already run (etcd)**" in text and "Do not use" not in text
+    assert "use `etcd_fenced`" in text
     planted = trials[:2] + [lease("restart", "etcd_fenced", "stale write accepted", exercised=True)]
     text = section_decide(RunView.of(planted, DECLARED))
-    assert "Kept the company whole" not in text and "No lock measured here qualifies" in text
+    assert "use `etcd_fenced`" not in text and "no lock measured here qualifies" in text
     assert "- `etcd_fenced`: stale write accepted 1/1 under *lock server restarted*." in text
     # An older run that never recorded whether a fault took the right away: nothing is claimed as exercised.
     older = [{k: v for k, v in t.items() if k != "exercised"} for t in trials]
-    assert "Kept the company whole" not in section_decide(RunView.of(older, DECLARED))
+    assert "use `etcd_fenced`" not in section_decide(RunView.of(older, DECLARED))
 
 
 def test_a_need_is_chosen_by_declaration_and_left_out_when_no_lock_can_serve_it():
     text = section_decide(RunView.of([lease("pause", "xact", "rolled back", exercised=True)], DECLARED))
     assert "**One writer per company, every write in PostgreSQL**" in text and "- `xact`" in text
-    assert "Redis, etcd" not in text and "run-level lock" not in text  # xact serves neither
+    assert "lock service" not in text and "run-level lock" not in text  # xact serves neither
 
 
 def _perf_trial(backend, variant, seconds, index=0):
@@ -146,23 +147,24 @@ def _perf_trial(backend, variant, seconds, index=0):
 def test_the_decision_page_states_the_cost_per_company_and_a_planted_figure_changes_it():
     trials = [lease("pause", "xact", "rolled back", exercised=True),
               _perf_trial("none", "transaction_per_company", 1.5), _perf_trial("xact", "per_company_lock", 1.7)]
-    text = section_decide(RunView.of(trials, DECLARED))
-    assert ("Per company: its transaction took 1.70 ms with the lock against 1.50 ms without a lock (cost table, "
-            "1,000 companies, median of 1).") in text
+    meta = {**DECLARED, "post_roles": {"none": "no_lock"}}
+    text = section_decide(RunView.of(trials, meta))
+    assert ("per company, a company's transaction took 1.70 ms with it against 1.50 ms without a lock (cost table, "
+            "1,000 companies, median of 1)") in text
     planted = trials[:2] + [_perf_trial("xact", "per_company_lock", 2.4)]
-    assert "its transaction took 2.40 ms with the lock" in section_decide(RunView.of(planted, DECLARED))
-    # A run-level lock is priced per run, and a lock the cost table did not time says so.
+    assert "a company's transaction took 2.40 ms with it" in section_decide(RunView.of(planted, meta))
+    # A run-level lock is priced per run, and a fenced one's per-company fence is said to be untimed.
     run_level = [lease("pause", "etcd_fenced", "stale write rejected", exercised=True), *trials[1:]]
-    text = section_decide(RunView.of(run_level, DECLARED))
-    assert "Taken once per run; nothing per company on top of its transaction (1.50 ms without a lock)." in text
+    text = section_decide(RunView.of(run_level, meta))
+    assert ("once per run, acquire + release not measured here; per company, a fence upsert in each company's "
+            "transaction, not measured here") in text
 
 
-def test_do_not_use_names_where_a_lock_was_lost_with_no_write_to_judge():
-    trials = [lease("pause", "session_autocommit", "stale write accepted", exercised=True),
+def test_do_not_use_counts_a_lock_lost_with_no_write_to_judge_as_a_failure():
+    trials = [lease("pause", "session_autocommit", "held", exercised=False),
               trial("cases", "session_autocommit", "idle_session", "lost", safety="untested", exercised=True)]
     text = section_decide(RunView.of(trials, DECLARED))
-    assert ("- `session_autocommit`: stale write accepted 1/1 under *holder paused past the TTL*; it lost the lock "
-            "(no write judged) or left safety unknown under *idle_session_timeout*.") in text
+    assert "- `session_autocommit`: lost 1/1 under *idle_session_timeout*." in text
 
 
 # --- why not just...? -------------------------------------------------------------------------------------
@@ -391,7 +393,8 @@ def test_a_lost_lock_with_no_write_is_its_own_mark_and_keeps_a_lock_off_the_deci
     whole = [lease("pause", "session_autocommit", "held", exercised=True)]
     assert "- `session_autocommit`" in section_decide(RunView.of(whole, DECLARED))
     text = section_decide(RunView.of(whole + [cases], DECLARED))
-    assert "- `session_autocommit`" not in text and "lost its lock or left safety unknown under 1" in text
+    assert "use `session_autocommit`" not in text  # a lock lost while its holder believed it held is a failure
+    assert "- `session_autocommit`: lost 1/1 under *idle_session_timeout*." in text.split("Do not use", 1)[1]
     matrix = section_matrix(RunView.of(whole + [cases]))
     assert "⚠ *lost*" in matrix and "⚠ *lost*" not in section_matrix(RunView.of(whole))  # a legend only when shown
 
