@@ -69,6 +69,9 @@ def run_view(folders: list[RunFolder], charts: dict | None = None) -> RunView:
     if len(folders) > 1:
         meta["merged_with"] = [f"{f.run_id}: `{f.meta().get('command', '')}` at commit {commit_of(f.meta())}"
                                for f in folders[1:]]
+        # Each merged run's commit and tree state, for the banner that says this page is no reference.
+        meta["merged_provenance"] = [{"git_commit": f.meta().get("git_commit"), "git_dirty": f.meta().get("git_dirty")}
+                                     for f in folders]
         # Packages a later run recorded and the first did not (the adapters' libraries) are shown too.
         versions = dict(meta.get("versions", {}))
         for folder in folders[1:]:
