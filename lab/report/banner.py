@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from lab.harness.outcomes import latest_per_trial
+from lab.report.matrix import UNSTABLE, matrix_rows
 from lab.report.sections import RunView, section
 
 FLAG = "⚑"
@@ -54,6 +55,12 @@ def section_banner(run: RunView) -> str | None:
     else:
         lines.append(f"**The reference:** run `{run.run_id}`, made by `{meta.get('command', '')}` at commit "
                      f"`{commit}` on {meta.get('started', 'an unknown date')}{where}{wall}.")
+    if run.previous_id:
+        unstable = [f"`{backend}` under *{c.label}*" for backend, cells in matrix_rows(run) for c in cells
+                    if c.cell.unstable]
+        lines.append(f"Against the previous reference, `{run.previous_id}`: "
+                     + (f"{len(unstable)} safety verdicts flipped, shown as unstable ({UNSTABLE} in the matrix): "
+                        f"{'; '.join(unstable)}." if unstable else "no safety verdict flipped."))
     statuses = Counter(t.get("status") for t in latest_per_trial(run.trials))
     errors, total = statuses.get("error", 0), sum(statuses.values())
     if errors:
