@@ -12,7 +12,7 @@ import time
 import backends
 from backends.base import Backend, describe_error
 from lab.capabilities import Capability
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
 from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
@@ -45,12 +45,15 @@ class Cases(Scenario):
     columns = (
         Column("idle_in_transaction", "idle in transaction past the timeout", 1,
                "the holder's lock session sits idle in its transaction past idle_in_transaction_session_timeout;"
-               " confirmed by the server's log line or the session gone from pg_stat_activity"),
+               " confirmed by the server's log line or the session gone from pg_stat_activity",
+               family=FaultFamily.IDLE_GUARDS),
         Column("query_then_idle_in_transaction", "one more query, then that timeout", 2,
                "the same, after one more query on the lock's session (the naive liveness check); confirmed the "
-               "same way"),
+               "same way",
+               family=FaultFamily.IDLE_GUARDS),
         Column("idle_session", "idle_session_timeout", 3,
-               "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way"),
+               "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way",
+               family=FaultFamily.IDLE_GUARDS),
     )
     params = {
         "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},
