@@ -18,7 +18,7 @@ from lab.report.common import md_table, ordered_backends, with_capability
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
 from lab.report.libraries import Library, languages_recorded, library_of
-from lab.report.sections import RunView, section
+from lab.report.sections import MATRIX, RunView, section
 
 # Calibration measures detection: every verdict there is a lost lock, said so in the cell.
 CALIBRATION_WORDS = {"within one poll": "lost within one poll", "late": "lost, detected late",
@@ -38,6 +38,17 @@ class Mark(Enum):
     DOES_NOT_RUN = "does not run"
     ERROR = "error"
     NOT_RUN = "not run"
+
+
+# Every mark, worst first: what a summary of several cells leads with (lab/report/fault_summary.py). A new mark
+# takes its place here, by what it says against the lock; tests/fast/test_fault_summary.py fails until it does.
+SEVERITY = (Mark.FAILED, Mark.LOST, Mark.ERROR, Mark.UNKNOWN, Mark.NOT_RUN, Mark.DOES_NOT_RUN, Mark.NOT_EXERCISED,
+            Mark.KEPT, Mark.NOT_APPLICABLE)
+
+
+def severity(mark: Mark) -> int:
+    """A mark's rank in SEVERITY: 0 is the worst."""
+    return SEVERITY.index(mark)
 
 
 @dataclass(frozen=True)
@@ -244,8 +255,10 @@ def family_tables(run: RunView) -> list[str]:
     return out[:-1]
 
 
-@section(20)
+@section(20, file=MATRIX)
 def section_matrix(run: RunView) -> str | None:
+    """The matrix appendix: every cell, a section per family of faults (lab/report/matrix_split.py)."""
+    from lab.report.matrix_split import split_markdown  # it reads this module's tables
     charts = run.charts
     columns = columns_run(run)
     if not columns:
@@ -261,7 +274,7 @@ def section_matrix(run: RunView) -> str | None:
     unrecorded = sum(c.unrecorded for c in flat if c.mark is Mark.KEPT)
     lost = any(c.mark is Mark.LOST for c in flat)
     return "\n".join([
-        "## Every backend under every fault", "",
+        "# Every backend under every fault", "",
         "Each cell is the measured outcome with its trial count: ✗ marks a failure of the lock's one job "
         "(another run got in while the holder still believed it held: *lost*; the holder's write accepted after "
         "that: *stale write accepted*; two rebuilds in one company: *merged*; a killed lock session, however "
@@ -282,9 +295,11 @@ def section_matrix(run: RunView) -> str | None:
            if unrecorded else "")
         + "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
-        *family_tables(run), "",
-        "The columns, each with what its fault does and what confirms in every trial that it struck (a trial "
-        "whose fault cannot confirm it is an error, never a verdict):", "", *legend(run), "",
+        "Below, a section per family of faults (REPORT.md's summary sums each), a table per family of locks, and "
+        "each column with what its fault does and what confirms in every trial that it struck (a trial whose fault "
+        "cannot confirm it is an error, never a verdict). A column n/a or not run for every row of its table is "
+        "not printed, nor a row n/a or not run in every column (each table names its rows left out).", "",
+        *split_markdown(run),
         "![the matrix as colours: red failed, green kept the company whole, light blue-grey not exercised "
         "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
 
