@@ -137,9 +137,7 @@ class Page:
                 '<label>need <select id="filter-need"><option value="">any need</option>'
                 f"{needs}</select></label> "
                 '<span id="filter-count"></span>'
-                '<span class="hint">Click a family (or press Enter on it) to open its faults, a fault\'s cell for its '
-                "trials; the arrow keys move between cells, Escape closes. With a need chosen, ★ marks the locks the "
-                "decision page says qualify.</span></div>")
+                '<span class="hint">With a need chosen, ★ marks the locks the decision page says qualify.</span></div>')
 
     def tool_html(self) -> str:
         """The top of the page: the summary matrix as grids, with the filters."""
@@ -149,8 +147,10 @@ class Page:
         grids = [summary_grid(t, self.cells, self.converter.inline, self.row_attributes, legends)
                  for t in self.summaries]
         return "\n".join(['<section id="tool">', f"<h1>{attribute(self.title)}</h1>",
-                          "<p>Every backend against every family of faults: each cell is the family's worst mark, "
-                          "then how many of its faults gave each mark (REPORT.md's summary has the legend).</p>",
+                          '<p class="lead">Every backend against every family of faults: each cell is the family\'s '
+                          "worst mark, then how many of its faults gave each mark. Click a family (or press Enter on "
+                          "it) to open its faults, a fault's cell for its trials; arrow keys move between cells, "
+                          "Escape closes.</p>",
                           self.filters_html(), *grids, "</section>"])
 
     @property

@@ -32,7 +32,7 @@ main { max-width: 1200px; margin: 0 auto; padding: 0 1.5em 4em; }
 nav.files { position: sticky; top: 0; background: #fafafa; border-bottom: 1px solid #e0e0e0; padding: .4em 1.5em;
   z-index: 5; font-size: 14px; }
 #tool { padding: .2em 1.5em 1em; border-bottom: 2px solid #e0e0e0; }
-#tool h1 { font-size: 20px; margin: .4em 0 .2em; }
+#tool h1 { font-size: 19px; margin: .3em 0 .1em; }
 section { border-bottom: 2px solid #e0e0e0; padding-bottom: 1em; }
 main > section { content-visibility: auto; contain-intrinsic-size: auto 3000px; }  /* laid out when scrolled to */
 h1, h2, h3 { line-height: 1.25; } h2 { margin-top: 1.8em; }
@@ -43,7 +43,9 @@ th, td { border: 1px solid #e0e0e0; padding: .25em .45em; vertical-align: top; t
 thead th { background: #f5f5f5; }
 img { max-width: 100%; height: auto; }
 .grid-scroll { overflow: auto; max-height: calc(100vh - 9em); border: 1px solid #e0e0e0; margin: .6em 0; }
-.summary-scroll { max-height: calc(100vh - 11em); }
+.summary-scroll { max-height: calc(100vh - 12.5em); }
+#tool p.lead { margin: .2em 0; font-size: 14px; }
+.filters select { max-width: 24em; }
 table.matrix { margin: 0; font-size: 12px; border-collapse: separate; border-spacing: 0; }
 table.matrix th, table.matrix td { border-width: 0 1px 1px 0; }
 table.matrix caption { text-align: left; font-weight: 600; padding: .3em .45em; }
@@ -61,7 +63,7 @@ td.family-cell.open { box-shadow: inset 0 -3px 0 #1565c0; }
 td.cell { cursor: pointer; min-width: 7em; max-width: 16em; border-left: 4px solid $other; background: #fafafa; }
 td.cell.fault { background-image: linear-gradient(#0000000a, #0000000a); }
 td[tabindex]:hover, td[tabindex]:focus, td.cell.open { outline: 2px solid #1565c0; outline-offset: -2px; }
-.filters { margin: .6em 0; display: flex; flex-wrap: wrap; gap: .4em 1.2em; align-items: center; font-size: 14px; }
+.filters { margin: .3em 0; display: flex; flex-wrap: wrap; gap: .4em 1.2em; align-items: center; font-size: 14px; }
 .filters .hint { color: #616161; font-size: 13px; }
 .fit { display: none; color: $kept; margin-left: .3em; }
 body.need-chosen tr[data-qualifies="yes"] .fit { display: inline; }

@@ -136,8 +136,8 @@ def test_the_header_row_and_the_backend_column_stay_in_view_when_the_grid_scroll
         button.click()
     before = edges(page)
     assert before["room"]["left"] > 200 and before["room"]["top"] > 50  # it does overflow both ways
-    page.eval_on_selector(".summary-scroll", "box => { box.scrollLeft = box.scrollWidth; "
-                                             "box.scrollTop = box.scrollHeight; }")
+    page.eval_on_selector(".summary-scroll", "box => { box.scrollIntoView({block: 'end'}); "  # the whole box on screen
+                                             "box.scrollLeft = box.scrollWidth; box.scrollTop = box.scrollHeight; }")
     after = edges(page)
     assert after["scrolled"]["left"] > 200 and after["scrolled"]["top"] > 50
     for cell in ("corner", "lastHead"):  # the header row: still at the top of the box, not covered
