@@ -157,11 +157,6 @@ def columns_run(run: RunView) -> list[tuple[tuple[str, str], str]]:
     return [((scenario, c.variant), c.label) for scenario, c in declared_run(run)]
 
 
-def legend(run: RunView) -> list[str]:
-    """One line per column: what its fault does and what confirmed, in each trial, that it struck."""
-    return [f"- *{c.label}* (`{scenario}`/`{c.variant}`): {c.legend}." for scenario, c in declared_run(run)]
-
-
 @dataclass(frozen=True)
 class MatrixCell:
     """One cell of the matrix with the trials behind it: what the HTML report's panel opens."""
@@ -246,15 +241,6 @@ def _library_order(library: Library | None) -> tuple:
     return library.order() if library is not None else ()
 
 
-def family_tables(run: RunView) -> list[str]:
-    """The matrix in Markdown: a heading and a table per family."""
-    out = []
-    for table in family_tables_of(run):
-        body = [[*table.lead(backend), *[c.cell.text for c in cells]] for backend, cells in table.rows]
-        out += ([f"### {table.title}", ""] if table.title else []) + [md_table(table.headers, body), ""]
-    return out[:-1]
-
-
 @section(20, file=MATRIX)
 def section_matrix(run: RunView) -> str | None:
     """The matrix appendix: every cell, a section per family of faults (lab/report/matrix_split.py)."""
@@ -335,8 +321,8 @@ def section_why_not_leases(run: RunView) -> str | None:
         + ("In the replicated columns the lock service loses a server instead: a PostgreSQL standby or a Redis "
            "replica promoted (with the replica caught up or held behind), a Redlock master that granted "
            "restarted, an etcd member partitioned or its leader killed; each column sums its variants, which the "
-           "matrix shows apart. " if clusters else "")
-        + "Cells read as in the matrix above. Reproduce: "
+           f"matrix ([{MATRIX}]({MATRIX})) shows apart. " if clusters else "")
+        + f"Cells read as in the matrix, [{MATRIX}]({MATRIX}). Reproduce: "
         f"`lab run --backend all --scenario {','.join(s for s, _, _ in columns)}`.",
         "", md_table(["backend", *[title for _, title, _ in columns]], rows), "",
         *_token_evidence(relevant)])
