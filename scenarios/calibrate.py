@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from lab.capabilities import Capability
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults import TerminateSession
 from lab.harness import ops
 from lab.harness.judge import detection
@@ -27,7 +27,8 @@ class Calibrate(Scenario):
     columns = (
         Column("terminate", "lock session killed", 4,
                "pg_terminate_backend on the holder's lock session at 2 s while a second session polls; confirmed"
-               " when the server answers true and the session is gone from pg_stat_activity"),
+               " when the server answers true and the session is gone from pg_stat_activity",
+               family=FaultFamily.DETECTOR),
     )
     params = {
         "quick": {"kill_at": 2.0, "poll": 0.05, "give_up": 3.0, "trials": 5, "parallel": 15},

@@ -1,6 +1,6 @@
 """The holder's connection to its lock service blackholed (no RST, bytes stop) past the TTL, then restored."""
 
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from scenarios._lease_faults import LeaseFaultScenario
 
 
@@ -16,7 +16,8 @@ class Cut(LeaseFaultScenario):
     columns = (
         Column("blackhole", "lock connection cut past the TTL", 8,
                "a loopback proxy on the lock's connection stops relaying (no RST) for longer than the TTL; "
-               "confirmed by the bytes it carried before and none during the cut"),
+               "confirmed by the bytes it carried before and none during the cut",
+               family=FaultFamily.NETWORK),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 12},

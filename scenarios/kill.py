@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults import terminate_confirmed
 from lab.harness.verdict import Verdict
 from lab.servers import pg
@@ -27,7 +27,8 @@ class Kill(Scenario):
     columns = (
         Column("after_delete", "write session killed mid-write", 6,
                "pg_terminate_backend on the holder's write session after its DELETE, before its INSERT; "
-               "confirmed as the lock session's kill is"),
+               "confirmed as the lock session's kill is",
+               family=FaultFamily.KILL_POINTS),
     )
     params = {
         "quick": {"trials": 1, "parallel": 8, "wait_for_run2_s": 5.0, "work_s": 0.2},

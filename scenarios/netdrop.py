@@ -30,7 +30,7 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.errors import Interrupted, LabError
 from lab.faults import Target
 from lab.faults.net_drop import NetDrop as DropFault
@@ -88,7 +88,8 @@ class NetDrop(Scenario):
         Column("server_keepalives", "lock connection dropped on the network (keepalives tuned)", 22,
                "the lock connection's packets dropped in a private network namespace (no FIN, no RST) while the "
                "server's keepalives are tuned short; confirmed by the dropped port being the lock session's and "
-               "the server ending it"),
+               "the server ending it",
+               family=FaultFamily.NETWORK),
     )
     params = {
         "quick": {"trials": 1, "parallel": 3, "server_keepalives": [2, 1, 2], "client_keepalives": [1, 1, 2],

@@ -54,7 +54,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 import backends
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.errors import LabError
 from lab.faults import load as load_fault
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
@@ -116,28 +116,35 @@ class Patroni(LeaseFaultScenario):
     columns = (
         Column("crash", "Patroni: the primary's postgres crashed", 13.1,
                "the primary's postmaster killed (SIGKILL); confirmed by its pid gone and a primary again, restarted "
-               "in place by its agent or failed over (recorded), in Patroni's REST view and by pg_is_in_recovery()"),
+               "in place by its agent or failed over (recorded), in Patroni's REST view and by pg_is_in_recovery()",
+               family=FaultFamily.MANAGED_FAILOVER),
         Column("agent_paused", "Patroni: the primary's agent paused (split brain)", 13.2,
                "the primary's Patroni agent SIGSTOPped past the ttl while its postgres runs; confirmed by state T and "
                "the replica promoted (Patroni's view from it, out of recovery on a later timeline) beside the old "
                "primary; SIGCONT after the holder's write, then the old primary is demoted and rewound (or your pause=CMD "
-               "and heal=CMD on your cluster)"),
+               "and heal=CMD on your cluster)",
+               family=FaultFamily.MANAGED_FAILOVER),
         Column("agent_paused_routed", "the same, clients routed by GET /primary", 13.3,
                "the same split brain with every client behind a proxy that routes new connections by each node's "
-               "REST health check (GET /primary), as HAProxy does; confirmed the same way", same_fault_as="agent_paused"),
+               "REST health check (GET /primary), as HAProxy does; confirmed the same way",
+               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="agent_paused"),
         Column("agent_paused_sync", "the same under synchronous_mode", 13.4,
                "the same split brain with Patroni's synchronous_mode: the old primary's commits wait for its "
-               "synchronous standby, now a primary; confirmed the same way", same_fault_as="agent_paused"),
+               "synchronous standby, now a primary; confirmed the same way",
+               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="agent_paused"),
         Column("dcs_cut", "Patroni: the primary cut from etcd", 13.5,
                "the primary's agent cut from the DCS (its etcd link blackholed), failsafe_mode off; confirmed by the "
                "link relaying nothing and the agent's dcs_last_seen standing still; what Patroni did is recorded "
-               "(here: the old primary demoted itself, then the replica was promoted); or your partition=CMD and heal=CMD"),
+               "(here: the old primary demoted itself, then the replica was promoted); or your partition=CMD and heal=CMD",
+               family=FaultFamily.MANAGED_FAILOVER),
         Column("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
                "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
-               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)", same_fault_as="dcs_cut"),
+               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)",
+               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="dcs_cut"),
         Column("switchover", "Patroni: a planned switchover", 13.7,
                "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
-               "leader and its postgres out of recovery on a later timeline (or your failover=CMD)"),
+               "leader and its postgres out of recovery on a later timeline (or your failover=CMD)",
+               family=FaultFamily.MANAGED_FAILOVER),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},

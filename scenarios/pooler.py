@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 import backends
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.errors import LabError
 from lab.harness import ops
 from lab.harness.history import History
@@ -52,10 +52,12 @@ class Pooler(Scenario):
     columns = (
         Column("session_mode", "through PgBouncer, session pooling", 23,
                "the run's sessions go through the lab's own PgBouncer in session pooling, and the holder's lock "
-               "session is killed behind it; confirmed by the server session PgBouncer had paired it with"),
+               "session is killed behind it; confirmed by the server session PgBouncer had paired it with",
+               family=FaultFamily.POOLERS),
         Column("transaction_mode", "through PgBouncer, transaction pooling", 24,
                "the same in transaction pooling, where consecutive transactions may land on different server "
-               "sessions; confirmed the same way"),
+               "sessions; confirmed the same way",
+               family=FaultFamily.POOLERS),
     )
     params = {
         "quick": {"hold_s": 1.0, "trials": 1, "parallel": 6},

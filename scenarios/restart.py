@@ -12,7 +12,7 @@ server the lab was given (restarted by your command) reaches every trial on it, 
 """
 
 import backends
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults.restart import Restart as RestartFault
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._own_postgres import can_have_own_postgres, own_postgres
@@ -29,10 +29,12 @@ class Restart(LeaseFaultScenario):
     columns = (
         Column("server_restart", "lock server restarted", 9,
                "the server that holds the lock restarted on the same data (or by your --fault-command "
-               "restart=CMD); confirmed by new server pids, or a new server identity"),
+               "restart=CMD); confirmed by new server pids, or a new server identity",
+               family=FaultFamily.RESTARTS),
         Column("aof_always", "Redis restarted with appendfsync always", 10,
                "the same restart of a Redis that keeps an append-only file fsynced on every write; confirmed by "
-               "new pids", same_fault_as="server_restart"),
+               "new pids",
+               family=FaultFamily.RESTARTS, same_fault_as="server_restart"),
     )
     faults = {"server_restart": "restart", "aof_always": "restart_aof"}
     params = {

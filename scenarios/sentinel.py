@@ -39,7 +39,7 @@ from pathlib import Path
 
 import backends
 from lab import faults
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
 from lab.harness.verdict import Verdict
@@ -69,17 +69,22 @@ class Sentinel(LeaseFaultScenario):
         Column("primary_paused", "Redis primary paused, Sentinel failed over", 16.1,
                "the primary SIGSTOPped past down-after-milliseconds until three Sentinels (quorum 2) fail over to "
                "its replica, then SIGCONTed (or your pause=CMD and heal=CMD); confirmed by +switch-master, a "
-               "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end"),
+               "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end",
+               family=FaultFamily.MANAGED_FAILOVER),
         Column("primary_paused_min1", "Redis primary paused, Sentinel failed over, min-replicas-to-write 1", 16.2,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_paused"),
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way",
+               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="primary_paused"),
         Column("primary_cut", "Redis primary cut from the Sentinels and its replica (stale master)", 16.3,
                "the primary cut from the Sentinels and its replica but not from its clients until Sentinel fails "
                "over and the contender has tried, then healed (or your partition=CMD and heal=CMD); confirmed the "
-               "same way, with the old primary still answering ROLE master"),
+               "same way, with the old primary still answering ROLE master",
+               family=FaultFamily.MANAGED_FAILOVER),
         Column("primary_cut_min1", "Redis primary cut off (stale master), min-replicas-to-write 1", 16.4,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_cut"),
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way",
+               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="primary_cut"),
         Column("forced", "Redis failover forced through Sentinel", 16.5,
-               "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way"),
+               "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way",
+               family=FaultFamily.MANAGED_FAILOVER),
     )
     fault = SentinelPause
     faults = {"primary_paused": SentinelPause, "primary_paused_min1": SentinelPause,

@@ -7,6 +7,8 @@ a scenario wins over the installed one, as its trials do.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lab.columns import Column, FaultColumns, from_meta
 from lab.post_role import PostRole
 
@@ -22,8 +24,20 @@ def install(declared: list[FaultColumns]) -> None:
 
 def faults_of(meta: dict) -> list[FaultColumns]:
     """Every declared fault, in column order: the run's own declarations over the installed ones."""
-    merged = {**_installed, **{f.scenario: f for f in from_meta(meta)}}
+    recorded = meta.get("faults") or {}
+    merged = {**_installed, **{f.scenario: _families_filled(f, recorded[f.scenario]) for f in from_meta(meta)}}
     return sorted(merged.values(), key=lambda f: (f.order, f.scenario))
+
+
+def _families_filled(fault: FaultColumns, recorded: dict) -> FaultColumns:
+    """A run's declaration with the family of each column it recorded none for (a run recorded before columns
+    declared families) taken from the lab's own declaration of the same scenario and variant, as control_of
+    does for controls; a column the lab no longer declares keeps OTHER. Nothing is read from a name."""
+    own = _installed.get(fault.scenario)
+    installed = {c.variant: c.family for c in own.columns} if own is not None else {}
+    columns = tuple(replace(c, family=installed[c.variant]) if "family" not in raw and c.variant in installed else c
+                    for c, raw in zip(fault.columns, recorded.get("columns") or ()))
+    return replace(fault, columns=columns)
 
 
 def matrix_columns(meta: dict) -> list[tuple[str, Column]]:

@@ -22,7 +22,7 @@ from lab.report.compare import safety_set
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
 from lab.report.libraries import Library, languages_recorded, library_of
-from lab.report.sections import RunView, section
+from lab.report.sections import MATRIX, RunView, section
 from lab.report.strength import bound_text, strong, upper_bound
 
 # Calibration measures detection: every verdict there is a lost lock, said so in the cell.
@@ -47,6 +47,17 @@ class Mark(Enum):
     ERROR = "error"
     NOT_RUN = "not run"
     CONTROL = "control"  # the no-lock baseline's cell: what the store does on its own under the fault, never a ✓
+
+
+# Every mark, worst first: what a summary of several cells leads with (lab/report/fault_summary.py). A new mark
+# takes its place here, by what it says against the lock; tests/fast/test_fault_summary.py fails until it does.
+SEVERITY = (Mark.FAILED, Mark.LOST, Mark.ERROR, Mark.UNKNOWN, Mark.STORE, Mark.NOT_RUN, Mark.DOES_NOT_RUN,
+            Mark.NOT_EXERCISED, Mark.KEPT, Mark.CONTROL, Mark.NOT_APPLICABLE)
+
+
+def severity(mark: Mark) -> int:
+    """A mark's rank in SEVERITY: 0 is the worst."""
+    return SEVERITY.index(mark)
 
 
 @dataclass(frozen=True)
@@ -188,11 +199,6 @@ def columns_run(run: RunView) -> list[tuple[tuple[str, str], str]]:
     return [((scenario, c.variant), c.label) for scenario, c in declared_run(run)]
 
 
-def legend(run: RunView) -> list[str]:
-    """One line per column: what its fault does and what confirmed, in each trial, that it struck."""
-    return [f"- *{c.label}* (`{scenario}`/`{c.variant}`): {c.legend}." for scenario, c in declared_run(run)]
-
-
 @dataclass(frozen=True)
 class MatrixCell:
     """One cell of the matrix with the trials behind it: what the HTML report's panel opens."""
@@ -308,17 +314,10 @@ def _library_order(library: Library | None) -> tuple:
     return library.order() if library is not None else ()
 
 
-def family_tables(run: RunView) -> list[str]:
-    """The matrix in Markdown: a heading and a table per family."""
-    out = []
-    for table in family_tables_of(run):
-        body = [[*table.lead(backend), *[c.cell.text for c in cells]] for backend, cells in table.rows]
-        out += ([f"### {table.title}", ""] if table.title else []) + [md_table(table.headers, body), ""]
-    return out[:-1]
-
-
-@section(20)
+@section(20, file=MATRIX)
 def section_matrix(run: RunView) -> str | None:
+    """The matrix appendix: every cell, a section per family of faults (lab/report/matrix_split.py)."""
+    from lab.report.matrix_split import split_markdown  # it reads this module's tables
     charts = run.charts
     columns = columns_run(run)
     if not columns:
@@ -334,7 +333,7 @@ def section_matrix(run: RunView) -> str | None:
     unrecorded = sum(c.unrecorded for c in flat if c.mark is Mark.KEPT)
     lost = any(c.mark is Mark.LOST for c in flat)
     return "\n".join([
-        "## Every backend under every fault", "",
+        "# Every backend under every fault", "",
         "Each cell is the measured outcome with its trial count: ✗ marks a failure of the lock's one job "
         "(another run got in while the holder still believed it held: *lost*; the holder's write accepted after "
         "that: *stale write accepted*; two rebuilds in one company: *merged*; a killed lock session, however "
@@ -355,9 +354,11 @@ def section_matrix(run: RunView) -> str | None:
            if unrecorded else "")
         + "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
-        *family_tables(run), "",
-        "The columns, each with what its fault does and what confirms in every trial that it struck (a trial "
-        "whose fault cannot confirm it is an error, never a verdict):", "", *legend(run), "",
+        "Below, a section per family of faults (REPORT.md's summary sums each), a table per family of locks, and "
+        "each column with what its fault does and what confirms in every trial that it struck (a trial whose fault "
+        "cannot confirm it is an error, never a verdict). A column n/a or not run for every row of its table is "
+        "not printed, nor a row n/a or not run in every column (each table names its rows left out).", "",
+        *split_markdown(run),
         "![the matrix as colours: red failed, green kept the company whole, light blue-grey not exercised "
         "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
 
@@ -393,8 +394,8 @@ def section_why_not_leases(run: RunView) -> str | None:
         + ("In the replicated columns the lock service loses a server instead: a PostgreSQL standby or a Redis "
            "replica promoted (with the replica caught up or held behind), a Redlock master that granted "
            "restarted, an etcd member partitioned or its leader killed; each column sums its variants, which the "
-           "matrix shows apart. " if clusters else "")
-        + "Cells read as in the matrix above. Reproduce: "
+           f"matrix ([{MATRIX}]({MATRIX})) shows apart. " if clusters else "")
+        + f"Cells read as in the matrix, [{MATRIX}]({MATRIX}). Reproduce: "
         f"`lab run --backend all --scenario {','.join(s for s, _, _ in columns)}`.",
         "", md_table(["backend", *[title for _, title, _ in columns]], rows), "",
         *_token_evidence(relevant)])

@@ -98,6 +98,8 @@ def render_files(view: RunView) -> dict[str, str]:
 
 
 OUTCOMES, TIMELINES, WHYNOT = "REPORT-outcomes.md", "REPORT-timelines.md", "REPORT-whynot.md"
+MATRIX = "REPORT-matrix.md"
 APPENDIX_TITLES = {WHYNOT: "why not just...?: every figure behind each row of the table",
+                   MATRIX: "every backend under every fault: the matrix's own cells, a table per family of faults",
                    OUTCOMES: "every outcome of this run, one row per scenario, backend and variant",
                    TIMELINES: "the timeline of every failure: one picture per failing cell and counterexample"}
