@@ -13,8 +13,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlalchemy.engine import Engine
 
@@ -30,6 +31,9 @@ from lab.harness.verdict import Verdict
 from lab.harness.workload import CompanyTable, table_name
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
+
+if TYPE_CHECKING:
+    from scenarios.events import EventEnv, EventOutcome
 
 
 def judged(measures: dict, backend_cls: type[Backend], **figures) -> Verdict:
@@ -188,6 +192,15 @@ class TrialEnv:
 SHARED, OWN_SERVERS, ALONE = "shared", "own servers", "alone"
 LANES = (SHARED, OWN_SERVERS, ALONE)
 
+
+class FaultReach(Enum):
+    """How many trials one strike of a scenario's fault serves, as the runner plans them (lab/runner/)."""
+
+    ONE_TRIAL = "one trial"  # each trial strikes a fault of its own
+    # One event per (variant, repetition) serves every applicable backend, each on a company, a table and keys of
+    # its own and judged on its own history (scenarios/events.py): the fault is the same for all of them.
+    ONE_EVENT = "one event for many subjects"
+
 # The timers a trial sits through at least once, by the names the profiles give them: a lease waited out
 # (ttl_s), a guard's timeout fired (timeout_s), a transaction held open (hold_s), a kill at its moment
 # (kill_at), a run's work (work_s). Ceilings (give_up, wait_for_run2_s, shrink_s) bound a wait from above.
@@ -232,6 +245,9 @@ class Scenario(ABC):
     # Whether `lab run` without --scenario runs it: the post's core experiments, about 90 s on 2 cores. The
     # rest (restarts, failovers, the cost table, the kill-point search) take minutes: --scenario all or by name.
     default_run: ClassVar[bool] = False
+    # ONE_EVENT: the runner plans one event per variant and repetition for every backend (run_event), not a trial
+    # each (run_trial); the profile's `trials` is then the number of events per variant.
+    fault_reach: ClassVar[FaultReach] = FaultReach.ONE_TRIAL
 
     @classmethod
     def fault_columns(cls) -> FaultColumns | None:
@@ -425,6 +441,11 @@ class Scenario(ABC):
     @abstractmethod
     def run_trial(self, env: TrialEnv) -> dict:
         """Run one trial for real and return its measures."""
+
+    def run_event(self, env: EventEnv) -> EventOutcome:
+        """Run one event for real (a FaultReach.ONE_EVENT scenario): the fault struck once for every subject, each
+        subject's measures or its own error. Raising ends every subject alike (a Skip: none of them runs here)."""
+        raise NotImplementedError(f"{self.name} strikes its fault once per trial (fault_reach {self.fault_reach.value})")
 
     def judge(self, measures: dict, backend_cls: type[Backend]) -> Verdict | None:
         """The trial's typed verdict from the one set of checkers (lab/harness/judge.py): a scenario whose
