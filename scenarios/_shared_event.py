@@ -173,7 +173,8 @@ def acquire(event: Event) -> None:
     event.each(lambda s: s.holder.go() if s.holder is not None else None)  # the gates open together
     held_by = time.monotonic() + GRANT_WITHIN_S
     event.each(lambda s: _granted(s, shape.grant, held_by))
-    if event.alive() and shape.once_held is not None:
+    holding = [s for s in event.alive() if s.waiting is None]  # a grant given back or never acknowledged holds none
+    if holding and shape.once_held is not None:
         event.evidence.update(shape.once_held())
 
 
