@@ -2,11 +2,12 @@
 judge.
 
 Each subject is one backend's trial (a TrialEnv of its own: spec, keys, table, company, engines) on the event's
-servers. acquire: every subject's holder process takes its lock and stops at its fault point. fault: the fault
-strikes once and is confirmed once. contest: each subject's contender asks, after one TTL, for its own company.
-write: each holder is let go and writes. heal: the fault heals and the servers settle once. judge: each subject's
-final table is read and its measures built from its own holder's events, its own contender's history and its own
-table, and nothing of another subject's, so the checkers judge it as if it had run alone.
+servers. acquire: every subject's holder process is made, then all ask for their locks together and stop at their
+fault points. fault: the fault strikes once and is confirmed once. contest: each subject's contender asks, after
+one TTL, for its own company. write: each holder is let go and writes. heal: the fault heals and the servers
+settle once; every holder and contender ends. judge: each subject's final table is read and its measures built
+from its own holder's events, its own contender's history and its own table, and nothing of another subject's,
+so the checkers judge it as if it had run alone.
 
 A subject that cannot run (its library refuses, its holder errors) ends alone, with its exception; every other
 goes on. A fault that does not confirm, or a step of the event itself that fails, raises: every subject of the
@@ -136,23 +137,23 @@ class Event:
                     subject.holder.kill()
 
 
-def shared_event(envs: Sequence[TrialEnv], fault: Fault, shape: Shape = Shape()) -> EventOutcome:
-    """Run the event's phases on envs (each a subject on the event's servers) and return every subject's outcome.
+def shared_event(envs: Sequence[TrialEnv], strikes: Fault, shape: Shape = Shape()) -> EventOutcome:
+    """Run the event's phases on envs (each a subject on the event's servers), striking the fault `strikes` once,
+    and return every subject's outcome.
 
     The fault heals once the holders have written (or, if a write hangs, WRITE_WITHIN_S after they were let go),
     then settle() waits for the servers to agree again (a demoted primary rewound); the final tables are read
     after that. A failed step of the event (the fault not confirmed) raises after the fault healed."""
-    event = Event(fault, shape, [Subject(env, company) for company, env in enumerate(envs, start=1)],
+    event = Event(strikes, shape, [Subject(env, company) for company, env in enumerate(envs, start=1)],
                   ttl=envs[0].params["ttl_s"])
     pool = ThreadPoolExecutor(max(1, len(envs)), thread_name_prefix="contender")
     try:
         acquire(event)
         if event.alive():
-            strike(event)
+            fault(event)
             contest(event, pool)
             write(event)
             heal(event)
-            finish(event)
     finally:
         clean_up(event, pool)
     judge(event)
@@ -214,7 +215,7 @@ def _granted(subject: Subject, grant: GrantWait, by: float) -> None:
         subject.holder.wait_for("at_point", max(0.0, by - time.monotonic()))
 
 
-def strike(event: Event) -> None:
+def fault(event: Event) -> None:
     """The fault injected once and confirmed once (FaultNotConfirmed ends every subject as an error); then each
     subject's pools start afresh, as a client made after the failover would."""
     first = event.alive()[0]
@@ -312,16 +313,13 @@ def write(event: Event) -> None:
 
 
 def heal(event: Event) -> None:
-    """The fault healed once, then the servers settle once (the scenario's settle)."""
+    """The fault healed once, the servers settled once (the scenario's settle), then each holder's end and each
+    contender's job waited for."""
     event.t_heal = time.monotonic()
     assert event.target is not None  # struck before
     event.evidence.update(event.fault.heal(event.target))
     if event.shape.settle is not None:
         event.evidence.update(event.shape.settle())
-
-
-def finish(event: Event) -> None:
-    """Each holder's end and each contender's job, waited for."""
     limit = 30 + 3 * event.ttl
 
     def ended(subject: Subject) -> None:
@@ -351,7 +349,8 @@ def clean_up(event: Event, pool: ThreadPoolExecutor) -> None:
 
 def judge(event: Event) -> None:
     """Each subject's measures from its own history only: its holder's events, its contender's operations, the
-    event's fault and heal, and its own table read after the servers settled."""
+    event's fault and heal, and its own table read after the servers settled. The checkers then judge each subject
+    on these alone (the scenario's judge, applied to each record by lab/runner/events.py)."""
     event.each(lambda s: _measured(s, event))
 
 

@@ -89,8 +89,9 @@ class Failover(LeaseFaultScenario):
 
     def trial_seconds(self, profile: str) -> float:
         """One event: a pair started from the run's template, the holders' grants, the promotion, one TTL for the
-        contenders and their patience, the writes and the final tables."""
-        return 20.0 + 2 * self.profile_params(profile)["ttl_s"]
+        contenders and their patience, the writes and the final tables (22 to 42 s for 36 subjects here, three
+        events at once)."""
+        return 30.0
 
     def run_trial(self, env: TrialEnv) -> dict:
         return trial_of_event(self, env)

@@ -124,7 +124,7 @@ def subject_record(scenario: Scenario, subject: SubjectOutcome, outcome: EventOu
     if subject.failed is not None:
         trace = "".join(traceback.format_exception(subject.failed, limit=6))
         return records.error(subject.spec, describe_error(subject.failed), trace, timing, shared)
-    measures = subject.measures or {}
+    measures = dict(subject.measures or {})  # outcome_fields moves its history into the record: the subject's stays
     try:
         return records.ok(subject.spec, measures,
                           records.outcome_fields(scenario, measures, backends.load(subject.spec.backend)), timing,

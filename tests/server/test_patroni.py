@@ -181,7 +181,8 @@ def test_a_planned_switchover_loses_nothing_the_old_primary_acknowledged(trials)
     assert outcome["safety"] == "safe"
 
 
-def test_one_split_brain_serves_locks_on_redis_etcd_and_zookeeper_fenced_and_written_in_the_cluster(trials, services):
+def test_one_split_brain_also_serves_the_locks_held_elsewhere_but_fenced_and_written_in_the_cluster(trials,
+                                                                                                   services):
     confirmed = []
     for name in ELSEWHERE:
         if name == "zookeeper_fenced" and "zookeeper" in services.unavailable:
