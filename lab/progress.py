@@ -38,8 +38,8 @@ class ScenarioProgress:
 
     @staticmethod
     def _count(trials: int, events: int | None) -> str:
-        """'12 trials', or '3 events, 12 trials' for a scenario whose trials share fault events."""
-        return f"{trials} trials" if events is None else f"{events} events, {trials} trials"
+        """'12 trials', or '3 events, 12 subjects' for a scenario whose trials (its subjects) share fault events."""
+        return f"{trials} trials" if events is None else f"{events} events, {trials} subjects"
 
     def _left(self, elapsed: float) -> str:
         """Time left: the estimate until a first round of trials (or events) has finished, then their observed pace."""
@@ -85,7 +85,8 @@ class ScenarioProgress:
         if self.plain and time.monotonic() - self.last_line >= HEARTBEAT_S:
             left = self._left(elapsed)
             events = "" if self.events is None else f"{self.events_done}/{self.events} events, "
-            self._line(f"{self.name}: {events}{self.done}/{self.total} trials after {elapsed:.0f} s"
+            unit = "trials" if self.events is None else "subjects"
+            self._line(f"{self.name}: {events}{self.done}/{self.total} {unit} after {elapsed:.0f} s"
                        + (f", {left}" if left else ""))
 
     def finish(self, bound: float | None = None, stolen: float | None = None) -> float:
