@@ -25,7 +25,7 @@ PATRONI_VARIANTS = 7
 
 def test_the_shared_fault_scenarios_declare_it_and_the_others_do_not():
     declared = {name for name in scenarios.names() if scenarios.load(name).fault_reach is FaultReach.ONE_EVENT}
-    assert {"patroni", "failover"} <= declared
+    assert {"patroni", "failover", "sentinel"} <= declared
     assert "pause" not in declared and "cut" not in declared  # a fault on one holder's process or connection
 
 
