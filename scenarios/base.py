@@ -13,8 +13,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlalchemy.engine import Engine
 
@@ -30,6 +31,9 @@ from lab.harness.verdict import Verdict
 from lab.harness.workload import CompanyTable, table_name
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
+
+if TYPE_CHECKING:
+    from scenarios.events import EventEnv, EventOutcome
 
 
 def judged(measures: dict, backend_cls: type[Backend], **figures) -> Verdict:
@@ -204,6 +208,15 @@ def settled(records: list[dict]) -> bool:
 SHARED, OWN_SERVERS, ALONE = "shared", "own servers", "alone"
 LANES = (SHARED, OWN_SERVERS, ALONE)
 
+
+class FaultReach(Enum):
+    """How many trials one strike of a scenario's fault serves, as the runner plans them (lab/runner/)."""
+
+    ONE_TRIAL = "one trial"  # each trial strikes a fault of its own
+    # One event per (variant, repetition) serves every applicable backend, each on a company, a table and keys of
+    # its own and judged on its own history (scenarios/events.py): the fault is the same for all of them.
+    ONE_EVENT = "one event for many subjects"
+
 # The timers a trial sits through at least once, by the names the profiles give them: a lease waited out
 # (ttl_s), a guard's timeout fired (timeout_s), a transaction held open (hold_s), a kill at its moment
 # (kill_at), a run's work (work_s). Ceilings (give_up, wait_for_run2_s, shrink_s) bound a wait from above.
@@ -256,6 +269,9 @@ class Scenario(ABC):
     # Whether the lock's connection driver changes what this fault does to it (the idle guards, the detector, a
     # paused or cut holder): only such a scenario runs the driver axis (--driver) beside the default driver.
     driver_axis: ClassVar[bool] = False
+    # ONE_EVENT: the runner plans one event per variant and repetition for every backend (run_event), not a trial
+    # each (run_trial); the profile's `trials` is then the number of events per variant.
+    fault_reach: ClassVar[FaultReach] = FaultReach.ONE_TRIAL
 
     @classmethod
     def fault_columns(cls) -> FaultColumns | None:
@@ -334,8 +350,10 @@ class Scenario(ABC):
                     skipped.append(TrialSpec(self.name, cls.name, variant, 0, skip=reason))
         runnable = [(cls.name, v) for cls in backend_classes if self.applies_to(cls) is None
                     for v in self.variants_in_profile(cls, profile) if self.variant_skip(v, cls) is None]
-        counts = {variant: self.variant_trials(variant, trials) + self.extra_trials_when_varied
-                  for _, variant in runnable}
+        # The sequential rule adds trials per cell; an event serves every backend's cell at once, so a scenario of
+        # shared events runs its profile's count and no more.
+        extra = self.extra_trials_when_varied if self.fault_reach is FaultReach.ONE_TRIAL else 0
+        counts = {variant: self.variant_trials(variant, trials) + extra for _, variant in runnable}
         for index in range(max(counts.values(), default=0)):
             specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable
                          if index < counts[variant])
@@ -404,7 +422,8 @@ class Scenario(ABC):
     def reads_finished(self) -> bool:
         """Whether the runner must hand needed() the finished records: it stops early by precision, or the
         sequential rule may add trials."""
-        return type(self).needed is not Scenario.needed or self.extra_trials_when_varied > 0
+        return type(self).needed is not Scenario.needed or (self.extra_trials_when_varied > 0
+                                                             and self.fault_reach is FaultReach.ONE_TRIAL)
 
     def precision(self, profile: str, done: list[dict]) -> dict | None:
         """What the run records about how its repetitions ended (the rule's outcome), for the report; None: nothing."""
@@ -473,6 +492,11 @@ class Scenario(ABC):
     @abstractmethod
     def run_trial(self, env: TrialEnv) -> dict:
         """Run one trial for real and return its measures."""
+
+    def run_event(self, env: EventEnv) -> EventOutcome:
+        """Run one event for real (a FaultReach.ONE_EVENT scenario): the fault struck once for every subject, each
+        subject's measures or its own error. Raising ends every subject alike (a Skip: none of them runs here)."""
+        raise NotImplementedError(f"{self.name} strikes its fault once per trial (fault_reach {self.fault_reach.value})")
 
     def judge(self, measures: dict, backend_cls: type[Backend]) -> Verdict | None:
         """The trial's typed verdict from the one set of checkers (lab/harness/judge.py): a scenario whose

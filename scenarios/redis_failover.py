@@ -120,9 +120,9 @@ class RedisFailover(LeaseFaultScenario):
         return failover_judgement(measures, backend_cls)
 
 
-def _grant_or_given_back(holder: HolderProcess) -> tuple[dict | None, dict | None]:
+def _grant_or_given_back(holder: HolderProcess, within: float = GRANT_WITHIN_S) -> tuple[dict | None, dict | None]:
     """The holder's acquire event, or, when its lock gave a grant back because no replica had it, what it said."""
-    event = holder.wait_for("acquire", GRANT_WITHIN_S)
+    event = holder.wait_for("acquire", within)
     if not event["granted"] and event.get("note"):
         return None, {"given_back": event["note"]}
     return event, None

@@ -124,8 +124,11 @@ def bound_rows(meta: dict) -> list[list[str]]:
     order = meta.get("scenario_order") or sorted(bounds["scenarios"])
     for name in [n for n in order if n in bounds["scenarios"]]:
         entry = bounds["scenarios"][name]
+        # a scenario of shared fault events counts its events (each once in its bound) and their subjects
+        units = (f"{entry.get('trials_finished')} trials" if "events" not in entry else
+                 f"{entry.get('trials_finished')} events of {entry.get('subjects')} trials")
         rows.append([f"time: {name}", f"wall {_over(entry['wall_s'], entry['bound_s'])}; {entry.get('lane', '')} lane, "
-                     f"{entry.get('trials_finished')} trials, up to {entry.get('at_once')} at once{_stolen(entry)}"])
+                     f"{units}, up to {entry.get('at_once')} at once{_stolen(entry)}"])
     return rows
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
@@ -54,7 +55,7 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
 
     A trial not yet started that the scenario no longer needs (Scenario.needed: its figures are precise enough)
     is dropped, unrecorded. Returns each finished trial's floor and session cost (finished_floor) and the records."""
-    runnable = _record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
+    runnable = record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
     budget = capacity_plan.SessionBudget(wave.budget if wave else 1)
@@ -116,12 +117,12 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
         raise
     finally:
         if ctx.stop.is_set():
-            _let_trials_stop(in_flight)
+            let_stop(in_flight)
         pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
 
 
-def _let_trials_stop(in_flight: dict[Future, tuple[TrialEnv, int]]) -> None:
-    """After a stop, wait for the trials in flight to see it and clean up (their holders killed, their files
+def let_stop(in_flight: Mapping[Future, object]) -> None:
+    """After a stop, wait for the trials (or events) in flight to see it and clean up (their holders killed, their files
     written) before the run stops the servers and removes its temp dir under them; at most TRIAL_WIND_DOWN_S,
     and a second Ctrl-C ends the wait (their children die with the lab)."""
     pending, give_up = set(in_flight), time.monotonic() + TRIAL_WIND_DOWN_S
@@ -163,7 +164,7 @@ def run_trial(scenario: Scenario, env: TrialEnv) -> TrialRecord | None:
         return records.error(env.spec, reason, traceback.format_exc(limit=6), timing)
 
 
-def _record_skipped(ctx: RunContext, specs: list[TrialSpec], shown: ScenarioProgress) -> list[TrialSpec]:
+def record_skipped(ctx: RunContext, specs: list[TrialSpec], shown: ScenarioProgress) -> list[TrialSpec]:
     """Append a record for each trial planned as skipped; the others, in plan order, are left to run."""
     runnable = []
     for spec in specs:
