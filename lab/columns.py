@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from lab.exposure import When, conditions_from_json, conditions_to_json
+
 
 @dataclass(frozen=True)
 class Column:
@@ -26,6 +28,22 @@ class Column:
     # synchronous_mode, Redis' appendfsync always), or None: the report sets a store's loss beside the
     # configuration that avoided it by this declaration.
     same_fault_as: str | None = None
+    # The stack traits under which this fault can happen at all (lab/exposure.py): every condition must hold, and
+    # () means every stack. None: not declared (a run recorded before columns declared it); the advice then takes
+    # the lab's own declaration, or, without one, every stack, and says so.
+    happens_when: tuple[When, ...] | None = None
+    # The services its fault can strike, with the same fallback; None: whichever service holds the lock (a holder
+    # paused, a lock server restarted). A lock on none of them is out of its reach, whatever the stack.
+    strikes: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "happens_when": conditions_to_json(self.happens_when)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Column:
+        strikes = data.get("strikes")
+        return cls(**{**data, "happens_when": conditions_from_json(data.get("happens_when")),
+                      "strikes": None if strikes is None else tuple(strikes)})
 
 
 @dataclass(frozen=True)
@@ -46,12 +64,12 @@ class FaultColumns:
         return min(c.order for c in self.columns)
 
     def to_json(self) -> dict:
-        return {"title": self.title, "columns": [asdict(c) for c in self.columns],
+        return {"title": self.title, "columns": [c.to_json() for c in self.columns],
                 "breaks_leases": self.breaks_leases, "replicated": self.replicated, "control": self.control}
 
     @classmethod
     def from_json(cls, scenario: str, data: dict) -> FaultColumns:
-        return cls(scenario, data["title"], tuple(Column(**c) for c in data["columns"]),
+        return cls(scenario, data["title"], tuple(Column.from_json(c) for c in data["columns"]),
                    bool(data.get("breaks_leases")), bool(data.get("replicated")),
                    data.get("control"))  # a run recorded before controls existed has none
 

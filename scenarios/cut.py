@@ -15,7 +15,8 @@ class Cut(LeaseFaultScenario):
     columns = (
         Column("blackhole", "lock connection cut past the TTL", 8,
                "a loopback proxy on the lock's connection stops relaying (no RST) for longer than the TTL; "
-               "confirmed by the bytes it carried before and none during the cut"),
+               "confirmed by the bytes it carried before and none during the cut",
+               happens_when=()),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 12},

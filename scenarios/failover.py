@@ -28,6 +28,7 @@ import backends
 from lab import faults
 from lab.columns import Column
 from lab.errors import LabError
+from lab.exposure import Trait, when
 from lab.harness.holder import HolderProcess
 from lab.harness.promotion import PromotionProbe, create_probe_table
 from lab.harness.verdict import Verdict
@@ -59,12 +60,15 @@ class Failover(LeaseFaultScenario):
     columns = (
         Column("async", "PostgreSQL failed over (async)", 11,
                "the primary crashes (immediate shutdown) and its asynchronous standby is promoted; confirmed by "
-               "the old process gone and the new primary out of recovery on a later timeline"),
+               "the old process gone and the new primary out of recovery on a later timeline",
+               happens_when=(when(Trait.REPLICATION, "async"),), strikes=("postgres",)),
         Column("async_lagging", "failed over, standby behind (async)", 12,
                "the same failover with the standby's replay paused, so it is behind when promoted; confirmed the"
-               " same way, with the lag recorded"),
+               " same way, with the lag recorded",
+               happens_when=(when(Trait.REPLICATION, "async"),), strikes=("postgres",)),
         Column("sync_lagging", "failed over, standby behind (sync)", 13,
-               "the same with a synchronous standby whose replay is paused; confirmed the same way", same_fault_as="async_lagging"),
+               "the same with a synchronous standby whose replay is paused; confirmed the same way", same_fault_as="async_lagging",
+               happens_when=(when(Trait.REPLICATION, "sync"),), strikes=("postgres",)),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},

@@ -19,7 +19,8 @@ class Pause(LeaseFaultScenario):
     columns = (
         Column("sigstop", "holder paused past the TTL", 7,
                "the holder's whole process SIGSTOPped for longer than the TTL, then SIGCONTed; confirmed by its "
-               "process state T (stopped)"),
+               "process state T (stopped)",
+               happens_when=()),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 12},
