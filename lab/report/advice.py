@@ -88,6 +88,8 @@ class NeedAnswer:
 
 @dataclass(frozen=True)
 class Failure:
+    scenario: str
+    variant: str
     label: str
     cell: str
     happens: Happens
@@ -132,6 +134,7 @@ class LockAnswer:
 class Measured:
     """The same fault in another configuration, as the run measured it beside a store finding."""
 
+    variant: str
     label: str
     needs: tuple[str, ...]  # what that configuration has that the finding's has not, in words
     stack_has_it: Happens
@@ -148,6 +151,8 @@ class Measured:
 
 @dataclass(frozen=True)
 class StoreAnswer:
+    scenario: str
+    variant: str
     label: str
     lost: int
     n: int
@@ -313,7 +318,8 @@ def _failures(view: StackView, row: str, changed: dict[Trait, str] | None = None
     for i, cell in enumerate(view.masked(row, changed)):
         if outcome_of(cell.cell) is Outcome.FAILED:
             answer = view.answer(row, i, changed)
-            found.append(Failure(cell.label, cell.cell.text, answer.happens, _unknown_words(answer)))
+            found.append(Failure(cell.scenario, cell.variant, cell.label, cell.cell.text, answer.happens,
+                                 _unknown_words(answer)))
     return found
 
 
@@ -422,7 +428,8 @@ def _measured(view: StackView, j: int, own: set[When]) -> Measured:
     control = view.rows[view.control][j] if view.control else None
     ran = [row[j] for b, row in view.rows.items() if b != view.control and "@" not in b and row[j].cell.n]
     theirs = view.conditions[j].conditions or ()
-    return Measured(view.columns[j][1].label, tuple(c.words() for c in theirs if c not in own),
+    column = view.columns[j][1]
+    return Measured(column.variant, column.label, tuple(c.words() for c in theirs if c not in own),
                     view.answer(view.control, j).happens if view.control else Happens.UNKNOWN,
                     control.cell.n if control else 0, acknowledged(control) if control else 0,
                     store_losses(control.records) if control else 0, len(ran),
@@ -445,7 +452,7 @@ def store_answers(view: StackView) -> list[StoreAnswer]:
         own = set(view.conditions[i].conditions or ())
         siblings = [j for j, (scenario, _) in enumerate(view.columns)
                     if j != i and scenario == finding.scenario and root[j] == root[i]]
-        out.append(StoreAnswer(finding.label, finding.lost, finding.n, answer.happens, _unknown_words(answer),
+        out.append(StoreAnswer(finding.scenario, finding.variant, finding.label, finding.lost, finding.n, answer.happens, _unknown_words(answer),
                                finding.store, finding.broken, tuple(_measured(view, j, own) for j in siblings)))
     return out
 

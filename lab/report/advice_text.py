@@ -125,9 +125,10 @@ def _store_lines(found: list[StoreAnswer] | tuple[StoreAnswer, ...]) -> list[str
             have = {Happens.YES: "this stack has it", Happens.NO: "this stack has not",
                     Happens.UNKNOWN: "whether this stack has it is unknown"}[m.stack_has_it]
             needs = f" ({'; '.join(m.needs)})" if m.needs else ""
-            control = (f"the control lost an acknowledged write in {m.control_lost} of {m.control_trials} trials"
-                       if m.control_lost else f"the control lost none of the {m.control_acknowledged} writes "
-                       f"acknowledged in its {m.control_trials} trials")
+            trials = f"{m.control_trials} trial{'' if m.control_trials == 1 else 's'}"
+            control = (f"the control lost an acknowledged write in {m.control_lost} of {trials}" if m.control_lost
+                       else f"the control lost none of the {m.control_acknowledged} writes acknowledged in its {trials}"
+                       if m.control_acknowledged else f"the control's {trials} had no write acknowledged")
             out.append(f"    measured against it: {m.label}{needs}: {control}; {m.locks_lost} of the {m.locks_ran} "
                        f"locks that ran it lost one; {have}.")
         if not s.measured_otherwise:

@@ -22,9 +22,10 @@ def _lost(cell: MatrixCell) -> int:
 
 
 def acknowledged(cell: MatrixCell) -> int:
-    """The writes the store acknowledged in a cell's trials (a commit that returned ok)."""
-    return sum(1 for r in cell.records if r.get("status") == "ok" for op in (r.get("history") or [])
-               if op.get("f") == "write" and op.get("type") == "ok")
+    """The writes the store acknowledged in a cell's trials (a commit that returned ok). A trial recorded without a
+    history has none (its frame cell is NaN, not a list)."""
+    return sum(1 for r in cell.records if r.get("status") == "ok" and isinstance(r.get("history"), list)
+               for op in r["history"] if op.get("f") == "write" and op.get("type") == "ok")
 
 
 @dataclass(frozen=True)
