@@ -303,6 +303,10 @@ def examine(dsn: str, hung_after_s: float = 3600, ha: Patroni | None | Unknown =
     """run_doctor's visit, also returning the facts a stack description keeps (ha: what the caller read of the HA
     manager, which PostgreSQL cannot tell)."""
     url = parse_pg_dsn(dsn)
+    if url.query.get("target_session_attrs") == "read-write":
+        # libpq tells read-write by transaction_read_only, which the doctor's own read-only session sets: it would
+        # refuse every server. "primary" (libpq 14+) asks pg_is_in_recovery() instead and finds the same server.
+        url = url.update_query_dict({"target_session_attrs": "primary"})
     # pin=False: the doctor reports what the server gives a session, so it must not pin anything itself.
     engine = pg_engine(url, {"default_transaction_read_only": "on"}, pin=False, poolclass=None,
                        connect_args={"application_name": "locklab-doctor"})

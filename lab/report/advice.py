@@ -113,6 +113,7 @@ class Fix:
     removes: tuple[str, ...] = ()  # fault columns the change takes away from the stack
     adds: tuple[str, ...] = ()  # and those it brings
     same_services: bool = True  # a lock whose lock, fence and writes live where the one in use's do
+    where: str = ""  # where its lock, fence and writes live, in words (lab/where.py)
     needs: tuple[str, ...] = ()  # the needs it serves of those the lock in use serves
     evidence: str = ""
 
@@ -385,8 +386,10 @@ def lock_fixes(view: StackView, lock: str) -> list[Fix]:
                        if weakest else "")
                     + f"; cost {view.cost(backend)}")
         summary = declaration(meta, "summaries", backend)
+        theirs_where = where_of(meta, backend)
         fix = Fix(FixKind.LOCK, f"use `{backend}`" + (f" ({summary})" if summary else ""), backend,
-                  same_services=where_of(meta, backend) == mine, needs=served, evidence=evidence)
+                  same_services=theirs_where == mine, where=theirs_where.describe() if theirs_where else "",
+                  needs=served, evidence=evidence)
         library = declaration(meta, "libraries", backend) is not None
         found.append((fix, (library, -len(caps & theirs), len(caps ^ theirs), comparison.evidence(s))))
     found.sort(key=lambda f: (not f[0].same_services, -len(f[0].needs), f[1], f[0].backend))

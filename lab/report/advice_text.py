@@ -75,7 +75,7 @@ def _fix_line(fix: Fix) -> str:
         moved = (f"; it takes away {'; '.join(fix.removes)}" if fix.removes else "") + \
                 (f" and brings {'; '.join(fix.adds)}" if fix.adds else "")
         return f"    - setting: {fix.change}{moved}: {fix.evidence}."
-    where = "" if fix.same_services else " (on other services)"
+    where = "" if fix.same_services else f" ({fix.where})"
     serves = f" serves {len(fix.needs)} of its needs;" if fix.needs else ""
     return f"    - lock: {fix.change}{where}:{serves} {fix.evidence}."
 
