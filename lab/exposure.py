@@ -21,11 +21,21 @@ YES, NO = "yes", "no"  # a part the stack has or not
 
 
 @dataclass(frozen=True)
+class Setting:
+    """How an operator gives a trait a value, to avoid a fault (the advice's fixes)."""
+
+    how: str
+    # Other traits the same change sets: Patroni's synchronous_mode makes its replication synchronous.
+    also: tuple[tuple[Trait, str], ...] = ()
+    # A stack this way is not for: Patroni rewrites synchronous_standby_names, so there it is synchronous_mode.
+    unless: tuple[Trait, str] | None = None
+
+
+@dataclass(frozen=True)
 class TraitInfo:
     service: str  # the lock service it belongs to (lab/where.py's names)
     says: dict[str, str]  # each value it takes -> the words for a stack with it ("Redis has replicas")
-    # value -> how to set it, for a trait whose value an operator may change to avoid a fault (the advice's fixes)
-    settable: dict[str, str] = field(default_factory=dict)
+    settable: dict[str, Setting] = field(default_factory=dict)  # value -> how an operator sets it
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -66,32 +76,37 @@ TRAITS: dict[Trait, TraitInfo] = {
     Trait.POOLER: TraitInfo("postgres", {"none": "clients connected straight to PostgreSQL",
                                          "session": "a session pooler or proxy in front of PostgreSQL",
                                          "transaction": "a transaction-pooling PgBouncer (or alike) in front"},
-                            {"session": "pool_mode = session in the pooler (or the lock's connection past it)"}),
+                            {"session": Setting("pool_mode = session in the pooler (or the lock's connection past "
+                                                "it)")}),
     Trait.REPLICATION: TraitInfo("postgres", {"none": "no standby", "async": "asynchronous standbys",
                                               "sync": "a synchronous standby"},
-                                 {"sync": "synchronous replication (Patroni's synchronous_mode, or "
-                                          "synchronous_standby_names)"}),
+                                 {"sync": Setting("synchronous replication (synchronous_standby_names)",
+                                                  unless=(Trait.HA_MANAGER, "patroni"))}),
     Trait.HA_MANAGER: TraitInfo("postgres", {"none": "no HA manager", "patroni": "Patroni managing PostgreSQL"}),
     Trait.SYNCHRONOUS_MODE: TraitInfo("postgres", {ON: "Patroni's synchronous_mode on",
                                                    OFF: "Patroni's synchronous_mode off"},
-                                      {ON: "synchronous_mode: true (patronictl edit-config)"}),
+                                      {ON: Setting("synchronous_mode: true (patronictl edit-config)",
+                                                   also=((Trait.REPLICATION, "sync"),))}),
     Trait.FAILSAFE_MODE: TraitInfo("postgres", {ON: "Patroni's failsafe_mode on", OFF: "Patroni's failsafe_mode off"},
-                                   {ON: "failsafe_mode: true (patronictl edit-config)"}),
+                                   {ON: Setting("failsafe_mode: true (patronictl edit-config)")}),
     Trait.WATCHDOG: TraitInfo("postgres", {ON: "a watchdog fencing a stopped Patroni agent",
                                            OFF: "no watchdog fencing a stopped Patroni agent"},
-                              {ON: "watchdog: mode: required in every node's patroni.yml, with a watchdog device"}),
+                              {ON: Setting("watchdog: mode: required in every node's patroni.yml, with a watchdog "
+                                           "device")}),
     Trait.IDLE_IN_TRANSACTION_GUARD: TraitInfo("postgres", {ON: "idle_in_transaction_session_timeout set",
                                                             OFF: "idle_in_transaction_session_timeout 0"}),
     Trait.IDLE_SESSION_GUARD: TraitInfo("postgres", {ON: "idle_session_timeout set", OFF: "idle_session_timeout 0"}),
-    Trait.REDIS_APPENDFSYNC: TraitInfo("redis", _fsync("Redis"), {"always": "appendonly yes, appendfsync always"}),
+    Trait.REDIS_APPENDFSYNC: TraitInfo("redis", _fsync("Redis"),
+                                       {"always": Setting("appendonly yes, appendfsync always")}),
     Trait.REDIS_REPLICAS: TraitInfo("redis", {YES: "Redis with replicas", NO: "Redis without a replica"}),
     Trait.REDIS_SENTINEL: TraitInfo("redis", {YES: "Sentinel watching Redis", NO: "no Sentinel"}),
     Trait.REDIS_MIN_REPLICAS_TO_WRITE: TraitInfo("redis", {ON: "min-replicas-to-write 1 or more",
                                                            OFF: "min-replicas-to-write 0"},
-                                                 {ON: "min-replicas-to-write 1 and min-replicas-max-lag on every "
-                                                      "server"}),
+                                                 {ON: Setting("min-replicas-to-write 1 and min-replicas-max-lag "
+                                                              "on every server")}),
     Trait.REDLOCK_APPENDFSYNC: TraitInfo("redlock", _fsync("Redlock masters"),
-                                         {"always": "appendonly yes, appendfsync always on every master"}),
+                                         {"always": Setting("appendonly yes, appendfsync always on every "
+                                                            "master")}),
     Trait.ETCD_CLUSTER: TraitInfo("etcd", {YES: "an etcd cluster of several members", NO: "a single etcd member"}),
     Trait.ZOOKEEPER_ENSEMBLE: TraitInfo("zookeeper", {YES: "a ZooKeeper ensemble of several servers",
                                                       NO: "a single ZooKeeper server"}),

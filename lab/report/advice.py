@@ -17,7 +17,7 @@ from pathlib import Path
 
 from lab.columns import Column
 from lab.errors import LabError
-from lab.exposure import Answer, Happens, Trait, When, happens, read_trait
+from lab.exposure import Answer, Happens, Setting, Trait, When, happens, read_trait
 from lab.report.common import declaration
 from lab.report.decide import (NEEDS, Comparison, Need, can_serve, compare, cost_sentence, need_title,
                                verdict_paragraph, where_of)
@@ -251,9 +251,11 @@ def _unknown_words(answer: Answer) -> tuple[str, ...]:
 
 def exposures(view: StackView) -> tuple[list[Exposure], list[RuledOut]]:
     """The columns that can happen to the stack: those that can happen to a lock it can run (the control included)
-    whose cell is not n/a by the lock's own declaration; and the columns ruled out, with the condition unmet."""
-    faced = [b for b in view.rows if "@" not in b and b in view.services
-             and view.services[b] <= view.stack.services()]
+    or to the lock in use, whose cell is not n/a by the lock's own declaration; and the columns ruled out, with the
+    condition unmet."""
+    lock = view.stack.lock
+    faced = [b for b in view.rows if b in view.services and (b == lock or "@" not in b
+                                                             and view.services[b] <= view.stack.services())]
     exposed, ruled_out = [], []
     for i, (scenario, column) in enumerate(view.columns):
         answers = [view.answer(b, i) for b in faced
@@ -330,32 +332,42 @@ def _exposed_labels(view: StackView, backend: str, changed: dict[Trait, str] | N
             and outcome_of(view.rows[backend][i].cell) is not Outcome.NOT_APPLICABLE}
 
 
+def _settings_for(trait: Trait) -> list[tuple[Trait, str, Setting]]:
+    """The settings that give this trait a value: its own, and another trait's that sets it too (also)."""
+    found = [(trait, value, setting) for value, setting in trait.info.settable.items()]
+    for other in Trait:
+        found += [(other, value, setting) for value, setting in other.info.settable.items()
+                  if other is not trait and any(t is trait for t, _ in setting.also)]
+    return found
+
+
 def setting_fixes(view: StackView, row: str, failing: list[Failure]) -> list[Fix]:
-    """Each settable trait a failing column depends on, set to each value it may take: a fix when the lock in use
-    then fails nothing it faces and kept at least one fault."""
+    """Each setting of a trait a failing column depends on (lab/exposure.py's Setting): a fix when, with it, the lock
+    in use fails nothing it faces and keeps at least one fault."""
     labels = {f.label for f in failing}
     traits = []
     for i, (_, column) in enumerate(view.columns):
         conditions = view.conditions[i].conditions
         if column.label in labels and conditions:
-            traits += [c.trait for c in conditions if c.trait.info.settable
-                       and c.trait.info.service in view.services.get(row, frozenset())]
+            traits += [c.trait for c in conditions if c.trait.info.service in view.services.get(row, frozenset())]
+    tried = set()
     fixes = []
     before = _exposed_labels(view, row)
-    for trait in dict.fromkeys(traits):
-        now = read_trait(view.stack, trait)
-        for value, how in trait.info.settable.items():
-            if value == now:
-                continue
-            changed = {trait: value}
-            cells = view.masked(row, changed)
-            if any(outcome_of(c.cell) is Outcome.FAILED for c in cells) or \
-                    not any(outcome_of(c.cell) is Outcome.KEPT for c in cells):
-                continue
-            after = _exposed_labels(view, row, changed)
-            fixes.append(Fix(FixKind.SETTING, how, row, trait.value, value, tuple(sorted(before - after)),
-                             tuple(sorted(after - before)),
-                             evidence=f"then `{row}` fails none of the faults the stack is exposed to"))
+    for trait, value, setting in [s for t in dict.fromkeys(traits) for s in _settings_for(t)]:
+        if (trait, value) in tried or read_trait(view.stack, trait) == value:
+            continue
+        tried.add((trait, value))
+        if setting.unless is not None and read_trait(view.stack, setting.unless[0]) == setting.unless[1]:
+            continue
+        changed = {trait: value, **dict(setting.also)}
+        cells = view.masked(row, changed)
+        if any(outcome_of(c.cell) is Outcome.FAILED for c in cells) or \
+                not any(outcome_of(c.cell) is Outcome.KEPT for c in cells):
+            continue
+        after = _exposed_labels(view, row, changed)
+        fixes.append(Fix(FixKind.SETTING, setting.how, row, trait.value, value, tuple(sorted(before - after)),
+                         tuple(sorted(after - before)),
+                         evidence=f"then `{row}` fails none of the faults the stack is exposed to"))
     return fixes
 
 

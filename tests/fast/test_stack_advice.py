@@ -158,6 +158,17 @@ def test_a_setting_that_moves_the_stack_to_a_column_the_lock_kept_is_a_fix(tmp_p
     assert setting["removes"] == ["standby behind (async)"] and setting["adds"] == ["standby behind (sync)"]
 
 
+def test_under_patroni_the_setting_that_makes_replication_synchronous_is_synchronous_mode(tmp_path, capsys):
+    """Patroni rewrites synchronous_standby_names: there the fix is its synchronous_mode, which also makes the
+    replication synchronous, and brings the split brain's synchronous column instead of the asynchronous one."""
+    stack = Stack(postgres=postgres(replication=Replication.ASYNC, ha=patroni(False)), lock="lease_row")
+    status, advice = advise(tmp_path, capsys, stack)
+    settings = [f for f in advice["lock"]["fixes"] if f["kind"] == "setting"]
+    assert status == 1 and [(f["trait"], f["value"]) for f in settings] == [("postgres.ha.synchronous_mode", "on")]
+    assert settings[0]["removes"] == ["split brain", "standby behind (async)"]
+    assert settings[0]["adds"] == ["split brain, synchronous_mode", "standby behind (sync)"]
+
+
 def test_an_async_patroni_cluster_gets_the_split_brain_store_finding_with_synchronous_mode_measured_against_it(
         tmp_path, capsys):
     stack = Stack(postgres=postgres(replication=Replication.ASYNC, ha=patroni(False)), lock="xact")
