@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable
 
-from lab.stack import Appendfsync, Guard, Patroni, Stack, Unknown, Watchdog
+from lab.stack import Guard, Patroni, Stack, Unknown, Watchdog
 
 ON, OFF = "on", "off"  # a setting
 YES, NO = "yes", "no"  # a part the stack has or not

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 import scenarios
 from lab.cli import main
