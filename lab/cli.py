@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--html", action="store_true",
                         help="also write report.html beside REPORT.md: the report and its appendices on one "
                              "self-contained page, each matrix cell opening its trials")
+    report.add_argument("--previous", default=None, metavar="RUN",
+                        help="the previous reference run: a cell whose safety verdict flipped against it is shown as "
+                             "unstable (↯), and the first lines list them")
     report.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
                         help="a table of the outcomes that differ between two runs")
     report.add_argument("--stack", type=Path, metavar="FILE",
@@ -284,7 +287,8 @@ def cmd_report(args, argv) -> int:
 
         return print_advice(Stack.load(args.stack), args.run, args.results, args.json)
     folders = [RunFolder.open(args.results, run) for run in args.run] or [RunFolder.latest(args.results)]
-    path = write_report(folders, args.output or folders[-1].path / "REPORT.md", html=args.html)
+    previous = RunFolder.open(args.results, args.previous) if args.previous else None
+    path = write_report(folders, args.output or folders[-1].path / "REPORT.md", html=args.html, previous=previous)
     page = f" and {path.parent / PAGE}" if args.html else ""
     print(f"wrote {path}{page} from {', '.join(str(f.path) for f in folders)}")
     return 0

@@ -253,6 +253,9 @@ class Scenario(ABC):
     # A trial beyond them starts only once the cell's first ones have finished (later()), and is dropped when they
     # agree or one failed (needed()): a failure found stands, and an agreeing cell is settled.
     extra_trials_when_varied: ClassVar[int] = 0
+    # Whether the lock's connection driver changes what this fault does to it (the idle guards, the detector, a
+    # paused or cut holder): only such a scenario runs the driver axis (--driver) beside the default driver.
+    driver_axis: ClassVar[bool] = False
 
     @classmethod
     def fault_columns(cls) -> FaultColumns | None:
@@ -292,18 +295,23 @@ class Scenario(ABC):
 
     def plan_drivers(self, backend_classes: list[type[Backend]], profile: str,
                      drivers: list[str]) -> list[TrialSpec]:
-        """plan() once per driver: a backend whose lock is on PostgreSQL runs on each driver it can use
-        (n/a with the reason where it cannot); one whose lock is elsewhere has no driver axis and runs once."""
+        """plan() once per driver: on a scenario that declares the driver axis, a backend whose lock is on
+        PostgreSQL and more than one driver runs on each other driver (a row of its own, `session@asyncpg`, n/a
+        with the reason on a driver it has no form on); a lock with one driver, or whose lock is elsewhere, has no
+        driver axis and runs once. A
+        scenario without the axis runs every backend once, on the default driver."""
         specs = []
-        for driver in drivers:
-            on_pg = [c for c in backend_classes if c.lock_service == "postgres"]
-            axis = backend_classes if driver == DEFAULT_DRIVER else on_pg
-            runnable = [c for c in axis if c.driver_skip(driver) is None]
+        other = [d for d in drivers if d != DEFAULT_DRIVER] if self.driver_axis else []
+        if DEFAULT_DRIVER in drivers or not self.driver_axis:
+            specs += self.plan(backend_classes, profile)
+        else:  # locks with no driver axis still run, once
+            specs += self.plan([c for c in backend_classes if c.lock_service != "postgres"], profile)
+        on_axis = [c for c in backend_classes if c.lock_service == "postgres" and len(c.drivers) > 1]
+        for driver in other:
+            runnable = [c for c in on_axis if c.driver_skip(driver) is None]
             specs += [replace(spec, driver=driver) for spec in self.plan(runnable, profile)]
             specs += [TrialSpec(self.name, c.name, "-", 0, skip=c.driver_skip(driver), driver=driver)
-                      for c in axis if c.driver_skip(driver) is not None]
-        if DEFAULT_DRIVER not in drivers:  # locks with no driver axis still run, once
-            specs += self.plan([c for c in backend_classes if c.lock_service != "postgres"], profile)
+                      for c in on_axis if c.driver_skip(driver) is not None]
         return specs
 
     def plan(self, backend_classes: list[type[Backend]], profile: str) -> list[TrialSpec]:

@@ -17,6 +17,7 @@ from scenarios.base import ALONE, Scenario, TrialEnv, judged
 
 class Calibrate(Scenario):
     name = "calibrate"
+    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
     lane = ALONE  # how soon a poller got in, timed: nothing beside it
     summary = "detector check: holder's session killed at 2.00 s, a second session polls every 50 ms"

@@ -38,6 +38,7 @@ PROBE_FRACTIONS = (1 / 3, 5 / 3)
 
 class Cases(Scenario):
     name = "cases"
+    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
     summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"
     requires = frozenset({Capability.SESSION_LOCK})

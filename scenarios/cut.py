@@ -6,6 +6,7 @@ from scenarios._lease_faults import LeaseFaultScenario
 
 class Cut(LeaseFaultScenario):
     name = "cut"
+    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
     fault = "cut"
     summary = "holder's lock connection blackholed through a loopback proxy past the TTL, then restored"

@@ -97,7 +97,7 @@ class NetDrop(Scenario):
                   "variants": ["server_keepalives", "client_keepalives", "client_user_timeout"]},
         # Six at once: a trial sits on kernel keepalive timers for 8-17 s, and with three at once the
         # machine was 20-50% busy while they ran (run 193d).
-        "default": {"trials": 2, "parallel": 6, "server_keepalives": [5, 1, 3], "client_keepalives": [2, 1, 2],
+        "default": {"trials": 3, "parallel": 6, "server_keepalives": [5, 1, 3], "client_keepalives": [2, 1, 2],
                     "user_timeout_ms": 2000, "holder_patience_s": 6.0,
                     "variants": ["server_keepalives", "client_keepalives", "client_user_timeout"]},
         "full": {"trials": 2, "parallel": 12, "server_keepalives": [5, 1, 3], "client_keepalives": [2, 1, 2],

@@ -10,6 +10,7 @@ from scenarios._lease_faults import LeaseFaultScenario
 
 class Pause(LeaseFaultScenario):
     name = "pause"
+    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
     fault = "pause"
     summary = "holder process SIGSTOPped past the TTL at its fault point, then SIGCONTed; a contender tries meanwhile"

@@ -61,7 +61,7 @@ class RedisFailover(LeaseFaultScenario):
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 4},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:

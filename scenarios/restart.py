@@ -45,7 +45,7 @@ class Restart(LeaseFaultScenario):
     params = {
         # parallel: the trials on servers of their own; the others run alone (exclusive)
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 2},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 4},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},
     }
 
     def exclusive(self, spec: TrialSpec, services) -> bool:

@@ -99,5 +99,5 @@ class ServerPause(LeaseFaultScenario):
     )
     params = {  # it stops a server every trial of the run shares: one trial at a time
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 1},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 1},
     }

@@ -73,7 +73,7 @@ class SlowNetwork(LeaseFaultScenario):
     )
     params = {  # each trial starts a PostgreSQL of its own: a few at once on two cores
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 3},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:

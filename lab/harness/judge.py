@@ -401,15 +401,18 @@ def _first_holder(facts: Facts) -> str:
 
 
 def linearizability(ops: list[Op], lease_ttl: float | None) -> list[Finding]:
-    """The bounded Wing-Gong search (lab/harness/linearizable.py) as evidence beside the checkers: is the
-    history a mutex, and, for a lease, a lease behaving as one (a second grant only after the first's TTL)?
-    Evidence only (no kind): the exclusion checker already decides 'lost', from what the holder believed."""
-    runs = [mutex_finding(ops, max_seconds=0.5)]
+    """The bounded Wing-Gong search (lab/harness/linearizable.py): is the history of run-level holds a mutex,
+    each hold ending when its holder stopped believing in it? That is the exclusion checker's question asked
+    Jepsen's way, with indeterminate operations ordered or left out as they may have been, so it decides: a
+    history that is no mutex is a lost lock (Kind.LOST), with the operations that prove it. For a lease, the
+    lease model (a second grant only after the first's TTL) is asked as well, as evidence only: a lease lapsing
+    by design is no finding."""
+    found = [mutex_finding(ops, max_seconds=0.5)]
     if lease_ttl:
         lease = mutex_finding(ops, expires_after=lease_ttl, max_seconds=0.5)
-        runs.append(Finding(f"linearizable (lease, TTL {lease_ttl:g} s)", lease.valid, lease.kind, lease.proof,
-                            lease.detail))
-    return [Finding(f.checker, f.valid, None, f.proof, f.detail) for f in runs]
+        found.append(Finding(f"linearizable (lease, TTL {lease_ttl:g} s)", lease.valid, None, lease.proof,
+                             lease.detail))
+    return found
 
 
 def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool = True,
@@ -429,16 +432,16 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
         findings += [stale_writes(facts, storage_orders), overlapping_writes(facts), false_releases(facts)]
     findings.append(lapsed_writes(facts))
     findings.append(lock)
+    evidence = linearizability(ops, lease_ttl)  # the mutex search decides 'lost' too; the lease model is evidence
     lock_valid = Valid.FALSE if any(f.kind in (Kind.LOST, Kind.OVERLAPPING_WRITES) and f.valid is Valid.FALSE
-                                    for f in findings) else Valid.TRUE
-    kinds = [f.kind for f in findings if f.kind is not None]
+                                    for f in findings + evidence) else Valid.TRUE
+    kinds = [f.kind for f in findings + evidence if f.kind is not None]
     # A lost lock is LOST only when its holder wrote nothing after it to judge: a write it made after the
     # loss decides (accepted stale, refused, rolled back, or ordered behind the newer holder's by the storage).
-    if lock.valid is Valid.FALSE and superseded_writes(facts):
+    if lock_valid is Valid.FALSE and superseded_writes(facts):
         kinds = [k for k in kinds if k is not Kind.LOST]
     if not kinds:
         kinds = [_quiet_kind(facts)]
-    evidence = linearizability(ops, lease_ttl)
     shown = dict(figures or {})
     shown["linearizable"] = {f.checker: f.valid.value for f in evidence}
     if final and len(final) == 1:

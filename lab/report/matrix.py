@@ -18,6 +18,7 @@ from lab.post_role import PostRole
 from lab.report.charge import charged_to_store
 from lab.report.charts import matrix_chart
 from lab.report.common import backend_with_role, md_table, ordered_backends, with_capability
+from lab.report.compare import safety_set
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
 from lab.report.libraries import Library, languages_recorded, library_of
@@ -57,6 +58,7 @@ class Cell:
     unrecorded: int = 0  # ok trials of a run that did not record it
     n: int = 0  # ok trials behind the cell
     bound: float | None = None  # a ✓'s 95 % upper bound of its per-trial failure rate (lab/report/strength.py)
+    unstable: bool = False  # its safety verdict differs from the previous reference's (lab report --previous)
 
     @property
     def strong(self) -> bool:
@@ -103,23 +105,25 @@ def judge(records: list[dict]) -> Cell:
     safety = [safety_of(r) for r in ok]
     exercised = [exercised_of(r) for r in ok]
     yes, no, unrecorded = exercised.count(True), exercised.count(False), exercised.count(None)
-    counted = {"exercised": yes, "not_exercised": no, "unrecorded": unrecorded, "n": len(ok)}
+    def counted(mark: Mark, words: str, bound: float | None = None) -> Cell:
+        return Cell(mark, words, exercised=yes, not_exercised=no, unrecorded=unrecorded, n=len(ok), bound=bound)
+
     if Safety.UNSAFE in safety:
-        return Cell(Mark.FAILED, f"✗ {text}", **counted)  # a failure found stands, whatever else errored
+        return counted(Mark.FAILED, f"✗ {text}")  # a failure found stands, whatever else errored
     if errors:  # the survivors of a partly errored cell are not a result
         reason = next(str(r.get("reason") or "") for r in records if r["status"] == "error")
-        return Cell(Mark.ERROR, f"incomplete: error {errors}/{total} ({reason[:80]}); {text}", **counted)
+        return counted(Mark.ERROR, f"incomplete: error {errors}/{total} ({reason[:80]}); {text}")
     if Safety.UNKNOWN in safety:
-        return Cell(Mark.UNKNOWN, f"? {text}, safety unknown {safety.count(Safety.UNKNOWN)}/{len(ok)}", **counted)
+        return counted(Mark.UNKNOWN, f"? {text}, safety unknown {safety.count(Safety.UNKNOWN)}/{len(ok)}")
     if any(sa is Safety.UNTESTED and _acquired(r) for r, sa in zip(ok, safety)):
-        return Cell(Mark.LOST, f"⚠ {text}", **counted)  # a lost lock; what a write would do is another column's
+        return counted(Mark.LOST, f"⚠ {text}")  # a lost lock; what a write would do is another column's
     if no == len(ok):
-        return Cell(Mark.NOT_EXERCISED, f"{NOT_EXERCISED} {text}", **counted)
+        return counted(Mark.NOT_EXERCISED, f"{NOT_EXERCISED} {text}")
     # The bound counts the trials that took the right away (all of them, for a run that did not record it).
     bound = upper_bound(0, yes if yes else unrecorded)
     if yes == len(ok) or unrecorded == len(ok):  # all unrecorded: kept whole, exercised not claimed
-        return Cell(Mark.KEPT, f"✓ {text} · {bound_text(bound)}", **counted, bound=bound)
-    return Cell(Mark.KEPT, f"✓ {text}, {yes}/{len(ok)} exercised · {bound_text(bound)}", **counted, bound=bound)
+        return counted(Mark.KEPT, f"✓ {text} · {bound_text(bound)}", bound)
+    return counted(Mark.KEPT, f"✓ {text}, {yes}/{len(ok)} exercised · {bound_text(bound)}", bound)
 
 
 def judge_in_column(records: list[dict], control: list[dict], is_control: bool = False) -> Cell:
@@ -206,21 +210,43 @@ def control_of(frame: pd.DataFrame) -> str | None:
     return backend_with_role(frame, PostRole.NO_LOCK)
 
 
+UNSTABLE = "↯"  # a cell whose safety verdict flipped against the previous reference
+
+
 def matrix_rows(run: RunView) -> list[tuple[str, list[MatrixCell]]]:
     """Every row of the matrix in the run's backend order, each cell judged from its trials beside its column's
-    control (judge_in_column)."""
+    control (judge_in_column), and marked unstable where its safety verdict differs from the previous
+    reference's (flipped())."""
     frame, columns = run.frame, columns_run(run)
     control = control_of(frame)
+    before = _previous_cells(run)
     rows = []
     for backend in ordered_backends(frame) if columns else []:
         cells = []
         for (scenario, variant), label in columns:
             records = fault_records(frame, backend, scenario, variant)
             beside = fault_records(frame, control, scenario, variant) if control else []
-            cells.append(MatrixCell(backend, scenario, variant, label, records,
-                                    judge_in_column(records, beside, backend == control)))
+            cell = judge_in_column(records, beside, backend == control)
+            if flipped(records, before.get((scenario, backend, variant), [])):
+                cell = replace(cell, text=f"{cell.text} {UNSTABLE}", unstable=True)
+            cells.append(MatrixCell(backend, scenario, variant, label, records, cell))
         rows.append((backend, cells))
     return rows
+
+
+def _previous_cells(run: RunView) -> dict[tuple[str, str, str], list[dict]]:
+    """The previous reference's records by (scenario, backend, variant); a scenario with no variants counts in each."""
+    out: dict[tuple[str, str, str], list[dict]] = {}
+    for record in run.previous:
+        out.setdefault((record["scenario"], record["backend"], record["variant"]), []).append(record)
+    return out
+
+
+def flipped(records: list[dict], before: list[dict]) -> bool:
+    """Whether a cell's safety verdict differs between two references: both ran it, and the safety of their
+    exercised or failing trials differs (lab/report/compare.py's rule, the one `lab report --compare` lists)."""
+    mine, theirs = safety_set(records), safety_set(before)
+    return bool(mine) and bool(theirs) and mine != theirs
 
 
 # A column no row of a family ran is left out of its table; one that *does not run* here stays, to say so.

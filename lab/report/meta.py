@@ -63,13 +63,16 @@ def section_provenance(run: RunView) -> str | None:
     versions = meta.get("versions", {})
     machine = meta.get("machine", {})
     commit = commit_of(meta)
+    against = f" --previous {run.previous_id}" if run.previous_id else ""
     rows = [[RUN_ROW, run_id], ["command", f"`{meta.get('command', '')}`"],
-            ["re-render with", f"`lab report {run_id.replace(' + ', ' ')} --output REPORT.md`"],
+            ["re-render with", f"`lab report {run_id.replace(' + ', ' ')}{against} --output REPORT.md`"],
             ["profile", meta.get("profile", "")],
             ["started (UTC)", meta.get("started", "")], ["lab commit", commit],
             ["machine", f"{machine.get('cores')} cores, {machine.get('memory_gib')} GiB, {machine.get('platform')}"]]
     for merged in meta.get("merged_with", []):
         rows.append(["merged with", merged])
+    if run.previous_id:
+        rows.append(["previous reference", run.previous_id])
     rows += trial_rows(run.trials, run_id)
     for name, info in sorted(services.items()):
         kind = "embedded" if info.get("embedded") else "external"

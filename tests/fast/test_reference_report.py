@@ -46,11 +46,17 @@ def table(text: str, heading: str) -> list[list[str]]:
     return rows[2:]
 
 
+def previous_reference() -> RunFolder | None:
+    """The previous reference the committed page was compared with (its Provenance names it), or None."""
+    found = re.search(r"^\| previous reference \| (.+?) \|$", REPORT.read_text(), re.M)
+    return RunFolder(ROOT / "results" / found.group(1)) if found else None
+
+
 @functools.cache
 def rendered_reference() -> str:
     """The committed runs rendered whole, once per test session: this module and the scorecard's read it."""
     folders, _ = reference()
-    return render_runs(folders)
+    return render_runs(folders, previous=previous_reference())
 
 
 def test_report_is_reproduced_byte_for_byte():
