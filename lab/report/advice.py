@@ -18,6 +18,7 @@ from pathlib import Path
 from lab.columns import Column
 from lab.errors import LabError
 from lab.exposure import Answer, Happens, Setting, Trait, When, happens, read_trait
+from lab.report.banner import why_not_the_reference
 from lab.report.common import declaration
 from lab.report.decide import (NEEDS, Comparison, Need, can_serve, compare, cost_sentence, need_title,
                                verdict_paragraph, where_of)
@@ -178,6 +179,7 @@ class Advice:
     lock_note: str | None
     store: tuple[StoreAnswer, ...]
     undeclared: int = 0  # columns neither the run nor this lab declared stacks for: taken to happen everywhere
+    not_the_reference: tuple[str, ...] = ()  # why the runs answering are not one clean run (lab/report/banner.py)
 
     @property
     def lock_fails(self) -> bool:
@@ -498,7 +500,7 @@ def advise(run: RunView, stack: Stack) -> Advice:
     undeclared = sum(1 for c in view.conditions if c.declared is Declared.NOWHERE)
     return Advice(run.run_id, stack.to_json(), tuple(stack.unknowns()), tuple(sorted(have)), left_out,
                   tuple(exposed), tuple(ruled_out), tuple(need_answers(view)), lock, note,
-                  tuple(store_answers(view)), undeclared)
+                  tuple(store_answers(view)), undeclared, tuple(why_not_the_reference(run)))
 
 
 __all__ = ["advise", "Advice", "StackView"]

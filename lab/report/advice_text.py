@@ -137,7 +137,11 @@ def _store_lines(found: list[StoreAnswer] | tuple[StoreAnswer, ...]) -> list[str
 
 
 def render(advice: Advice) -> str:
-    lines = [f"The answer for this stack, from run {_runs(advice.run)}.", ""]
+    lines = [f"The answer for this stack, from run {_runs(advice.run)}."]
+    if advice.not_the_reference:
+        lines.append(f"⚑ Not a reference: {'; '.join(advice.not_the_reference)}; its verdicts cannot be traced to one "
+                     "command at one commit.")
+    lines.append("")
     lines += _stack_lines(advice) + [""] + _exposure_lines(advice) + [""] + _need_lines(advice) + [""]
     lines += _lock_lines(advice.lock, advice.lock_note) + [""] + _store_lines(advice.store)
     return "\n".join(lines) + "\n"
