@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from lab.described_enum import DescribedStrEnum
+from lab.exposure import When, conditions_from_json, conditions_to_json
 
 
 class FaultFamily(DescribedStrEnum):
@@ -65,6 +66,26 @@ class Column:
     # synchronous_mode, Redis' appendfsync always), or None: the report sets a store's loss beside the
     # configuration that avoided it by this declaration.
     same_fault_as: str | None = None
+    # The stack traits under which this fault can happen at all (lab/exposure.py): every condition must hold, and
+    # () means every stack. None: not declared (a run recorded before columns declared it); the advice then takes
+    # the lab's own declaration, or, without one, every stack, and says so.
+    happens_when: tuple[When, ...] | None = None
+    # The services its fault can strike, with the same fallback; None: whichever service holds the lock (a holder
+    # paused, a lock server restarted). A lock on none of them is out of its reach, whatever the stack.
+    strikes: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "family": self.family.value, "happens_when": conditions_to_json(self.happens_when)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Column:
+        """A column as meta.json recorded it; a field a run recorded before it existed takes its default (a family:
+        OTHER), and one this lab does not know is left out."""
+        strikes = data.get("strikes")
+        known = {name for name in cls.__dataclass_fields__}
+        return cls(**{**{k: v for k, v in data.items() if k in known}, "family": FaultFamily.read(data.get("family")),
+                      "happens_when": conditions_from_json(data.get("happens_when")),
+                      "strikes": None if strikes is None else tuple(strikes)})
 
 
 @dataclass(frozen=True)
@@ -85,15 +106,12 @@ class FaultColumns:
         return min(c.order for c in self.columns)
 
     def to_json(self) -> dict:
-        return {"title": self.title, "columns": [{**asdict(c), "family": c.family.value} for c in self.columns],
+        return {"title": self.title, "columns": [c.to_json() for c in self.columns],
                 "breaks_leases": self.breaks_leases, "replicated": self.replicated, "control": self.control}
 
     @classmethod
     def from_json(cls, scenario: str, data: dict) -> FaultColumns:
-        columns = tuple(Column(c["variant"], c["label"], c["order"], c["legend"], FaultFamily.read(c.get("family")),
-                               c.get("setting"), c.get("same_fault_as"))
-                        for c in data["columns"])  # a run recorded before families has none: OTHER
-        return cls(scenario, data["title"], columns,
+        return cls(scenario, data["title"], tuple(Column.from_json(c) for c in data["columns"]),
                    bool(data.get("breaks_leases")), bool(data.get("replicated")),
                    data.get("control"))  # a run recorded before controls existed has none
 

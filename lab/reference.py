@@ -28,6 +28,7 @@ from typing import Any
 import backends
 import scenarios
 from lab.capabilities import Capability
+from lab.columns import Column
 from lab.registry import import_entry
 from lab.servers import drivers
 
@@ -180,6 +181,13 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
             *("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows), ""]
 
 
+def _happens_when(column: Column) -> str:
+    """'a transaction-pooling PgBouncer (or alike) in front', 'any stack', or 'not declared'."""
+    if column.happens_when is None:
+        return "not declared"
+    return "; ".join(c.words() for c in column.happens_when) or "any stack"
+
+
 def render() -> str:
     """The whole page, Markdown, ending in one newline."""
     lines = [
@@ -210,11 +218,15 @@ def render() -> str:
                      for name in scenarios.names() for cls in [scenarios.load(name)]])
     lines += ["## Fault columns", "",
               "The columns of the report's matrix, in its order: each is one variant of a scenario, with its",
-              "heading and its legend (what the fault does, and what confirms that it struck).", ""]
+              "heading and its legend (what the fault does, and what confirms that it struck). *Happens when*: the",
+              "stack traits under which its fault can happen at all, each counted for a lock only where that trait's",
+              "service holds its lock, fence or writes; *strikes*: the services it can reach (`lab doctor --advise`",
+              "and `lab report --stack` read both; lab/exposure.py).", ""]
     columns = sorted(((f.scenario, c) for f in scenarios.fault_columns() for c in f.columns),
                      key=lambda found: (found[1].order, found[0]))
-    lines += _table(["scenario", "variant", "label", "legend"],
-                    [[f"`{scenario}`", f"`{c.variant}`", c.label, c.legend] for scenario, c in columns])
+    lines += _table(["scenario", "variant", "label", "legend", "happens when", "strikes"],
+                    [[f"`{scenario}`", f"`{c.variant}`", c.label, c.legend, _happens_when(c),
+                      ", ".join(c.strikes) if c.strikes else "the lock's own services"] for scenario, c in columns])
     lines += ["## Capabilities", "",
               "What a backend may declare (`lab/capabilities.py`); a scenario selects the backends it applies to by",
               "these alone.", ""]

@@ -28,7 +28,7 @@ class Calibrate(Scenario):
         Column("terminate", "lock session killed", 4,
                "pg_terminate_backend on the holder's lock session at 2 s while a second session polls; confirmed"
                " when the server answers true and the session is gone from pg_stat_activity",
-               family=FaultFamily.DETECTOR),
+               family=FaultFamily.DETECTOR, happens_when=(), strikes=("postgres",)),
     )
     params = {
         "quick": {"kill_at": 2.0, "poll": 0.05, "give_up": 3.0, "trials": 5, "parallel": 15},

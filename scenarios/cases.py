@@ -13,6 +13,7 @@ import backends
 from backends.base import Backend, describe_error
 from lab.capabilities import Capability
 from lab.columns import Column, FaultFamily
+from lab.exposure import ON, Trait, when
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
 from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
@@ -47,14 +48,16 @@ class Cases(Scenario):
         Column("idle_in_transaction", "idle in transaction past the timeout", 1,
                "the holder's lock session sits idle in its transaction past idle_in_transaction_session_timeout;"
                " confirmed by the server's log line or the session gone from pg_stat_activity",
-               family=FaultFamily.IDLE_GUARDS, setting="idle_in_transaction_session_timeout"),
+               setting="idle_in_transaction_session_timeout",
+               family=FaultFamily.IDLE_GUARDS, happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres",)),
         Column("query_then_idle_in_transaction", "one more query, then that timeout", 2,
                "the same, after one more query on the lock's session (the naive liveness check); confirmed the "
-               "same way",
-               family=FaultFamily.IDLE_GUARDS, setting="idle_in_transaction_session_timeout"),
+               "same way", setting="idle_in_transaction_session_timeout",
+               family=FaultFamily.IDLE_GUARDS, happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres",)),
         Column("idle_session", "idle_session_timeout", 3,
                "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way",
-               family=FaultFamily.IDLE_GUARDS, setting="idle_session_timeout"),
+               setting="idle_session_timeout",
+               family=FaultFamily.IDLE_GUARDS, happens_when=(when(Trait.IDLE_SESSION_GUARD, ON),), strikes=("postgres",)),
     )
     params = {
         "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},

@@ -17,7 +17,7 @@ class Cut(LeaseFaultScenario):
         Column("blackhole", "lock connection cut past the TTL", 8,
                "a loopback proxy on the lock's connection stops relaying (no RST) for longer than the TTL; "
                "confirmed by the bytes it carried before and none during the cut",
-               family=FaultFamily.NETWORK),
+               family=FaultFamily.NETWORK, happens_when=()),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 12},

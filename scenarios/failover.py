@@ -31,6 +31,7 @@ import backends
 from lab import faults
 from lab.columns import Column, FaultFamily
 from lab.errors import LabError
+from lab.exposure import Trait, when
 from lab.harness.holder import HolderProcess
 from lab.harness.promotion import PromotionProbe, create_probe_table
 from lab.harness.verdict import Verdict
@@ -70,14 +71,14 @@ class Failover(LeaseFaultScenario):
         Column("async", "PostgreSQL failed over (async)", 11,
                "the primary crashes (immediate shutdown) and its asynchronous standby is promoted; confirmed by "
                "the old process gone and the new primary out of recovery on a later timeline",
-               family=FaultFamily.FAILOVER),
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "async"),), strikes=("postgres",)),
         Column("async_lagging", "failed over, standby behind (async)", 12,
                "the same failover with the standby's replay paused, so it is behind when promoted; confirmed the"
                " same way, with the lag recorded",
-               family=FaultFamily.FAILOVER),
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "async"),), strikes=("postgres",)),
         Column("sync_lagging", "failed over, standby behind (sync)", 13,
-               "the same with a synchronous standby whose replay is paused; confirmed the same way",
-               family=FaultFamily.FAILOVER, same_fault_as="async_lagging"),
+               "the same with a synchronous standby whose replay is paused; confirmed the same way", same_fault_as="async_lagging",
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "sync"),), strikes=("postgres",)),
     )
     params = {  # trials: events per variant, each serving every backend
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},

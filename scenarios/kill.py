@@ -28,7 +28,7 @@ class Kill(Scenario):
         Column("after_delete", "write session killed mid-write", 6,
                "pg_terminate_backend on the holder's write session after its DELETE, before its INSERT; "
                "confirmed as the lock session's kill is",
-               family=FaultFamily.KILL_POINTS),
+               family=FaultFamily.KILL_POINTS, happens_when=(), strikes=("postgres",)),
     )
     params = {
         "quick": {"trials": 1, "parallel": 8, "wait_for_run2_s": 5.0, "work_s": 0.2},

@@ -239,7 +239,7 @@ class Killpoints(Scenario):
         Column("search", "kill points searched by hypothesis", 25,
                "hypothesis searches schedules of kills and cuts at the write's named points for one that breaks "
                "the company; each kill confirmed as the lock session's is",
-               family=FaultFamily.KILL_POINTS),
+               family=FaultFamily.KILL_POINTS, happens_when=()),
     )
     params = {
         "quick": {"examples": 15, "shrink_s": 15.0, "ttl_s": 0.5, "trials": 1, "parallel": 2},

@@ -89,7 +89,7 @@ class NetDrop(Scenario):
                "the lock connection's packets dropped in a private network namespace (no FIN, no RST) while the "
                "server's keepalives are tuned short; confirmed by the dropped port being the lock session's and "
                "the server ending it",
-               family=FaultFamily.NETWORK),
+               family=FaultFamily.NETWORK, happens_when=(), strikes=("postgres",)),
     )
     params = {
         "quick": {"trials": 1, "parallel": 3, "server_keepalives": [2, 1, 2], "client_keepalives": [1, 1, 2],

@@ -26,7 +26,7 @@ class Overlap(Scenario):
     columns = (
         Column("two_runs", "two runs at once", 5,
                "two runs rebuild the same companies at the same time; no fault, the contention itself",
-               family=FaultFamily.TWO_RUNS),
+               family=FaultFamily.TWO_RUNS, happens_when=()),
     )
     params = {
         "quick": {"hold_s": 0.3, "trials": 1, "parallel": 8},

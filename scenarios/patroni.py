@@ -58,6 +58,8 @@ from sqlalchemy.engine import URL
 
 import backends
 from lab.columns import Column, FaultFamily
+from lab.errors import LabError
+from lab.exposure import OFF, ON, Trait, when
 from lab.errors import Interrupted, LabError
 from lab.faults import load as load_fault
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
@@ -87,6 +89,13 @@ ROUTE_WITHIN_S = 15.0  # after a promotion, until the health-checked route leads
 REPLAYED_WITHIN_S = 30.0  # on the user's cluster, before the fault: until its standbys have replayed the grant
 
 ASYNC, SYNC, FAILSAFE = PatroniSettings(), PatroniSettings(synchronous_mode=True), PatroniSettings(failsafe_mode=True)
+
+# The stacks each column's fault can happen to (lab/exposure.py): Patroni with a standby to fail over to. A split
+# brain needs a primary whose postgres runs on while its agent is stopped, which a watchdog would prevent; without
+# synchronous_mode its commits wait for nobody.
+UNDER_PATRONI = (when(Trait.HA_MANAGER, "patroni"), when(Trait.REPLICATION, "async", "sync"))
+SPLIT_BRAIN = UNDER_PATRONI + (when(Trait.WATCHDOG, OFF),)
+ASYNC_SPLIT_BRAIN = SPLIT_BRAIN + (when(Trait.SYNCHRONOUS_MODE, OFF), when(Trait.REPLICATION, "async"))
 
 
 class Patroni(LeaseFaultScenario):
@@ -123,34 +132,34 @@ class Patroni(LeaseFaultScenario):
         Column("crash", "Patroni: the primary's postgres crashed", 13.1,
                "the primary's postmaster killed (SIGKILL); confirmed by its pid gone and a primary again, restarted "
                "in place by its agent or failed over (recorded), in Patroni's REST view and by pg_is_in_recovery()",
-               family=FaultFamily.MANAGED_FAILOVER),
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI, strikes=("postgres",)),
         Column("agent_paused", "Patroni: the primary's agent paused (split brain)", 13.2,
                "the primary's Patroni agent SIGSTOPped past the ttl while its postgres runs; confirmed by state T and "
                "the replica promoted (Patroni's view from it, out of recovery on a later timeline) beside the old "
                "primary; SIGCONT after the holder's write, then the old primary is demoted and rewound (or your pause=CMD "
                "and heal=CMD on your cluster)",
-               family=FaultFamily.MANAGED_FAILOVER),
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "none"),), strikes=("postgres",)),
         Column("agent_paused_routed", "the same, clients routed by GET /primary", 13.3,
                "the same split brain with every client behind a proxy that routes new connections by each node's "
-               "REST health check (GET /primary), as HAProxy does; confirmed the same way",
-               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="agent_paused"),
+               "REST health check (GET /primary), as HAProxy does; confirmed the same way", same_fault_as="agent_paused",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "session", "transaction"),), strikes=("postgres",)),
         Column("agent_paused_sync", "the same under synchronous_mode", 13.4,
                "the same split brain with Patroni's synchronous_mode: the old primary's commits wait for its "
-               "synchronous standby, now a primary; confirmed the same way",
-               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="agent_paused"),
+               "synchronous standby, now a primary; confirmed the same way", same_fault_as="agent_paused",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=SPLIT_BRAIN + (when(Trait.SYNCHRONOUS_MODE, ON),), strikes=("postgres",)),
         Column("dcs_cut", "Patroni: the primary cut from etcd", 13.5,
                "the primary's agent cut from the DCS (its etcd link blackholed), failsafe_mode off; confirmed by the "
                "link relaying nothing and the agent's dcs_last_seen standing still; what Patroni did is recorded "
                "(here: the old primary demoted itself, then the replica was promoted); or your partition=CMD and heal=CMD",
-               family=FaultFamily.MANAGED_FAILOVER),
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, OFF),), strikes=("postgres",)),
         Column("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
                "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
-               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)",
-               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="dcs_cut"),
+               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)", same_fault_as="dcs_cut",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, ON),), strikes=("postgres",)),
         Column("switchover", "Patroni: a planned switchover", 13.7,
                "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
                "leader and its postgres out of recovery on a later timeline (or your failover=CMD)",
-               family=FaultFamily.MANAGED_FAILOVER),
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI, strikes=("postgres",)),
     )
     params = {  # trials: events per variant, each serving every backend
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},

@@ -21,7 +21,7 @@ class Pause(LeaseFaultScenario):
         Column("sigstop", "holder paused past the TTL", 7,
                "the holder's whole process SIGSTOPped for longer than the TTL, then SIGCONTed; confirmed by its "
                "process state T (stopped)",
-               family=FaultFamily.PAUSES),
+               family=FaultFamily.PAUSES, happens_when=()),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 12},

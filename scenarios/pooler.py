@@ -20,6 +20,7 @@ from typing import ClassVar
 import backends
 from lab.columns import Column, FaultFamily
 from lab.errors import LabError
+from lab.exposure import Trait, when
 from lab.harness import ops
 from lab.harness.history import History
 from lab.harness.job import run_job
@@ -53,11 +54,11 @@ class Pooler(Scenario):
         Column("session_mode", "through PgBouncer, session pooling", 23,
                "the run's sessions go through the lab's own PgBouncer in session pooling, and the holder's lock "
                "session is killed behind it; confirmed by the server session PgBouncer had paired it with",
-               family=FaultFamily.POOLERS),
+               family=FaultFamily.POOLERS, happens_when=(when(Trait.POOLER, "session"),), strikes=("postgres",)),
         Column("transaction_mode", "through PgBouncer, transaction pooling", 24,
                "the same in transaction pooling, where consecutive transactions may land on different server "
                "sessions; confirmed the same way",
-               family=FaultFamily.POOLERS),
+               family=FaultFamily.POOLERS, happens_when=(when(Trait.POOLER, "transaction"),), strikes=("postgres",)),
     )
     params = {
         "quick": {"hold_s": 1.0, "trials": 1, "parallel": 6},

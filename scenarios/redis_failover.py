@@ -25,6 +25,7 @@ from pathlib import Path
 from lab import faults
 from lab.capabilities import Capability
 from lab.columns import Column, FaultFamily
+from lab.exposure import YES, Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redis_failover import RedisFailover as RedisFailoverFault
 from lab.harness.holder import HolderProcess
@@ -48,15 +49,15 @@ class RedisFailover(LeaseFaultScenario):
         Column("caught_up", "Redis failed over, replica caught up", 14,
                "the primary cut off and its replica promoted with REPLICAOF NO ONE once it has the lock key; "
                "confirmed by the replica answering as a primary",
-               family=FaultFamily.FAILOVER),
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
         Column("behind", "Redis failed over, replica behind", 15,
                "the same with the replica held behind, so the lock key never reached it; confirmed the same way,"
                " with the keys the new primary lacks",
-               family=FaultFamily.FAILOVER),
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
         Column("behind_wait", "Redis failed over, replica behind, WAIT 1", 16,
                "the same with a lock that takes a grant only once a replica has it (WAIT 1); confirmed the same "
-               "way",
-               family=FaultFamily.FAILOVER, same_fault_as="behind"),
+               "way", same_fault_as="behind",
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},

@@ -42,6 +42,7 @@ from pathlib import Path
 import backends
 from lab import faults
 from lab.columns import Column, FaultFamily
+from lab.exposure import OFF, ON, YES, Trait, when
 from lab.errors import Interrupted
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
@@ -61,6 +62,11 @@ from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_ev
 MIN_REPLICAS = "_min1"
 
 
+# The stacks each column's fault can happen to (lab/exposure.py): a Redis that Sentinel watches; the min1 columns are
+# the same faults where the servers refuse writes without a replica (min-replicas-to-write).
+WATCHED_BY_SENTINEL, ON_REDIS = (when(Trait.REDIS_SENTINEL, YES),), ("redis",)
+
+
 class Sentinel(LeaseFaultScenario):
     name = "sentinel"
     lane = OWN_SERVERS  # each event's servers are its own, a PostgreSQL for its writes included
@@ -76,21 +82,21 @@ class Sentinel(LeaseFaultScenario):
                "the primary SIGSTOPped past down-after-milliseconds until three Sentinels (quorum 2) fail over to "
                "its replica, then SIGCONTed (or your pause=CMD and heal=CMD); confirmed by +switch-master, a "
                "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end",
-               family=FaultFamily.MANAGED_FAILOVER),
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),), strikes=ON_REDIS),
         Column("primary_paused_min1", "Redis primary paused, Sentinel failed over, min-replicas-to-write 1", 16.2,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way",
-               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="primary_paused"),
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_paused",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),), strikes=ON_REDIS),
         Column("primary_cut", "Redis primary cut from the Sentinels and its replica (stale master)", 16.3,
                "the primary cut from the Sentinels and its replica but not from its clients until Sentinel fails "
                "over and the contender has tried, then healed (or your partition=CMD and heal=CMD); confirmed the "
                "same way, with the old primary still answering ROLE master",
-               family=FaultFamily.MANAGED_FAILOVER),
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),), strikes=ON_REDIS),
         Column("primary_cut_min1", "Redis primary cut off (stale master), min-replicas-to-write 1", 16.4,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way",
-               family=FaultFamily.MANAGED_FAILOVER, same_fault_as="primary_cut"),
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_cut",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),), strikes=ON_REDIS),
         Column("forced", "Redis failover forced through Sentinel", 16.5,
                "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way",
-               family=FaultFamily.MANAGED_FAILOVER),
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL, strikes=ON_REDIS),
     )
     fault = SentinelPause
     faults = {"primary_paused": SentinelPause, "primary_paused_min1": SentinelPause,

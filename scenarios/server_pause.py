@@ -95,7 +95,7 @@ class ServerPause(LeaseFaultScenario):
         Column("sigstop", "lock server paused past the TTL", 10.5,
                "the server that holds the lease (Redis, etcd, ZooKeeper) SIGSTOPped for longer than the TTL, then "
                "SIGCONTed; confirmed by every server process in state T (stopped)",
-               family=FaultFamily.PAUSES),
+               family=FaultFamily.PAUSES, happens_when=()),
     )
     params = {  # it stops a server every trial of the run shares: one trial at a time
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},

@@ -60,16 +60,16 @@ class SlowNetwork(LeaseFaultScenario):
                "every packet of the holder's lock connection held TTL/6 each way in a private network namespace "
                "(iptables NFQUEUE) past the TTL; confirmed by the lock's traffic counted through the slowed port "
                "and a probe's round trip under the same rule measured against TTL/3",
-               family=FaultFamily.NETWORK),
+               family=FaultFamily.NETWORK, happens_when=()),
         Column("rtt_ttl", "lock connection slowed: round trip +TTL", 8.4,
                "the same with each packet held TTL/2 each way, so a renewal's round trip takes a TTL more; confirmed "
                "the same way against a TTL",
-               family=FaultFamily.NETWORK),
+               family=FaultFamily.NETWORK, happens_when=()),
         Column("loss_30", "lock connection losing 30 % of its packets", 8.6,
                "each packet of the holder's lock connection dropped with probability 0.3, each way, on the input "
                "hook of a private network namespace past the TTL; confirmed by the lock's traffic counted through "
                "the port and the drop rule's counters on a probe against 30 %",
-               family=FaultFamily.NETWORK),
+               family=FaultFamily.NETWORK, happens_when=()),
     )
     params = {  # each trial starts a PostgreSQL of its own: a few at once on two cores
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},

@@ -7,9 +7,11 @@ a scenario wins over the installed one, as its trials do.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from enum import Enum
 
 from lab.columns import Column, FaultColumns, from_meta
+from lab.exposure import When
 from lab.post_role import PostRole
 
 _installed: dict[str, FaultColumns] = {}
@@ -59,6 +61,36 @@ def control_of(meta: dict, scenario: str) -> str | None:
         return recorded["control"]
     installed = _installed.get(scenario)
     return installed.control if installed is not None else None
+
+
+class Declared(str, Enum):
+    """Where the stacks a column's fault can happen to were declared."""
+
+    RUN = "by the run"
+    LAB = "by this lab (the run recorded none)"
+    NOWHERE = "nowhere: taken to happen to every stack"
+
+
+@dataclass(frozen=True)
+class Happening:
+    """Where a column's fault can happen (lab/exposure.py), and who declared it."""
+
+    conditions: tuple[When, ...] | None  # None: every stack
+    strikes: tuple[str, ...] | None
+    declared: Declared
+    same_fault_as: str | None = None  # from the same declaration (a run that recorded no stacks recorded no sibling)
+
+
+def conditions_of(scenario: str, column: Column) -> Happening:
+    """The stacks a column's fault can happen to and the services it strikes: as its run declared them; for a run
+    recorded before columns declared them, as this lab declares the same column; else every stack, said so."""
+    if column.happens_when is not None:
+        return Happening(column.happens_when, column.strikes, Declared.RUN, column.same_fault_as)
+    installed = _installed.get(scenario)
+    same = next((c for c in installed.columns if c.variant == column.variant), None) if installed else None
+    if same is not None and same.happens_when is not None:
+        return Happening(same.happens_when, same.strikes, Declared.LAB, column.same_fault_as or same.same_fault_as)
+    return Happening(None, None, Declared.NOWHERE, column.same_fault_as)
 
 
 def install_roles(roles: dict[str, str]) -> None:

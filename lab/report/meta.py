@@ -40,6 +40,22 @@ def commit_of(meta: dict) -> str:
     return (meta.get("git_commit") or "unknown") + state
 
 
+RUN_ROW, PROVENANCE = "run", "## Provenance"
+
+
+def provenance_runs(report: str) -> list[str] | None:
+    """The run ids a REPORT.md renders, from the *run* row of its Provenance table (section_provenance writes it,
+    ' + ' between merged runs); None when the text has no such row."""
+    _, found, rest = report.partition(f"\n{PROVENANCE}\n")
+    for line in rest.splitlines() if found else []:
+        if line.startswith("## "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if line.startswith("|") and len(cells) == 2 and cells[0] == RUN_ROW:
+            return cells[1].split(" + ")
+    return None
+
+
 @section(220)
 def section_provenance(run: RunView) -> str | None:
     meta, run_id = run.meta, run.run_id
@@ -48,7 +64,7 @@ def section_provenance(run: RunView) -> str | None:
     machine = meta.get("machine", {})
     commit = commit_of(meta)
     against = f" --previous {run.previous_id}" if run.previous_id else ""
-    rows = [["run", run_id], ["command", f"`{meta.get('command', '')}`"],
+    rows = [[RUN_ROW, run_id], ["command", f"`{meta.get('command', '')}`"],
             ["re-render with", f"`lab report {run_id.replace(' + ', ' ')}{against} --output REPORT.md`"],
             ["profile", meta.get("profile", "")],
             ["started (UTC)", meta.get("started", "")], ["lab commit", commit],
@@ -71,7 +87,7 @@ def section_provenance(run: RunView) -> str | None:
     rows += capacity_rows(meta)
     rows += bound_rows(meta)
     rows += [[f"package: {name}", str(version)] for name, version in sorted(versions.items())]
-    return "\n".join(["## Provenance", "", md_table(["what", "value"], rows), ""])
+    return "\n".join([PROVENANCE, "", md_table(["what", "value"], rows), ""])
 
 
 def trial_rows(trials: list[dict], run_id: str) -> list[list[str]]:
