@@ -71,12 +71,13 @@ class ScenarioProgress:
         self.tick()
 
     def drop(self, trials: int) -> None:
-        """Trials planned but no longer needed (their figures were precise enough): out of the total."""
+        """Trials planned but no longer needed (their figures precise enough, or their cells settled by the
+        sequential rule): out of the total."""
         if trials:
             self.total -= trials
             self.progress.update(self.task, total=self.total)
             if self.plain:
-                self._line(f"{self.name}: precise enough; {trials} planned trials not needed")
+                self._line(f"{self.name}: settled; {trials} planned trials not needed")
 
     def tick(self) -> None:
         """Called often while the scenario runs: the time left, and a heartbeat line when the last is 30 s old."""

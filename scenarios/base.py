@@ -405,9 +405,11 @@ class Scenario(ABC):
         the figures it would repeat are precise enough (lab/harness/precision.py). By default every trial of the
         profile's count runs, and one of the sequential rule's extra trials only while its cell is unsettled
         (settled()); a scenario whose repetitions are trials of their own (the cost table) overrides it."""
-        if spec.index < self.floor_trials(profile, spec.variant):
+        floor = self.floor_trials(profile, spec.variant)
+        if spec.index < floor:
             return True
-        return not settled(cell_records(spec, done))
+        records = cell_records(spec, done)
+        return len(records) < floor or not settled(records)  # undecided until the cell's first trials are in
 
     def floor_trials(self, profile: str, variant: str) -> int:
         """The trials every cell of a variant runs before the sequential rule may add more."""

@@ -48,6 +48,14 @@ def test_another_cells_records_do_not_decide_this_one():
     assert not Pause().needed("default", spec(3), done)
 
 
+def test_an_extra_trial_is_kept_while_its_cells_first_trials_are_not_all_in():
+    """Dropped only once the cell's first trials settle it: with none or some of them finished, it is still needed."""
+    scenario = Pause()
+    assert scenario.needed("default", spec(3), [])
+    assert scenario.needed("default", spec(3), [record(0, "held", False), record(1, "held", False)])
+    assert not scenario.needed("default", spec(3), [record(i, "held", False) for i in range(3)])
+
+
 def test_an_extra_trial_waits_until_its_cells_first_trials_finished():
     scenario = Pause()
     assert scenario.later("default", spec(3), finished=2)
