@@ -100,12 +100,12 @@ def judge(records: list[dict]) -> Cell:
     if not ok:
         skipped = [r for r in records if r["status"] == "skipped"]
         kinds = {skip_of(r) for r in skipped}
+        if SkipKind.NOT_APPLICABLE in kinds:
+            return Cell(Mark.NOT_APPLICABLE, "n/a")  # the fault cannot reach it, whatever else kept it from running
         if kinds == {SkipKind.DOES_NOT_RUN}:
             return Cell(Mark.DOES_NOT_RUN, "does not run")  # the library cannot work here; reason in Every outcome
-        if SkipKind.NOT_RUN in kinds or SkipKind.DOES_NOT_RUN in kinds:
+        if kinds:
             return Cell(Mark.NOT_RUN, "not run")  # the fault reaches it, the lab could not run it: unknown
-        if skipped:
-            return Cell(Mark.NOT_APPLICABLE, "n/a")
         return Cell(Mark.ERROR, f"error {len(records)}/{len(records)}")
     total = len([r for r in records if r["status"] != "skipped"])
     counts = Counter(_verdict_word(r) for r in ok)
