@@ -15,17 +15,20 @@ import time
 import psutil
 
 from lab.columns import Column, FaultFamily
-from lab.faults.base import Fault, FaultNotConfirmed, Target
+from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
+from lab.faults.own_server import OwnLockServer
 from lab.harness.outcomes import NotRun
 from lab.servers.abilities import Pausable, RedlockMasters
 from scenarios._lease_faults import LeaseFaultScenario
 
 
-class ServerPauseFault(Fault):
+class ServerPauseFault(OwnLockServer, Fault):
     """SIGSTOP every process of the lock's server; confirmed by each one's state T (stopped).
 
     It strikes one lock server the lab started (Pausable: the lab knows its pids) that is not the run's
-    PostgreSQL, which also takes the writes; independent masters (Redlock's) are not one server."""
+    PostgreSQL, which also takes the writes; independent masters (Redlock's) are not one server. Where the lab
+    started the run's Redis, etcd or ZooKeeper, the trial's lock is on a server of its own (lab/faults/own_server.py),
+    so the pause reaches no other trial, a shared fault event's subjects in another lane included."""
 
     name = "server_pause"
     label = "lock server paused past the TTL"
@@ -33,7 +36,17 @@ class ServerPauseFault(Fault):
     no_server = "pausing a lock server needs one the lab started; it never stops yours"
 
     def __init__(self) -> None:
+        super().__init__()
         self.stopped: list[int] = []
+
+    def prepare(self, services, backend_cls) -> None:
+        self.start_own(services, backend_cls)
+
+    def route(self, services, backend_cls) -> Route:
+        return self.own_route(services, backend_cls)
+
+    def close(self) -> None:
+        self.stop_own()
 
     def applies_to(self, backend_cls) -> str | None:
         if backend_cls.lock_service == "postgres":
@@ -50,7 +63,7 @@ class ServerPauseFault(Fault):
         return reason
 
     def inject(self, target: Target) -> None:
-        server = target.services.embedded[target.backend_cls.lock_service]
+        server = self.lab_server(target.services, target.backend_cls.lock_service)
         for pid in server.pids:
             psutil.Process(pid).send_signal(signal.SIGSTOP)
             self.stopped.append(pid)
@@ -97,7 +110,7 @@ class ServerPause(LeaseFaultScenario):
                "SIGCONTed; confirmed by every server process in state T (stopped)",
                family=FaultFamily.PAUSES, happens_when=()),
     )
-    params = {  # it stops a server every trial of the run shares: one trial at a time
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 1},
+    params = {  # each trial stops a server of its own (lab/faults/own_server.py): several at once
+        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},
     }

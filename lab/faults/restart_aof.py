@@ -16,6 +16,7 @@ import time
 from lab.faults.base import FaultNotConfirmed, Target
 from lab.faults.restart import Restart
 from lab.servers.clients import redis_client
+from lab.servers.embedded import EmbeddedRedis
 from lab.servers.services import Services
 
 
@@ -42,7 +43,7 @@ class RestartWithAof(Restart):
 
     def prepare(self, services: Services, backend_cls) -> None:
         super().prepare(services, backend_cls)  # the trial's own Redis, when the lab started the run's
-        if self._own is not None:
+        if isinstance(self._own, EmbeddedRedis):
             self._server, self._url = self._own, self._own.url
         else:
             self._server, self._url = services.embedded["redis"], services.redis()

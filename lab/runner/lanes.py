@@ -13,19 +13,36 @@ from typing import Callable
 from scenarios.base import ALONE, OWN_SERVERS, Scenario
 
 LANE_WIND_DOWN_S = 30.0  # after a stop, how long the other lanes' trials get to see it and clean up
+# Scenarios on servers of each trial's (or event's) own share no server with one another, so they run in this many
+# lanes side by side; a machine of 2 cores spends most of their time waiting on timers and promotions.
+OWN_SERVER_LANES = 2
 JOIN_POLL_S = 0.2  # a short join keeps the main thread responsive to Ctrl-C
 
 Lane = list[Scenario]
 
 
-def schedule(chosen: list[Scenario]) -> list[list[Lane]]:
+def schedule(chosen: list[Scenario], estimates: dict[str, float] | None = None) -> list[list[Lane]]:
     """Phases of lanes, by each scenario's declared lane: first the run's-server scenarios one after another
-    beside those on servers of their own, then each ALONE scenario by itself. Plan order within a lane."""
+    beside those on servers of their own, then each ALONE scenario by itself. The own-server scenarios are dealt
+    into OWN_SERVER_LANES lanes, the longest by its estimate first into the lane with the least so far (in plan
+    order without estimates); plan order within a lane."""
     shared = [s for s in chosen if s.lane not in (OWN_SERVERS, ALONE)]
     own = [s for s in chosen if s.lane == OWN_SERVERS]
-    phases = [[lane for lane in (shared, own) if lane]]
+    phases = [[lane for lane in (shared, *_deal(own, estimates or {})) if lane]]
     phases += [[[s]] for s in chosen if s.lane == ALONE]
     return [phase for phase in phases if phase]
+
+
+def _deal(scenarios: list[Scenario], estimates: dict[str, float]) -> list[Lane]:
+    """The scenarios in OWN_SERVER_LANES lanes, each lane's total estimate as even as a greedy deal makes it."""
+    lanes: list[Lane] = [[] for _ in range(OWN_SERVER_LANES)]
+    loads = [0.0] * OWN_SERVER_LANES
+    for scenario in sorted(scenarios, key=lambda s: -estimates.get(s.name, 0.0)):  # stable: plan order among equals
+        lightest = min(range(OWN_SERVER_LANES), key=lambda i: (loads[i], len(lanes[i]), i))
+        lanes[lightest].append(scenario)
+        loads[lightest] += estimates.get(scenario.name, 0.0)
+    order = {s.name: i for i, s in enumerate(scenarios)}
+    return [sorted(lane, key=lambda s: order[s.name]) for lane in lanes]
 
 
 def composed(phases: list[list[Lane]], seconds: dict[str, float]) -> float:

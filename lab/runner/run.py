@@ -108,7 +108,7 @@ class Runner:
                 ctx = RunContext(profile=self.request.profile, plan=plan, services=services, monitor=monitor,
                                  writes=writes, folder=folder, progress=progress, sampler=sampler, stop=self.stop,
                                  waves=self.waves)
-                phases = schedule(plan.scenarios)
+                phases = schedule(plan.scenarios, _estimates(ctx))
                 started, host = time.monotonic(), host_cpu.Window()
                 for phase in phases:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
@@ -120,6 +120,18 @@ class Runner:
                 drop_schema(monitor)
             monitor.dispose()
             writes.dispose()
+
+
+def _estimates(ctx: RunContext) -> dict[str, float]:
+    """Each scenario's own guess of its seconds from its profile and its runnable trials (or events), for dealing the
+    own-server scenarios into lanes of about equal length."""
+    out = {}
+    for scenario in ctx.plan.scenarios:
+        runnable = [spec for spec in ctx.plan.pending[scenario.name] if spec.skip is None]
+        units = Units.of(ctx, scenario, runnable)
+        out[scenario.name] = scenario.estimate_seconds(ctx.profile, len(units.costs), scenario.parallelism(ctx.profile),
+                                                       sum(units.alone))
+    return out
 
 
 @dataclass(frozen=True)

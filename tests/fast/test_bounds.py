@@ -117,6 +117,15 @@ def test_the_runs_bound_puts_the_shared_and_own_server_lanes_side_by_side_and_th
     assert composed(schedule(chosen), {"d": 3.0}) == 3.0  # a scenario not run counts nothing
 
 
+def test_scenarios_on_servers_of_their_own_run_in_two_lanes_beside_the_shared_one():
+    chosen = [Laned("a", SHARED), Laned("c", OWN_SERVERS), Laned("f", OWN_SERVERS), Laned("g", OWN_SERVERS)]
+    assert [[s.name for s in lane] for lane in schedule(chosen)[0]] == [["a"], ["c", "g"], ["f"]]
+    assert composed(schedule(chosen), {"a": 5.0, "c": 10.0, "f": 12.0, "g": 10.0}) == 20.0  # c + g outlast f and a
+    # By their estimates, the longest first into the lighter lane: f (30) alone, c and g (10 + 12) beside it.
+    dealt = schedule(chosen, {"c": 10.0, "f": 30.0, "g": 12.0})[0]
+    assert [[s.name for s in lane] for lane in dealt] == [["a"], ["f"], ["c", "g"]]
+
+
 def test_the_end_line_says_wall_over_bound():
     out = io.StringIO()
     console = Console(file=out, force_terminal=False, width=200)
