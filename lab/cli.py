@@ -37,6 +37,8 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
                                                "(env LAB_REDLOCK_URLS; default: three embedded)")
     parser.add_argument("--zk-hosts", help="use this ZooKeeper (host:port[,host:port...]) instead of the embedded "
                                            "one (env LAB_ZK_HOSTS)")
+    parser.add_argument("--mariadb-url", help="use this MariaDB (mysql://user:password@host:port/) instead of the "
+                                              "embedded one (env LAB_MARIADB_URL)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,7 +165,7 @@ def cmd_run(args, argv) -> int:
     from lab.runner import Runner, RunRequest
 
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
-                                                    args.redlock_urls, args.zk_hosts)
+                                                    args.redlock_urls, args.zk_hosts, args.mariadb_url)
     request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
                          external=external, argv=argv, resume=args.resume,
                          fault_commands=parse_fault_commands(args.fault_command))
@@ -275,7 +277,7 @@ def cmd_replay(args, argv) -> int:
     from lab.replay import replay
 
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
-                                                    args.redlock_urls, args.zk_hosts)
+                                                    args.redlock_urls, args.zk_hosts, args.mariadb_url)
     return replay(args.results, args.run, args.trial, external, tries=max(1, args.tries), png=args.png)
 
 
@@ -338,7 +340,7 @@ def cmd_services(args, argv) -> int:
         addresses = services.to_addresses()
         values = {"postgres": addresses["pg_dsn"], "redis": addresses["redis_url"],
                   "etcd": addresses["etcd_endpoint"], "redlock": ",".join(addresses["redlock_urls"]),
-                  "zookeeper": addresses["zk_hosts"]}
+                  "zookeeper": addresses["zk_hosts"], "mariadb": addresses["mariadb_url"]}
         for name in SERVICE_NAMES:
             if values[name] is not None:
                 print(f"  export {ENV_VARS[name]}='{values[name]}'")

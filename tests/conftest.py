@@ -34,13 +34,13 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def services():
-    """Real PostgreSQL, Redis (one, and three Redlock masters), etcd and, where Debian's package is installed,
-    ZooKeeper on loopback, stopped (and their temp dir removed) at the end. Without the package ZooKeeper is
-    not started and services.unavailable says why (a test that needs it skips with that line)."""
+    """Real PostgreSQL, Redis (one, and three Redlock masters), etcd and, where Debian's packages are installed,
+    ZooKeeper and MariaDB on loopback, stopped (and their temp dir removed) at the end. Without a package its server
+    is not started and services.unavailable says why (a test that needs it skips with that line)."""
     from lab.servers.services import start_services
 
     global _session_services
-    with start_services(["postgres", "redis", "etcd", "redlock", "zookeeper"]) as running:
+    with start_services(["postgres", "redis", "etcd", "redlock", "zookeeper", "mariadb"]) as running:
         _session_services = running
         try:
             yield running
