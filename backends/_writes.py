@@ -49,7 +49,17 @@ def commit_unknown(exc: BaseException) -> bool:
     if not isinstance(exc, (OperationalError, InterfaceError)):
         return False
     code = sqlstate(exc)
+    if code is None and _sent_by_mariadb(exc):
+        return False
     return code is None or code.startswith(_SESSION_ENDED)
+
+
+def _sent_by_mariadb(exc: BaseException) -> bool:
+    """Whether a PyMySQL error is one the MariaDB server sent (its number below 2000, as a deadlock's 1213): a
+    definite answer. 2000 and up are the client's own (2013 lost connection, 2006 gone away): no answer heard."""
+    args = getattr(getattr(exc, "orig", None), "args", ())
+    return type(getattr(exc, "orig", None)).__module__.startswith("pymysql") and bool(args) \
+        and isinstance(args[0], int) and args[0] < 2000
 
 
 def resolve_commit(engine: Engine, table: CompanyTable, companies: list[int], run_id: str) -> str:

@@ -81,6 +81,10 @@ class Backend(ABC):
     # Which of the post's methods or alternatives this backend is (lab/post_role.py), or None: experiments and
     # report tables that reproduce one of the post's figures pick their backend by it, never by name.
     post_role: ClassVar[PostRole | None] = None
+    # Which of the post's methods this lock is on another server (the same connection mode, MariaDB's GET_LOCK for
+    # a PostgreSQL advisory lock), or None: the post's cases it reproduces there are named by it, never by its name.
+    # A port is not the post's method itself, whose post_role stays one backend's.
+    analogue_of: ClassVar[PostRole | None] = None
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
     # The drivers its lock's PostgreSQL connection can be made with (lab/servers/drivers.py); the lab's
     # own SQLAlchemy engine on psycopg2 unless it says more.
@@ -100,6 +104,8 @@ class Backend(ABC):
         # A subclass is a method of its own: it is the post's method only where it says so itself.
         role = cls.__dict__.get("post_role")
         cls.post_role = None if role is None else PostRole(role)
+        analogue = cls.__dict__.get("analogue_of")
+        cls.analogue_of = None if analogue is None else PostRole(analogue)
         if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
             others = [s for s in cls.services if s != "postgres"]
             cls.lock_service = others[0] if len(others) == 1 else "postgres"
@@ -168,6 +174,11 @@ class Backend(ABC):
     def touch(self) -> None:
         """Run one more query on the lock's own session (the naive 'am I still alive?' check)."""
         raise NotImplementedError(f"{self.name} has no lock session to query")
+
+    def read_table(self) -> None:
+        """Read the company table on the lock's own session, as a job reading its work list on that connection does
+        (on MariaDB the read, not the lock's own SELECT, opens the transaction an idle guard waits for)."""
+        raise NotImplementedError(f"{self.name} has no lock session to read a table on")
 
     @property
     def lock_pid(self) -> int | None:
