@@ -15,16 +15,16 @@ from sqlalchemy.pool import NullPool
 
 from backends._mariadb import OnMariaDB
 from backends._writes import write_transaction
-from backends.base import Point, RebuildResult, no_point
+from backends.base import BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
-from lab.servers import mariadb_sql
+from lab.servers import mariadb_sql, sessions
 
 # GET_LOCK with a timeout of 0: try once, as pg_try_advisory_lock does. MariaDB names are 64 characters at most: a
 # lab key is longer, so it is hashed (SHA-2, 224 bits: 56 hex characters) on the server, the same for every session.
-_TRY_LOCK = "select get_lock(sha2(:k, 224), 0), connection_id()"
-_RELEASE = "select release_lock(sha2(:k, 224))"
-_HOLDER = "select is_used_lock(sha2(:k, 224))"
+_TRY_LOCK = text("select get_lock(sha2(:k, 224), 0)")
+_RELEASE = text("select release_lock(sha2(:k, 224))")
+_HOLDER = text("select is_used_lock(sha2(:k, 224))")
 
 
 class MariaDBSessionLock(OnMariaDB):
@@ -57,7 +57,8 @@ class MariaDBSessionLock(OnMariaDB):
 
     def acquire(self) -> bool:
         conn = self._connection()
-        got, self._id = conn.execute(text(_TRY_LOCK), {"k": self.key}).one()
+        got = conn.execute(_TRY_LOCK, {"k": self.key}).scalar()
+        self._id = sessions.session_id(conn)  # from the handshake: no round trip
         if self.commit_after_acquire:
             conn.commit()
         return got == 1
@@ -67,7 +68,7 @@ class MariaDBSessionLock(OnMariaDB):
         if self._id is None:
             return False
         with self.ctx.monitor.connect() as conn:
-            return conn.execute(text(_HOLDER), {"k": self.key}).scalar() == self._id
+            return conn.execute(_HOLDER, {"k": self.key}).scalar() == self._id
 
     def touch(self) -> None:
         """`select 1` on the lock's session: on MariaDB it opens no transaction (no table is read)."""
@@ -82,7 +83,7 @@ class MariaDBSessionLock(OnMariaDB):
         if self._conn is None:
             raise LockLost("release without acquire")
         try:
-            released = self._conn.execute(text(_RELEASE), {"k": self.key}).scalar()
+            released = self._conn.execute(_RELEASE, {"k": self.key}).scalar()
             if not self.autocommit:
                 self._conn.commit()
         except Exception as exc:  # PyMySQL's error for a session the server ended
@@ -90,6 +91,35 @@ class MariaDBSessionLock(OnMariaDB):
         if released != 1:  # 0: another session holds it; NULL: nobody does
             said = "0 (another session holds it)" if released == 0 else "NULL (no such lock)"
             raise LockLost(f"RELEASE_LOCK returned {said}: this session did not hold the lock", told="false")
+
+    def bare_call(self, key: str) -> BareCall | None:
+        """GET_LOCK and RELEASE_LOCK through SQLAlchemy on a connection of the same mode, with the commits this method
+        sends (after acquiring for method 2, after releasing unless AUTOCOMMIT)."""
+        engine = mariadb_sql.mariadb_engine(self.ctx.lock_services.mariadb(), self.ctx.lock_settings, pool_size=1,
+                                            max_overflow=0)
+        opened = engine.connect()
+        conn = opened.execution_options(isolation_level="AUTOCOMMIT") if self.autocommit else opened
+        try_lock, release = _TRY_LOCK, _RELEASE
+
+        def acquire():
+            got = conn.execute(try_lock, {"k": key}).scalar()
+            if self.commit_after_acquire:
+                conn.commit()
+            return got == 1
+
+        def give_back():
+            released = conn.execute(release, {"k": key}).scalar()
+            if not self.autocommit:
+                conn.commit()
+            return released
+
+        def close() -> None:
+            conn.invalidate()  # never back to a pool: the named lock would stay with it
+            conn.close()
+            engine.dispose()
+
+        then = " + COMMIT" if self.commit_after_acquire else "", "" if self.autocommit else " + COMMIT"
+        return BareCall(f"SQLAlchemy (PyMySQL): GET_LOCK{then[0]}; RELEASE_LOCK{then[1]}", acquire, give_back, close)
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         # The writes go through the shared pool on the same MariaDB, on sessions other than the lock's.

@@ -28,8 +28,10 @@ _XACT_LOCK = Statement("select pg_advisory_xact_lock(hashtextextended(:k, 0))")
 
 
 def sqlstate(exc: BaseException) -> str | None:
-    """The PostgreSQL error code behind a driver error (40001, 40P01, 55P03...), if any."""
-    return getattr(getattr(exc, "orig", None), "pgcode", None)
+    """The SQLSTATE behind a driver error (40001, 40P01, 55P03...), if the server sent one: psycopg2's pgcode, or the
+    one in MariaDB's error packet (PyMySQL's sqlstate). A MariaDB client-side error (2013 lost connection) has none."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
 
 
 # SQLSTATEs that end the session rather than refuse the statement: 08 (connection exception)
@@ -49,17 +51,7 @@ def commit_unknown(exc: BaseException) -> bool:
     if not isinstance(exc, (OperationalError, InterfaceError)):
         return False
     code = sqlstate(exc)
-    if code is None and _sent_by_mariadb(exc):
-        return False
     return code is None or code.startswith(_SESSION_ENDED)
-
-
-def _sent_by_mariadb(exc: BaseException) -> bool:
-    """Whether a PyMySQL error is one the MariaDB server sent (its number below 2000, as a deadlock's 1213): a
-    definite answer. 2000 and up are the client's own (2013 lost connection, 2006 gone away): no answer heard."""
-    args = getattr(getattr(exc, "orig", None), "args", ())
-    return type(getattr(exc, "orig", None)).__module__.startswith("pymysql") and bool(args) \
-        and isinstance(args[0], int) and args[0] < 2000
 
 
 def resolve_commit(engine: Engine, table: CompanyTable, companies: list[int], run_id: str) -> str:

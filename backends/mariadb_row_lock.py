@@ -5,6 +5,10 @@ The parent row is made first if missing (INSERT IGNORE, in the same transaction)
 queue on its primary key (InnoDB's insert waits for the other's commit), so even a company's first rebuild is
 excluded. The row lock ends with the transaction, so a session that dies rolls its writes back with its lock.
 Parent rows live in the lab's database on MariaDB, keyed by the run's lock name (the "scope") and the company.
+
+Option lock_timeout_ms: how long a waiter waits for the row, as innodb_lock_wait_timeout for these two statements
+alone (SET STATEMENT ... FOR); MariaDB counts whole seconds, so it is rounded down (a waiter never waits longer than
+asked; under a second, not at all: NOWAIT). The waiter's statement then fails (1205) and its transaction rolls back.
 """
 
 from __future__ import annotations
@@ -32,14 +36,18 @@ class MariaDBRowLock(OnMariaDB, LockInWrite):
     capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION})
     ddl = [PARENTS_DDL]
 
-    _create = text(f"insert ignore into {PARENTS} (scope, company_id) values (:s, :c)")
-    _lock = text(f"select company_id from {PARENTS} where scope = :s and company_id = :c for update")
+    def _waiting(self, sql: str) -> str:
+        """The statement, with the waiter's timeout for it alone when the option sets one."""
+        if self.lock_timeout_ms is None:
+            return sql
+        return f"set statement innodb_lock_wait_timeout = {int(self.lock_timeout_ms) // 1000} for {sql}"
 
     def claim(self, conn, company: int) -> bool:
         """Lock the company's parent row, creating it first; a second run waits here for the first's commit."""
         params = {"s": self.key[-255:], "c": company}
-        conn.execute(self._create, params)
-        conn.execute(self._lock, params)
+        conn.execute(text(self._waiting(f"insert ignore into {PARENTS} (scope, company_id) values (:s, :c)")), params)
+        conn.execute(text(self._waiting(f"select company_id from {PARENTS} where scope = :s and company_id = :c "
+                                        f"for update")), params)
         return True
 
     def write_attempt(self, companies: list[int], rows: int, run_id: str, point: Point,

@@ -20,7 +20,7 @@ from lab.faults import FaultNotConfirmed, Target
 from lab.harness.workload import CompanyTable, drop_schema, ensure_schema, table_name
 from lab.servers import sessions
 from lab.servers.services import Services, start_services
-from lab.servers.stores import holder_engines, run_engines
+from lab.servers.stores import run_engines, writes_engine
 
 COMPANY, ROWS, TTL_S = 1, 250, 1.0
 
@@ -207,7 +207,7 @@ def _routable(bench: _Bench, cls, key: str) -> Promise:
     if reason is not None:
         return Promise(name, None, reason)
     route = cut.route(bench.services, cls)
-    writes = holder_engines(bench.services, cls.writes_to, {}, route.writes_url)[1] \
+    writes = writes_engine(bench.services, cls.writes_to, {}, route.writes_url, pool_size=1) \
         if route.writes_url is not None else None
     try:
         backend = bench.backend(key, writes=writes, routed=route.lock_services)

@@ -114,8 +114,10 @@ def main() -> None:
     routed = Services.from_addresses(spec["lock_addresses"]) if spec.get("lock_addresses") else None
     sys.path.insert(0, os.getcwd())  # a plugin added with --backend-module lives in the current folder
     backend_cls = import_entry(spec["backend_entry"])
-    # The engines on the server its company rows live on: PostgreSQL, or MariaDB for a lock whose rows are there.
-    monitor, writes = holder_engines(services, backend_cls.writes_to, spec["write_settings"], spec.get("writes_dsn"))
+    # The engines on the server its company rows live on, as its class declares (backends/base.py writes_to):
+    # PostgreSQL, or MariaDB for a lock whose rows are there.
+    store: str = getattr(backend_cls, "writes_to", "postgres")
+    monitor, writes = holder_engines(services, store, spec["write_settings"], spec.get("writes_dsn"))
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],
                          spec["options"], routed=routed)
     backend = backend_cls(ctx, spec["key"])

@@ -35,13 +35,24 @@ def run_engines(services: Services, store: str) -> tuple[Engine, Engine]:
 def holder_engines(services: Services, store: str, write_settings: Mapping[str, object],
                    writes_url: URL | str | None = None) -> tuple[Engine, Engine]:
     """A holder process's monitor and writes engines on a store; writes_url: its writes through a fault's proxy."""
+    monitor = store_engine(services, store, {}, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+    return monitor, writes_engine(services, store, write_settings, writes_url, pool_pre_ping=True)
+
+
+def writes_engine(services: Services, store: str, settings: Mapping[str, object], url: URL | str | None = None,
+                  **kwargs) -> Engine:
+    """An engine for writes on a store, at its own address or at url (the same server through a fault's proxy)."""
     if store == "mariadb":
-        url = services.mariadb()
-        writes = url if writes_url is None else make_url(writes_url)
-        return (mariadb_sql.mariadb_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True),
-                mariadb_sql.mariadb_engine(writes, _whole(write_settings), pool_pre_ping=True))
-    return (pg_engine(services.pg(), isolation_level="AUTOCOMMIT", pool_pre_ping=True),
-            pg_engine(writes_url or services.pg(), write_settings, pool_pre_ping=True))
+        return mariadb_sql.mariadb_engine(services.mariadb() if url is None else make_url(url), _whole(settings),
+                                          **kwargs)
+    return pg_engine(url or services.pg(), settings, **kwargs)
+
+
+def store_engine(services: Services, store: str, settings: Mapping[str, object], **kwargs) -> Engine:
+    """An engine of its own on a store whose sessions start with these settings (a trial's own writes pool)."""
+    if store == "mariadb":
+        return mariadb_sql.mariadb_engine(services.mariadb(), _whole(settings), **kwargs)
+    return pg_engine(services.pg(), settings, **kwargs)
 
 
 def idle_transaction_guard(store: str, seconds: float) -> dict:
