@@ -33,7 +33,7 @@ class MariaDBRowLock(OnMariaDB, LockInWrite):
 
     name = "mariadb_row_lock"
     summary = "MariaDB: a parent row per company locked FOR UPDATE as the first statement of its write transaction"
-    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION})
+    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD})
     ddl = [PARENTS_DDL]
 
     def _waiting(self, sql: str) -> str:
