@@ -10,8 +10,7 @@ none, so which idle guard ends the lock depends on what else the lock's connecti
 from __future__ import annotations
 
 from sqlalchemy import text
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy.engine import Connection
 
 from backends._mariadb import OnMariaDB
 from backends._writes import write_transaction
@@ -36,7 +35,6 @@ class MariaDBSessionLock(OnMariaDB):
 
     def __init__(self, ctx, key: str):
         super().__init__(ctx, key)
-        self._engine: Engine | None = None
         self._conn: Connection | None = None  # opened at the first acquire, as the post's job does
         self._id: int | None = None
 
@@ -49,9 +47,7 @@ class MariaDBSessionLock(OnMariaDB):
         if self._conn is None:
             # The lock's own session, through a proxy when a fault cuts the lock's connection; its settings (a guard)
             # from the start, in PyMySQL's init_command.
-            self._engine = mariadb_sql.mariadb_engine(self.ctx.lock_services.mariadb(), self.ctx.lock_settings,
-                                                      poolclass=NullPool)
-            conn = self._engine.connect()
+            conn = mariadb_sql.unpooled_engine(self.ctx.lock_services.mariadb(), self.ctx.lock_settings).connect()
             self._conn = conn.execution_options(isolation_level="AUTOCOMMIT") if self.autocommit else conn
         return self._conn
 
@@ -95,9 +91,7 @@ class MariaDBSessionLock(OnMariaDB):
     def bare_call(self, key: str) -> BareCall | None:
         """GET_LOCK and RELEASE_LOCK through SQLAlchemy on a connection of the same mode, with the commits this method
         sends (after acquiring for method 2, after releasing unless AUTOCOMMIT)."""
-        engine = mariadb_sql.mariadb_engine(self.ctx.lock_services.mariadb(), self.ctx.lock_settings, pool_size=1,
-                                            max_overflow=0)
-        opened = engine.connect()
+        opened = mariadb_sql.unpooled_engine(self.ctx.lock_services.mariadb(), self.ctx.lock_settings).connect()
         conn = opened.execution_options(isolation_level="AUTOCOMMIT") if self.autocommit else opened
         try_lock, release = _TRY_LOCK, _RELEASE
 
@@ -116,7 +110,6 @@ class MariaDBSessionLock(OnMariaDB):
         def close() -> None:
             conn.invalidate()  # never back to a pool: the named lock would stay with it
             conn.close()
-            engine.dispose()
 
         then = " + COMMIT" if self.commit_after_acquire else "", "" if self.autocommit else " + COMMIT"
         return BareCall(f"SQLAlchemy (PyMySQL): GET_LOCK{then[0]}; RELEASE_LOCK{then[1]}", acquire, give_back, close)
@@ -133,6 +126,3 @@ class MariaDBSessionLock(OnMariaDB):
                 self._conn.close()
             finally:
                 self._conn = None
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None

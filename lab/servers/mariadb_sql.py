@@ -81,6 +81,21 @@ def mariadb_engine(url: URL, settings: Mapping[str, int | float | str] | None = 
     return create_engine(url, connect_args=connect_args, **kwargs)
 
 
+_UNPOOLED: dict[tuple, Engine] = {}
+_UNPOOLED_LOCK = threading.Lock()
+
+
+def unpooled_engine(url: URL, settings: Mapping[str, int | float | str] | None = None) -> Engine:
+    """An engine that pools nothing (each connect() a session of its own, closed for good), one per address and
+    settings in a process: SQLAlchemy asks a new engine's server half a dozen questions on its first connection
+    (version, sql_mode, ...), which a lock connection made per run, per probe, need not pay again."""
+    key = (url.render_as_string(hide_password=False), tuple(sorted((settings or {}).items())))
+    with _UNPOOLED_LOCK:
+        if key not in _UNPOOLED:
+            _UNPOOLED[key] = mariadb_engine(url, settings, poolclass=NullPool)
+        return _UNPOOLED[key]
+
+
 def monitor_engine(url: URL) -> Engine:
     """An AUTOCOMMIT engine for observation and faults (pre-ping: a restart ends its sessions too)."""
     return mariadb_engine(url, pool_size=4, max_overflow=24, pool_pre_ping=True, isolation_level="AUTOCOMMIT")
@@ -108,23 +123,45 @@ def connection_id(conn) -> int:
 
 def session_state(monitor: Engine, connection: int | None) -> str:
     """A session as the server shows it: 'gone' (no processlist row), 'idle in transaction' (asleep with an InnoDB
-    transaction open), 'idle' (asleep, none open), or its command ('Query', 'Killed' ...) while it works."""
-    with monitor.connect() as conn:
-        row = conn.execute(text("select p.command, t.trx_id is not null from information_schema.processlist p "
-                                "left join information_schema.innodb_trx t on t.trx_mysql_thread_id = p.id "
-                                "where p.id = :i"), {"i": connection}).first()
-    if row is None:
+    transaction open), 'idle' (asleep, none open), or its command ('Query', 'Killed' ...) while it works.
+
+    The transaction is read from SHOW ENGINE INNODB STATUS, which InnoDB writes when asked: its
+    information_schema.innodb_trx comes from a cache that is refreshed only once nobody has read it for 100 ms
+    (trx0i_s.cc, can_cache_be_updated), so under the lab's polling it can stay stale for a whole trial."""
+    command = _command(monitor, connection)
+    if command is None:
         return "gone"
-    command, in_transaction = row
-    if command == "Sleep":
-        return "idle in transaction" if in_transaction else "idle"
-    return str(command)
+    if command != "Sleep":
+        return command
+    return "idle in transaction" if connection in innodb_transactions(monitor) else "idle"
+
+
+def innodb_transactions(monitor: Engine) -> dict[int, bool]:
+    """connection id -> whether its transaction waits for a lock, for every session with an InnoDB transaction
+    started, from SHOW ENGINE INNODB STATUS (needs the PROCESS privilege)."""
+    with monitor.connect() as conn:
+        status = str(conn.execute(text("show engine innodb status")).one()[2])
+    listed = status.partition("LIST OF TRANSACTIONS FOR EACH SESSION:")[2].partition("\n--------\nFILE I/O")[0]
+    found = {}
+    for block in listed.split("---TRANSACTION ")[1:]:
+        thread = re.search(r"MariaDB thread id (\d+)", block)
+        if thread is not None and "not started" not in block.partition("\n")[0]:
+            found[int(thread.group(1))] = "LOCK WAIT" in block
+    return found
+
+
+def _command(monitor: Engine, connection: int | None) -> str | None:
+    """The processlist's COMMAND of a session ('Sleep', 'Query' ...), None when there is no such session."""
+    with monitor.connect() as conn:
+        command = conn.execute(text("select command from information_schema.processlist where id = :i"),
+                               {"i": connection}).scalar()
+    return None if command is None else str(command)
 
 
 def wait_gone(monitor: Engine, connection: int | None, within: float = 10.0, every: float = 0.02) -> float | None:
     """Seconds until the processlist shows the session gone (None if it is still there after `within`)."""
     start = time.monotonic()
-    while session_state(monitor, connection) != "gone":
+    while _command(monitor, connection) is not None:
         if time.monotonic() - start > within:
             return None
         time.sleep(every)  # no event says a session ended: the processlist is asked again
@@ -151,16 +188,20 @@ def lock_holder(monitor: Engine, name: str) -> int | None:
 
 
 def waiting_on_lock(monitor: Engine, connection: int) -> bool:
-    """Whether the session waits for a row lock (its InnoDB transaction in LOCK WAIT) or a named lock."""
+    """Whether the session waits for a row lock (its InnoDB transaction in LOCK WAIT) or a named lock (GET_LOCK)."""
+    if innodb_transactions(monitor).get(connection):
+        return True
     with monitor.connect() as conn:
-        return bool(conn.execute(text(
-            "select exists(select 1 from information_schema.innodb_trx where trx_mysql_thread_id = :i "
-            "and trx_state = 'LOCK WAIT') or exists(select 1 from information_schema.processlist where id = :i "
-            "and state = 'User lock')"), {"i": connection}).scalar())
+        return bool(conn.execute(text("select count(*) from information_schema.processlist where id = :i "
+                                      "and state = 'User lock'"), {"i": connection}).scalar())
 
 
 def blocks_another(monitor: Engine, connection: int) -> bool:
-    """Whether another session's InnoDB transaction waits for a row lock this session's transaction holds."""
+    """Whether another session's InnoDB transaction waits for a row lock this session's transaction holds.
+
+    Read from information_schema.innodb_lock_waits, InnoDB's cached view (see session_state): it may be stale by as
+    long as others keep reading it, so a caller may see a wait late, never one that did not happen to this
+    session's transaction at some point."""
     with monitor.connect() as conn:
         return bool(conn.execute(text(
             "select exists(select 1 from information_schema.innodb_lock_waits w "

@@ -51,6 +51,8 @@ SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock", "zookeeper", "mariadb")
 ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT",
             "redlock": "LAB_REDLOCK_URLS", "zookeeper": "LAB_ZK_HOSTS", "mariadb": "LAB_MARIADB_URL"}
 CONNECT_TIMEOUT = 5
+# The operating-system package (.ci/os-packages) each service the lab starts from one comes from.
+OS_PACKAGES = {"zookeeper": "zookeeper", "mariadb": "mariadb-server"}
 _T = TypeVar("_T")
 
 
