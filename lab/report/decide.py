@@ -18,6 +18,7 @@ import pandas as pd
 
 from lab.capabilities import Capability
 from lab.post_role import PostRole
+from lab.where import DATABASES
 from lab.report.common import backend_with_role, declaration, ordered_backends
 from lab.report.matrix import Cell, Mark, columns_run, fault_records, judge
 from lab.report.sections import RunView, section
@@ -39,6 +40,9 @@ NEEDS = [
     Need("One writer per company, every write in PostgreSQL",
          lambda caps, service: service == "postgres",
          "the lock lives in the database the writes go to"),
+    Need("One writer per company, every write in MariaDB",
+         lambda caps, service: service == "mariadb",
+         "the lock lives in the MariaDB the writes go to"),
     Need("A run-level lock held across many transactions",
          lambda caps, service: bool(HELD_ACROSS_WRITES & caps),
          "one right for the whole run, held between its per-company transactions"),
@@ -46,7 +50,7 @@ NEEDS = [
          lambda caps, service: bool(HELD_ACROSS_WRITES & caps) and Capability.FENCING not in caps,
          "the lock alone must keep a lapsed holder from writing"),
     Need("A lock service you already run (Redis, etcd)",
-         lambda caps, service: service is not None and service != "postgres",
+         lambda caps, service: service is not None and service not in DATABASES,
          "the lock lives in Redis or etcd"),
 ]
 

@@ -13,10 +13,11 @@ from typing import Mapping
 from sqlalchemy.engine import URL, Engine, make_url
 
 from lab.servers import mariadb_sql, pg
+from lab.where import DATABASES
 from lab.servers.clients import pg_engine
 from lab.servers.services import Services
 
-SQL_STORES = ("postgres", "mariadb")
+SQL_STORES = DATABASES
 
 
 def url_of(services: Services, store: str) -> URL:
