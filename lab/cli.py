@@ -93,8 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="jepsen: EDN operations, {:process 0, :type :invoke, :f :acquire, ...}")
     export.add_argument("--results", default="results", type=Path)
 
-    doctor = sub.add_parser("doctor", help="check a PostgreSQL for the hidden-expiry traps, read-only")
-    doctor.add_argument("--dsn", required=True, help="postgresql://user:password@host:port/dbname")
+    doctor = sub.add_parser("doctor", help="check a PostgreSQL or a MariaDB for the hidden-expiry traps, read-only")
+    doctor.add_argument("--dsn", help="postgresql://user:password@host:port/dbname, or a MariaDB's mysql://...")
+    doctor.add_argument("--mariadb-dsn", help="mysql://user:password@host:port/ (a MariaDB: its idle guards, "
+                                              "GET_LOCK holders and waiter timeouts)")
     doctor.add_argument("--json", action="store_true", help="print one JSON document, for CI pipelines")
     doctor.add_argument("--hung-after", type=float, default=3600, metavar="SECONDS",
                         help="warn when a session holding an advisory lock is older than this")
@@ -285,20 +287,25 @@ def cmd_doctor(args, argv) -> int:
     """Exit 0 when nothing fails, 1 when a check fails, 2 when the server cannot be reached."""
     import json
 
-    from lab.doctor import as_json, run_doctor, worst
+    from lab import doctor, doctor_mariadb
 
-    version, checks = run_doctor(args.dsn, args.hung_after)
+    dsn = args.mariadb_dsn or args.dsn
+    if dsn is None:
+        raise LabError("lab doctor needs --dsn (postgresql:// or mysql://) or --mariadb-dsn")
+    maria = args.mariadb_dsn is not None or doctor_mariadb.is_mariadb_dsn(dsn)
+    module = doctor_mariadb if maria else doctor
+    version, checks = module.run_doctor(dsn, args.hung_after)
     if args.json:
-        print(json.dumps(as_json(args.dsn, version, checks), indent=2))
+        print(json.dumps(module.as_json(dsn, version, checks), indent=2))
     else:
-        table = Table(title=f"lab doctor: PostgreSQL {version}, read-only")
+        table = Table(title=f"lab doctor: {'MariaDB' if maria else 'PostgreSQL'} {version}, read-only")
         for column in ("check", "status", "what it means", "evidence"):
             table.add_column(column)
         for check in checks:
             table.add_row(check.name, check.status.upper(), check.summary, "\n".join(check.evidence))
         Console(width=None if sys.stdout.isatty() else 160).print(table)
         print("lab doctor --json shows the SQL each check ran.")
-    return 1 if worst(checks) == "fail" else 0
+    return 1 if doctor.worst(checks) == "fail" else 0
 
 
 def cmd_list(args, argv) -> int:
