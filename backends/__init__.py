@@ -65,6 +65,7 @@ ADAPTERS = {
     "pglock_session": ("backends.adapters.pglock:PglockSession", "pglock", "django"),
     "pglock_xact": ("backends.adapters.pglock:PglockXact", "pglock", "django"),
     "celery_once": ("backends.adapters.celery_once:CeleryOnceRedis", "celery_once"),
+    "redbeat": ("backends.adapters.redbeat:RedBeatLock", "redbeat"),
     "aioredlock": ("backends.adapters.aioredlock_lock:AioredlockLock", "aioredlock"),
     # Holder programs in other languages (backends/external.py): always listed; without their runtime or
     # packages every cell says *does not run* with the install line.
