@@ -66,6 +66,7 @@ ADAPTERS = {
     "pglock_xact": ("backends.adapters.pglock:PglockXact", "pglock", "django"),
     "celery_once": ("backends.adapters.celery_once:CeleryOnceRedis", "celery_once"),
     "redbeat": ("backends.adapters.redbeat:RedBeatLock", "redbeat"),
+    "procrastinate": ("backends.adapters.procrastinate_lock:ProcrastinateJobLock", "procrastinate"),
     "aioredlock": ("backends.adapters.aioredlock_lock:AioredlockLock", "aioredlock"),
     # Holder programs in other languages (backends/external.py): always listed; without their runtime or
     # packages every cell says *does not run* with the install line.

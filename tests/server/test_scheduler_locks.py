@@ -61,3 +61,38 @@ def test_a_paused_redis_keeps_the_beat_lock_until_it_runs_again(services, engine
     assert measures["evidence"]["process_state"] == "T"
     assert outcome["verdict"] in ("held", "stale write accepted"), measures  # who reaches Redis first on SIGCONT
     assert any(text.startswith("TimeoutError") for text in told(measures, "renew()")), measures["holder"]["signals"]
+
+
+# --- procrastinate ------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def procrastinate():
+    pytest.importorskip("procrastinate", reason="procrastinate not installed (pip install -e '.[libraries]')")
+
+
+def test_jobs_of_one_lock_run_one_at_a_time(services, engines, procrastinate):
+    measures, outcome = run(services, engines, Overlap(), "procrastinate")
+    assert outcome["verdict"] == "held" and measures["rows_final"] == 250
+    assert measures["runs"][1]["outcome"] == "refused"  # its job stayed todo behind the doing one
+
+
+@pytest.mark.parametrize("scenario", [Pause(), Cut()], ids=["pause", "cut"])
+def test_a_stalled_workers_job_is_retried_by_the_docs_recipe_and_both_workers_run_it(services, engines,
+                                                                                   procrastinate, scenario):
+    """The holder's worker stopped heartbeating (paused, or cut from PostgreSQL) past the TTL: the stalled-job recipe
+    put its job back to todo, the contender's worker fetched it and rebuilt the company, and the holder's task, which
+    never heard, wrote too. Its release finds the job another worker's."""
+    measures, outcome = run(services, engines, scenario, "procrastinate")
+    assert outcome["verdict"] == "stale write accepted", measures
+    assert measures["contender"]["granted_at"] < measures["holder"]["write_at"]
+    assert measures["holder"]["release"].startswith("raised LockLost: its job was no longer this worker's")
+
+
+def test_a_restarted_postgresql_keeps_the_job_doing_and_nobody_else_gets_in(services, engines, procrastinate):
+    """The lock is a job's status, a row: it survives the restart, the worker reconnects and heartbeats within the
+    TTL, so the stalled-job recipe finds nothing; the contender stays out."""
+    measures, outcome = run(services, engines, Restart(), "procrastinate")
+    before, after = measures["evidence"]["pids_before"], measures["evidence"]["pids_after"]
+    assert before and after and not set(before) & set(after)
+    assert outcome["verdict"] == "held" and not measures["contender"]["acquired"], measures
+    assert measures["holder"]["release"] == "released"
