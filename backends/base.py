@@ -75,6 +75,10 @@ class Backend(ABC):
     # tcp_user_timeout...); None: every one (a driver built on libpq). A scenario that tunes one it does not
     # take is n/a for it (netdrop's client keepalives), never run with the parameter silently left out.
     pg_parameters: ClassVar[frozenset[str] | None] = None
+    # True when its lock's PostgreSQL connections keep the lab's settings as session state (SET when they connect: a
+    # library whose connections the lab cannot give startup options or SET LOCAL per transaction), which a pooler in
+    # transaction mode does not carry from one transaction to the next: that combination is not run.
+    session_settings: ClassVar[bool] = False
     # The language its lock client is written in: the lab's own and the Python adapters' are Python; a holder
     # program in another language (backends/external.py) says which. The report groups the libraries by it.
     language: ClassVar[str] = "Python"

@@ -15,7 +15,8 @@ TTL, as a periodic task would; the worker (concurrency 1, heartbeat every TTL/4,
 whichever job of the lock is next, and its task, the lab's rebuild, holds it: acquire() is True once the task runs.
 rebuild() is done by that task, on its worker's thread; release() lets the task return, so the worker marks the
 job succeeded and stops (a task middleware stops it after one job). held() reads the job through
-JobManager.list_jobs: `doing`, by this worker. The library's tables live in the lab's schema (search_path).
+JobManager.list_jobs: `doing`, by this worker. The library's tables live in the lab's schema (search_path, set with
+the lab's pinned settings when each connection opens).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 from procrastinate import App, PsycopgConnector
 from procrastinate.schema import SchemaManager
 
@@ -36,24 +38,30 @@ from backends.base import Backend, Point, RebuildResult, describe_error, no_poin
 from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.harness.workload import SCHEMA, ensure_schema
-from lab.servers.clients import known_settings
+from lab.servers.clients import known_settings, pg_hosts
 
 TASK = "locklab_rebuild"
 DEFAULT_TTL_S = 2.0
-STEP_TIMEOUT_S = 30.0  # a call into the worker's loop that takes longer has hung: the trial errors, it does not hang
+STEP_TIMEOUT_S = 30.0
+FETCH_WITHIN_S = 10.0  # how long a worker whose job is next may take to fetch it (its first poll, on a busy machine)  # a call into the worker's loop that takes longer has hung: the trial errors, it does not hang
 _SCHEMA_LOCK = "select pg_advisory_xact_lock(hashtextextended('locklab procrastinate schema', 0))"
 
 
 def _conninfo(url) -> str:
-    """libpq's form of a SQLAlchemy PostgreSQL URL (psycopg 3 takes it as it is)."""
-    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+    """libpq's keyword form of a SQLAlchemy PostgreSQL URL, a multi-host one included (host and port lists)."""
+    hosts = pg_hosts(url)
+    params = {key: value for key, value in url.query.items() if key != "host" and isinstance(value, str)}
+    params.update(host=",".join(h or "" for h, _ in hosts), port=",".join(str(p) for _, p in hosts),
+                  user=url.username, password=url.password, dbname=url.database)
+    return make_conninfo(**{key: value for key, value in params.items() if value is not None})
 
 
-def _options(url, settings: dict) -> str:
-    """The startup options every procrastinate session gets: the lab's schema first on its search_path, the trial's
-    settings (a guard), and every other setting the lab pins, at 0."""
-    pinned = {name: 0 for name in sorted(known_settings(url, {})) if name not in settings}
-    return " ".join(f"-c {name}={value}" for name, value in {"search_path": SCHEMA, **pinned, **settings}.items())
+def _settings(url, settings: dict) -> dict:
+    """What every procrastinate session sets when it connects: the lab's schema first on its search_path, the trial's
+    settings (a guard), and every other setting the lab pins, at 0. Set by SET at connect (psycopg_pool's configure),
+    not in the startup packet, which a pooler such as PgBouncer refuses."""
+    pinned = {name: "0" for name in sorted(known_settings(url, {})) if name not in settings}
+    return {"search_path": SCHEMA, **pinned, **{name: str(value) for name, value in settings.items()}}
 
 
 class ProcrastinateJobLock(Backend):
@@ -64,22 +72,27 @@ class ProcrastinateJobLock(Backend):
                "jobs retried by heartbeat (its docs' recipe); no fencing")
     capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     library = "procrastinate"
+    session_settings = True  # the lab's schema on the search path, set when each of its connections opens
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)
         self.lease_s = float(ctx.options.get("ttl_s", DEFAULT_TTL_S))  # the heartbeat age a worker is stalled at
         self.ttl = self.lease_s
         url = ctx.lock_services.pg()
-        self.url, self.options = url, _options(url, dict(ctx.lock_settings))
+        self.url, self.settings = url, _settings(url, dict(ctx.lock_settings))
         self.lock_name = f"locklab:{key}"
         self.queue_name = "locklab-" + hashlib.sha1(key.encode()).hexdigest()[:16]  # every run of the trial's key
         self.loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(target=self.loop.run_forever, name="procrastinate-loop", daemon=True)
         self._loop_thread.start()
-        self.app = App(connector=PsycopgConnector(conninfo=_conninfo(url), kwargs={"options": self.options},
-                                                  min_size=1, max_size=3))
+        self.app = App(connector=PsycopgConnector(conninfo=_conninfo(url), configure=self._configure, min_size=1,
+                                                  max_size=3))
         self.app.task(name=TASK, pass_context=True)(self._task)
         self._call(self._open())
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """No job, no worker: how a run starts, and starts again after its release (a new job, a new worker)."""
         self._job_id: int | None = None  # the job this run deferred
         self._running: int | None = None  # the job its task is running (its own, or a stalled one retried)
         self._worker_id: int | None = None
@@ -115,9 +128,16 @@ class ProcrastinateJobLock(Backend):
     async def _open(self) -> None:
         await self.app.open_async()  # an awaitable context: awaited, it opens the connector's pool
 
+    async def _configure(self, conn: psycopg.AsyncConnection) -> None:
+        """psycopg_pool's configure: each new connection's settings, committed so a pool's reset keeps them."""
+        for name, value in self.settings.items():
+            await conn.execute("select set_config(%s, %s, false)", (name, value))
+        await conn.commit()
+
     async def _ensure_schema(self) -> None:
         """The library's tables in the lab's schema, made once per server (every run checks, one makes them)."""
-        async with await psycopg.AsyncConnection.connect(_conninfo(self.url), options=self.options) as conn:
+        async with await psycopg.AsyncConnection.connect(_conninfo(self.url)) as conn:
+            await self._configure(conn)
             async with conn.transaction():
                 await conn.execute(_SCHEMA_LOCK)
                 found = await (await conn.execute("select to_regclass('procrastinate_jobs')")).fetchone()
@@ -140,6 +160,13 @@ class ProcrastinateJobLock(Backend):
             self._worker.cancel()
             await asyncio.wait([self._worker], timeout=10)
 
+    async def _ahead(self) -> bool:
+        """Whether another job of the lock comes before this run's: one `doing`, or one `todo` deferred earlier."""
+        assert self._job_id is not None  # deferred by the first acquire
+        found = await self.app.job_manager.list_jobs_async(lock=self.lock_name)
+        return any(job.id != self._job_id and (job.status == "doing" or (job.status == "todo" and (job.id or 0)
+                                                                          < self._job_id)) for job in found)
+
     async def _retry_stalled(self) -> list[int]:
         """The docs' recipe: every job of a worker whose heartbeat is older than the TTL goes back to todo."""
         stalled = await self.app.job_manager.get_stalled_jobs(queue=self.queue_name,
@@ -155,12 +182,15 @@ class ProcrastinateJobLock(Backend):
         return None if services.pg_url is not None else "no PostgreSQL among this run's servers"
 
     def acquire(self) -> bool:
+        """One try: defer the run's job and start its worker (the first time), or run the stalled-job recipe; then
+        wait for the worker's task while no other job of the lock is ahead (it is then the worker's next fetch)."""
         if self._job_id is None:
             ensure_schema(self.ctx.monitor)  # the lab's schema, where the library's tables go (a trial's own server)
             self._call(self._start())
         elif not self._granted.is_set():
             self._call(self._retry_stalled())
-        self._granted.wait(min(0.2, self.lease_s / 4))
+        ahead = not self._granted.is_set() and self._call(self._ahead())
+        self._granted.wait(min(0.2, self.lease_s / 4) if ahead else FETCH_WITHIN_S)
         return self._granted.is_set()
 
     def held(self) -> bool:
@@ -187,9 +217,11 @@ class ProcrastinateJobLock(Backend):
             raise LockLost("release without a job running")
         ours = self.held()
         self._work.put(None)
+        worker = self._worker
+        self._fresh()  # the next acquire defers a new job for a new worker, as the next run would
         try:
-            if self._worker is not None:
-                self._call(asyncio.wait_for(asyncio.shield(self._worker), STEP_TIMEOUT_S), STEP_TIMEOUT_S + 1)
+            if worker is not None:
+                self._call(asyncio.wait_for(asyncio.shield(worker), STEP_TIMEOUT_S), STEP_TIMEOUT_S + 1)
         except Exception as exc:
             raise LockLost(f"the worker could not finish its job: {describe_error(exc)}") from exc
         if not ours:
