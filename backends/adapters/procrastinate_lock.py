@@ -43,7 +43,7 @@ from lab.servers.clients import known_settings, pg_hosts
 TASK = "locklab_rebuild"
 DEFAULT_TTL_S = 2.0
 STEP_TIMEOUT_S = 30.0
-FETCH_WITHIN_S = 10.0  # how long a worker whose job is next may take to fetch it (its first poll, on a busy machine)  # a call into the worker's loop that takes longer has hung: the trial errors, it does not hang
+FETCH_WITHIN_S = 30.0  # how long a worker whose job is next may take to fetch it (its first poll, on a busy machine)  # a call into the worker's loop that takes longer has hung: the trial errors, it does not hang
 _SCHEMA_LOCK = "select pg_advisory_xact_lock(hashtextextended('locklab procrastinate schema', 0))"
 
 
@@ -62,6 +62,16 @@ def _settings(url, settings: dict) -> dict:
     not in the startup packet, which a pooler such as PgBouncer refuses."""
     pinned = {name: "0" for name in sorted(known_settings(url, {})) if name not in settings}
     return {"search_path": SCHEMA, **pinned, **{name: str(value) for name, value in settings.items()}}
+
+
+async def _cancel_the_rest() -> None:
+    """Cancel every task still on the running loop but this one, and wait for them: nothing is left pending when the
+    loop stops (a pending psycopg_pool worker complains at exit that its loop is closed)."""
+    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    if rest:
+        await asyncio.wait(rest, timeout=5)
 
 
 class ProcrastinateJobLock(Backend):
@@ -86,7 +96,7 @@ class ProcrastinateJobLock(Backend):
         self._loop_thread = threading.Thread(target=self.loop.run_forever, name="procrastinate-loop", daemon=True)
         self._loop_thread.start()
         self.app = App(connector=PsycopgConnector(conninfo=_conninfo(url), configure=self._configure, min_size=1,
-                                                  max_size=3))
+                                                  max_size=2))
         self.app.task(name=TASK, pass_context=True)(self._task)
         self._call(self._open())
         self._fresh()
@@ -235,8 +245,14 @@ class ProcrastinateJobLock(Backend):
         try:
             self._call(self._stop_worker(), 15)
             self._call(self.app.close_async(), 10)
-        except Exception:  # a server a fault took away: the loop goes with the instance
+        except Exception:  # a server a fault took away: what is left on the loop is cancelled below
             pass
         finally:
+            try:
+                self._call(_cancel_the_rest(), 10)  # the pool's own tasks, were its close cut short
+            except Exception:
+                pass
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._loop_thread.join(5)
+            if not self._loop_thread.is_alive():
+                self.loop.close()

@@ -31,13 +31,15 @@ from itertools import count
 from celery import Celery
 from celery.signals import beat_init
 from redbeat import RedBeatScheduler
+from redbeat.schedulers import get_redis
 
 from backends._lease import LeaseBackend
 from backends.base import describe_error
 from lab.capabilities import Capability
 from lab.servers.clients import is_sentinel_url
 
-GRANT_WAIT_S = 0.2  # how long acquire() gives the receiver to take a free lock before saying "not yet"
+GRANT_WAIT_S = 0.2  # how long acquire() gives the receiver before saying "not yet" while another beat holds the key
+FREE_WAIT_S = 10.0  # how long it gives the receiver when nobody holds the key (its first try, on a busy machine)
 _apps = count()
 
 
@@ -98,7 +100,16 @@ class RedBeatLock(LeaseBackend):
             self._starting = self._thread.submit(self._start_beat)
         if self._starting is not None:
             wait([self._starting], timeout=GRANT_WAIT_S)
+            if self.scheduler.lock is None and not self._key_held():
+                wait([self._starting], timeout=FREE_WAIT_S)  # nobody holds it: the receiver's first try is coming
         return 0 if self.scheduler.lock is not None else None
+
+    def _key_held(self) -> bool:
+        """Whether another beat holds the lock now (its key exists), read with the scheduler's own client."""
+        try:
+            return bool(get_redis(self.app).exists(self.scheduler.lock_key))
+        except Exception:  # a server a fault took away: as good as held, for how long to wait
+            return True
 
     def _renew(self) -> bool:
         self._on_beat(self.scheduler.tick)  # lock.extend(lock_timeout): LockNotOwnedError once the key is another's
