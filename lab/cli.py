@@ -73,8 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--html", action="store_true",
                         help="also write report.html beside REPORT.md: the report and its appendices on one "
                              "self-contained page, each matrix cell opening its trials")
+    report.add_argument("--previous", default=None, metavar="RUN",
+                        help="the previous reference run: a cell whose safety verdict flipped against it is shown as "
+                             "unstable (↯), and the first lines list them")
     report.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
                         help="a table of the outcomes that differ between two runs")
+    report.add_argument("--stack", type=Path, metavar="FILE",
+                        help="print the answer for the stack FILE describes (lab doctor --stack writes one) from the "
+                             "runs named, or by default from the committed reference REPORT.md names; exit 1 when the "
+                             "lock in use fails a fault the stack is exposed to")
+    report.add_argument("--json", action="store_true", help="with --stack: one JSON document, for pipelines")
 
     replay = sub.add_parser("replay", help="re-run a recorded kill-point schedule and print its history")
     replay.add_argument("run", help="run id or folder")
@@ -93,15 +101,34 @@ def build_parser() -> argparse.ArgumentParser:
                         help="jepsen: EDN operations, {:process 0, :type :invoke, :f :acquire, ...}")
     export.add_argument("--results", default="results", type=Path)
 
-    doctor = sub.add_parser("doctor", help="check a PostgreSQL or a MariaDB for the hidden-expiry traps, read-only")
+    doctor = sub.add_parser("doctor", help="check a PostgreSQL (or a MariaDB) for the hidden-expiry traps and "
+                                           "describe the stack, read-only; --advise answers which lock is safe on it")
     doctor.add_argument("--dsn", help="postgresql://user:password@host:port/dbname, or a MariaDB's mysql://...")
     doctor.add_argument("--mariadb-dsn", help="mysql://user:password@host:port/ (a MariaDB: its idle guards, "
                                               "GET_LOCK holders and waiter timeouts)")
+    doctor.add_argument("--redis-url", help="redis://[:password@]host:port, or redis+sentinel://... for Sentinel")
+    doctor.add_argument("--redlock-urls", help="comma-separated redis:// URLs of independent Redlock masters")
+    doctor.add_argument("--etcd", metavar="HOST:PORT", help="an etcd endpoint")
+    doctor.add_argument("--zk-hosts", metavar="HOST:PORT[,...]", help="ZooKeeper servers")
+    doctor.add_argument("--patroni-url", help="Patroni's REST API, http://[user:password@]host:port")
+    doctor.add_argument("--lock", metavar="BACKEND", help="the lock in use, as 'lab list' names it ('none': no lock)")
+    doctor.add_argument("--driver", help="the client's driver (psycopg2, psycopg, asyncpg, ...)")
+    doctor.add_argument("--autocommit", choices=["yes", "no"], help="whether the lock's connection is AUTOCOMMIT")
+    doctor.add_argument("--stack", type=Path, metavar="FILE", help="write the stack description (JSON) to FILE")
+    doctor.add_argument("--advise", action="store_true",
+                        help="print the answer for this stack from the committed reference (or --run); the exit "
+                             "status is then 1 when the lock in use fails a fault the stack is exposed to")
+    doctor.add_argument("--run", action="append", default=[], metavar="RUN",
+                        help="with --advise: answer from this run instead (repeatable: merged in order)")
+    doctor.add_argument("--results", default="results", type=Path, help="where --run finds runs")
     doctor.add_argument("--json", action="store_true", help="print one JSON document, for CI pipelines")
     doctor.add_argument("--hung-after", type=float, default=3600, metavar="SECONDS",
                         help="warn when a session holding an advisory lock is older than this")
 
-    sub.add_parser("list", help="every backend and scenario, one line each")
+    listing = sub.add_parser("list", help="every backend and scenario, one line each")
+    listing.add_argument("--markdown", action="store_true",
+                         help="print the reference page instead (docs/reference.md): every declared backend, scenario, "
+                              "fault column, capability and driver, the same on every machine")
 
     check = sub.add_parser("check-backend", help="check a backend's promises on embedded servers, one line each")
     check.add_argument("name", help="a registered backend, or the name of one given with --backend-module")
@@ -259,8 +286,13 @@ def cmd_report(args, argv) -> int:
             args.output.write_text(text)
             print(f"wrote {args.output}")
         return 0
+    if args.stack is not None:
+        from lab.stack import Stack
+
+        return print_advice(Stack.load(args.stack), args.run, args.results, args.json)
     folders = [RunFolder.open(args.results, run) for run in args.run] or [RunFolder.latest(args.results)]
-    path = write_report(folders, args.output or folders[-1].path / "REPORT.md", html=args.html)
+    previous = RunFolder.open(args.results, args.previous) if args.previous else None
+    path = write_report(folders, args.output or folders[-1].path / "REPORT.md", html=args.html, previous=previous)
     page = f" and {path.parent / PAGE}" if args.html else ""
     print(f"wrote {path}{page} from {', '.join(str(f.path) for f in folders)}")
     return 0
@@ -283,22 +315,96 @@ def cmd_replay(args, argv) -> int:
     return replay(args.results, args.run, args.trial, external, tries=max(1, args.tries), png=args.png)
 
 
+def print_advice(stack, runs: list[str], results: Path, as_json: bool, extra: dict | None = None) -> int:
+    """The answer for a stack from the runs named (or the committed reference); 1 when the lock in use fails a fault
+    the stack is exposed to."""
+    import json
+
+    import scenarios
+    from lab.report import declared, run_view
+    from lab.report.advice import advise, reference_folders
+    from lab.report.advice_text import render
+    from lab.results import RunFolder
+
+    declared.install(scenarios.fault_columns())  # for runs recorded before meta.json kept them
+    declared.install_roles(backends.post_roles())
+    folders = [RunFolder.open(results, run) for run in runs] or reference_folders()
+    advice = advise(run_view(folders), stack)
+    if as_json:
+        print(json.dumps({**(extra or {}), "advice": advice.to_json()}, indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(render(advice))
+    return 1 if advice.lock_fails else 0
+
+
 def cmd_doctor(args, argv) -> int:
-    """Exit 0 when nothing fails, 1 when a check fails, 2 when the server cannot be reached."""
+    """Exit 0 when nothing fails, 1 when a check fails (with --advise: when the lock in use fails a fault the stack is
+    exposed to), 2 when a server cannot be reached or the input is wrong."""
+    import json
+
+    from lab import doctor_mariadb
+    from lab.doctor import as_json, worst
+    from lab.survey import NO_LOCK, Pointed, survey
+
+    if args.mariadb_dsn is not None or (args.dsn is not None and doctor_mariadb.is_mariadb_dsn(args.dsn)):
+        if args.advise or args.stack is not None:
+            raise LabError("--advise and --stack describe a PostgreSQL, Redis, etcd or ZooKeeper stack; a MariaDB is "
+                           "checked for its guards only")
+        return _doctor_mariadb(args)
+
+    if args.lock is not None and args.lock != NO_LOCK and args.lock not in {*backends.BUILTIN, *backends.ADAPTERS,
+                                                                            *backends.names()}:
+        raise LabError(f"--lock {args.lock}: no such backend ('lab list' names them; 'none' for no lock)")
+    pointed = Pointed(dsn=args.dsn, redis_url=args.redis_url,
+                      redlock_urls=tuple(u for u in (args.redlock_urls or "").split(",") if u),
+                      etcd=args.etcd, zk_hosts=args.zk_hosts, patroni_url=args.patroni_url, lock=args.lock,
+                      driver=args.driver, autocommit=None if args.autocommit is None else args.autocommit == "yes",
+                      hung_after_s=args.hung_after)
+    found = survey(pointed)
+    stack, examined = found.stack, found.examined
+    if args.stack is not None:
+        try:
+            stack.save(args.stack)
+        except OSError as exc:
+            raise LabError(f"cannot write the stack description to {args.stack}: {exc.strerror}") from None
+    described = {"stack": stack.to_json(), "not_described": found.not_described}
+    if args.advise:
+        return print_advice(stack, args.run, args.results, args.json, described)
+    checks = examined.checks if examined else []
+    if args.json:
+        doctor = as_json(args.dsn, examined.version, checks) if examined else {"status": worst(checks), "checks": []}
+        print(json.dumps({**doctor, **described}, indent=2, ensure_ascii=False))
+    else:
+        if examined:
+            table = Table(title=f"lab doctor: PostgreSQL {examined.version}, read-only")
+            for column in ("check", "status", "what it means", "evidence"):
+                table.add_column(column)
+            for check in checks:
+                table.add_row(check.name, check.status.upper(), check.summary, "\n".join(check.evidence))
+            Console(width=None if sys.stdout.isatty() else 160).print(table)
+            print("lab doctor --json shows the SQL each check ran.")
+        print("The stack, as read" + (f" (written to {args.stack})" if args.stack else "") + ":")
+        for name, value in stack.facts():
+            print(f"  {name} = {value}")
+        for part in found.not_described:
+            print(f"  not described: {part}")
+        print("lab doctor --advise answers which lock is safe on it, from the committed reference.")
+    return 1 if worst(checks) == "fail" else 0
+
+
+def _doctor_mariadb(args) -> int:
+    """lab doctor on a MariaDB: its idle guards, GET_LOCK holders and waiter timeouts, read-only (the stack
+    description and its advice cover PostgreSQL, Redis, etcd and ZooKeeper stacks)."""
     import json
 
     from lab import doctor, doctor_mariadb
 
     dsn = args.mariadb_dsn or args.dsn
-    if dsn is None:
-        raise LabError("lab doctor needs --dsn (postgresql:// or mysql://) or --mariadb-dsn")
-    maria = args.mariadb_dsn is not None or doctor_mariadb.is_mariadb_dsn(dsn)
-    module = doctor_mariadb if maria else doctor
-    version, checks = module.run_doctor(dsn, args.hung_after)
+    version, checks = doctor_mariadb.run_doctor(dsn, args.hung_after)
     if args.json:
-        print(json.dumps(module.as_json(dsn, version, checks), indent=2))
+        print(json.dumps(doctor_mariadb.as_json(dsn, version, checks), indent=2))
     else:
-        table = Table(title=f"lab doctor: {'MariaDB' if maria else 'PostgreSQL'} {version}, read-only")
+        table = Table(title=f"lab doctor: MariaDB {version}, read-only")
         for column in ("check", "status", "what it means", "evidence"):
             table.add_column(column)
         for check in checks:
@@ -308,7 +414,13 @@ def cmd_doctor(args, argv) -> int:
     return 1 if doctor.worst(checks) == "fail" else 0
 
 
+
 def cmd_list(args, argv) -> int:
+    if args.markdown:
+        from lab.reference import render
+
+        sys.stdout.write(render())
+        return 0
     usable = backends.names()
     width = max(len(name) for name in [*usable, *backends.broken, *scenarios.names()])
     from lab.servers.services import ExternalAddresses, not_installed

@@ -10,6 +10,45 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from lab.described_enum import DescribedStrEnum
+from lab.exposure import When, conditions_from_json, conditions_to_json
+
+
+class FaultFamily(DescribedStrEnum):
+    """Which kind of fault a column is: the report's summary matrix has one column per family, each cell the worst
+    of its family's cells. Declared by each column beside its code, recorded in meta.json; the members' order is
+    the summary's column order."""
+
+    IDLE_GUARDS = "idle_guards", "a server's idle guard (idle_in_transaction, idle_session) ends the lock's session"
+    DETECTOR = "detector", "the lock's session killed outright: does the holder's detector see the loss, and how soon"
+    TWO_RUNS = "two_runs", "no fault: two runs rebuild one company at once, the lock's plain job"
+    KILL_POINTS = "kill_points", "a run killed at a point of its write (after its delete, or where hypothesis searches)"
+    PAUSES = "pauses", "the holder or the lock's server stopped (SIGSTOP) past the TTL, then resumed"
+    CLOCKS = "clocks", "a clock jumped or ran fast: the holder's or a lock server's"
+    NETWORK = "network", "the lock's connection cut, slowed, lossy or dropped, or a lock service's member partitioned"
+    RESTARTS = "restarts", "a lock server restarted, with or without what it persisted"
+    FAILOVER = "failover", "a server of the lock or of the writes failed over to a replica, as the lab scripts it"
+    MANAGED_FAILOVER = "managed_failover", "a failover run by a manager: Patroni, Redis Sentinel"
+    POOLERS = "poolers", "the lock's connection through a pooler (PgBouncer)"
+    OTHER = "other", "a column its run declared no family for (recorded before columns declared one)"
+
+    @property
+    def meaning(self) -> str:
+        """Its sentence, as declared."""
+        return self.__doc__ or ""
+
+    @property
+    def heading(self) -> str:
+        """The summary matrix's heading for it: 'managed failover'."""
+        return self.value.replace("_", " ")
+
+    @classmethod
+    def read(cls, value: object) -> FaultFamily:
+        """A family as meta.json recorded it; OTHER for none (a run recorded before families) or one this lab
+        does not know (a run of a newer lab)."""
+        known = {f.value: f for f in cls}
+        return known.get(value, cls.OTHER) if isinstance(value, str) else cls.OTHER
+
 
 @dataclass(frozen=True)
 class Column:
@@ -19,6 +58,34 @@ class Column:
     label: str  # the heading in the matrix
     order: float  # its place among every scenario's columns: the order a reader meets the faults in the post
     legend: str  # one line: what the fault does, and what confirms in each trial that it struck
+    family: FaultFamily = FaultFamily.OTHER  # every registered scenario declares one (test_fault_families.py)
+    # The server setting whose timer is this column's fault (an idle guard a DBA sets), or None: the decision
+    # page finds the post's own situation (a default connection under a DBA's guard) by it, never by a name.
+    setting: str | None = None
+    # The variant of the same scenario whose fault this column repeats under another configuration (Patroni's
+    # synchronous_mode, Redis' appendfsync always), or None: the report sets a store's loss beside the
+    # configuration that avoided it by this declaration.
+    same_fault_as: str | None = None
+    # The stack traits under which this fault can happen at all (lab/exposure.py): every condition must hold, and
+    # () means every stack. None: not declared (a run recorded before columns declared it); the advice then takes
+    # the lab's own declaration, or, without one, every stack, and says so.
+    happens_when: tuple[When, ...] | None = None
+    # The services its fault can strike, with the same fallback; None: whichever service holds the lock (a holder
+    # paused, a lock server restarted). A lock on none of them is out of its reach, whatever the stack.
+    strikes: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "family": self.family.value, "happens_when": conditions_to_json(self.happens_when)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Column:
+        """A column as meta.json recorded it; a field a run recorded before it existed takes its default (a family:
+        OTHER), and one this lab does not know is left out."""
+        strikes = data.get("strikes")
+        known = {name for name in cls.__dataclass_fields__}
+        return cls(**{**{k: v for k, v in data.items() if k in known}, "family": FaultFamily.read(data.get("family")),
+                      "happens_when": conditions_from_json(data.get("happens_when")),
+                      "strikes": None if strikes is None else tuple(strikes)})
 
 
 @dataclass(frozen=True)
@@ -39,12 +106,12 @@ class FaultColumns:
         return min(c.order for c in self.columns)
 
     def to_json(self) -> dict:
-        return {"title": self.title, "columns": [asdict(c) for c in self.columns],
+        return {"title": self.title, "columns": [c.to_json() for c in self.columns],
                 "breaks_leases": self.breaks_leases, "replicated": self.replicated, "control": self.control}
 
     @classmethod
     def from_json(cls, scenario: str, data: dict) -> FaultColumns:
-        return cls(scenario, data["title"], tuple(Column(**c) for c in data["columns"]),
+        return cls(scenario, data["title"], tuple(Column.from_json(c) for c in data["columns"]),
                    bool(data.get("breaks_leases")), bool(data.get("replicated")),
                    data.get("control"))  # a run recorded before controls existed has none
 

@@ -21,6 +21,7 @@ from lab.servers.clients import first_line, parse_pg_dsn, pg_engine, redact
 from lab.servers.kernel_timers import keepalive_lateness_s
 from lab.servers.pg import KEEPALIVE_SQL, keepalive_estimate
 from lab.servers.pooler_settings import refusal
+from lab.stack import Guard, Patroni, PoolMode, Postgres, Replication, Unknown
 
 GUARDS = ("idle_in_transaction_session_timeout", "idle_session_timeout")
 
@@ -38,13 +39,30 @@ def _rows(conn: Connection, sql: str, params: dict | None = None) -> list[dict]:
     return [dict(r._mapping) for r in conn.execute(text(sql), params or {})]
 
 
+GUARD_SETTINGS_SQL = ("select name, setting, unit, source from pg_settings where name in "
+                      "('idle_in_transaction_session_timeout', 'idle_session_timeout') order by name")
+GUARD_SCOPED_SQL = ("select coalesce(d.datname, '(every database)') as database, "
+                    "coalesce(r.rolname, '(every role)') as role, s.setconfig, "
+                    "s.setdatabase = 0 or d.datname = current_database() as here "
+                    "from pg_db_role_setting s left join pg_database d on d.oid = s.setdatabase "
+                    "left join pg_roles r on r.oid = s.setrole")
+
+
+def guard_facts(conn: Connection) -> dict[str, Guard]:
+    """Each idle guard as this session gets it (ms, its source), with the settings per database or role that may
+    give another role's sessions of this database a value other than 0."""
+    elsewhere: dict[str, list[str]] = {name: [] for name in GUARDS}
+    for scoped in _rows(conn, GUARD_SCOPED_SQL):
+        for item in scoped["setconfig"] or []:
+            name, _, value = item.partition("=")
+            if name in GUARDS and scoped["here"] and value.strip() not in ("0", "0ms", "0s", "0min"):
+                elsewhere[name].append(f"database {scoped['database']}, role {scoped['role']}: {item}")
+    return {r["name"]: Guard(int(r["setting"]), r["source"], tuple(elsewhere[r["name"]]))
+            for r in _rows(conn, GUARD_SETTINGS_SQL)}
+
+
 def check_guards(conn: Connection) -> Check:
-    settings_sql = ("select name, setting, unit, source from pg_settings where name in "
-                    "('idle_in_transaction_session_timeout', 'idle_session_timeout') order by name")
-    scoped_sql = ("select coalesce(d.datname, '(every database)') as database, "
-                  "coalesce(r.rolname, '(every role)') as role, s.setconfig "
-                  "from pg_db_role_setting s left join pg_database d on d.oid = s.setdatabase "
-                  "left join pg_roles r on r.oid = s.setrole")
+    settings_sql, scoped_sql = GUARD_SETTINGS_SQL, GUARD_SCOPED_SQL
     rows = _rows(conn, settings_sql)
     evidence = [f"{r['name']} = {r['setting']}{r['unit'] or ''} (source: {r['source']})" for r in rows]
     for scoped in _rows(conn, scoped_sql):
@@ -154,8 +172,28 @@ def _pid(conn: Connection) -> int:
     return conn.execute(text(_PID_SQL)).scalar_one()
 
 
+@dataclass(frozen=True)
+class PoolerSeen:
+    """What the two clients saw between them and the server: the check, and the pool mode as a stack fact."""
+
+    check: Check
+    mode: PoolMode | Unknown
+    kind: str | None | Unknown  # what sits in between, in words; None: nothing
+
+
+def _kind(refused: str | None) -> str:
+    return ("a pooler that refuses the options startup parameter, such as PgBouncer" if refused else
+            "a pooler or proxy (the server listens on another port than the DSN names)")
+
+
 def check_pooler(engine: Engine, conn: Connection, dsn_host: str | None, dsn_port: int | None,
                  refused: str | None = None) -> Check:
+    """Transaction pooling, seen with two clients (see_pooler)."""
+    return see_pooler(engine, conn, dsn_host, dsn_port, refused).check
+
+
+def see_pooler(engine: Engine, conn: Connection, dsn_host: str | None, dsn_port: int | None,
+               refused: str | None = None) -> PoolerSeen:
     """Transaction pooling, seen with two clients: one client's transaction stays open while the other's
     next one runs. Without a pooler each client keeps its own server session; a transaction pooler
     gives the second client the session the first one's last transaction used, or moves the first
@@ -171,9 +209,12 @@ def check_pooler(engine: Engine, conn: Connection, dsn_host: str | None, dsn_por
         answered, open_pid = waiting.result(POOLER_WAIT_S)
         if not answered:
             _hang_up(other, waiting)
-            return Check("connection pooler", "warn", f"a second client got no server session within "
-                         f"{POOLER_WAIT_S:.0f} s while the first stayed connected: a pooler with no server session "
-                         f"to spare (session pooling with a full pool?)", evidence, sql)
+            return PoolerSeen(
+                Check("connection pooler", "warn", f"a second client got no server session within "
+                      f"{POOLER_WAIT_S:.0f} s while the first stayed connected: a pooler with no server session "
+                      f"to spare (session pooling with a full pool?)", evidence, sql),
+                Unknown(f"a second client waited more than {POOLER_WAIT_S:.0f} s for a server session: a pooler "
+                        "with none to spare, whose mode two clients could not see"), "a pooler (it queued a client)")
         evidence.append(f"client 2, a transaction kept open: pid {open_pid}")
         pending = _Pending(lambda: _pid(conn))
         answered, second = pending.result(POOLER_WAIT_S)
@@ -195,15 +236,19 @@ def check_pooler(engine: Engine, conn: Connection, dsn_host: str | None, dsn_por
         evidence.append(f"the server refused the options startup parameter ({refused}): a pooler such as "
                         f"PgBouncer; the doctor's settings went with each transaction (SET LOCAL)")
     if waited or open_pid == first or second != first:
-        return Check("connection pooler", "fail", "transaction pooling (e.g. PgBouncer pool_mode = transaction): "
-                     "one client's transactions run on server sessions that other clients' transactions use, so a "
-                     "session advisory lock stays behind on a session anyone may get; use transaction-level locks "
-                     "(pg_advisory_xact_lock) or a lease row", evidence, sql)
+        return PoolerSeen(
+            Check("connection pooler", "fail", "transaction pooling (e.g. PgBouncer pool_mode = transaction): "
+                  "one client's transactions run on server sessions that other clients' transactions use, so a "
+                  "session advisory lock stays behind on a session anyone may get; use transaction-level locks "
+                  "(pg_advisory_xact_lock) or a lease row", evidence, sql),
+            PoolMode.TRANSACTION, _kind(refused) if refused else "a transaction pooler")
     if refused or (where["port"] is not None and dsn_port is not None and where["port"] != dsn_port):
-        return Check("connection pooler", "warn", "something (a pooler or proxy) sits in between, and it gives each "
-                     "client a server session of its own (session pooling, no transaction pooling seen)", evidence, sql)
-    return Check("connection pooler", "pass", "one session per connection, no sign of a pooler in between",
-                 evidence, sql)
+        return PoolerSeen(
+            Check("connection pooler", "warn", "something (a pooler or proxy) sits in between, and it gives each "
+                  "client a server session of its own (session pooling, no transaction pooling seen)", evidence, sql),
+            PoolMode.SESSION, _kind(refused))
+    return PoolerSeen(Check("connection pooler", "pass", "one session per connection, no sign of a pooler in between",
+                            evidence, sql), PoolMode.NONE, None)
 
 
 def check_waiters(conn: Connection) -> Check:
@@ -222,9 +267,46 @@ def check_waiters(conn: Connection) -> Check:
         r["name"] for r in rows if r["setting"] != "0"), evidence, [sql])
 
 
+REPLICATION_SQL = ("select pg_is_in_recovery() as standby, current_setting('synchronous_standby_names') as sync_names, "
+                   "(select count(*) from pg_stat_replication) as standbys")
+
+
+def replication_fact(conn: Connection) -> Replication | Unknown:
+    """Asynchronous or synchronous standbys, as the primary reports them."""
+    row = _rows(conn, REPLICATION_SQL)[0]
+    if row["standby"]:
+        return Unknown("the DSN reaches a standby (pg_is_in_recovery() is true): give the primary's DSN")
+    if (row["sync_names"] or "").strip():
+        return Replication.SYNC
+    return Replication.ASYNC if row["standbys"] else Replication.NONE
+
+
+@dataclass(frozen=True)
+class Examined:
+    """What one read-only visit found: the server's version, the checks, and the PostgreSQL part of a stack."""
+
+    version: str
+    checks: list[Check]
+    postgres: Postgres
+
+
 def run_doctor(dsn: str, hung_after_s: float = 3600) -> tuple[str, list[Check]]:
     """Connect read-only and run every check; ServiceError when the server cannot be reached."""
+    found = examine(dsn, hung_after_s)
+    return found.version, found.checks
+
+
+NO_HA_READ = Unknown("no --patroni-url given: PostgreSQL does not say which HA manager, if any, runs it")
+
+
+def examine(dsn: str, hung_after_s: float = 3600, ha: Patroni | None | Unknown = NO_HA_READ) -> Examined:
+    """run_doctor's visit, also returning the facts a stack description keeps (ha: what the caller read of the HA
+    manager, which PostgreSQL cannot tell)."""
     url = parse_pg_dsn(dsn)
+    if url.query.get("target_session_attrs") == "read-write":
+        # libpq tells read-write by transaction_read_only, which the doctor's own read-only session sets: it would
+        # refuse every server. "primary" (libpq 14+) asks pg_is_in_recovery() instead and finds the same server.
+        url = url.update_query_dict({"target_session_attrs": "primary"})
     # pin=False: the doctor reports what the server gives a session, so it must not pin anything itself.
     engine = pg_engine(url, {"default_transaction_read_only": "on"}, pin=False, poolclass=None,
                        connect_args={"application_name": "locklab-doctor"})
@@ -242,12 +324,19 @@ def run_doctor(dsn: str, hung_after_s: float = 3600) -> tuple[str, list[Check]]:
                 raise ServiceError(f"postgres at {redact(url)}: the doctor's session is not read-only "
                                    f"(transaction_read_only = {read_only}): something in between drops its settings "
                                    f"(a pooler that ignores the options startup parameter?); the doctor will not run")
-            checks = [check_guards(conn), check_holders(conn, hung_after_s), check_keepalives(conn),
-                      check_pooler(engine, conn, url.host, url.port, refusal(engine)), check_waiters(conn)]
+            refused = refusal(engine)
+            pooler = see_pooler(engine, conn, url.host, url.port, refused)
+            checks = [check_guards(conn), check_holders(conn, hung_after_s), check_keepalives(conn), pooler.check,
+                      check_waiters(conn)]
+            guards = guard_facts(conn)
+            replication = replication_fact(conn)
             conn.rollback()
     finally:
         engine.dispose()
-    return version, checks
+    unread = Unknown("not in this server")
+    postgres = Postgres(version, guards.get("idle_in_transaction_session_timeout", unread),
+                        guards.get("idle_session_timeout", unread), pooler.mode, pooler.kind, replication, ha)
+    return Examined(version, checks, postgres)
 
 
 def as_json(dsn: str, version: str, checks: list[Check]) -> dict:

@@ -21,30 +21,46 @@ class ScenarioProgress:
     """One scenario's progress, on a rich Progress bar and, without a terminal, as lines."""
 
     def __init__(self, console, progress, name: str, total: int, estimate: float | None = None,
-                 at_once: int = 1):
-        """estimate: the scenario's own guess of its seconds, from its profile's timers and trial counts."""
+                 at_once: int = 1, events: int | None = None):
+        """estimate: the scenario's own guess of its seconds, from its profile's timers and trial counts.
+        events: a scenario whose fault is one event for many subjects (scenarios/events.py) counts its events too:
+        at_once and the pace are then in events, and each event's subjects advance the bar together."""
         self.console, self.progress, self.name, self.total = console, progress, name, total
         self.estimate, self.at_once = estimate, max(1, at_once)
+        self.events, self.events_done = events, 0
         self.plain = not console.is_terminal
         self.task = progress.add_task(name, total=total, left=self._left(0.0))
         self.done = 0
         self.outcomes: Counter = Counter()
         self.started = self.last_line = time.monotonic()
         if self.plain:
-            self._line(f"{name}: {total} trials" + (f", about {_duration(estimate)}" if estimate else ""))
+            self._line(f"{name}: {self._count(total, events)}" + (f", about {_duration(estimate)}" if estimate else ""))
+
+    @staticmethod
+    def _count(trials: int, events: int | None) -> str:
+        """'12 trials', or '3 events, 12 subjects' for a scenario whose trials (its subjects) share fault events."""
+        return f"{trials} trials" if events is None else f"{events} events, {trials} subjects"
 
     def _left(self, elapsed: float) -> str:
-        """Time left: the estimate until a first round of trials has finished, then their observed pace."""
+        """Time left: the estimate until a first round of trials (or events) has finished, then their observed pace."""
         if self.total == 0:
             return ""
-        done = getattr(self, "done", 0)
-        if done >= min(self.at_once, self.total):
-            left = elapsed / done * (self.total - done)
+        done, total = getattr(self, "done", 0), self.total
+        if getattr(self, "events", None) is not None:
+            done, total = self.events_done, self.events or 0
+        if done >= min(self.at_once, total) and done:
+            left = elapsed / done * (total - done)
         elif self.estimate is not None:
             left = max(0.0, self.estimate - elapsed)
         else:
             return ""
-        return f"~{_duration(left)} left" if done < self.total else ""
+        return f"~{_duration(left)} left" if done < total else ""
+
+    def advance_event(self, records: list[Mapping[str, Any]] | None) -> None:
+        """One event finished: each subject's record (None: it was interrupted and none was kept)."""
+        self.events_done += 1
+        for record in records or []:
+            self.advance(record)
 
     def advance(self, record: Mapping[str, Any] | None) -> None:
         """One trial finished (record None: it was interrupted and not kept)."""
@@ -55,12 +71,13 @@ class ScenarioProgress:
         self.tick()
 
     def drop(self, trials: int) -> None:
-        """Trials planned but no longer needed (their figures were precise enough): out of the total."""
+        """Trials planned but no longer needed (their figures precise enough, or their cells settled by the
+        sequential rule): out of the total."""
         if trials:
             self.total -= trials
             self.progress.update(self.task, total=self.total)
             if self.plain:
-                self._line(f"{self.name}: precise enough; {trials} planned trials not needed")
+                self._line(f"{self.name}: settled; {trials} planned trials not needed")
 
     def tick(self) -> None:
         """Called often while the scenario runs: the time left, and a heartbeat line when the last is 30 s old."""
@@ -68,7 +85,9 @@ class ScenarioProgress:
         self.progress.update(self.task, left=self._left(elapsed))
         if self.plain and time.monotonic() - self.last_line >= HEARTBEAT_S:
             left = self._left(elapsed)
-            self._line(f"{self.name}: {self.done}/{self.total} trials after {elapsed:.0f} s"
+            events = "" if self.events is None else f"{self.events_done}/{self.events} events, "
+            unit = "trials" if self.events is None else "subjects"
+            self._line(f"{self.name}: {events}{self.done}/{self.total} {unit} after {elapsed:.0f} s"
                        + (f", {left}" if left else ""))
 
     def finish(self, bound: float | None = None, stolen: float | None = None) -> float:
@@ -79,7 +98,8 @@ class ScenarioProgress:
         ratio = "" if bound is None else f"; wall / bound {wall_over_bound(wall, bound)}{host_cpu.describe(stolen)}"
         if self.plain:
             counts = ", ".join(f"{what} {n}" for what, n in sorted(self.outcomes.items(), key=lambda kv: str(kv[0])))
-            self._line(f"{self.name}: done in {wall:.1f} s, {self.done} trials"
+            events = None if self.events is None else self.events_done
+            self._line(f"{self.name}: done in {wall:.1f} s, {self._count(self.done, events)}"
                        + (f" ({counts})" if counts else "") + ratio)
         elif ratio:
             self._line(f"{self.name}: {wall:.1f} s{ratio}")

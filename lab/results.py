@@ -10,7 +10,7 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 import time
 from pathlib import Path
 
@@ -69,6 +69,15 @@ class RunFolder:
         line = json.dumps(record, sort_keys=True) + "\n"
         with self._lock, open(self.path / TRIALS, "a") as f:
             f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def append_all(self, records: Sequence[Mapping[str, object]]) -> None:
+        """Several records in one write (the subjects of one shared fault event): a crash keeps all of them or, at
+        worst, those before a torn last line, which count as not done."""
+        lines = "".join(json.dumps(record, sort_keys=True) + "\n" for record in records)
+        with self._lock, open(self.path / TRIALS, "a") as f:
+            f.write(lines)
             f.flush()
             os.fsync(f.fileno())
 

@@ -128,15 +128,15 @@ class Dispatch(Generic[T]):
         return dropped
 
     def ready(self, slots: int, alone: Callable[[T], bool] = lambda trial: False,
-              busy: bool = False) -> list[tuple[T, int]]:
+              busy: bool = False, later: Callable[[T], bool] = lambda trial: False) -> list[tuple[T, int]]:
         """Up to `slots` trials whose sessions are free now, taken from the budget, earliest first. A trial that
         must run alone (`alone`) starts only when none runs (`busy` False) and none starts with it; the caller
         gives no slots while it runs. Others that fit go ahead of a waiting one, so a scenario's shared trials
-        are not held up behind it."""
+        are not held up behind it. A trial that must wait for others (`later`) stays, and the ones behind it may go."""
         started: list[tuple[T, int]] = []
         still: list[tuple[T, int]] = []
         for trial in self._waiting:
-            fits = len(started) < slots
+            fits = len(started) < slots and not later(trial[0])
             by_itself = fits and alone(trial[0])
             if by_itself:
                 fits = not busy and not started

@@ -13,8 +13,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlalchemy.engine import Engine
 
@@ -30,6 +31,9 @@ from lab.harness.verdict import Verdict
 from lab.harness.workload import CompanyTable, table_name
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
+
+if TYPE_CHECKING:
+    from scenarios.events import EventEnv, EventOutcome
 
 
 def judged(measures: dict, backend_cls: type[Backend], **figures) -> Verdict:
@@ -185,8 +189,33 @@ class TrialEnv:
             raise Interrupted()
 
 
+def cell_records(spec: TrialSpec, done: list[dict]) -> list[dict]:
+    """The finished ok records of a planned trial's cell: its scenario, backend (with driver) and variant."""
+    return [r for r in done if r.get("scenario") == spec.scenario and r.get("backend") == spec.label
+            and r.get("variant") == spec.variant and r.get("status") == "ok"]
+
+
+def settled(records: list[dict]) -> bool:
+    """Whether a cell's trials so far settle its verdict: one failed (a failure found stands), or every trial showed
+    the same kind with the same exercised answer. Trials that differ leave it unsettled: more of them say how
+    often each outcome comes, and raise the count behind a ✓."""
+    if any(r.get("safety") == Safety.UNSAFE.value for r in records):
+        return True
+    outcomes = {((r.get("judgement") or {}).get("kind", r.get("verdict")), r.get("exercised")) for r in records}
+    return len(outcomes) <= 1
+
+
 SHARED, OWN_SERVERS, ALONE = "shared", "own servers", "alone"
 LANES = (SHARED, OWN_SERVERS, ALONE)
+
+
+class FaultReach(Enum):
+    """How many trials one strike of a scenario's fault serves, as the runner plans them (lab/runner/)."""
+
+    ONE_TRIAL = "one trial"  # each trial strikes a fault of its own
+    # One event per (variant, repetition) serves every applicable backend, each on a company, a table and keys of
+    # its own and judged on its own history (scenarios/events.py): the fault is the same for all of them.
+    ONE_EVENT = "one event for many subjects"
 
 # The timers a trial sits through at least once, by the names the profiles give them: a lease waited out
 # (ttl_s), a guard's timeout fired (timeout_s), a transaction held open (hold_s), a kill at its moment
@@ -232,6 +261,17 @@ class Scenario(ABC):
     # Whether `lab run` without --scenario runs it: the post's core experiments, about 90 s on 2 cores. The
     # rest (restarts, failovers, the cost table, the kill-point search) take minutes: --scenario all or by name.
     default_run: ClassVar[bool] = False
+    # The sequential rule (DESIGN.md, "Strength"): how many more trials a cell may run when its profile's trials
+    # disagree (kinds or exercised differ) and none failed. 0: every cell runs its profile's trials, no more.
+    # A trial beyond them starts only once the cell's first ones have finished (later()), and is dropped when they
+    # agree or one failed (needed()): a failure found stands, and an agreeing cell is settled.
+    extra_trials_when_varied: ClassVar[int] = 0
+    # Whether the lock's connection driver changes what this fault does to it (the idle guards, the detector, a
+    # paused or cut holder): only such a scenario runs the driver axis (--driver) beside the default driver.
+    driver_axis: ClassVar[bool] = False
+    # ONE_EVENT: the runner plans one event per variant and repetition for every backend (run_event), not a trial
+    # each (run_trial); the profile's `trials` is then the number of events per variant.
+    fault_reach: ClassVar[FaultReach] = FaultReach.ONE_TRIAL
 
     @classmethod
     def fault_columns(cls) -> FaultColumns | None:
@@ -271,18 +311,23 @@ class Scenario(ABC):
 
     def plan_drivers(self, backend_classes: list[type[Backend]], profile: str,
                      drivers: list[str]) -> list[TrialSpec]:
-        """plan() once per driver: a backend whose lock is on PostgreSQL runs on each driver it can use
-        (n/a with the reason where it cannot); one whose lock is elsewhere has no driver axis and runs once."""
+        """plan() once per driver: on a scenario that declares the driver axis, a backend whose lock is on
+        PostgreSQL and more than one driver runs on each other driver (a row of its own, `session@asyncpg`, n/a
+        with the reason on a driver it has no form on); a lock with one driver, or whose lock is elsewhere, has no
+        driver axis and runs once. A
+        scenario without the axis runs every backend once, on the default driver."""
         specs = []
-        for driver in drivers:
-            on_pg = [c for c in backend_classes if c.lock_service == "postgres"]
-            axis = backend_classes if driver == DEFAULT_DRIVER else on_pg
-            runnable = [c for c in axis if c.driver_skip(driver) is None]
+        other = [d for d in drivers if d != DEFAULT_DRIVER] if self.driver_axis else []
+        if DEFAULT_DRIVER in drivers or not self.driver_axis:
+            specs += self.plan(backend_classes, profile)
+        else:  # locks with no driver axis still run, once
+            specs += self.plan([c for c in backend_classes if c.lock_service != "postgres"], profile)
+        on_axis = [c for c in backend_classes if c.lock_service == "postgres" and len(c.drivers) > 1]
+        for driver in other:
+            runnable = [c for c in on_axis if c.driver_skip(driver) is None]
             specs += [replace(spec, driver=driver) for spec in self.plan(runnable, profile)]
             specs += [TrialSpec(self.name, c.name, "-", 0, skip=c.driver_skip(driver), driver=driver)
-                      for c in axis if c.driver_skip(driver) is not None]
-        if DEFAULT_DRIVER not in drivers:  # locks with no driver axis still run, once
-            specs += self.plan([c for c in backend_classes if c.lock_service != "postgres"], profile)
+                      for c in on_axis if c.driver_skip(driver) is not None]
         return specs
 
     def plan(self, backend_classes: list[type[Backend]], profile: str) -> list[TrialSpec]:
@@ -305,7 +350,10 @@ class Scenario(ABC):
                     skipped.append(TrialSpec(self.name, cls.name, variant, 0, skip=reason))
         runnable = [(cls.name, v) for cls in backend_classes if self.applies_to(cls) is None
                     for v in self.variants_in_profile(cls, profile) if self.variant_skip(v, cls) is None]
-        counts = {variant: self.variant_trials(variant, trials) for _, variant in runnable}
+        # The sequential rule adds trials per cell; an event serves every backend's cell at once, so a scenario of
+        # shared events runs its profile's count and no more.
+        extra = self.extra_trials_when_varied if self.fault_reach is FaultReach.ONE_TRIAL else 0
+        counts = {variant: self.variant_trials(variant, trials) + extra for _, variant in runnable}
         for index in range(max(counts.values(), default=0)):
             specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable
                          if index < counts[variant])
@@ -353,10 +401,31 @@ class Scenario(ABC):
         return 0.0
 
     def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
-        """Whether a planned trial must still run, given the records of the trials finished so far: False once
-        the figures it would repeat are precise enough (lab/harness/precision.py). True by default: every
-        planned trial runs; a scenario whose repetitions are trials of their own (the cost table) overrides it."""
-        return True
+        """Whether a planned trial must still run, given the ok records of the trials finished so far: False once
+        the figures it would repeat are precise enough (lab/harness/precision.py). By default every trial of the
+        profile's count runs, and one of the sequential rule's extra trials only while its cell is unsettled
+        (settled()); a scenario whose repetitions are trials of their own (the cost table) overrides it."""
+        floor = self.floor_trials(profile, spec.variant)
+        if spec.index < floor:
+            return True
+        records = cell_records(spec, done)
+        return len(records) < floor or not settled(records)  # undecided until the cell's first trials are in
+
+    def floor_trials(self, profile: str, variant: str) -> int:
+        """The trials every cell of a variant runs before the sequential rule may add more."""
+        return self.variant_trials(variant, self.profile_params(profile)["trials"])
+
+    def later(self, profile: str, spec: TrialSpec, finished: int) -> bool:
+        """Whether a trial must wait before it starts: one of the sequential rule's extra trials waits until its
+        cell's first `floor_trials` have finished (any status), since only they tell whether it is needed."""
+        return spec.index >= self.floor_trials(profile, spec.variant) and finished < self.floor_trials(
+            profile, spec.variant)
+
+    def reads_finished(self) -> bool:
+        """Whether the runner must hand needed() the finished records: it stops early by precision, or the
+        sequential rule may add trials."""
+        return type(self).needed is not Scenario.needed or (self.extra_trials_when_varied > 0
+                                                             and self.fault_reach is FaultReach.ONE_TRIAL)
 
     def precision(self, profile: str, done: list[dict]) -> dict | None:
         """What the run records about how its repetitions ended (the rule's outcome), for the report; None: nothing."""
@@ -425,6 +494,11 @@ class Scenario(ABC):
     @abstractmethod
     def run_trial(self, env: TrialEnv) -> dict:
         """Run one trial for real and return its measures."""
+
+    def run_event(self, env: EventEnv) -> EventOutcome:
+        """Run one event for real (a FaultReach.ONE_EVENT scenario): the fault struck once for every subject, each
+        subject's measures or its own error. Raising ends every subject alike (a Skip: none of them runs here)."""
+        raise NotImplementedError(f"{self.name} strikes its fault once per trial (fault_reach {self.fault_reach.value})")
 
     def judge(self, measures: dict, backend_cls: type[Backend]) -> Verdict | None:
         """The trial's typed verdict from the one set of checkers (lab/harness/judge.py): a scenario whose

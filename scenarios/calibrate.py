@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from lab.capabilities import Capability
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults import TerminateSession
 from lab.harness import ops
 from lab.harness.judge import detection
@@ -17,6 +17,7 @@ from scenarios.base import ALONE, Scenario, TrialEnv, judged
 
 class Calibrate(Scenario):
     name = "calibrate"
+    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
     lane = ALONE  # how soon a poller got in, timed: nothing beside it
     summary = "detector check: holder's session killed at 2.00 s, a second session polls every 50 ms"
@@ -26,7 +27,8 @@ class Calibrate(Scenario):
     columns = (
         Column("terminate", "lock session killed", 4,
                "pg_terminate_backend (KILL CONNECTION on MariaDB) on the holder's lock session at 2 s while a second "
-               "session polls; confirmed when the server accepts it and the session is gone from its session list"),
+               "session polls; confirmed when the server accepts it and the session is gone from its session list",
+               family=FaultFamily.DETECTOR, happens_when=(), strikes=("postgres", "mariadb")),
     )
     params = {
         "quick": {"kill_at": 2.0, "poll": 0.05, "give_up": 3.0, "trials": 5, "parallel": 15},

@@ -20,7 +20,8 @@ from typing import Callable
 import backends
 from backends.base import Backend, describe_error
 from lab.capabilities import Capability
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
+from lab.exposure import ON, Trait, when
 from lab.faults import SessionTimeout, idle_in_transaction_timeout, idle_session_timeout, mariadb_guard
 from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
@@ -58,6 +59,7 @@ PROBE_FRACTIONS = (1 / 3, 5 / 3)
 
 class Cases(Scenario):
     name = "cases"
+    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
     summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"
     requires = frozenset({Capability.SESSION_LOCK})
@@ -67,20 +69,28 @@ class Cases(Scenario):
     columns = (
         Column("idle_in_transaction", "idle in transaction past the timeout", 1,
                "the holder's lock session sits idle in its transaction past idle_in_transaction_session_timeout;"
-               " confirmed by the server's log line or the session gone from pg_stat_activity"),
+               " confirmed by the server's log line or the session gone from pg_stat_activity",
+               setting="idle_in_transaction_session_timeout", family=FaultFamily.IDLE_GUARDS,
+               happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres", "mariadb")),
         Column("read_then_idle_in_transaction", "one table read, then idle in transaction", 1.5,
                "MariaDB: the lock's session reads the company table (opening an InnoDB transaction) and then sits "
                "idle past idle_transaction_timeout; confirmed by the server log's aborted connection or the "
-               "session gone from the processlist"),
+               "session gone from the processlist",
+               family=FaultFamily.IDLE_GUARDS, happens_when=(), strikes=("mariadb",)),
         Column("query_then_idle_in_transaction", "one more query, then that timeout", 2,
                "the same, after one more query on the lock's session (the naive liveness check); confirmed the "
-               "same way"),
+               "same way", setting="idle_in_transaction_session_timeout", family=FaultFamily.IDLE_GUARDS,
+               happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres", "mariadb")),
         Column("idle_write_transaction", "one table read, then idle_write_transaction_timeout", 2.5,
                "MariaDB: the lock's session reads the company table, then sits idle past "
                "idle_write_transaction_timeout, the guard of transactions that wrote (PostgreSQL has none); "
-               "confirmed the same way"),
+               "confirmed the same way",
+               family=FaultFamily.IDLE_GUARDS, happens_when=(), strikes=("mariadb",)),
         Column("idle_session", "idle_session_timeout", 3,
-               "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way"),
+               "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way",
+               setting="idle_session_timeout",
+               family=FaultFamily.IDLE_GUARDS, happens_when=(when(Trait.IDLE_SESSION_GUARD, ON),),
+               strikes=("postgres", "mariadb")),
     )
     params = {
         "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},

@@ -41,7 +41,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab import faults
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
+from lab.exposure import YES, Trait, when
 from lab.servers.etcd_cluster import EtcdCluster
 from lab.servers.ready_ahead import ReadyAhead
 from lab.servers.owner import mark_owner
@@ -73,12 +74,15 @@ class EtcdPartition(LeaseFaultScenario):
     columns = (
         Column("holder_member", "the holder's etcd member partitioned", 17,
                "the holder's member, a follower, cut off from the other two; confirmed by the members: it follows "
-               "no leader, the others follow one of themselves"),
+               "no leader, the others follow one of themselves",
+               family=FaultFamily.NETWORK, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
         Column("leader", "the etcd leader (the holder's) partitioned", 18,
-               "the leader, which the holder talks to, cut off; confirmed the same way"),
+               "the leader, which the holder talks to, cut off; confirmed the same way",
+               family=FaultFamily.NETWORK, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
         Column("leader_kill", "the etcd leader killed", 19,
                "the leader SIGKILLed and started again on its data; confirmed by the survivors following a new "
-               "leader on a later term"),
+               "leader on a later term",
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
     )
     faults = {"holder_member": "etcd_partition", "leader": "etcd_partition_leader", "leader_kill": "etcd_leader_kill"}
     params = {

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from lab.capabilities import Capability
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults.base import FaultNotConfirmed, GradedFault, Route, Target
 from lab.servers import fake_clock
 from lab.servers.fake_clock import FakeClock
@@ -152,12 +152,15 @@ class HolderClock(LeaseFaultScenario):
     columns = (
         Column("control", "holder on libfaketime, no jump (control)", 7.5,
                "the holder process runs with libfaketime preloaded and its clocks left alone, for two TTLs while a "
-               "contender tries; confirmed by the holder's own report of its clocks (within 0.1 s of the real ones)"),
+               "contender tries; confirmed by the holder's own report of its clocks (within 0.1 s of the real ones)",
+               family=FaultFamily.CLOCKS, happens_when=()),
         Column("wall_back", "holder's wall clock jumped back ten TTLs", 7.6,
                "the holder's wall clock (CLOCK_REALTIME, through libfaketime in its process alone) jumps back ten "
-               "TTLs while it holds, its monotonic clock untouched; confirmed by the holder's own report of both"),
+               "TTLs while it holds, its monotonic clock untouched; confirmed by the holder's own report of both",
+               family=FaultFamily.CLOCKS, happens_when=()),
         Column("all_back", "holder's wall and monotonic clocks jumped back", 7.7,
-               "the same with the holder's monotonic clock faked and moved as well; confirmed the same way"),
+               "the same with the holder's monotonic clock faked and moved as well; confirmed the same way",
+               family=FaultFamily.CLOCKS, happens_when=()),
     )
     # Three holders at once: a holder process takes a few seconds to start, and on a busy two-core machine six
     # starting together took more than the 30 s the trial waits for a grant (measured, with or without the preload).

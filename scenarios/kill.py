@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults import terminate_confirmed
 from lab.harness.verdict import Verdict
 from lab.servers import sessions
@@ -19,6 +19,7 @@ from scenarios.base import Scenario, TrialEnv, judged
 
 class Kill(Scenario):
     name = "kill"
+    extra_trials_when_varied = 3  # the sequential rule: a cell whose trials disagree runs up to three more
     default_run = True
     summary = "run1's write session terminated after its delete, before its commit, while run2 waits"
     variants = ("after_delete",)
@@ -26,7 +27,8 @@ class Kill(Scenario):
     columns = (
         Column("after_delete", "write session killed mid-write", 6,
                "pg_terminate_backend (KILL CONNECTION on MariaDB) on the holder's write session after its DELETE, "
-               "before its INSERT; confirmed as the lock session's kill is"),
+               "before its INSERT; confirmed as the lock session's kill is",
+               family=FaultFamily.KILL_POINTS, happens_when=(), strikes=("postgres", "mariadb")),
     )
     params = {
         "quick": {"trials": 1, "parallel": 8, "wait_for_run2_s": 5.0, "work_s": 0.2},

@@ -29,7 +29,7 @@ from hypothesis.errors import Flaky
 import backends
 from lab import faults
 from lab.capabilities import Capability
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults import FaultNotConfirmed, Target
 from lab.harness import ops
 from lab.harness.history import History
@@ -239,7 +239,8 @@ class Killpoints(Scenario):
     columns = (
         Column("search", "kill points searched by hypothesis", 25,
                "hypothesis searches schedules of kills and cuts at the write's named points for one that breaks "
-               "the company; each kill confirmed as the lock session's is"),
+               "the company; each kill confirmed as the lock session's is",
+               family=FaultFamily.KILL_POINTS, happens_when=()),
     )
     params = {
         "quick": {"examples": 15, "shrink_s": 15.0, "ttl_s": 0.5, "trials": 1, "parallel": 2},

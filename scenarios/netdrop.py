@@ -30,7 +30,7 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.errors import Interrupted, LabError
 from lab.faults import Target
 from lab.faults.net_drop import NetDrop as DropFault
@@ -88,7 +88,8 @@ class NetDrop(Scenario):
         Column("server_keepalives", "lock connection dropped on the network (keepalives tuned)", 22,
                "the lock connection's packets dropped in a private network namespace (no FIN, no RST) while the "
                "server's keepalives are tuned short; confirmed by the dropped port being the lock session's and "
-               "the server ending it"),
+               "the server ending it",
+               family=FaultFamily.NETWORK, happens_when=(), strikes=("postgres",)),
     )
     params = {
         "quick": {"trials": 1, "parallel": 3, "server_keepalives": [2, 1, 2], "client_keepalives": [1, 1, 2],
@@ -96,7 +97,7 @@ class NetDrop(Scenario):
                   "variants": ["server_keepalives", "client_keepalives", "client_user_timeout"]},
         # Six at once: a trial sits on kernel keepalive timers for 8-17 s, and with three at once the
         # machine was 20-50% busy while they ran (run 193d).
-        "default": {"trials": 2, "parallel": 6, "server_keepalives": [5, 1, 3], "client_keepalives": [2, 1, 2],
+        "default": {"trials": 3, "parallel": 6, "server_keepalives": [5, 1, 3], "client_keepalives": [2, 1, 2],
                     "user_timeout_ms": 2000, "holder_patience_s": 6.0,
                     "variants": ["server_keepalives", "client_keepalives", "client_user_timeout"]},
         "full": {"trials": 2, "parallel": 12, "server_keepalives": [5, 1, 3], "client_keepalives": [2, 1, 2],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import backends
 from lab.capabilities import Capability
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.harness.verdict import Verdict
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged
@@ -25,7 +25,8 @@ class Overlap(Scenario):
     title = "two runs at once"
     columns = (
         Column("two_runs", "two runs at once", 5,
-               "two runs rebuild the same companies at the same time; no fault, the contention itself"),
+               "two runs rebuild the same companies at the same time; no fault, the contention itself",
+               family=FaultFamily.TWO_RUNS, happens_when=()),
     )
     params = {
         "quick": {"hold_s": 0.3, "trials": 1, "parallel": 8},

@@ -1,13 +1,15 @@
 """The lock's PostgreSQL managed by Patroni, as production runs it, while a holder holds: what survives.
 
-Each trial gets a Patroni cluster of its own (lab/servers/patroni.py: two nodes, one etcd member as the
-DCS, the run's PostgreSQL binaries), and the same trial shape as the scripted `failover`, its control
-(scenarios/_failover_trial.py): the holder takes its lock and stops at its fault point; the fault strikes
-(lab/faults/patroni.py) and is confirmed by Patroni's view and the servers'; a contender asks once a new
-primary answers; the holder goes on and writes; then the fault heals, Patroni settles the cluster (a
-demoted primary rewound by pg_rewind), and the company is read on the primary that survived. A probe
-client writes to the old primary from the moment of the fault (lab/harness/promotion.py), so every trial
-records, as the scripted control does, how long the promotion took and what the old primary accepted.
+One fault event serves every backend (FaultReach.ONE_EVENT, scenarios/_shared_event.py): each event gets a
+Patroni cluster of its own (lab/servers/patroni.py: two nodes, one etcd member as the DCS, the run's PostgreSQL
+binaries), and the same shape as the scripted `failover`, its control: every backend's holder takes its lock (on
+a company, a table and keys of its own; a lock on Redis, etcd or ZooKeeper on the run's own server, its fence and
+writes on the cluster) and stops at its fault point; the fault strikes once (lab/faults/patroni.py) and is
+confirmed by Patroni's view and the servers'; each contender asks once a new primary answers; each holder goes on
+and writes; then the fault heals, Patroni settles the cluster (a demoted primary rewound by pg_rewind), and each
+company is read on the primary that survived. Each backend's trial is judged on its own history. A probe client
+writes to the old primary from the moment of the fault (lab/harness/promotion.py), so every trial records, as
+the scripted control does, how long the promotion took and what the old primary accepted.
 
 Clients reach the cluster as libpq users do, with one multi-host URL and target_session_attrs=read-write:
 libpq takes the first node, in the URL's order, that accepts writes, and the old primary (node0) is
@@ -42,6 +44,7 @@ the lab's cluster, and a crash, which Patroni may repair in place, is the `resta
 
 from __future__ import annotations
 
+import copy
 import shutil
 import tempfile
 import time
@@ -54,8 +57,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 import backends
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.errors import LabError
+from lab.exposure import OFF, ON, Trait, when
+from lab.errors import Interrupted, LabError
 from lab.faults import load as load_fault
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
@@ -72,7 +77,9 @@ from lab.servers.patroni_runtime import Unavailable, runtime
 from lab.servers.pg import dispose, trial_engines
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
-from scenarios.base import OWN_SERVERS, Skip, TrialEnv
+from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
+from scenarios.base import OWN_SERVERS, FaultReach, Skip, TrialEnv
+from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_event
 
 SETTLE_WITHIN_S = 60.0  # after the heal: the old primary demoted, rewound and streaming again
 # The holder's idle_in_transaction guard outlasts every fault here (a promotion takes the ttl, 20 s): these
@@ -83,10 +90,18 @@ REPLAYED_WITHIN_S = 30.0  # on the user's cluster, before the fault: until its s
 
 ASYNC, SYNC, FAILSAFE = PatroniSettings(), PatroniSettings(synchronous_mode=True), PatroniSettings(failsafe_mode=True)
 
+# The stacks each column's fault can happen to (lab/exposure.py): Patroni with a standby to fail over to. A split
+# brain needs a primary whose postgres runs on while its agent is stopped, which a watchdog would prevent; without
+# synchronous_mode its commits wait for nobody.
+UNDER_PATRONI = (when(Trait.HA_MANAGER, "patroni"), when(Trait.REPLICATION, "async", "sync"))
+SPLIT_BRAIN = UNDER_PATRONI + (when(Trait.WATCHDOG, OFF),)
+ASYNC_SPLIT_BRAIN = SPLIT_BRAIN + (when(Trait.SYNCHRONOUS_MODE, OFF), when(Trait.REPLICATION, "async"))
+
 
 class Patroni(LeaseFaultScenario):
     name = "patroni"
-    lane = OWN_SERVERS  # a Patroni cluster of each trial's own: runs beside the run's other scenarios
+    lane = OWN_SERVERS  # a Patroni cluster of each event's own: runs beside the run's other scenarios
+    fault_reach = FaultReach.ONE_EVENT  # one split brain (or crash, cut, switchover) serves every backend
     control = "failover"  # its scripted counterpart, which the report puts beside it
     summary = ("the lock's PostgreSQL under Patroni: its postgres crashed, its agent paused past the ttl (split "
                "brain), cut from etcd with failsafe off and on, a planned switchover")
@@ -116,113 +131,153 @@ class Patroni(LeaseFaultScenario):
     columns = (
         Column("crash", "Patroni: the primary's postgres crashed", 13.1,
                "the primary's postmaster killed (SIGKILL); confirmed by its pid gone and a primary again, restarted "
-               "in place by its agent or failed over (recorded), in Patroni's REST view and by pg_is_in_recovery()"),
+               "in place by its agent or failed over (recorded), in Patroni's REST view and by pg_is_in_recovery()",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI, strikes=("postgres",)),
         Column("agent_paused", "Patroni: the primary's agent paused (split brain)", 13.2,
                "the primary's Patroni agent SIGSTOPped past the ttl while its postgres runs; confirmed by state T and "
                "the replica promoted (Patroni's view from it, out of recovery on a later timeline) beside the old "
                "primary; SIGCONT after the holder's write, then the old primary is demoted and rewound (or your pause=CMD "
-               "and heal=CMD on your cluster)"),
+               "and heal=CMD on your cluster)",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "none"),), strikes=("postgres",)),
         Column("agent_paused_routed", "the same, clients routed by GET /primary", 13.3,
                "the same split brain with every client behind a proxy that routes new connections by each node's "
-               "REST health check (GET /primary), as HAProxy does; confirmed the same way"),
+               "REST health check (GET /primary), as HAProxy does; confirmed the same way", same_fault_as="agent_paused",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "session", "transaction"),), strikes=("postgres",)),
         Column("agent_paused_sync", "the same under synchronous_mode", 13.4,
                "the same split brain with Patroni's synchronous_mode: the old primary's commits wait for its "
-               "synchronous standby, now a primary; confirmed the same way"),
+               "synchronous standby, now a primary; confirmed the same way", same_fault_as="agent_paused",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=SPLIT_BRAIN + (when(Trait.SYNCHRONOUS_MODE, ON),), strikes=("postgres",)),
         Column("dcs_cut", "Patroni: the primary cut from etcd", 13.5,
                "the primary's agent cut from the DCS (its etcd link blackholed), failsafe_mode off; confirmed by the "
                "link relaying nothing and the agent's dcs_last_seen standing still; what Patroni did is recorded "
-               "(here: the old primary demoted itself, then the replica was promoted); or your partition=CMD and heal=CMD"),
+               "(here: the old primary demoted itself, then the replica was promoted); or your partition=CMD and heal=CMD",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, OFF),), strikes=("postgres",)),
         Column("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
                "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
-               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)"),
+               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)", same_fault_as="dcs_cut",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, ON),), strikes=("postgres",)),
         Column("switchover", "Patroni: a planned switchover", 13.7,
                "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
-               "leader and its postgres out of recovery on a later timeline (or your failover=CMD)"),
+               "leader and its postgres out of recovery on a later timeline (or your failover=CMD)",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI, strikes=("postgres",)),
     )
-    params = {
+    params = {  # trials: events per variant, each serving every backend
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 1, "parallel": 3},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
     }
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # every session of a trial is on the trial's own cluster
 
     def trial_seconds(self, profile: str) -> float:
-        """A cluster's start (about 10 s), a promotion past the ttl (20 s), the contender, the heal and settling."""
-        return 45.0
+        """One event: a cluster's start (about 10 s), every holder's grant, a promotion past the ttl (20 s), the
+        contenders, the heal and settling (28 to 92 s, 60 s typical, for 36 subjects here, three events at once)."""
+        return 60.0
 
     def run_trial(self, env: TrialEnv) -> dict:
-        run_server = env.services.embedded.get("postgres")
+        return trial_of_event(self, env)
+
+    def run_event(self, env: EventEnv) -> EventOutcome:
+        """One event on a Patroni cluster of its own for every subject; on the user's cluster, each subject in turn
+        with the user's own command (a failover of their service reaches every client: one at a time)."""
+        run_server = env.first.services.embedded.get("postgres")
         if run_server is None:
-            return self._on_your_servers(env)
+            return EventOutcome([self._subject_on_your_servers(subject) for subject in env.subjects])
         try:  # asked here, not when planning: on the user's cluster Patroni need not run on this machine
             found = runtime()
         except Unavailable as exc:
             raise Skip(DoesNotRun(str(exc))) from None
-        variant = env.spec.variant
-        settings = self.settings[variant]
-        root = Path(tempfile.mkdtemp(prefix="patroni-", dir=env.services.tmp))
+        settings = replace(self.settings[env.event.variant], max_connections=sessions_for(len(env.subjects)))
+        root = Path(tempfile.mkdtemp(prefix="patroni-", dir=env.first.services.tmp))
         root.chmod(0o755)
         cluster = PatroniCluster(root, run_server.bin, found, settings)
-        router = probe = monitor = writes = None
         try:
             cluster.start()
-            old = cluster.leader()
-            if old is None:
-                raise LabError(f"the new Patroni cluster names no leader: {cluster.view()}")
+            return self._on_cluster(env, cluster)
+        finally:
+            cluster.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _on_cluster(self, env: EventEnv, cluster: PatroniCluster) -> EventOutcome:
+        """The event on a started cluster: its clients' route (a multi-host URL, or the REST-checked router), the
+        lab's schema, the promotion probe on the old primary, then the shared event, each subject's measures told
+        what the probe, the cluster and the router saw."""
+        variant = env.event.variant
+        old = cluster.leader()
+        if old is None:
+            raise LabError(f"the new Patroni cluster names no leader: {cluster.view()}")
+        router = probe = monitor = writes = None
+        try:
             client_url = cluster.url
             if variant in self.routed:
                 router = PrimaryRouter([(n.port, _primary_check(n)) for n in cluster.nodes]).start()
                 router.wait_routable()
                 client_url = cluster.node_url(old).set(port=router.port)
-            services = replace(env.services, pg_url=client_url, embedded={"postgres": cluster}, tmp=None)
+            services = replace(env.first.services, pg_url=client_url, embedded={"postgres": cluster}, tmp=None)
             monitor, writes = trial_engines(client_url)
             ensure_schema(monitor)
-            backends.prepare_storage(monitor, [env.spec.backend])
+            backends.prepare_storage(monitor, sorted({spec.backend for spec in env.event.subjects}))
             create_probe_table(cluster.node_url(old))
             # Connected to the old primary from before the fault, as a client already is; it writes from the fault on.
             probe = PromotionProbe(cluster.manager, old.name, {n.name: cluster.node_url(n) for n in cluster.nodes})
-
-            def caught_up() -> dict:
-                # The seed, the holder's grant and the probe's table on the replica before anything strikes.
-                cluster.wait_caught_up()
-                return {}
-
-            def settle() -> dict:
-                return _settle(cluster, old, [monitor, writes])
-
-            def routed_to_leader() -> dict:
-                # A client asks once its route leads to the new primary, as it would behind HAProxy.
-                leader = cluster.leader(via=next(n for n in cluster.nodes if n is not old))
-                if router is None or leader is None:
-                    return {}
-                started = time.monotonic()
-                router.wait_routable(ROUTE_WITHIN_S, to=leader.port)
-                return {"routed_to_new_primary_after_s": round(time.monotonic() - started, 3)}
-
-            measures = failover_trial(replace(env, services=services, monitor=monitor, writes=writes),
-                                      load_fault(self.fault_of(variant)), once_held=caught_up, at_fault=probe.start,
-                                      settle=settle, guard_s=GUARD_S, retry_errors=True,
-                                      before_contender=routed_to_leader)
+            with on_servers(env.subjects, services, client_url) as subjects:
+                outcome = shared_event(subjects, load_fault(self.fault_of(variant)),
+                                       self._shape(cluster, old, router, probe, [monitor, writes], subjects))
             probe.stop()
             survivor = cluster.leader()
-            measures["promotion"] = probe.measures(None if survivor is None else cluster.node_url(survivor))
-            measures["evidence"]["probe"] = probe.details()
-            measures["patroni"] = {**settings.to_json(), "nodes": len(cluster.nodes), "version": found.version,
-                                   "clients": "REST health check (GET /primary)" if router is not None
-                                   else "multi-host URL, target_session_attrs=read-write"}
+            extra = {"promotion": probe.measures(None if survivor is None else cluster.node_url(survivor)),
+                     "patroni": {**cluster.settings.to_json(), "nodes": len(cluster.nodes),
+                                 "version": cluster.runtime.version,
+                                 "clients": "REST health check (GET /primary)" if router is not None
+                                 else "multi-host URL, target_session_attrs=read-write"}}
+            evidence = {"probe": probe.details()}
             if router is not None:
-                measures["evidence"]["router"] = {"ports": {n.name: n.port for n in cluster.nodes},
-                                                  "routed": list(router.routed)}
-            return measures
+                evidence["router"] = {"ports": {n.name: n.port for n in cluster.nodes}, "routed": list(router.routed)}
+            for subject in outcome.subjects:
+                if subject.measures is not None:
+                    subject.measures.update(copy.deepcopy(extra))
+                    subject.measures["evidence"].update(copy.deepcopy(evidence))
+            return outcome
         finally:
             if probe is not None:
                 probe.stop()
             dispose(monitor, writes)
             if router is not None:
                 router.stop()
-            cluster.stop()
-            shutil.rmtree(root, ignore_errors=True)
+
+    def _shape(self, cluster: PatroniCluster, old: PatroniNode, router: PrimaryRouter | None, probe: PromotionProbe,
+               engines: list, subjects: list[TrialEnv]) -> Shape:
+        """What the event does around its holders on the lab's cluster: the replica caught up before the fault, the
+        contenders' route to the new primary after it, and the cluster settled after the heal, every engine then
+        started afresh so that each final table is read on the primary that survived."""
+
+        def caught_up() -> dict:
+            # The seeds, the holders' grants and the probe's table on the replica before anything strikes.
+            cluster.wait_caught_up()
+            return {}
+
+        def settle() -> dict:
+            return _settle(cluster, old, engines + [e for env in subjects for e in (env.monitor, env.writes)])
+
+        def routed_to_leader() -> dict:
+            # The contenders ask once their route leads to the new primary, as they would behind HAProxy.
+            leader = cluster.leader(via=next(n for n in cluster.nodes if n is not old))
+            if router is None or leader is None:
+                return {}
+            started = time.monotonic()
+            router.wait_routable(ROUTE_WITHIN_S, to=leader.port)
+            return {"routed_to_new_primary_after_s": round(time.monotonic() - started, 3)}
+
+        return Shape(once_held=caught_up, at_fault=probe.start, settle=settle, guard_s=GUARD_S, retry_errors=True,
+                     before_contender=routed_to_leader, monitor=engines[0])
+
+    def _subject_on_your_servers(self, env: TrialEnv) -> SubjectOutcome:
+        try:
+            return SubjectOutcome(env.spec, self._on_your_servers(env))
+        except Interrupted:
+            raise
+        except Exception as exc:  # this subject's alone, as a trial's error is
+            return SubjectOutcome(env.spec, failed=exc)
 
     def _on_your_servers(self, env: TrialEnv) -> dict:
         """The same trial on the user's cluster with the user's own command: every client on the URL they gave, the

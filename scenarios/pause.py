@@ -4,12 +4,13 @@ Kleppmann's garbage-collection pause: every thread stops, keep-alives included,
 so a lease lapses while its holder still believes it holds it.
 """
 
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from scenarios._lease_faults import LeaseFaultScenario
 
 
 class Pause(LeaseFaultScenario):
     name = "pause"
+    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
     fault = "pause"
     summary = "holder process SIGSTOPped past the TTL at its fault point, then SIGCONTed; a contender tries meanwhile"
@@ -19,7 +20,8 @@ class Pause(LeaseFaultScenario):
     columns = (
         Column("sigstop", "holder paused past the TTL", 7,
                "the holder's whole process SIGSTOPped for longer than the TTL, then SIGCONTed; confirmed by its "
-               "process state T (stopped)"),
+               "process state T (stopped)",
+               family=FaultFamily.PAUSES, happens_when=()),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 12},

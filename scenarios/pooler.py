@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 import backends
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.errors import LabError
+from lab.exposure import Trait, when
 from lab.harness import ops
 from lab.harness.history import History
 from lab.harness.job import run_job
@@ -44,6 +45,7 @@ EXTERNAL = ("needs a PostgreSQL the lab started: its own PgBouncer keeps the ser
 
 class Pooler(Scenario):
     name = "pooler"
+    extra_trials_when_varied = 3  # the sequential rule: a cell whose trials disagree runs up to three more
     summary = ("every PostgreSQL lock and its writes through the lab's own PgBouncer, session and transaction "
                "pooling, more clients than server sessions")
     variants = tuple(MODES)
@@ -51,10 +53,12 @@ class Pooler(Scenario):
     columns = (
         Column("session_mode", "through PgBouncer, session pooling", 23,
                "the run's sessions go through the lab's own PgBouncer in session pooling, and the holder's lock "
-               "session is killed behind it; confirmed by the server session PgBouncer had paired it with"),
+               "session is killed behind it; confirmed by the server session PgBouncer had paired it with",
+               family=FaultFamily.POOLERS, happens_when=(when(Trait.POOLER, "session"),), strikes=("postgres",)),
         Column("transaction_mode", "through PgBouncer, transaction pooling", 24,
                "the same in transaction pooling, where consecutive transactions may land on different server "
-               "sessions; confirmed the same way"),
+               "sessions; confirmed the same way",
+               family=FaultFamily.POOLERS, happens_when=(when(Trait.POOLER, "transaction"),), strikes=("postgres",)),
     )
     params = {
         "quick": {"hold_s": 1.0, "trials": 1, "parallel": 6},

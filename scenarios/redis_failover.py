@@ -24,7 +24,8 @@ from pathlib import Path
 
 from lab import faults
 from lab.capabilities import Capability
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
+from lab.exposure import YES, Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redis_failover import RedisFailover as RedisFailoverFault
 from lab.harness.holder import HolderProcess
@@ -47,17 +48,20 @@ class RedisFailover(LeaseFaultScenario):
     columns = (
         Column("caught_up", "Redis failed over, replica caught up", 14,
                "the primary cut off and its replica promoted with REPLICAOF NO ONE once it has the lock key; "
-               "confirmed by the replica answering as a primary"),
+               "confirmed by the replica answering as a primary",
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
         Column("behind", "Redis failed over, replica behind", 15,
                "the same with the replica held behind, so the lock key never reached it; confirmed the same way,"
-               " with the keys the new primary lacks"),
+               " with the keys the new primary lacks",
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
         Column("behind_wait", "Redis failed over, replica behind, WAIT 1", 16,
                "the same with a lock that takes a grant only once a replica has it (WAIT 1); confirmed the same "
-               "way"),
+               "way", same_fault_as="behind",
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 4},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
@@ -117,9 +121,9 @@ class RedisFailover(LeaseFaultScenario):
         return failover_judgement(measures, backend_cls)
 
 
-def _grant_or_given_back(holder: HolderProcess) -> tuple[dict | None, dict | None]:
+def _grant_or_given_back(holder: HolderProcess, within: float = GRANT_WITHIN_S) -> tuple[dict | None, dict | None]:
     """The holder's acquire event, or, when its lock gave a grant back because no replica had it, what it said."""
-    event = holder.wait_for("acquire", GRANT_WITHIN_S)
+    event = holder.wait_for("acquire", within)
     if not event["granted"] and event.get("note"):
         return None, {"given_back": event["note"]}
     return event, None

@@ -23,7 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from lab import faults
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
+from lab.exposure import Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redlock_restart import keys_on
 from lab.servers.embedded import EmbeddedRedlockMasters
@@ -47,10 +48,12 @@ class RedlockRestart(LeaseFaultScenario):
     columns = (
         Column("no_persistence", "a Redlock master that granted restarted empty", 20,
                "one of the three masters that granted the holder's lock restarts without persistence; confirmed "
-               "by a new process on its port and the key gone"),
+               "by a new process on its port and the key gone",
+               family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDLOCK_APPENDFSYNC, "off", "no", "everysec"),), strikes=("redlock",)),
         Column("appendfsync_always", "that master restarted with appendfsync always", 21,
                "the same restart of a master that fsyncs an append-only file on every write; confirmed by a new "
-               "process and the key back"),
+               "process and the key back", same_fault_as="no_persistence",
+               family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDLOCK_APPENDFSYNC, "always"),), strikes=("redlock",)),
     )
     # The TTL must outlast the restarts, so the contender asks while the holder's lease still runs.
     params = {

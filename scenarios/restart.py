@@ -12,11 +12,16 @@ server the lab was given (restarted by your command) reaches every trial on it, 
 """
 
 import backends
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
+from lab.exposure import Trait, when
 from lab.faults.restart import Restart as RestartFault
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._own_postgres import can_have_own_postgres, own_postgres
 from scenarios.base import TrialEnv, TrialSpec
+
+
+# A Redis (or Redlock master) that fsyncs its append-only file on every write is aof_always's column: its own.
+NOT_ALWAYS = ("off", "no", "everysec")
 
 
 class Restart(LeaseFaultScenario):
@@ -29,16 +34,18 @@ class Restart(LeaseFaultScenario):
     columns = (
         Column("server_restart", "lock server restarted", 9,
                "the server that holds the lock restarted on the same data (or by your --fault-command "
-               "restart=CMD); confirmed by new server pids, or a new server identity"),
+               "restart=CMD); confirmed by new server pids, or a new server identity",
+               family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDIS_APPENDFSYNC, *NOT_ALWAYS), when(Trait.REDLOCK_APPENDFSYNC, *NOT_ALWAYS))),
         Column("aof_always", "Redis restarted with appendfsync always", 10,
                "the same restart of a Redis that keeps an append-only file fsynced on every write; confirmed by "
-               "new pids"),
+               "new pids", same_fault_as="server_restart",
+               family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDIS_APPENDFSYNC, "always"),)),
     )
     faults = {"server_restart": "restart", "aof_always": "restart_aof"}
     params = {
         # parallel: the trials on servers of their own; the others run alone (exclusive)
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 2},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 4},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},
     }
 
     def exclusive(self, spec: TrialSpec, services) -> bool:

@@ -1,15 +1,16 @@
 """The lock's Redis failed over by Sentinel mid-hold: the primary paused, the primary cut off, a failover forced.
 
-Each trial gets a primary, a replica and three Sentinels (quorum 2) of its own (lab/servers/sentinel.py),
-and a PostgreSQL of its own for the company's writes (so it runs beside the scenarios on the run's servers),
-and every lock client, the holder's and the contender's, finds the primary through the Sentinels (a
-redis+sentinel:// address, which each backend's client reads: redis-py's Sentinel.master_for, or the
-library's own Sentinel support). The trial is the failover shape (scenarios/_failover_trial.py): the
-holder takes its lock and stops at its fault point with the replica caught up; the fault strikes and
-Sentinel fails over (confirmed by +switch-master, a majority of Sentinels naming the replica, and its
-ROLE); a contender asks where the Sentinels now point; the fault heals and the holder goes on; then the
-trial waits until the Sentinels have taken the old primary back as a replica (a trial that does not get
-there is an error). The promotion measures run from the fault to that moment: when the replica answered
+One failover serves every lock on that Redis (FaultReach.ONE_EVENT): each event gets a primary, a replica and
+three Sentinels (quorum 2) of its own (lab/servers/sentinel.py), and a PostgreSQL of its own for the companies'
+writes (so it runs beside the scenarios on the run's servers), and every lock client, the holders' and the
+contenders', finds the primary through the Sentinels (a redis+sentinel:// address, which each backend's client
+reads: redis-py's Sentinel.master_for, or the library's own Sentinel support). The event is the failover shape
+(scenarios/_shared_event.py): every holder takes its lock, on keys, a table and a company of its own, and stops
+at its fault point with the replica caught up; the fault strikes once and Sentinel fails over (confirmed by
++switch-master, a majority of Sentinels naming the replica, and its ROLE); each contender asks where the
+Sentinels now point; the fault heals and the holders go on; then the event waits until the Sentinels have taken
+the old primary back as a replica (an event that does not get there makes each subject an error). Each backend's
+trial is judged on its own history. The promotion measures run from the fault to that moment: when the replica answered
 as a primary, and what a probe writing straight to the old primary got acknowledged meanwhile.
 
 Variants (the settings of each trial in its measures' "sentinel"):
@@ -31,6 +32,7 @@ min-replicas variants set the servers' configuration themselves, so they stay on
 
 from __future__ import annotations
 
+import copy
 import shutil
 import tempfile
 import time
@@ -39,7 +41,9 @@ from pathlib import Path
 
 import backends
 from lab import faults
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
+from lab.exposure import OFF, ON, YES, Trait, when
+from lab.errors import Interrupted
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
 from lab.harness.verdict import Verdict
@@ -51,14 +55,22 @@ from lab.servers.sentinel import SENTINELS, SentinelRedis, SentinelSettings
 from lab.servers.owner import mark_owner
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
-from scenarios.base import OWN_SERVERS, Skip, TrialEnv
+from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
+from scenarios.base import OWN_SERVERS, FaultReach, Skip, TrialEnv
+from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_event
 
 MIN_REPLICAS = "_min1"
 
 
+# The stacks each column's fault can happen to (lab/exposure.py): a Redis that Sentinel watches; the min1 columns are
+# the same faults where the servers refuse writes without a replica (min-replicas-to-write).
+WATCHED_BY_SENTINEL, ON_REDIS = (when(Trait.REDIS_SENTINEL, YES),), ("redis",)
+
+
 class Sentinel(LeaseFaultScenario):
     name = "sentinel"
-    lane = OWN_SERVERS  # each trial's servers are its own, a PostgreSQL for its writes included
+    lane = OWN_SERVERS  # each event's servers are its own, a PostgreSQL for its writes included
+    fault_reach = FaultReach.ONE_EVENT  # one Sentinel failover serves every lock on that Redis
     control = "redis_failover"  # the scripted failover the report sets it beside
     summary = ("the lock's Redis failed over by three Sentinels mid-hold: primary paused, primary cut off (the "
                "stale-master window), with and without min-replicas-to-write, a failover forced")
@@ -69,17 +81,22 @@ class Sentinel(LeaseFaultScenario):
         Column("primary_paused", "Redis primary paused, Sentinel failed over", 16.1,
                "the primary SIGSTOPped past down-after-milliseconds until three Sentinels (quorum 2) fail over to "
                "its replica, then SIGCONTed (or your pause=CMD and heal=CMD); confirmed by +switch-master, a "
-               "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end"),
+               "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),), strikes=ON_REDIS),
         Column("primary_paused_min1", "Redis primary paused, Sentinel failed over, min-replicas-to-write 1", 16.2,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way"),
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_paused",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),), strikes=ON_REDIS),
         Column("primary_cut", "Redis primary cut from the Sentinels and its replica (stale master)", 16.3,
                "the primary cut from the Sentinels and its replica but not from its clients until Sentinel fails "
                "over and the contender has tried, then healed (or your partition=CMD and heal=CMD); confirmed the "
-               "same way, with the old primary still answering ROLE master"),
+               "same way, with the old primary still answering ROLE master",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),), strikes=ON_REDIS),
         Column("primary_cut_min1", "Redis primary cut off (stale master), min-replicas-to-write 1", 16.4,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way"),
+               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_cut",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),), strikes=ON_REDIS),
         Column("forced", "Redis failover forced through Sentinel", 16.5,
-               "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way"),
+               "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way",
+               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL, strikes=ON_REDIS),
     )
     fault = SentinelPause
     faults = {"primary_paused": SentinelPause, "primary_paused_min1": SentinelPause,
@@ -87,68 +104,100 @@ class Sentinel(LeaseFaultScenario):
               "forced": SentinelForcedFailover}
     commanded: dict[str, type[CommandedFault]] = {"primary_paused": CommandedPause, "primary_cut": CommandedPartition,
                                                   "forced": CommandedFailover}
-    params = {
+    params = {  # trials: events per variant, each serving every backend
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 3},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
     }
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # the writes go to the trial's own PostgreSQL (on your servers: to yours, one trial at a time)
 
     def trial_seconds(self, profile: str) -> float:
-        """Starting a PostgreSQL and five Redis processes (~4 s), the failover (~2 s), two TTLs, and the old
-        primary's demotion (Sentinel waits ~8 s after it is reachable again)."""
+        """One event: starting a PostgreSQL and five Redis processes (~4 s), the failover (~2 s), two TTLs, and the
+        old primary's demotion (Sentinel waits ~8 s after it is reachable again)."""
         ttl = self.profile_params(profile)["ttl_s"]
         return 4.0 + 2.0 + 2 * ttl + 10.0 + 2.0
 
     def run_trial(self, env: TrialEnv) -> dict:
-        if not env.services.is_embedded("redis"):
-            return self._on_your_servers(env)
-        variant = env.spec.variant
+        return trial_of_event(self, env)
+
+    def run_event(self, env: EventEnv) -> EventOutcome:
+        """One event on servers of its own for every subject; on the user's service, each subject in turn with the
+        user's own command (a failover of their service reaches every client: one at a time)."""
+        first = env.first
+        if not first.services.is_embedded("redis"):
+            return EventOutcome([self._subject_on_your_servers(subject) for subject in env.subjects])
+        variant = env.event.variant
         settings = SentinelSettings(min_replicas_to_write=1 if variant.endswith(MIN_REPLICAS) else 0)
-        root = _trial_dir(env)
+        root = _trial_dir(first)
         root.chmod(0o755)  # the PostgreSQL's user reaches its data dir; the Redis part is a 0700 folder inside
-        run_pg = env.services.embedded.get("postgres")
+        run_pg = first.services.embedded.get("postgres")
         pg = EmbeddedPostgres(root, bin_dir=run_pg.bin if isinstance(run_pg, EmbeddedPostgres) else None,
-                              settings={"shared_buffers": "16MB"}, max_connections=40)
+                              settings={"shared_buffers": "16MB"}, max_connections=sessions_for(len(env.subjects)))
         servers = SentinelRedis(root / "redis", settings)
         fault = faults.load(self.fault_of(variant))
         assert isinstance(fault, SentinelFault)  # every variant's fault is one
-        monitor = writes = None
         try:
             started = time.monotonic()
             pg.start()
             servers.start()
             start_s = time.monotonic() - started
-            monitor, writes = trial_engines(pg.dsn)
-            ensure_schema(monitor)
-            backends.prepare_storage(monitor, [env.spec.backend])
-            services = replace(env.services, pg_url=parse_pg_dsn(pg.dsn), redis_url=servers.url,
-                               embedded={"redis": servers}, tmp=None)
-            # The lock's own check against the trial's servers: a library without Sentinel support says so here.
-            cannot = backends.load(env.spec.backend).cannot_run(services)
-            if cannot is not None:
-                raise Skip(cannot)
-
-            def caught_up() -> dict:
-                servers.wait_in_sync()  # the grant (and a fence's counter) is on the replica before the fault
-                return {"replica_caught_up_before_fault": True}
-
-            # The contender asks through the new primary's errors (NOREPLICAS while it has no replica).
-            measures = failover_trial(replace(env, services=services, monitor=monitor, writes=writes), fault,
-                                      once_held=caught_up, retry_errors=True)
-            settled, promotion = fault.settle(servers)
+            outcome = self._on_servers(env, pg, servers, fault)
+            # until the Sentinels take the old primary back; nothing to wait for when no subject could run here
+            settled, promotion = fault.settle(servers) if outcome.evidence else ({}, {})
         finally:
             fault.stop_watch()
-            dispose(monitor, writes)
             servers.stop()
             pg.stop()
             shutil.rmtree(root, ignore_errors=True)
-        measures["evidence"].update(settled)
-        measures["promotion"] = promotion
-        measures["sentinel"] = {**settings.as_dict(), "version": servers.version, "sentinels": SENTINELS,
-                                "replicas": 1, "start_s": round(start_s, 2)}
-        return measures
+        extra = {"promotion": promotion, "sentinel": {**settings.as_dict(), "version": servers.version,
+                                                      "sentinels": SENTINELS, "replicas": 1, "start_s": round(start_s, 2)}}
+        for subject in outcome.subjects:
+            if subject.measures is not None:
+                subject.measures["evidence"].update(copy.deepcopy(settled))
+                subject.measures.update(copy.deepcopy(extra))
+        return outcome
+
+    def _on_servers(self, env: EventEnv, pg: EmbeddedPostgres, servers: SentinelRedis,
+                    fault: SentinelFault) -> EventOutcome:
+        """The shared event on started servers: the lab's schema on the event's PostgreSQL, each subject's lock
+        asked whether it can work through the Sentinels (a library without Sentinel support does not run: that
+        subject alone), then one failover for the others."""
+        monitor = writes = None
+        try:
+            monitor, writes = trial_engines(pg.dsn)
+            ensure_schema(monitor)
+            backends.prepare_storage(monitor, sorted({spec.backend for spec in env.event.subjects}))
+            url = parse_pg_dsn(pg.dsn)
+            services = replace(env.first.services, pg_url=url, redis_url=servers.url, embedded={"redis": servers},
+                               tmp=None)
+            refused = {e.spec.id: reason for e in env.subjects
+                       if (reason := backends.load(e.spec.backend).cannot_run(services)) is not None}
+
+            def caught_up() -> dict:
+                servers.wait_in_sync()  # the grants (and a fence's counters) are on the replica before the fault
+                return {"replica_caught_up_before_fault": True}
+
+            ran: dict[str, SubjectOutcome] = {}
+            runnable = [e for e in env.subjects if e.spec.id not in refused]
+            if runnable:
+                # The contenders ask through the new primary's errors (NOREPLICAS while it has no replica).
+                with on_servers(runnable, services, url) as subjects:
+                    shared = shared_event(subjects, fault, Shape(once_held=caught_up, retry_errors=True,
+                                                                  monitor=monitor))
+                ran = {o.spec.id: o for o in shared.subjects}
+            return EventOutcome([ran.get(e.spec.id) or SubjectOutcome(e.spec, failed=Skip(refused[e.spec.id]))
+                                 for e in env.subjects], evidence=shared.evidence if runnable else {})
+        finally:
+            dispose(monitor, writes)
+
+    def _subject_on_your_servers(self, env: TrialEnv) -> SubjectOutcome:
+        try:
+            return SubjectOutcome(env.spec, self._on_your_servers(env))
+        except Interrupted:
+            raise
+        except Exception as exc:  # this subject's alone (a Skip: it does not run here), as a trial's would be
+            return SubjectOutcome(env.spec, failed=exc)
 
     def _on_your_servers(self, env: TrialEnv) -> dict:
         """The same trial on the user's service, with the user's own commands."""

@@ -14,7 +14,7 @@ etcd's cells are n/a with the reason measured on its binary (static: no preload 
 
 from __future__ import annotations
 
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults import GradedFault, RedlockClockControl, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
 from scenarios._lease_faults import LeaseFaultScenario, first_applicable
 
@@ -35,18 +35,22 @@ class ServerClock(LeaseFaultScenario):
         Column("jump", "lock server's clock jumped forward past the TTL", 10.6,
                "the Redis or lease-row PostgreSQL that keeps the lease, started for the trial with libfaketime, has its "
                "wall clock jump two TTLs ahead while the holder holds; a contender asks at once; confirmed by the "
-               "server's own clock (Redis TIME, clock_timestamp()) read two TTLs ahead of the real one"),
+               "server's own clock (Redis TIME, clock_timestamp()) read two TTLs ahead of the real one",
+               family=FaultFamily.CLOCKS, happens_when=()),
         Column("fast", "lock server's clock running twice as fast", 10.7,
                "the same server's (or one granting Redlock master's) wall clock runs at twice the real rate from "
                "the holder's grant; a contender asks until 0.9 TTL after that grant; confirmed by two readings of "
-               "the server's clock"),
+               "the server's clock",
+               family=FaultFamily.CLOCKS, happens_when=()),
         Column("kleppmann", "a granting Redlock master's clock jumped (Kleppmann)", 21.5,
                "Redlock over five masters of the trial's own, the holder's grant on exactly three (two refuse SET "
                "while it asks); one of those three has its clock jump two TTLs ahead and a contender asks all five "
-               "at once; confirmed by that master's TIME and the key gone from it"),
+               "at once; confirmed by that master's TIME and the key gone from it",
+               family=FaultFamily.CLOCKS, happens_when=(), strikes=("redlock",)),
         Column("kleppmann_control", "the same Redlock trial, no jump", 21.6,
                "the Kleppmann trial with no jump (the control): the struck master's clock read within a few "
-               "milliseconds of the real one and the key still on three masters"),
+               "milliseconds of the real one and the key still on three masters",
+               family=FaultFamily.CLOCKS, happens_when=(), strikes=("redlock",)),
     )
     # Each trial starts its own lock server(s); a lease row's PostgreSQL takes an initdb (about 2 s).
     params = {

@@ -14,7 +14,7 @@ import time
 
 import psutil
 
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.harness.outcomes import NotRun
 from lab.servers.abilities import Pausable, RedlockMasters
@@ -94,9 +94,10 @@ class ServerPause(LeaseFaultScenario):
     columns = (
         Column("sigstop", "lock server paused past the TTL", 10.5,
                "the server that holds the lease (Redis, etcd, ZooKeeper) SIGSTOPped for longer than the TTL, then "
-               "SIGCONTed; confirmed by every server process in state T (stopped)"),
+               "SIGCONTed; confirmed by every server process in state T (stopped)",
+               family=FaultFamily.PAUSES, happens_when=()),
     )
     params = {  # it stops a server every trial of the run shares: one trial at a time
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 1},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 1},
     }

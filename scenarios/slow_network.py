@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import backends
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
 from lab.errors import LabError
 from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, SlowNetworkFault
 from lab.harness.measures import LeaseFaultMeasures
@@ -59,18 +59,21 @@ class SlowNetwork(LeaseFaultScenario):
         Column("rtt_third", "lock connection slowed: round trip +TTL/3", 8.2,
                "every packet of the holder's lock connection held TTL/6 each way in a private network namespace "
                "(iptables NFQUEUE) past the TTL; confirmed by the lock's traffic counted through the slowed port "
-               "and a probe's round trip under the same rule measured against TTL/3"),
+               "and a probe's round trip under the same rule measured against TTL/3",
+               family=FaultFamily.NETWORK, happens_when=()),
         Column("rtt_ttl", "lock connection slowed: round trip +TTL", 8.4,
                "the same with each packet held TTL/2 each way, so a renewal's round trip takes a TTL more; confirmed "
-               "the same way against a TTL"),
+               "the same way against a TTL",
+               family=FaultFamily.NETWORK, happens_when=()),
         Column("loss_30", "lock connection losing 30 % of its packets", 8.6,
                "each packet of the holder's lock connection dropped with probability 0.3, each way, on the input "
                "hook of a private network namespace past the TTL; confirmed by the lock's traffic counted through "
-               "the port and the drop rule's counters on a probe against 30 %"),
+               "the port and the drop rule's counters on a probe against 30 %",
+               family=FaultFamily.NETWORK, happens_when=()),
     )
     params = {  # each trial starts a PostgreSQL of its own: a few at once on two cores
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 2, "parallel": 3},
+        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:

@@ -27,7 +27,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from lab.columns import Column
+from lab.columns import Column, FaultFamily
+from lab.exposure import YES, Trait, when
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.harness.outcomes import DoesNotRun
 from lab.servers import zookeeper
@@ -155,7 +156,8 @@ class ZooKeeperPartition(LeaseFaultScenario):
     columns = (
         Column("holder_member", "the holder's ZooKeeper server partitioned", 19.5,
                "the holder's server, a follower, cut off from the other two; confirmed by the servers: it serves no "
-               "clients, the other two are a leader and its follower, and a probe commits through them"),
+               "clients, the other two are a leader and its follower, and a probe commits through them",
+               family=FaultFamily.NETWORK, happens_when=(when(Trait.ZOOKEEPER_ENSEMBLE, YES),), strikes=("zookeeper",)),
     )
     params = {
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},

@@ -1,7 +1,7 @@
 """The optional operating-system packages of .ci/os-packages: which are installed here, and the one line
 a test that needs a missing one skips with.
 
-The one list is .ci/os-packages: .ci/run installs from it, README's table is checked against it
+The one list is .ci/os-packages: .ci/run installs from it, docs/os-packages.md's table is checked against it
 (tests/fast/test_os_packages.py), and every test that needs a package goes through this module, by the
 marker `pytest.mark.os_packages("pgbouncer")` (tests/conftest.py) or by require() in a fixture. Where
 .ci/run sets LAB_REQUIRE_SYSTEM_SERVERS=1 a missing package fails the test instead of skipping it.

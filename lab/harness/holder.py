@@ -7,7 +7,8 @@ It reports every step as a JSON line on stdout, stamped with CLOCK_MONOTONIC,
 which is one clock for every process on the machine: read by the system call itself, so a holder whose
 clocks a fault moves (libfaketime, lab/servers/fake_clock.py) still stamps its reports on the trial's
 clock. Such a holder (spec `report_clock`) also reports its own clocks against the real ones, at start and
-whenever the parent asks (SIGUSR1).
+whenever the parent asks (SIGUSR1). A holder whose spec has `gate` reports `ready` once its backend is made and
+asks for its lock only at the parent's word, so the holders of one shared fault event ask together.
 """
 
 from __future__ import annotations
@@ -121,6 +122,10 @@ def main() -> None:
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],
                          spec["options"], routed=routed)
     backend = backend_cls(ctx, spec["key"])
+    if spec.get("gate"):  # one of several holders asking together (a shared fault event): at the parent's word
+        _emit("ready")
+        sys.stdin.readline()
+        _emit("asking")  # where its acquire begins, in its history
 
     def at(name: str, conn=None) -> None:
         if name == "before_commit":
@@ -213,6 +218,7 @@ class HolderProcess:
                 raise RuntimeError(f"holder ended before {name!r}: {said or self.stderr_tail()}")
 
     def go(self) -> None:
+        """Let the holder go on: from its fault point, or (a spec with `gate`) from its gate to its acquire."""
         self._stdin.write("go\n")
         self._stdin.flush()
 

@@ -362,45 +362,57 @@ def _idx(write: Write) -> tuple[int, ...]:
 
 
 def contested(facts: Facts) -> bool:
-    """Whether the trial tested the right at all: another process asked while the first holder's right was in
-    force and got it in the end, or the first holder's write failed (its right was taken away)."""
+    """Whether the fault was exercised: another process was granted the right, or committed a write of the
+    company, while the first holder still believed it held. The holder's own failed write does not count: a
+    right nobody else took was not tested, however its holder's write ended.
+
+    The holder believes a run-level right from its grant until it asks to release it or hears it is gone
+    (Right.believed_until); a right inside the write, and a write with no right at all (no lock, the control),
+    from the write's first statement until the holder hears how it ended (never, for a write that never ended).
+    A process with no lock takes the company when its write begins.
+    """
     if not facts.rights and not facts.writes:
         return False
-    first = min([*(r.granted for r in facts.rights), *(w.begun for w in facts.writes if w.begun is not None)])
+    holder = _first_holder(facts)
+    windows = [(r.granted, r.believed_until) for r in facts.rights if r.process == holder and r.scope == RUN]
+    windows += [(w.begun, w.ended if w.ended is not None else float("inf")) for w in facts.writes
+                if w.process == holder and w.begun is not None]
+    others = [r.granted for r in facts.rights if r.process != holder]
+    others += [_took_company(facts, w) for w in facts.writes if w.process != holder and w.landed]
+    return any(start < t < end for start, end in windows for t in others)
+
+
+def _took_company(facts: Facts, write: Write) -> float:
+    """When another process's landed write took the company: with no right of its own (no lock), at its first
+    statement; under a right, at its COMMIT (its grant counts on its own)."""
+    if write.begun is not None and facts.right_at(write.process, write.company, write.bound) is None:
+        return write.begun
+    return write.bound
+
+
+def _first_holder(facts: Facts) -> str:
+    """The process that got the right first (or, with no lock at all, began writing first)."""
+    first = min([*(r.granted for r in facts.rights), *(w.begun for w in facts.writes if w.begun is not None)],
+                default=None)
+    if first is None:  # writes that never began: the first that ended
+        return min(facts.writes, key=lambda w: w.bound).process
     holder = next((r.process for r in facts.rights if r.granted == first), None)
-    holder = holder or next(w.process for w in facts.writes if w.begun == first)
-    mine_end = _right_end(facts, holder)
-    for process, asks in facts.asked.items():
-        if process == holder or not any(first <= t < mine_end for t in asks):
-            continue
-        got = any(r.process == process for r in facts.rights) or any(
-            w.process == process and w.landed for w in facts.writes)
-        if got:
-            return True
-    return any(w.process == holder and not w.landed and _lapsed_with_transaction(facts, w) for w in facts.writes)
-
-
-def _right_end(facts: Facts, holder: str) -> float:
-    """When the first holder's right stopped being in force: the end of its last write, or of its belief."""
-    run_level = [r.believed_until for r in facts.rights if r.process == holder and r.scope == RUN]
-    if run_level:
-        return max(run_level)
-    ends = [w.ended for w in facts.writes if w.process == holder]
-    if not ends or None in ends:
-        return float("inf")
-    return max(end for end in ends if end is not None)
+    return holder or next(w.process for w in facts.writes if w.begun == first)
 
 
 def linearizability(ops: list[Op], lease_ttl: float | None) -> list[Finding]:
-    """The bounded Wing-Gong search (lab/harness/linearizable.py) as evidence beside the checkers: is the
-    history a mutex, and, for a lease, a lease behaving as one (a second grant only after the first's TTL)?
-    Evidence only (no kind): the exclusion checker already decides 'lost', from what the holder believed."""
-    runs = [mutex_finding(ops, max_seconds=0.5)]
+    """The bounded Wing-Gong search (lab/harness/linearizable.py): is the history of run-level holds a mutex,
+    each hold ending when its holder stopped believing in it? That is the exclusion checker's question asked
+    Jepsen's way, with indeterminate operations ordered or left out as they may have been, so it decides: a
+    history that is no mutex is a lost lock (Kind.LOST), with the operations that prove it. For a lease, the
+    lease model (a second grant only after the first's TTL) is asked as well, as evidence only: a lease lapsing
+    by design is no finding."""
+    found = [mutex_finding(ops, max_seconds=0.5)]
     if lease_ttl:
         lease = mutex_finding(ops, expires_after=lease_ttl, max_seconds=0.5)
-        runs.append(Finding(f"linearizable (lease, TTL {lease_ttl:g} s)", lease.valid, lease.kind, lease.proof,
-                            lease.detail))
-    return [Finding(f.checker, f.valid, None, f.proof, f.detail) for f in runs]
+        found.append(Finding(f"linearizable (lease, TTL {lease_ttl:g} s)", lease.valid, None, lease.proof,
+                             lease.detail))
+    return found
 
 
 def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool = True,
@@ -420,16 +432,16 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
         findings += [stale_writes(facts, storage_orders), overlapping_writes(facts), false_releases(facts)]
     findings.append(lapsed_writes(facts))
     findings.append(lock)
+    evidence = linearizability(ops, lease_ttl)  # the mutex search decides 'lost' too; the lease model is evidence
     lock_valid = Valid.FALSE if any(f.kind in (Kind.LOST, Kind.OVERLAPPING_WRITES) and f.valid is Valid.FALSE
-                                    for f in findings) else Valid.TRUE
-    kinds = [f.kind for f in findings if f.kind is not None]
+                                    for f in findings + evidence) else Valid.TRUE
+    kinds = [f.kind for f in findings + evidence if f.kind is not None]
     # A lost lock is LOST only when its holder wrote nothing after it to judge: a write it made after the
     # loss decides (accepted stale, refused, rolled back, or ordered behind the newer holder's by the storage).
-    if lock.valid is Valid.FALSE and superseded_writes(facts):
+    if lock_valid is Valid.FALSE and superseded_writes(facts):
         kinds = [k for k in kinds if k is not Kind.LOST]
     if not kinds:
         kinds = [_quiet_kind(facts)]
-    evidence = linearizability(ops, lease_ttl)
     shown = dict(figures or {})
     shown["linearizable"] = {f.checker: f.valid.value for f in evidence}
     if final and len(final) == 1:

@@ -90,37 +90,84 @@ def mutex_ops(history: list[Op]) -> list[MutexOp]:
     """The history's run-level acquires and releases as model operations, in invoke order.
 
     Pairing by (process, f) in history order is Jepsen's rule; a completion nobody invoked stands
-    alone at its own time, and an invoke left open is indeterminate with no upper bound.
+    alone at its own time, and an invoke left open is indeterminate with no upper bound. Only a process
+    that was granted a run-level right takes part: the releases of one whose locks lived inside its writes
+    are no mutex operations (they released nothing the model holds). A hold ends, as the holder's belief does
+    (lab/harness/judge.py), when it asks to release (a release that failed because the lock was gone still
+    ends it), hears the lock is gone (told, held() false, a failed renewal) or is killed by the fault: the model
+    then releases at that instant, so a history is a mutex exactly when nobody was granted while a holder still believed it held.
     """
+    inside_writes = _inside_writes(history)
     pending: dict[tuple[str, F], int] = {}
+    holding: set[str] = set()
+    unheld: set[int] = set()
     out: list[MutexOp] = []
     for i, op in enumerate(history):
+        killed = op.get("kills") if op.f is F.FAULT else None
+        if killed in holding:  # a killed holder believes nothing from then on
+            holding.discard(killed)
+            out.append(MutexOp(i, killed, F.RELEASE, op.time, op.time, True))
+            continue
+        if op.process in inside_writes:
+            continue
+        if _ends_belief(op) and op.process in holding:
+            holding.discard(op.process)
+            out.append(MutexOp(i, op.process, F.RELEASE, op.time, op.time, True))
+            continue
         if op.f not in (F.ACQUIRE, F.RELEASE):
             continue
+        if op.f is F.ACQUIRE and op.type is Type.OK and _scope(op) == "run":
+            holding.add(op.process)
+        elif op.f is F.RELEASE and op.type is Type.INVOKE:
+            if op.process not in holding:
+                unheld.add(i)  # asked after its hold had already ended: a failure to release then is no op
+            holding.discard(op.process)
         key = (op.process, op.f)
         if op.type is Type.INVOKE:
             if key in pending:  # invoked again before completing: the first never completed
                 out += _as_model(history, pending.pop(key), None)
             pending[key] = i
         else:
-            out += _as_model(history, pending.pop(key, None), i)
+            invoke = pending.pop(key, None)
+            if not (invoke in unheld and op.type is Type.FAIL):
+                out += _as_model(history, invoke, i)
     for invoke in pending.values():
         out += _as_model(history, invoke, None)
     return sorted(out, key=lambda m: (m.low, m.index))
 
 
+def _inside_writes(history: list[Op]) -> set[str]:
+    """The processes whose every answered acquire was a lock inside a write (scope "company"): no mutex operation
+    of theirs is the model's, their releases included."""
+    scopes: dict[str, set[str]] = {}
+    for op in history:
+        if op.f is F.ACQUIRE and op.type is not Type.INVOKE:
+            scopes.setdefault(op.process, set()).add(_scope(op) if op.type is Type.OK else "unknown")
+    return {process for process, found in scopes.items() if found == {"company"}}
+
+
+def _ends_belief(op: Op) -> bool:
+    """The holder heard its lock was gone: told, held() answered false, or a renewal failed."""
+    return op.f is F.TOLD or (op.f is F.HELD and op.type is Type.OK and op.get("held") is False) or (
+        op.f is F.RENEW and op.type is Type.FAIL)
+
+
 def _as_model(history: list[Op], invoke: int | None, completion: int | None) -> list[MutexOp]:
-    """One paired operation as a model op, or nothing when it failed or was a company lock."""
+    """One paired operation as a model op, or nothing when it was a company lock or an acquire that failed. A
+    release that failed (the lock was gone) still ended its holder's hold: it is kept, at its completion."""
     start = None if invoke is None else history[invoke]
     end = None if completion is None else history[completion]
     if "company" in (_scope(start), _scope(end)):
         return []
-    if end is not None and end.type is Type.FAIL:
-        return []
     first = start if start is not None else end
+    assert first is not None  # a pair has its invoke, its completion or both
+    if end is not None and end.type is Type.FAIL:
+        if first.f is F.ACQUIRE:
+            return []
+        return [MutexOp(completion, first.process, F.RELEASE, first.time, end.time, True)]  # type: ignore[arg-type]
     required = end is not None and end.type is Type.OK
     index = completion if completion is not None else invoke
-    assert first is not None and index is not None  # a pair has its invoke, its completion or both
+    assert index is not None
     high = end.time if end is not None and required else NEVER
     return [MutexOp(index, first.process, first.f, first.time, high, required)]
 

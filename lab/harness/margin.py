@@ -13,8 +13,8 @@ The interface, for any fault whose size is one number:
   each packet of the holder's lock connection strength x TTL.
 - A *step* is one real trial of that fault at one strength, judged by the one set of checkers
   (lab/harness/judge.py): `outcome_of(verdict)` is the one rule that calls it survived or broke. A step
-  broke when the checkers found the lock held by two at once (`verdict.lock` false) or the company
-  unsafe; it survived when they found neither and the trial tested something; anything else (an
+  broke when the checkers found the lock held by two at once (`verdict.lock` false), the company
+  unsafe, or the lease taken from its holder (its write refused by a fence or rolled back); it survived when they found neither and the trial tested something; anything else (an
   indeterminate commit, a holder that never got the lock) is unknown and ends the search where it is.
 - `search(run_step, plan)` runs steps, each `run_step(strength)` returning an Outcome, within
   `plan.budget` trials: the top of the range first (a lease that survives it has no broken bound in the
@@ -52,10 +52,16 @@ class Outcome(str, Enum):
     UNKNOWN = "unknown"
 
 
+# The lease was taken from its holder although the company stayed whole: a fence refused, or a transaction rolled
+# back, the lapsed holder's write. The lease broke; what saved the company is the kind the table quotes.
+TAKEN_AWAY = frozenset({Kind.STALE_WRITE_REJECTED, Kind.ROLLED_BACK})
+
+
 def outcome_of(verdict: Verdict) -> Outcome:
-    """Broke: the lock was held by two at once, or the company was left unsafe. Survived: neither, and the holder
-    had the lock to lose. Unknown: a commit nobody can resolve, or a holder that never held."""
-    if verdict.lock is Valid.FALSE or verdict.safety is Safety.UNSAFE:
+    """Broke: the lock was held by two at once, the company was left unsafe, or the lease was taken from its holder
+    (a contender granted, the holder's write refused by the fence or rolled back). Survived: none of these, and
+    the holder had the lock to lose. Unknown: a commit nobody can resolve, or a holder that never held."""
+    if verdict.lock is Valid.FALSE or verdict.safety is Safety.UNSAFE or verdict.kind in TAKEN_AWAY:
         return Outcome.BROKE
     if verdict.safety is Safety.UNKNOWN or verdict.kind is Kind.NOT_ACQUIRED:
         return Outcome.UNKNOWN

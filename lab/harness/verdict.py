@@ -58,6 +58,49 @@ SAFETY_OF = {
 RANK = {kind: i for i, kind in enumerate(Kind)}
 
 
+class Question(str, Enum):
+    """The three questions every judged trial answers apart, so that a failure is charged to what failed."""
+
+    LOCK = "lock"  # did the lock keep its promise: no two holders' writes accepted, no lost lock unnoticed
+    COMPANY = "company"  # did the company stay one run's whole rebuild
+    STORE = "store"  # did the store keep every write it acknowledged
+
+
+# The kinds that answer each question no (INDETERMINATE leaves the lock's answer unknown).
+QUESTION_OF = {
+    Kind.LOST: Question.LOCK, Kind.STALE_WRITE_ACCEPTED: Question.LOCK, Kind.OVERLAPPING_WRITES: Question.LOCK,
+    Kind.FALSE_RELEASE: Question.LOCK, Kind.INDETERMINATE: Question.LOCK,
+    Kind.MERGED: Question.COMPANY, Kind.SHORT: Question.COMPANY, Kind.TORN: Question.COMPANY,
+    Kind.ACKNOWLEDGED_WRITE_LOST: Question.STORE,
+}
+# The checkers whose finding, valid or not, answers a question (an unknown one leaves it unknown).
+_DECIDES = {"company": Question.COMPANY, "acknowledged writes": Question.STORE}
+
+
+def answers(kind: Kind, findings: tuple[Finding, ...] | list[Finding]) -> dict[Question, Valid]:
+    """The three answers from a trial's findings and its composed kind.
+
+    The lock answers no when a superseded holder's write was accepted, two holders' writes overlapped, a release
+    lied, or the lock was lost with nothing written after it (the composed kind LOST); unknown when a lapsed
+    holder's commit has no known outcome. A lock lost while its fence refused the write still kept its promise.
+    The company answers from the final table and the observers; the store from the acknowledged writes."""
+    found = {question: Valid.TRUE for question in Question}
+    for f in findings:
+        question = QUESTION_OF.get(f.kind) if f.kind is not None else None
+        if question is not None and f.valid is not Valid.TRUE and f.kind is not Kind.LOST:
+            found[question] = _worse(found[question], Valid.UNKNOWN if f.kind is Kind.INDETERMINATE else f.valid)
+        elif f.kind is None and f.valid is Valid.UNKNOWN and f.checker in _DECIDES:
+            found[_DECIDES[f.checker]] = _worse(found[_DECIDES[f.checker]], Valid.UNKNOWN)
+    if kind is Kind.LOST:
+        found[Question.LOCK] = Valid.FALSE
+    return found
+
+
+def _worse(a: Valid, b: Valid) -> Valid:
+    order = (Valid.FALSE, Valid.UNKNOWN, Valid.TRUE)
+    return min(a, b, key=order.index)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One checker's answer: its name, valid or not, the kind it found, the operations that prove it."""
@@ -85,11 +128,17 @@ class Verdict:
         return SAFETY_OF[self.kind]
 
     @property
+    def answers(self) -> dict[Question, Valid]:
+        """Lock, company and store, each answered apart (answers())."""
+        return answers(self.kind, self.findings)
+
+    @property
     def proof(self) -> tuple[int, ...]:
         return tuple(sorted({i for f in self.findings if f.kind is self.kind for i in f.proof}))
 
     def to_json(self) -> dict:
         return {"kind": self.kind.value, "safety": self.safety.value, "lock": self.lock.value,
+                "answers": {q.value: v.value for q, v in self.answers.items()},
                 "exercised": self.exercised, "figures": self.figures,
                 "findings": [{"checker": f.checker, "valid": f.valid.value,
                               **({"kind": f.kind.value} if f.kind else {}),
@@ -107,3 +156,14 @@ class Verdict:
 def worst(kinds) -> Kind:
     """The worst of some kinds: composing checkers keeps the worst."""
     return min(kinds, key=RANK.__getitem__)
+
+
+def answers_of(judgement: dict) -> dict[Question, Valid]:
+    """A recorded judgement's three answers: as it recorded them, or, for a run that predates them, from its
+    findings, the same way a new trial's are made."""
+    recorded = judgement.get("answers")
+    if isinstance(recorded, dict) and all(q.value in recorded for q in Question):
+        return {q: Valid(recorded[q.value]) for q in Question}
+    if "kind" not in judgement:  # no composed kind to read: nothing is known
+        return {q: Valid.UNKNOWN for q in Question}
+    return Verdict.from_json(judgement).answers

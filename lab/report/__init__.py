@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from lab.errors import LabError
-from lab.harness.outcomes import SCHEMAS, schema_of
+from lab.harness.outcomes import SCHEMAS, latest_per_trial, schema_of
 from lab.report.meta import commit_of
 from lab.report.sections import MAIN, RunView, render_files
 from lab.report.session import case_lines
@@ -19,7 +19,8 @@ from lab.results import RunFolder
 __all__ = ["write_report", "render", "render_runs", "render_runs_files", "case_lines"]
 
 
-def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool = False) -> Path:
+def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool = False,
+                 previous: RunFolder | None = None) -> Path:
     """REPORT.md and its charts (PNG, beside it), and with html report.html beside them (lab/report/html.py);
     each file replaced whole or not at all.
 
@@ -28,7 +29,7 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool 
     """
     folders = folders if isinstance(folders, list) else [folders]
     charts: dict = {}
-    view = run_view(folders, charts)
+    view = run_view(folders, charts, previous)
     files = render_files(view)
     output.parent.mkdir(parents=True, exist_ok=True)
     for name, draw in sorted(charts.items()):  # a name may hold a folder: timelines/...
@@ -53,22 +54,27 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool 
     return output
 
 
-def render_runs(folders: list[RunFolder], charts: dict | None = None) -> str:
+def render_runs(folders: list[RunFolder], charts: dict | None = None, previous: RunFolder | None = None) -> str:
     """REPORT.md's text for one run or several merged (a later run's trial replaces an earlier one's)."""
-    return render_runs_files(folders, charts)[MAIN]
+    return render_runs_files(folders, charts, previous)[MAIN]
 
 
-def render_runs_files(folders: list[RunFolder], charts: dict | None = None) -> dict[str, str]:
+def render_runs_files(folders: list[RunFolder], charts: dict | None = None,
+                      previous: RunFolder | None = None) -> dict[str, str]:
     """Every file of the report (REPORT.md and its appendices) for one run or several merged."""
-    return render_files(run_view(folders, charts))
+    return render_files(run_view(folders, charts, previous))
 
 
-def run_view(folders: list[RunFolder], charts: dict | None = None) -> RunView:
-    """What the sections read, for one run or several merged (a later run's trial replaces an earlier one's)."""
+def run_view(folders: list[RunFolder], charts: dict | None = None, previous: RunFolder | None = None) -> RunView:
+    """What the sections read, for one run or several merged (a later run's trial replaces an earlier one's), and
+    the previous reference's trials when one is given (its flipped verdicts are shown as unstable)."""
     meta = dict(folders[0].meta())
     if len(folders) > 1:
         meta["merged_with"] = [f"{f.run_id}: `{f.meta().get('command', '')}` at commit {commit_of(f.meta())}"
                                for f in folders[1:]]
+        # Each merged run's commit and tree state, for the banner that says this page is no reference.
+        meta["merged_provenance"] = [{"git_commit": f.meta().get("git_commit"), "git_dirty": f.meta().get("git_dirty")}
+                                     for f in folders]
         # Packages a later run recorded and the first did not (the adapters' libraries) are shown too.
         versions = dict(meta.get("versions", {}))
         for folder in folders[1:]:
@@ -80,7 +86,9 @@ def run_view(folders: list[RunFolder], charts: dict | None = None) -> RunView:
     trials = [{**t, "run": f.run_id} for f in folders for t in f.trials()]  # a replay needs the trial's own run
     for folder in folders:
         refuse_unknown_schema(folder)
-    return RunView.of(trials, meta, " + ".join(f.run_id for f in folders), charts)
+    before = latest_per_trial(previous.trials()) if previous is not None else []
+    return RunView.of(trials, meta, " + ".join(f.run_id for f in folders), charts, before,
+                      previous.run_id if previous is not None else "")
 
 
 def refuse_unknown_schema(folder: RunFolder) -> None:

@@ -70,6 +70,8 @@ MARK_COLOURS = {
     "NOT_EXERCISED": ("#b0c4de", "○"),  # light blue-grey: the fault never took the lock away
     "UNKNOWN": ("#f9a825", "?"),
     "LOST": ("#ef6c00", "⚠"),  # orange: the lock was lost, and no write followed to judge
+    "STORE": ("#6a1b9a", "◆"),  # purple: the store lost acknowledged writes, as the no-lock control did
+    "CONTROL": ("#78909c", "c"),  # slate: the no-lock control, what the store does on its own
 }
 OTHER_COLOUR = "#bdbdbd"  # n/a, does not run, error, not run
 

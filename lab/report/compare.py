@@ -30,9 +30,9 @@ def compare(a: RunFolder, b: RunFolder) -> str:
 
     changed = [[*k, shown(left, k), shown(right, k)] for k in keys if found(left, k) != found(right, k)]
     same = len(keys) - len(changed)
-    flipped = [[*k, ", ".join(sorted(_safety(left[k]))), ", ".join(sorted(_safety(right[k])))] for k in keys
-               if k in left and k in right and _safety(left[k]) and _safety(right[k])
-               and _safety(left[k]) != _safety(right[k])]
+    flipped = [[*k, ", ".join(sorted(safety_set(left[k]))), ", ".join(sorted(safety_set(right[k])))] for k in keys
+               if k in left and k in right and safety_set(left[k]) and safety_set(right[k])
+               and safety_set(left[k]) != safety_set(right[k])]
     out = [f"# {a.run_id} against {b.run_id}", "",
            f"- A: {a.run_id}: {_servers(a)}, profile {a.meta().get('profile')}",
            f"- B: {b.run_id}: {_servers(b)}, profile {b.meta().get('profile')}", "",
@@ -59,7 +59,7 @@ FIGURE_TOLERANCE = 0.10
 PERF_BASE = "one_transaction_for_all"
 
 
-def _safety(records: list[dict]) -> frozenset[str]:
+def safety_set(records: list[dict]) -> frozenset[str]:
     """The safety of a cell's finished trials (safe, unsafe, untested...), as the records typed it. A safe trial
     whose fault never took the lock away (exercised false: a contender too slow to get in while it struck) is no
     pass, as the matrix shows it (not exercised), so it is left out: a cell of only such trials flips nothing.

@@ -7,7 +7,11 @@ a scenario wins over the installed one, as its trials do.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from enum import Enum
+
 from lab.columns import Column, FaultColumns, from_meta
+from lab.exposure import When
 from lab.post_role import PostRole
 
 _installed: dict[str, FaultColumns] = {}
@@ -22,8 +26,20 @@ def install(declared: list[FaultColumns]) -> None:
 
 def faults_of(meta: dict) -> list[FaultColumns]:
     """Every declared fault, in column order: the run's own declarations over the installed ones."""
-    merged = {**_installed, **{f.scenario: f for f in from_meta(meta)}}
+    recorded = meta.get("faults") or {}
+    merged = {**_installed, **{f.scenario: _families_filled(f, recorded[f.scenario]) for f in from_meta(meta)}}
     return sorted(merged.values(), key=lambda f: (f.order, f.scenario))
+
+
+def _families_filled(fault: FaultColumns, recorded: dict) -> FaultColumns:
+    """A run's declaration with the family of each column it recorded none for (a run recorded before columns
+    declared families) taken from the lab's own declaration of the same scenario and variant, as control_of
+    does for controls; a column the lab no longer declares keeps OTHER. Nothing is read from a name."""
+    own = _installed.get(fault.scenario)
+    installed = {c.variant: c.family for c in own.columns} if own is not None else {}
+    columns = tuple(replace(c, family=installed[c.variant]) if "family" not in raw and c.variant in installed else c
+                    for c, raw in zip(fault.columns, recorded.get("columns") or ()))
+    return replace(fault, columns=columns)
 
 
 def matrix_columns(meta: dict) -> list[tuple[str, Column]]:
@@ -45,6 +61,36 @@ def control_of(meta: dict, scenario: str) -> str | None:
         return recorded["control"]
     installed = _installed.get(scenario)
     return installed.control if installed is not None else None
+
+
+class Declared(str, Enum):
+    """Where the stacks a column's fault can happen to were declared."""
+
+    RUN = "by the run"
+    LAB = "by this lab (the run recorded none)"
+    NOWHERE = "nowhere: taken to happen to every stack"
+
+
+@dataclass(frozen=True)
+class Happening:
+    """Where a column's fault can happen (lab/exposure.py), and who declared it."""
+
+    conditions: tuple[When, ...] | None  # None: every stack
+    strikes: tuple[str, ...] | None
+    declared: Declared
+    same_fault_as: str | None = None  # from the same declaration (a run that recorded no stacks recorded no sibling)
+
+
+def conditions_of(scenario: str, column: Column) -> Happening:
+    """The stacks a column's fault can happen to and the services it strikes: as its run declared them; for a run
+    recorded before columns declared them, as this lab declares the same column; else every stack, said so."""
+    if column.happens_when is not None:
+        return Happening(column.happens_when, column.strikes, Declared.RUN, column.same_fault_as)
+    installed = _installed.get(scenario)
+    same = next((c for c in installed.columns if c.variant == column.variant), None) if installed else None
+    if same is not None and same.happens_when is not None:
+        return Happening(same.happens_when, same.strikes, Declared.LAB, column.same_fault_as or same.same_fault_as)
+    return Happening(None, None, Declared.NOWHERE, column.same_fault_as)
 
 
 def install_roles(roles: dict[str, str]) -> None:

@@ -5,20 +5,25 @@ from __future__ import annotations
 import weakref
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import pandas as pd
 
 from lab.capabilities import Capability
 from lab.columns import Column, FaultColumns
-from lab.harness.outcomes import Safety, SkipKind, exercised_of, safety_of, skip_of
+from lab.harness.outcomes import Safety, SkipKind, exercised_of, judgement_of, safety_of, skip_of
+from lab.harness.verdict import Kind
+from lab.post_role import PostRole
+from lab.report.charge import charged_to_store
 from lab.report.charts import matrix_chart
-from lab.report.common import md_table, ordered_backends, with_capability
+from lab.report.common import backend_with_role, md_table, ordered_backends, with_capability
+from lab.report.compare import safety_set
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
 from lab.report.libraries import Library, languages_recorded, library_of
-from lab.report.sections import RunView, section
+from lab.report.sections import MATRIX, RunView, section
+from lab.report.strength import bound_text, strong, upper_bound
 
 # Calibration measures detection: every verdict there is a lost lock, said so in the cell.
 CALIBRATION_WORDS = {"within one poll": "lost within one poll", "late": "lost, detected late",
@@ -30,6 +35,9 @@ class Mark(Enum):
     """What a matrix cell says about a backend under a fault."""
 
     FAILED = "✗"  # some trial let another run in while the holder still believed it held
+    # The store lost acknowledged writes while the lock kept its promise, as the no-lock control did under the same
+    # fault: a finding about the database or its manager (lab/report/charge.py), never the lock's failure.
+    STORE = "◆"
     KEPT = "✓"  # every trial kept the company whole (and, where recorded, the fault took the lock away)
     NOT_EXERCISED = "○"  # the fault struck, but in no trial did it take the lock away: proves nothing
     UNKNOWN = "?"  # no failure, but some trial's safety could not be judged
@@ -38,6 +46,18 @@ class Mark(Enum):
     DOES_NOT_RUN = "does not run"
     ERROR = "error"
     NOT_RUN = "not run"
+    CONTROL = "control"  # the no-lock baseline's cell: what the store does on its own under the fault, never a ✓
+
+
+# Every mark, worst first: what a summary of several cells leads with (lab/report/fault_summary.py). A new mark
+# takes its place here, by what it says against the lock; tests/fast/test_fault_summary.py fails until it does.
+SEVERITY = (Mark.FAILED, Mark.LOST, Mark.ERROR, Mark.UNKNOWN, Mark.STORE, Mark.NOT_RUN, Mark.DOES_NOT_RUN,
+            Mark.NOT_EXERCISED, Mark.KEPT, Mark.CONTROL, Mark.NOT_APPLICABLE)
+
+
+def severity(mark: Mark) -> int:
+    """A mark's rank in SEVERITY: 0 is the worst."""
+    return SEVERITY.index(mark)
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,14 @@ class Cell:
     exercised: int = 0  # ok trials whose fault took the lock away
     not_exercised: int = 0  # ok trials whose fault did not
     unrecorded: int = 0  # ok trials of a run that did not record it
+    n: int = 0  # ok trials behind the cell
+    bound: float | None = None  # a ✓'s 95 % upper bound of its per-trial failure rate (lab/report/strength.py)
+    unstable: bool = False  # its safety verdict differs from the previous reference's (lab report --previous)
+
+    @property
+    def strong(self) -> bool:
+        """A ✓ whose bound meets the declared one."""
+        return strong(self.bound)
 
     def __str__(self) -> str:
         return self.text
@@ -57,6 +85,13 @@ def _verdict_word(record: dict) -> str:
     return CALIBRATION_WORDS.get(verdict, verdict) if record.get("scenario") == "calibrate" else verdict
 
 
+def _acquired(record: dict) -> bool:
+    """Whether the trial's holder got the right at all: a trial whose holder never did ('not acquired') tested
+    nothing, so it reads as not exercised, never as a lost lock."""
+    judgement = judgement_of(record)
+    return judgement is None or judgement.get("kind") != Kind.NOT_ACQUIRED.value
+
+
 def judge(records: list[dict]) -> Cell:
     """A cell's mark and text from its trials' safety and exercised fields (unknown on older runs)."""
     if not records:
@@ -65,12 +100,12 @@ def judge(records: list[dict]) -> Cell:
     if not ok:
         skipped = [r for r in records if r["status"] == "skipped"]
         kinds = {skip_of(r) for r in skipped}
+        if SkipKind.NOT_APPLICABLE in kinds:
+            return Cell(Mark.NOT_APPLICABLE, "n/a")  # the fault cannot reach it, whatever else kept it from running
         if kinds == {SkipKind.DOES_NOT_RUN}:
             return Cell(Mark.DOES_NOT_RUN, "does not run")  # the library cannot work here; reason in Every outcome
-        if SkipKind.NOT_RUN in kinds or SkipKind.DOES_NOT_RUN in kinds:
+        if kinds:
             return Cell(Mark.NOT_RUN, "not run")  # the fault reaches it, the lab could not run it: unknown
-        if skipped:
-            return Cell(Mark.NOT_APPLICABLE, "n/a")
         return Cell(Mark.ERROR, f"error {len(records)}/{len(records)}")
     total = len([r for r in records if r["status"] != "skipped"])
     counts = Counter(_verdict_word(r) for r in ok)
@@ -81,21 +116,39 @@ def judge(records: list[dict]) -> Cell:
     safety = [safety_of(r) for r in ok]
     exercised = [exercised_of(r) for r in ok]
     yes, no, unrecorded = exercised.count(True), exercised.count(False), exercised.count(None)
-    counted = {"exercised": yes, "not_exercised": no, "unrecorded": unrecorded}
+    def counted(mark: Mark, words: str, bound: float | None = None) -> Cell:
+        return Cell(mark, words, exercised=yes, not_exercised=no, unrecorded=unrecorded, n=len(ok), bound=bound)
+
     if Safety.UNSAFE in safety:
-        return Cell(Mark.FAILED, f"✗ {text}", **counted)  # a failure found stands, whatever else errored
+        return counted(Mark.FAILED, f"✗ {text}")  # a failure found stands, whatever else errored
     if errors:  # the survivors of a partly errored cell are not a result
         reason = next(str(r.get("reason") or "") for r in records if r["status"] == "error")
-        return Cell(Mark.ERROR, f"incomplete: error {errors}/{total} ({reason[:80]}); {text}", **counted)
+        return counted(Mark.ERROR, f"incomplete: error {errors}/{total} ({reason[:80]}); {text}")
     if Safety.UNKNOWN in safety:
-        return Cell(Mark.UNKNOWN, f"? {text}, safety unknown {safety.count(Safety.UNKNOWN)}/{len(ok)}", **counted)
-    if Safety.UNTESTED in safety:
-        return Cell(Mark.LOST, f"⚠ {text}", **counted)  # a lost lock; what a write would do is another column's
+        return counted(Mark.UNKNOWN, f"? {text}, safety unknown {safety.count(Safety.UNKNOWN)}/{len(ok)}")
+    if any(sa is Safety.UNTESTED and _acquired(r) for r, sa in zip(ok, safety)):
+        return counted(Mark.LOST, f"⚠ {text}")  # a lost lock; what a write would do is another column's
     if no == len(ok):
-        return Cell(Mark.NOT_EXERCISED, f"{NOT_EXERCISED} {text}", **counted)
-    if yes == len(ok) or unrecorded == len(ok):
-        return Cell(Mark.KEPT, f"✓ {text}", **counted)  # all unrecorded: kept whole, exercised not claimed
-    return Cell(Mark.KEPT, f"✓ {text}, {yes}/{len(ok)} exercised", **counted)
+        return counted(Mark.NOT_EXERCISED, f"{NOT_EXERCISED} {text}")
+    # The bound counts the trials that took the right away (all of them, for a run that did not record it).
+    bound = upper_bound(0, yes if yes else unrecorded)
+    if yes == len(ok) or unrecorded == len(ok):  # all unrecorded: kept whole, exercised not claimed
+        return counted(Mark.KEPT, f"✓ {text} · {bound_text(bound)}", bound)
+    return counted(Mark.KEPT, f"✓ {text}, {yes}/{len(ok)} exercised · {bound_text(bound)}", bound)
+
+
+def judge_in_column(records: list[dict], control: list[dict], is_control: bool = False) -> Cell:
+    """A cell judged beside its column's no-lock control: the control's own cell is shown as the control (what the
+    store does on its own, never a ✓); a failure whose every unsafe trial lost only an acknowledged write with the
+    lock's promise kept, as the control's did, is the store's (◆), not the lock's."""
+    cell = judge(records)
+    if is_control and cell.mark in (Mark.FAILED, Mark.KEPT, Mark.NOT_EXERCISED, Mark.UNKNOWN, Mark.LOST):
+        words = cell.text.split(" ", 1)[1] if cell.mark is not Mark.NOT_EXERCISED else cell.text.removeprefix(
+            f"{NOT_EXERCISED} ")
+        return replace(cell, mark=Mark.CONTROL, text=f"control: {words.split(' · ')[0]}", bound=None)
+    if cell.mark is Mark.FAILED and charged_to_store(records, control):
+        return replace(cell, mark=Mark.STORE, text=f"◆ store: {cell.text.removeprefix('✗ ')}")
+    return cell
 
 
 def cell(records: list[dict]) -> str:
@@ -146,11 +199,6 @@ def columns_run(run: RunView) -> list[tuple[tuple[str, str], str]]:
     return [((scenario, c.variant), c.label) for scenario, c in declared_run(run)]
 
 
-def legend(run: RunView) -> list[str]:
-    """One line per column: what its fault does and what confirmed, in each trial, that it struck."""
-    return [f"- *{c.label}* (`{scenario}`/`{c.variant}`): {c.legend}." for scenario, c in declared_run(run)]
-
-
 @dataclass(frozen=True)
 class MatrixCell:
     """One cell of the matrix with the trials behind it: what the HTML report's panel opens."""
@@ -163,17 +211,48 @@ class MatrixCell:
     cell: Cell
 
 
+def control_of(frame: pd.DataFrame) -> str | None:
+    """The run's no-lock control: the backend that declares itself the post's no-lock baseline."""
+    return backend_with_role(frame, PostRole.NO_LOCK)
+
+
+UNSTABLE = "↯"  # a cell whose safety verdict flipped against the previous reference
+
+
 def matrix_rows(run: RunView) -> list[tuple[str, list[MatrixCell]]]:
-    """Every row of the matrix in the run's backend order, each cell judged from its trials."""
+    """Every row of the matrix in the run's backend order, each cell judged from its trials beside its column's
+    control (judge_in_column), and marked unstable where its safety verdict differs from the previous
+    reference's (flipped())."""
     frame, columns = run.frame, columns_run(run)
+    control = control_of(frame)
+    before = _previous_cells(run)
     rows = []
     for backend in ordered_backends(frame) if columns else []:
         cells = []
         for (scenario, variant), label in columns:
             records = fault_records(frame, backend, scenario, variant)
-            cells.append(MatrixCell(backend, scenario, variant, label, records, judge(records)))
+            beside = fault_records(frame, control, scenario, variant) if control else []
+            cell = judge_in_column(records, beside, backend == control)
+            if flipped(records, before.get((scenario, backend, variant), [])):
+                cell = replace(cell, text=f"{cell.text} {UNSTABLE}", unstable=True)
+            cells.append(MatrixCell(backend, scenario, variant, label, records, cell))
         rows.append((backend, cells))
     return rows
+
+
+def _previous_cells(run: RunView) -> dict[tuple[str, str, str], list[dict]]:
+    """The previous reference's records by (scenario, backend, variant); a scenario with no variants counts in each."""
+    out: dict[tuple[str, str, str], list[dict]] = {}
+    for record in run.previous:
+        out.setdefault((record["scenario"], record["backend"], record["variant"]), []).append(record)
+    return out
+
+
+def flipped(records: list[dict], before: list[dict]) -> bool:
+    """Whether a cell's safety verdict differs between two references: both ran it, and the safety of their
+    exercised or failing trials differs (lab/report/compare.py's rule, the one `lab report --compare` lists)."""
+    mine, theirs = safety_set(records), safety_set(before)
+    return bool(mine) and bool(theirs) and mine != theirs
 
 
 # A column no row of a family ran is left out of its table; one that *does not run* here stays, to say so.
@@ -235,17 +314,10 @@ def _library_order(library: Library | None) -> tuple:
     return library.order() if library is not None else ()
 
 
-def family_tables(run: RunView) -> list[str]:
-    """The matrix in Markdown: a heading and a table per family."""
-    out = []
-    for table in family_tables_of(run):
-        body = [[*table.lead(backend), *[c.cell.text for c in cells]] for backend, cells in table.rows]
-        out += ([f"### {table.title}", ""] if table.title else []) + [md_table(table.headers, body), ""]
-    return out[:-1]
-
-
-@section(20)
+@section(20, file=MATRIX)
 def section_matrix(run: RunView) -> str | None:
+    """The matrix appendix: every cell, a section per family of faults (lab/report/matrix_split.py)."""
+    from lab.report.matrix_split import split_markdown  # it reads this module's tables
     charts = run.charts
     columns = columns_run(run)
     if not columns:
@@ -261,7 +333,7 @@ def section_matrix(run: RunView) -> str | None:
     unrecorded = sum(c.unrecorded for c in flat if c.mark is Mark.KEPT)
     lost = any(c.mark is Mark.LOST for c in flat)
     return "\n".join([
-        "## Every backend under every fault", "",
+        "# Every backend under every fault", "",
         "Each cell is the measured outcome with its trial count: ✗ marks a failure of the lock's one job "
         "(another run got in while the holder still believed it held: *lost*; the holder's write accepted after "
         "that: *stale write accepted*; two rebuilds in one company: *merged*; a killed lock session, however "
@@ -282,9 +354,11 @@ def section_matrix(run: RunView) -> str | None:
            if unrecorded else "")
         + "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
         "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
-        *family_tables(run), "",
-        "The columns, each with what its fault does and what confirms in every trial that it struck (a trial "
-        "whose fault cannot confirm it is an error, never a verdict):", "", *legend(run), "",
+        "Below, a section per family of faults (REPORT.md's summary sums each), a table per family of locks, and "
+        "each column with what its fault does and what confirms in every trial that it struck (a trial whose fault "
+        "cannot confirm it is an error, never a verdict). A column n/a or not run for every row of its table is "
+        "not printed, nor a row n/a or not run in every column (each table names its rows left out).", "",
+        *split_markdown(run),
         "![the matrix as colours: red failed, green kept the company whole, light blue-grey not exercised "
         "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
 
@@ -320,8 +394,8 @@ def section_why_not_leases(run: RunView) -> str | None:
         + ("In the replicated columns the lock service loses a server instead: a PostgreSQL standby or a Redis "
            "replica promoted (with the replica caught up or held behind), a Redlock master that granted "
            "restarted, an etcd member partitioned or its leader killed; each column sums its variants, which the "
-           "matrix shows apart. " if clusters else "")
-        + "Cells read as in the matrix above. Reproduce: "
+           f"matrix ([{MATRIX}]({MATRIX})) shows apart. " if clusters else "")
+        + f"Cells read as in the matrix, [{MATRIX}]({MATRIX}). Reproduce: "
         f"`lab run --backend all --scenario {','.join(s for s, _, _ in columns)}`.",
         "", md_table(["backend", *[title for _, title, _ in columns]], rows), "",
         *_token_evidence(relevant)])

@@ -40,6 +40,22 @@ def commit_of(meta: dict) -> str:
     return (meta.get("git_commit") or "unknown") + state
 
 
+RUN_ROW, PROVENANCE = "run", "## Provenance"
+
+
+def provenance_runs(report: str) -> list[str] | None:
+    """The run ids a REPORT.md renders, from the *run* row of its Provenance table (section_provenance writes it,
+    ' + ' between merged runs); None when the text has no such row."""
+    _, found, rest = report.partition(f"\n{PROVENANCE}\n")
+    for line in rest.splitlines() if found else []:
+        if line.startswith("## "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if line.startswith("|") and len(cells) == 2 and cells[0] == RUN_ROW:
+            return cells[1].split(" + ")
+    return None
+
+
 @section(220)
 def section_provenance(run: RunView) -> str | None:
     meta, run_id = run.meta, run.run_id
@@ -47,13 +63,16 @@ def section_provenance(run: RunView) -> str | None:
     versions = meta.get("versions", {})
     machine = meta.get("machine", {})
     commit = commit_of(meta)
-    rows = [["run", run_id], ["command", f"`{meta.get('command', '')}`"],
-            ["re-render with", f"`lab report {run_id.replace(' + ', ' ')} --output REPORT.md`"],
+    against = f" --previous {run.previous_id}" if run.previous_id else ""
+    rows = [[RUN_ROW, run_id], ["command", f"`{meta.get('command', '')}`"],
+            ["re-render with", f"`lab report {run_id.replace(' + ', ' ')}{against} --output REPORT.md`"],
             ["profile", meta.get("profile", "")],
             ["started (UTC)", meta.get("started", "")], ["lab commit", commit],
             ["machine", f"{machine.get('cores')} cores, {machine.get('memory_gib')} GiB, {machine.get('platform')}"]]
     for merged in meta.get("merged_with", []):
         rows.append(["merged with", merged])
+    if run.previous_id:
+        rows.append(["previous reference", run.previous_id])
     rows += trial_rows(run.trials, run_id)
     for name, info in sorted(services.items()):
         kind = "embedded" if info.get("embedded") else "external"
@@ -68,7 +87,7 @@ def section_provenance(run: RunView) -> str | None:
     rows += capacity_rows(meta)
     rows += bound_rows(meta)
     rows += [[f"package: {name}", str(version)] for name, version in sorted(versions.items())]
-    return "\n".join(["## Provenance", "", md_table(["what", "value"], rows), ""])
+    return "\n".join([PROVENANCE, "", md_table(["what", "value"], rows), ""])
 
 
 def trial_rows(trials: list[dict], run_id: str) -> list[list[str]]:
@@ -121,8 +140,11 @@ def bound_rows(meta: dict) -> list[list[str]]:
     order = meta.get("scenario_order") or sorted(bounds["scenarios"])
     for name in [n for n in order if n in bounds["scenarios"]]:
         entry = bounds["scenarios"][name]
+        # a scenario of shared fault events counts its events (each once in its bound) and their subjects
+        units = (f"{entry.get('trials_finished')} trials" if "events" not in entry else
+                 f"{entry.get('trials_finished')} events of {entry.get('subjects')} trials")
         rows.append([f"time: {name}", f"wall {_over(entry['wall_s'], entry['bound_s'])}; {entry.get('lane', '')} lane, "
-                     f"{entry.get('trials_finished')} trials, up to {entry.get('at_once')} at once{_stolen(entry)}"])
+                     f"{units}, up to {entry.get('at_once')} at once{_stolen(entry)}"])
     return rows
 
 

@@ -28,11 +28,17 @@ class RunView:
     trials: list[dict]
     run_id: str
     charts: dict = field(default_factory=dict)  # picture name -> draw(path), for the PNGs a section links
+    # The previous reference's trials and its run id (lab report --previous): a cell whose safety verdict differs
+    # from it is shown as unstable (lab/report/matrix.py). Empty: nothing to compare with.
+    previous: tuple = ()
+    previous_id: str = ""
 
     @classmethod
-    def of(cls, trials: list[dict], meta: dict | None = None, run_id: str = "", charts: dict | None = None) -> RunView:
+    def of(cls, trials: list[dict], meta: dict | None = None, run_id: str = "", charts: dict | None = None,
+           previous: list[dict] | tuple = (), previous_id: str = "") -> RunView:
         meta = meta or {}
-        return cls(trials_frame(trials, meta), meta, trials, run_id, {} if charts is None else charts)
+        return cls(trials_frame(trials, meta), meta, trials, run_id, {} if charts is None else charts,
+                   tuple(previous), previous_id)
 
 
 Section = Callable[[RunView], "str | None"]
@@ -92,6 +98,8 @@ def render_files(view: RunView) -> dict[str, str]:
 
 
 OUTCOMES, TIMELINES, WHYNOT = "REPORT-outcomes.md", "REPORT-timelines.md", "REPORT-whynot.md"
+MATRIX = "REPORT-matrix.md"
 APPENDIX_TITLES = {WHYNOT: "why not just...?: every figure behind each row of the table",
+                   MATRIX: "every backend under every fault: the matrix's own cells, a table per family of faults",
                    OUTCOMES: "every outcome of this run, one row per scenario, backend and variant",
                    TIMELINES: "the timeline of every failure: one picture per failing cell and counterexample"}

@@ -18,7 +18,8 @@ from lab.harness.contract import describe_error
 from lab.harness.outcomes import DoesNotRun
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import ExternalAddresses, Services
-from scenarios.base import Scenario, TrialSpec
+from scenarios.base import FaultReach, Scenario, TrialSpec
+from scenarios.events import plan_events
 
 
 @dataclass
@@ -54,6 +55,12 @@ class Plan:
     @property
     def total(self) -> int:
         return sum(len(specs) for specs in self.pending.values())
+
+    @property
+    def events(self) -> int:
+        """How many shared fault events the runnable trials of FaultReach.ONE_EVENT scenarios make."""
+        return sum(len(plan_events(self.pending[s.name])) for s in self.scenarios
+                   if s.fault_reach is FaultReach.ONE_EVENT)
 
     def cost(self, scenario: Scenario, spec: TrialSpec, profile: str) -> int:
         """PostgreSQL sessions one trial holds at most."""

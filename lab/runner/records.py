@@ -51,11 +51,12 @@ class TrialRecord(TypedDict, total=False):
     exercised: bool
     started: float
     duration: float
+    event: dict  # a subject of a shared fault event only: the event's id, its subject count, its fault's evidence
 
 
 # After the trial's identity, the optional fields in the order records have always had them.
 _OPTIONAL = ("schema", "measures", "verdict", "judgement", "history", "reason", "trace", "safety", "exercised",
-             "started", "duration")
+             "started", "duration", "event")
 
 
 @dataclass(frozen=True)
@@ -70,24 +71,25 @@ class Started:
         return {"started": round(self.wall, 3), "duration": round(time.monotonic() - self.mono, 3)}
 
 
-def skipped(spec: TrialSpec, reason: str) -> TrialRecord:
+def skipped(spec: TrialSpec, reason: str, event: dict | None = None) -> TrialRecord:
     """A trial that did not run: its backend does not apply (n/a), cannot work here (DoesNotRun) or the lab cannot
-    run it (NotRun)."""
+    run it (NotRun). event: the shared fault event it was a subject of (scenarios/events.py), if any."""
     record = _identity(spec, "skipped")
     kind = skip_kind_of(reason)
     record["runs_here"] = kind is SkipKind.NOT_APPLICABLE
     record["skip"] = kind.value
-    return _with(record, reason=reason)
+    return _with(record, reason=reason, event=event)
 
 
-def ok(spec: TrialSpec, measures: dict, outcome: Outcome, timing: dict | None = None) -> TrialRecord:
+def ok(spec: TrialSpec, measures: dict, outcome: Outcome, timing: dict | None = None,
+       event: dict | None = None) -> TrialRecord:
     """A finished trial: its measures and what they mean (outcome_fields), timed by Started.timing()."""
-    return _with(_identity(spec, "ok"), measures=measures, **outcome, **(timing or {}))
+    return _with(_identity(spec, "ok"), measures=measures, **outcome, **(timing or {}), event=event)
 
 
-def error(spec: TrialSpec, reason: str, trace: str, timing: dict) -> TrialRecord:
+def error(spec: TrialSpec, reason: str, trace: str, timing: dict, event: dict | None = None) -> TrialRecord:
     """A trial that broke: one broken trial does not end the run, it is recorded with its traceback."""
-    return _with(_identity(spec, "error"), reason=reason, trace=trace, **timing)
+    return _with(_identity(spec, "error"), reason=reason, trace=trace, **timing, event=event)
 
 
 def outcome_fields(scenario: Scenario, measures: dict, backend_cls) -> Outcome:

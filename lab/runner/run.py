@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -26,13 +27,15 @@ from lab.runner.context import RunContext
 from lab.runner.lanes import composed, run_lanes, schedule
 from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
 from lab.runner.resume import resumed
+from lab.runner.events import event_alone, event_cost, run_events
 from lab.runner.stores import close_stores, open_stores
 from lab.runner.trials import run_trials
 from lab.servers import pg
 from lab.servers.capacity import Capacity, SessionSampler, read_capacity
 from lab.servers.clients import redact
 from lab.servers.services import SERVICE_NAMES, Services, start_services
-from scenarios.base import OWN_SERVERS, Scenario
+from scenarios.base import OWN_SERVERS, FaultReach, Scenario, TrialSpec
+from scenarios.events import plan_events
 
 
 class Runner:
@@ -75,7 +78,8 @@ class Runner:
                 _set_bounds_aside(folder)
             _record_capacity(folder, capacity, self.waves)
             self.folder = folder
-            self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials; "
+            shared = f" ({plan.events} shared fault events among them)" if plan.events else ""
+            self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials{shared}; "
                                f"servers: " + ", ".join(f"{n} {d['address']}" + (" (embedded)" if d["embedded"] else "")
                                                         for n, d in services.describe().items()))
             with LibraryNoise(folder.path / "libraries.log") as noise:
@@ -121,27 +125,51 @@ class Runner:
             close_stores(stores, dropping=not self.stop.is_set())
 
 
+@dataclass(frozen=True)
+class Units:
+    """What a scenario runs, as its bound and progress count it: its runnable trials, or (a FaultReach.ONE_EVENT
+    scenario) its events, each counted once however many subjects it serves; with each one's session cost and
+    whether it runs alone."""
+
+    costs: list[int]
+    alone: list[bool]
+    events: int | None = None  # None: the units are trials
+
+    @classmethod
+    def of(cls, ctx: RunContext, scenario: Scenario, runnable: list[TrialSpec]) -> Units:
+        if scenario.fault_reach is FaultReach.ONE_EVENT:
+            events = plan_events(runnable)
+            return cls([event_cost(ctx, scenario, e) for e in events],
+                       [event_alone(scenario, e, ctx.services) for e in events], len(events))
+        return cls([ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable],
+                   [scenario.exclusive(spec, ctx.services) for spec in runnable])
+
+
 def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
-    """One scenario: its progress line or bar, its trials, and afterwards what it used and how long it took."""
+    """One scenario: its progress line or bar, its trials (or events), and afterwards what it used and how long it
+    took."""
     specs = ctx.plan.pending[scenario.name]
     wave = ctx.wave(scenario)
     runnable = [spec for spec in specs if spec.skip is None]
-    alone = {spec.id: scenario.exclusive(spec, ctx.services) for spec in runnable}  # asked once, for the runner too
+    units = Units.of(ctx, scenario, runnable)
     at_once = max(1, scenario.parallelism(ctx.profile))
     if wave is not None and wave.limited:
         at_once = max(1, -(-at_once // wave.waves))
     shown = ScenarioProgress(ctx.progress.console, ctx.progress, scenario.name, len(specs),
-                             scenario.estimate_seconds(ctx.profile, len(runnable), at_once, sum(alone.values()))
+                             scenario.estimate_seconds(ctx.profile, len(units.costs), at_once, sum(units.alone))
                              if runnable else None,
-                             at_once)
+                             at_once, events=units.events)
     # The run's PostgreSQL sessions are sampled for the scenarios that use them; a scenario on servers
     # of its own runs beside one that does, and must not take that one's peak.
     samples = scenario.lane != OWN_SERVERS
     if samples:
         ctx.sampler.take_peak()
     host = host_cpu.Window()  # the whole machine's: beside another lane, what both lanes had
-    with scenario.trials_scope(ctx.services, ctx.profile, len(runnable)):
-        finished = run_trials(ctx, scenario, shown, alone)
+    with scenario.trials_scope(ctx.services, ctx.profile, len(units.costs)):
+        if units.events is not None:
+            finished = run_events(ctx, scenario, shown)
+        else:
+            finished = run_trials(ctx, scenario, shown, {spec.id: alone for spec, alone in zip(runnable, units.alone)})
     stolen = host.stolen()
     sessions = wave.budget if wave is not None else None
     floors, costs = [f.seconds for f in finished.floors], [f.sessions for f in finished.floors]
@@ -149,14 +177,13 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
         if floors else None
     wall = shown.finish(bound, stolen)
     if runnable and not ctx.stop.is_set():  # a resumed run's scenario with nothing left to run is not timed
-        planned = [ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable]
         _record_bound(ctx.folder, scenario.name, {
             "lane": scenario.lane, "wall_s": round(wall, 1), "bound_s": round(bound or 0.0, 1),
-            "declared_bound_s": round(scenario.declared_bound(ctx.profile, planned, sessions,
-                                                                [alone[spec.id] for spec in runnable]), 1),
-            "trials_alone": sum(alone.values()),
-            "trials_finished": len(floors), "at_once": scenario.at_once(ctx.profile, planned, sessions),
+            "declared_bound_s": round(scenario.declared_bound(ctx.profile, units.costs, sessions, units.alone), 1),
+            "trials_alone": sum(units.alone),
+            "trials_finished": len(floors), "at_once": scenario.at_once(ctx.profile, units.costs, sessions),
             "trial_floor_s": scenario.trial_floor(ctx.profile),
+            **({} if units.events is None else {"events": units.events, "subjects": len(runnable)}),
             **({} if stolen is None else {"cpu_stolen": round(stolen, 3)})})
         precision = scenario.precision(ctx.profile, finished.records)
         if precision is not None:

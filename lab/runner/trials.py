@@ -8,7 +8,9 @@ are free, the main thread stays responsive to Ctrl-C, and once the run stops not
 from __future__ import annotations
 
 import time
+from collections import Counter
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
@@ -53,7 +55,7 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
 
     A trial not yet started that the scenario no longer needs (Scenario.needed: its figures are precise enough)
     is dropped, unrecorded. Returns each finished trial's floor and session cost (finished_floor) and the records."""
-    runnable = _record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
+    runnable = record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
     budget = capacity_plan.SessionBudget(wave.budget if wave else 1)
@@ -65,7 +67,13 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
     if alone is None:  # which trials run with nothing beside them (Scenario.exclusive), by trial id
         alone = {spec.id: scenario.exclusive(spec, ctx.services) for spec in runnable}
     # Only a scenario that can stop early reads its records (a resumed run's earlier ones first): others keep none.
-    repeats = type(scenario).needed is not Scenario.needed
+    repeats = scenario.reads_finished()
+    # Finished trials per cell, whatever their status: a sequential-rule trial waits for its cell's first ones.
+    finished_in_cell = Counter((r.get("backend"), r.get("variant")) for r in ctx.folder.trials()
+                               if r.get("scenario") == scenario.name) if repeats else Counter()
+
+    def later(spec: TrialSpec) -> bool:
+        return repeats and scenario.later(ctx.profile, spec, finished_in_cell[(spec.label, spec.variant)])
 
     def drop_unneeded() -> None:
         shown.drop(queue.drop(lambda spec: not scenario.needed(ctx.profile, spec, finished_trials.records)))
@@ -81,7 +89,8 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
             # and a later one that fits (a Redis lock's, which needs none) goes first.
             by_itself = any(alone[env.spec.id] for env, _ in in_flight.values())
             slots = 0 if ctx.stop.is_set() or by_itself else workers - len(in_flight)
-            for spec, sessions in queue.ready(slots, alone=lambda spec: alone[spec.id], busy=bool(in_flight)):
+            for spec, sessions in queue.ready(slots, alone=lambda spec: alone[spec.id], busy=bool(in_flight),
+                                              later=later):
                 env = ctx.trial_env(spec, params)
                 in_flight[pool.submit(run_trial, scenario, env)] = (env, sessions)
             finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
@@ -91,6 +100,7 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
                 record = future.result()
                 if record is not None and not ctx.stop.is_set():
                     ctx.folder.append(record)
+                    finished_in_cell[(record["backend"], record["variant"])] += 1
                     floor = finished_floor(scenario, env, record, declared)
                     if floor is not None:
                         finished_trials.floors.append(TrialFloor(floor, sessions, alone[env.spec.id]))
@@ -107,12 +117,12 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
         raise
     finally:
         if ctx.stop.is_set():
-            _let_trials_stop(in_flight)
+            let_stop(in_flight)
         pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
 
 
-def _let_trials_stop(in_flight: dict[Future, tuple[TrialEnv, int]]) -> None:
-    """After a stop, wait for the trials in flight to see it and clean up (their holders killed, their files
+def let_stop(in_flight: Mapping[Future, object]) -> None:
+    """After a stop, wait for the trials (or events) in flight to see it and clean up (their holders killed, their files
     written) before the run stops the servers and removes its temp dir under them; at most TRIAL_WIND_DOWN_S,
     and a second Ctrl-C ends the wait (their children die with the lab)."""
     pending, give_up = set(in_flight), time.monotonic() + TRIAL_WIND_DOWN_S
@@ -154,7 +164,7 @@ def run_trial(scenario: Scenario, env: TrialEnv) -> TrialRecord | None:
         return records.error(env.spec, reason, traceback.format_exc(limit=6), timing)
 
 
-def _record_skipped(ctx: RunContext, specs: list[TrialSpec], shown: ScenarioProgress) -> list[TrialSpec]:
+def record_skipped(ctx: RunContext, specs: list[TrialSpec], shown: ScenarioProgress) -> list[TrialSpec]:
     """Append a record for each trial planned as skipped; the others, in plan order, are left to run."""
     runnable = []
     for spec in specs:

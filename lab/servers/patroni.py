@@ -47,7 +47,8 @@ READY_WITHIN = 180.0  # bootstrap (initdb) and a replica's base backup, on two c
 REST_TIMEOUT = 1.0  # a stopped agent never answers: a health check gives up as HAProxy's would
 SCOPE = "locklab"
 # Small servers: two of them per trial, several trials at once on two cores (as lab/servers/cluster.py).
-NODE_PARAMETERS = {"max_connections": 40, "shared_buffers": "16MB", "wal_keep_size": "64MB",
+NODE_CONNECTIONS = 40  # a trial's clients and Patroni's own
+NODE_PARAMETERS = {"max_connections": NODE_CONNECTIONS, "shared_buffers": "16MB", "wal_keep_size": "64MB",
                    "max_wal_senders": 5, "max_replication_slots": 5, "scram_iterations": 16,
                    "log_line_prefix": "%m [%p] ", "unix_socket_directories": ""}
 
@@ -68,6 +69,7 @@ class PatroniSettings:
     synchronous_mode: bool = False
     synchronous_mode_strict: bool = False
     watchdog: str = "off"  # no /dev/watchdog on this machine kind: nothing fences a stopped agent's postgres
+    max_connections: int = NODE_CONNECTIONS  # more for a fault event shared by many clients
 
     def __post_init__(self) -> None:
         if self.ttl < 20 or self.loop_wait < 1 or self.retry_timeout < 3:
@@ -84,7 +86,8 @@ class PatroniSettings:
                 "maximum_lag_on_failover": self.maximum_lag_on_failover,
                 "primary_start_timeout": self.primary_start_timeout, "failsafe_mode": self.failsafe_mode,
                 "synchronous_mode": self.synchronous_mode, "synchronous_mode_strict": self.synchronous_mode_strict,
-                "postgresql": {"use_pg_rewind": True, "use_slots": True, "parameters": dict(NODE_PARAMETERS)}}
+                "postgresql": {"use_pg_rewind": True, "use_slots": True,
+                               "parameters": {**NODE_PARAMETERS, "max_connections": self.max_connections}}}
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,8 @@ def test_provenance_shows_the_bounds_a_run_recorded_and_nothing_for_one_without(
     assert [r[0] for r in rows[2:]] == ["time: pause", "time: perf"]
     assert rows[2][1].startswith("wall 60 s, bound 40 s (1.50x); shared lane, 78 trials, up to 12 at once")
     assert bound_rows({}) == []
+    meta["bounds"]["scenarios"]["pause"].update(events=21, subjects=756, trials_finished=21, at_once=3)
+    assert "shared lane, 21 events of 756 trials, up to 3 at once" in bound_rows(meta)[2][1]
 
 
 def test_a_wait_on_a_fault_or_a_contenders_patience_counts_in_the_floor_once_beside_a_pause():

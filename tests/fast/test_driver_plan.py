@@ -15,9 +15,17 @@ def test_each_driver_gets_its_own_trials_and_rows():
     assert all(s.id.split("/")[1] == s.label for s in specs)  # a driver's trial never shares an id
 
 
-def test_a_lock_that_is_not_on_postgresql_has_no_driver_axis():
+def test_a_lock_with_one_driver_or_not_on_postgresql_has_no_driver_axis():
     specs = Pause().plan_drivers([backends.load("redis"), backends.load("lease_row")], "quick", ["psycopg2", "psycopg"])
     labels = {s.label for s in specs}
-    assert "redis" in labels and not any(label.startswith("redis@") for label in labels)
-    assert "lease_row@psycopg" in labels  # on PostgreSQL, without a form there: n/a with the reason
-    assert next(s for s in specs if s.label == "lease_row@psycopg").skip.startswith("its PostgreSQL connections")
+    assert labels == {"redis", "lease_row"}  # no empty rows: neither has a form on another driver
+
+
+def test_only_a_scenario_that_declares_the_driver_axis_runs_it():
+    """`lab run --backend all --scenario all --driver all` (the reference): the driver rows where the driver
+    changes what the fault does to the lock, the default driver everywhere else."""
+    from scenarios.restart import Restart
+
+    classes = [backends.load("session")]
+    assert {s.label for s in Restart().plan_drivers(classes, "quick", ["psycopg2", "asyncpg"])} == {"session"}
+    assert "session@asyncpg" in {s.label for s in Pause().plan_drivers(classes, "quick", ["psycopg2", "asyncpg"])}

@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 
 from lab.report import run_view, write_report
-from lab.report.html import PAGE, families_of, json_for_script
+from lab.report.html import PAGE, families_of, json_for_script, unpacked
 from lab.report.markdown_html import to_html
-from lab.report.matrix import IDLE_MARKS, family_tables_of, matrix_rows
+from lab.report.fault_groups import summary_tables
+from lab.report.matrix import IDLE_MARKS, matrix_rows
+from lab.report.matrix_split import split_tables
 from lab.results import RunFolder
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = ROOT / "results" / "20261201-182949-85a8"  # the committed reference run (README, "The report")
+REFERENCE = ROOT / "results" / "20261201-182949-85a8"  # the committed reference run (docs/report.md)
 BACKENDS = ("none", "session", "xact", "redis_fenced", "tooz_pgsql")
 SCENARIOS = ("cases", "calibrate", "overlap", "kill", "pause")
 
@@ -67,8 +69,11 @@ def rendered(tmp_path_factory):
 
 
 def data_of(page: str) -> dict:
-    blob = re.search(r'<script type="application/json" id="lab-data">(.*?)</script>', page, re.S).group(1)
-    return json.loads(blob)
+    """The page's data: each cell's block, in index order, and each picture's PNG block."""
+    cells = re.findall(r'<script type="text/plain" id="cell-data-(\d+)">(.*?)</script>', page, re.S)
+    assert [int(i) for i, _ in cells] == list(range(len(cells)))
+    pngs = dict(re.findall(r'<script type="text/plain" id="(png-\d+)">(.*?)</script>', page, re.S))
+    return {"cells": [unpacked(blob) for _, blob in cells], "pngs": pngs}
 
 
 # The converter, on the Markdown subset the report writes.
@@ -118,7 +123,8 @@ def test_the_converter_leaves_no_markdown_behind_in_the_committed_report():
 
 # The page.
 def test_the_page_fetches_nothing(rendered):
-    """No http(s) address and nothing relative: every src and href is a data: URI or a place in the page."""
+    """No http(s) address and nothing relative: every src and href is a data: URI or a place in the page; a
+    picture's PNG waits in a block of its own until it is shown."""
     _, _, page = rendered
     elements = Elements(page)
     ids = {a["id"] for _, a in elements.tags if "id" in a}
@@ -133,43 +139,89 @@ def test_the_page_fetches_nothing(rendered):
             assert value.startswith("data:image/png;base64,") or value[1:] in ids and value.startswith("#"), \
                 (tag, value[:80])
     assert re.search(r"url\(\s*['\"]?(https?:)?//", page) is None
+    pngs = data_of(page)["pngs"]
+    assert pngs and all(uri.startswith("data:image/png;base64,") for uri in pngs.values())
+    assert sorted(a["data-png"] for a in elements.all("img") if "data-png" in a) == sorted(pngs)
 
 
-def test_every_matrix_cell_is_one_clickable_cell_carrying_its_data(rendered):
+def test_the_summary_comes_first_and_each_family_holds_its_faults_cells(rendered):
+    """The page opens on the summary matrix: a column per family (its worst mark with counts), followed by a
+    hidden column per fault of that family, every fault cell a button naming its data."""
     folder, _, page = rendered
-    cells = [c for table in family_tables_of(run_view([folder])) for c in table.cells]
-    every = [c for _, row in matrix_rows(run_view([folder])) for c in row]
-    clickable = Elements(page).all("td", role="button")
-    assert len(clickable) == len(cells) == len(data_of(page)["cells"]) > 0
-    # A family's table leaves out only the columns where none of its rows ran.
-    shown = {(c.backend, c.scenario, c.variant) for c in cells}
-    assert all(c.cell.mark in IDLE_MARKS for c in every if (c.backend, c.scenario, c.variant) not in shown)
-    for td, c in zip(clickable, cells):
+    view = run_view([folder])
+    assert page.index('<section id="tool">') < page.index('data-file="REPORT.md"')
+    (table,) = summary_tables(view)
+    summary = table.summary
+    elements = Elements(page)
+    family_cells = [a for a in elements.all("td") if "family-cell" in a.get("class", "")]
+    assert [(a["data-backend"], a["data-family"], a["data-worst"]) for a in family_cells] == [
+        (backend, c.family.value, c.worst.name) for backend, cells in summary.rows for c in cells]
+    folded = [a for a in elements.all("td") if "fault" in a.get("class", "").split()]
+    assert all("hidden" in a and a["role"] == "button" for a in folded)
+    assert [(a["data-backend"], a["data-scenario"], a["data-variant"], a["data-mark"]) for a in folded] == [
+        (m.backend, m.scenario, m.variant, m.cell.mark.name) for _, cells in summary.rows for c in cells
+        for m in c.cells]
+
+
+def test_every_appendix_cell_is_one_clickable_cell_carrying_its_data(rendered):
+    folder, _, page = rendered
+    view = run_view([folder])
+    split = [c for part in split_tables(view) for t in part.tables for c in t.table.cells]
+    clickable = [a for a in Elements(page).all("td", role="button") if "fault" not in a.get("class", "").split()]
+    assert len(clickable) == len(split) > 0
+    for td, c in zip(clickable, split):
         assert (td["data-backend"], td["data-scenario"], td["data-variant"], td["data-mark"]) == \
                (c.backend, c.scenario, c.variant, c.cell.mark.name)
     assert {"FAILED", "KEPT", "LOST"} <= {td["data-mark"] for td in clickable}
+    # One block of data per cell, however many grids show it, and each names the cell it belongs to.
+    data = data_of(page)["cells"]
+    every = Elements(page).all("td", role="button")
+    assert sorted({int(td["data-cell"]) for td in every}) == list(range(len(data)))
+    for td in every:
+        cell = data[int(td["data-cell"])]
+        assert (cell["backend"], cell["scenario"], cell["variant"], cell["mark"]) == \
+               (td["data-backend"], td["data-scenario"], td["data-variant"], td["data-mark"])
+    # A family's table leaves out only the columns and rows where none of its cells ran.
+    shown = {(c.backend, c.scenario, c.variant) for c in split}
+    every_cell = [c for _, row in matrix_rows(view) for c in row]
+    assert all(c.cell.mark in IDLE_MARKS for c in every_cell if (c.backend, c.scenario, c.variant) not in shown)
 
 
-def test_a_cells_panel_data_has_each_trials_verdict_evidence_judgement_history_and_picture(rendered):
+def test_a_cells_panel_data_has_each_trials_verdict_evidence_judgement_history_and_timeline(rendered):
     folder, _, page = rendered
-    data = data_of(page)
-    shown = {a["data-picture"]: a["src"] for a in Elements(page).all("img") if "data-picture" in a}
-    failed = [c for c in data["cells"] if c["mark"] == "FAILED" and c["scenario"] == "pause"]
+    data = data_of(page)["cells"]
+    failed = [c for c in data if c["mark"] == "FAILED" and c["scenario"] == "pause"]
     assert failed
     for cell in failed:
         trials = {t["id"]: t for t in cell["trials"]}
-        assert cell["pictured"] in trials and (cell["picture"] in data["pictures"] or cell["picture"] in shown)
         trial = trials[cell["pictured"]]
         assert trial["safety"] == "unsafe" and trial["evidence"]["fault"] == "pause"
         assert trial["judgement"]["kind"] == trial["verdict"] and trial["judgement"]["findings"]
         record = next(r for r in folder.trials() if r["id"] == trial["id"])
-        assert [op[:4] for op in trial["history"]] == [[o["time"], o["process"], o["type"], o["f"]]
+        assert [op[:4] for op in trial["history"]] == [[round(o["time"], 4), o["process"], o["type"], o["f"]]
                                                         for o in record["history"]]
-    # A picture the timeline appendix already shows is not stored twice.
-    assert not set(data["pictures"]) & set(shown)
-    # A cell with no history (n/a) has no picture, and its trials say why they did not run.
-    for na in [c for c in data["cells"] if c["mark"] == "NOT_APPLICABLE"]:  # only where a family's column ran
-        assert na["picture"] is None and all(t["status"] == "skipped" and t["reason"] for t in na["trials"])
+        line = trial["timeline"]  # drawn by the page from bars_of's intervals, as the PNG is
+        assert line["lanes"][:2] == ["holder", "contender"] and line["bars"] and line["windows"]
+        assert {what for _, what, *_ in line["bars"]} >= {"right", "acquire", "write"}
+        assert all("timeline" not in t for t in cell["trials"] if t["id"] != cell["pictured"])
+    # A cell with no history (n/a) has no timeline, and its trials say why they did not run.
+    for na in [c for c in data if c["mark"] == "NOT_APPLICABLE"]:
+        assert "pictured" not in na and all(t["status"] == "skipped" and t["reason"] for t in na["trials"])
+
+
+def test_the_timeline_appendix_is_drawn_from_the_trials_data_not_stored_as_pictures(rendered):
+    """Each failure's timeline of REPORT-timelines.md is a figure the page draws from that trial's data; no
+    timeline PNG is in the page."""
+    folder, out, page = rendered
+    data = data_of(page)["cells"]
+    figures = [a for a in Elements(page).all("figure") if "data-timeline-cell" in a]
+    gallery = re.findall(r"!\[([^\]]+)\]\((timelines/[^)]+)\)", (out / "REPORT-timelines.md").read_text())
+    assert len(figures) == len(gallery) > 0
+    for figure, (trial_id, _) in zip(figures, gallery):
+        assert figure["data-trial"] == trial_id
+        trial = next(t for t in data[int(figure["data-timeline-cell"])]["trials"] if t["id"] == trial_id)
+        assert trial["timeline"]["bars"]
+    assert not [a for a in Elements(page).all("img") if a.get("data-picture", "").startswith("timelines/")]
 
 
 class Headings(HTMLParser):
@@ -204,7 +256,7 @@ def test_the_page_holds_the_same_content_as_the_report_and_its_appendices(render
     assert len(order) == 1 + len(linked) >= 3
     headings = [re.sub(r"[`*]", "", h) for name in order
                 for h in re.findall(r"^#{1,3} (.+)$", (out / name).read_text(), re.M)]
-    assert Headings(page).found == headings
+    assert Headings(page).found == ["locklab report: small-run", *headings]  # the summary's, then the files' 
     for _, row in matrix_rows(run_view([folder])):
         for c in row:
             assert re.sub(r"[`*]", "", c.cell.text) in page

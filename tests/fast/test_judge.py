@@ -85,12 +85,35 @@ def test_a_refused_second_run_held_and_was_not_exercised():
     assert (v.kind, v.safety, v.exercised) == (Kind.HELD, Safety.SAFE, False)
 
 
-def test_a_second_run_that_waited_on_the_lock_inside_the_write_is_intact_and_exercised():
+def test_a_second_run_that_waited_on_the_lock_inside_the_write_is_intact_and_not_exercised():
+    """run2 asked while run1 held and got the lock only once run1 had committed: the lock worked, but nothing took
+    its right away, so the trial does not count as exercised (the brief's rule: another process granted or
+    committed while the holder still believed it held)."""
     history = [*locked_write(0.1, 0.8, "run1"), op(0.3, "run2", I, F.WRITE, company=1),
                op(0.82, "run2", OK, F.ACQUIRE, scope="company", company=1),
                op(1.2, "run2", I, F.COMMIT, company=1), op(1.21, "run2", OK, F.WRITE, company=1)]
     v = judged(history, {1: {"rows": 250, "runs": ["run2"]}})
-    assert (v.kind, v.exercised, verdict_text(v)) == (Kind.INTACT, True, "intact (250 rows)")
+    assert (v.kind, v.exercised, verdict_text(v)) == (Kind.INTACT, False, "intact (250 rows)")
+
+
+def test_the_holders_own_failed_write_with_nobody_else_in_is_not_exercised():
+    """Patroni's synchronous_mode case: the holder's commit fails with the primary it was on, and no other process is
+    ever granted or commits: the right was not taken away by anyone, so the rollback is not a ✓ (issue 43)."""
+    history = [*locked_write(0.1, 3.0, "holder", outcome=FAIL, error="server closed the connection"),
+               op(0.5, "fault", OK, F.FAULT, name="agent_paused"), *refused(2.6, "contender")]
+    v = judged(history, {1: {"rows": 250, "runs": ["seed"]}})
+    assert (v.kind, v.exercised) == (Kind.ROLLED_BACK, False)
+
+
+def test_a_waiter_granted_before_the_killed_holder_hears_is_exercised():
+    """The post's kill test: the holder's session is ended after its delete; the waiter gets the lock as the server
+    rolls the holder back, before the holder's next statement tells it so."""
+    history = [*locked_write(0.1, 2.0, "holder", outcome=FAIL, error="terminating connection"),
+               op(0.3, "contender", I, F.WRITE, company=1), op(1.0, "fault", OK, F.FAULT, name="terminate"),
+               op(1.01, "contender", OK, F.ACQUIRE, scope="company", company=1),
+               op(1.2, "contender", I, F.COMMIT, company=1), op(1.21, "contender", OK, F.WRITE, company=1)]
+    v = judged(history, {1: {"rows": 250, "runs": ["contender"]}})
+    assert (v.kind, v.exercised) == (Kind.ROLLED_BACK, True)
 
 
 def test_an_unknown_commit_after_a_loss_is_indeterminate():

@@ -1,4 +1,4 @@
-"""Imports run one way: each layer imports only the layers below it (README, "How it is built").
+"""Imports run one way: each layer imports only the layers below it (docs/architecture.md, "Who may import whom").
 
 Every import statement counts, a function's own included, so a lazy import cannot hide an upward one.
 """
@@ -19,7 +19,7 @@ LAYERS = {
     "scenarios": ("scenarios",),
     "report": ("lab.report",),
     "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.doctor_mariadb", "lab.provenance",
-            "lab.contract", "lab.waves", "lab.quiet", "lab.progress"),
+            "lab.contract", "lab.waves", "lab.quiet", "lab.progress", "lab.reference", "lab.survey"),
 }
 # Which layers each may import. The report reads results and the harness's vocabulary, never a
 # server, a backend or a scenario: a saved run renders from its folder alone.

@@ -10,7 +10,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from lab.report import render_runs, write_report
+from lab.report import render_runs_files, write_report
+from lab.report.sections import MATRIX
 from lab.results import RunFolder
 from tests.fast.test_reference_report import matrix_tables
 
@@ -50,17 +51,21 @@ def library_run(root: Path, name: str = "libraries", languages: bool = True) -> 
 
 
 def library_table(text: str) -> list[list[str]]:
-    """The rows of the matrix's library table, as cells (backend first), header and rule included. Every row
-    of these runs is a library's, so the matrix is that one table, under no heading of its own."""
-    section = text.split("## Every backend under every fault", 1)[1].split("\n## ", 1)[0]
-    assert "### " not in section
-    table = section.split("\n| backend |", 1)[1].split("\n\n", 1)[0]
+    """The rows of the matrix appendix's first table, as cells (backend first), header and rule included. Every
+    row of these runs is a library's, so each family of faults has that one table, under no family's heading."""
+    assert "### Third-party" not in text
+    table = text.split("\n| backend |", 1)[1].split("\n\n", 1)[0]
     lines = ["| backend |" + table.splitlines()[0], *table.splitlines()[1:]]
     return [[c.strip() for c in ln.strip(" |").split(" | ")] for ln in lines]
 
 
+def matrix(folders: list[RunFolder]) -> str:
+    """The matrix appendix of these runs."""
+    return render_runs_files(folders)[MATRIX]
+
+
 def test_rows_are_grouped_by_project_and_language_with_their_versions(tmp_path):
-    rows = library_table(render_runs([library_run(tmp_path)]))
+    rows = library_table(matrix([library_run(tmp_path)]))
     header, body = rows[0], rows[2:]
     assert header[:2] == ["backend", "library"]
     assert [(r[0], r[1]) for r in body] == [
@@ -75,17 +80,17 @@ def test_rows_are_grouped_by_project_and_language_with_their_versions(tmp_path):
 
 def test_the_fault_cells_stay_those_of_the_trials_behind_them(tmp_path):
     """The library column is no fault's: every other cell is the one the same row shows without it."""
-    grouped = render_runs([library_run(tmp_path, "grouped")])
-    plain = render_runs([library_run(tmp_path, "plain", languages=False)])
-    with_library = {row[0]: row for header, rows in matrix_tables(grouped) for row in rows}
-    without = {row[0]: row for header, rows in matrix_tables(plain) for row in rows}
-    assert with_library == without and len(with_library) == 6
+    grouped = matrix([library_run(tmp_path, "grouped")])
+    plain = matrix([library_run(tmp_path, "plain", languages=False)])
+    with_library = {(tuple(header), row[0]): row for header, rows in matrix_tables(grouped) for row in rows}
+    without = {(tuple(header), row[0]): row for header, rows in matrix_tables(plain) for row in rows}
+    assert with_library == without and len({backend for _, backend in with_library}) == 6
 
 
 def test_a_run_that_recorded_no_languages_renders_as_it_did(tmp_path):
     """The committed reference runs predate `languages`: their library table keeps its shape, byte for byte."""
     folder = library_run(tmp_path, languages=False)
-    rows = library_table(render_runs([folder]))
+    rows = library_table(matrix([folder]))
     assert "library" not in rows[0]
     assert [r[0] for r in rows[2:]] == folder.meta()["backend_order"]  # the run's order, ungrouped
 
@@ -99,7 +104,7 @@ def test_an_older_run_merged_with_a_newer_one_takes_python_and_its_recorded_vers
     for row in ("redis_asyncio", "portalocker_redis"):  # as if only the older run declared these two
         del meta["languages"][row], meta["library_versions"][row]
     newer.write_meta(meta)
-    rows = {r[0]: r[1] for r in library_table(render_runs([older, newer]))[2:]}
+    rows = {r[0]: r[1] for r in library_table(matrix([older, newer]))[2:]}
     assert rows["redis_asyncio"] == "redis 8.1.0 (Python)"  # the older run's versions["redis"]
     assert rows["node_redlock"] == "redlock 4.2.0 (Node.js)"
 
@@ -110,6 +115,6 @@ def test_the_html_page_shows_the_library_column_and_keeps_every_cell_clickable(t
     page = (folder.path / "report.html").read_text()
     assert "<th>library</th>" in page
     assert "<td>redlock 4.2.0 (Node.js)</td>" in page
-    text = (folder.path / "REPORT.md").read_text()
+    text = (folder.path / MATRIX).read_text()
     cells = sum(len(row) - 1 for _, rows in matrix_tables(text) for row in rows)
-    assert page.count('data-cell="') == cells
+    assert page.count('<td class="cell mark-') == cells  # the appendix's; the summary's faults are "cell fault"

@@ -301,3 +301,43 @@ def test_an_indeterminate_release_may_land_after_its_process_acquires_again():
     result = check_mutex(history)
     assert result.valid is Valid.TRUE
     assert [history[i].time for i in result.order] == [0.0, 0.5, 2.0, 1.5, 3.0]  # the info acquire left out
+
+
+# --- the lab's histories: locks inside the write, and holders that hear of their loss (issue 43) -------------
+
+def in_write(t, process):
+    """A lock inside the write: acquire() only says 'go on' (scope company), the company lock comes in the write,
+    and release() at the end has nothing of the model's to release."""
+    return [op(t, process, I, F.ACQUIRE), op(t + 0.001, process, OK, F.ACQUIRE, scope="company"),
+            op(t + 0.01, process, OK, F.ACQUIRE, scope="company", company=1),
+            op(t + 0.5, process, I, F.RELEASE), op(t + 0.501, process, OK, F.RELEASE)]
+
+
+def test_locks_inside_the_write_with_their_releases_are_no_mutex_operations():
+    """The releases were once kept while their acquires were left out, so 301 safe histories of the reference
+    read 'not linearizable'. Two runs of a lock inside the write, overlapping: nothing for the model."""
+    history = timed([*in_write(0.0, "holder"), *in_write(0.2, "contender")])
+    assert mutex_ops(history) == []
+    assert check_mutex(history).valid is Valid.TRUE
+
+
+def test_a_holder_told_of_its_loss_before_another_is_granted_is_a_mutex():
+    history = timed([*grant(0.0, "holder"), op(1.0, "holder", OK, F.TOLD, how="exception"), *grant(2.0, "contender"),
+                     *release(3.0, "holder", FAIL)])
+    assert check_mutex(history).valid is Valid.TRUE
+
+
+def test_a_grant_while_the_holder_still_believed_it_held_is_no_mutex_and_judge_calls_it_lost():
+    from lab.harness.judge import judge
+
+    history = timed([*grant(0.0, "holder"), *grant(2.0, "contender"), op(3.0, "holder", OK, F.TOLD, how="held")])
+    finding = mutex_finding(history)
+    assert (finding.valid, finding.kind) == (Valid.FALSE, Kind.LOST) and finding.proof
+    verdict = judge(history, None, 250)
+    assert verdict.kind is Kind.LOST and verdict.lock is Valid.FALSE
+
+
+def test_a_failed_release_ends_the_hold_where_the_holder_asked():
+    """The holder asked to release and heard the lock was gone: it no longer believed it held from then on."""
+    history = timed([*grant(0.0, "holder"), *release(1.0, "holder", FAIL), *grant(2.0, "contender")])
+    assert check_mutex(history).valid is Valid.TRUE

@@ -1,5 +1,6 @@
-"""The one list of optional operating-system packages (.ci/os-packages): README's table and install command
-are that list, .ci/run reads it and names none by hand, and the lab's own lines for a missing one match it."""
+"""The one list of optional operating-system packages (.ci/os-packages): the table and install command of
+docs/os-packages.md are that list, .ci/run reads it and names none by hand, and the lab's own lines for a
+missing one match it."""
 
 import re
 from pathlib import Path
@@ -7,22 +8,27 @@ from pathlib import Path
 from tests import os_packages
 
 ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "os-packages.md"
 
 
-def readme_table() -> list[tuple[str, str]]:
-    """README's rows of `| package | what it enables |`, in order."""
-    text = (ROOT / "README.md").read_text()
+def page_table() -> list[tuple[str, str]]:
+    """docs/os-packages.md's rows of `| package | what it enables |`, in order."""
+    text = PAGE.read_text()
     table = text.split("| package | what it enables |\n|---|---|\n", 1)[1].split("\n\n", 1)[0]
     return [re.fullmatch(r"\| `([^`]+)` \| (.*) \|", row).groups() for row in table.splitlines()]
 
 
-def test_readme_lists_exactly_the_packages_of_the_list_with_what_each_enables():
+def test_the_page_lists_exactly_the_packages_of_the_list_with_what_each_enables():
     assert all(p.binaries and p.enables for p in os_packages.packages().values())
-    assert readme_table() == [(p.name, p.enables) for p in os_packages.packages().values()]
+    assert page_table() == [(p.name, p.enables) for p in os_packages.packages().values()]
 
 
-def test_readme_gives_the_one_command_that_installs_them_all():
-    assert f"```sh\n{os_packages.install_command()}\n```" in (ROOT / "README.md").read_text()
+def test_the_page_gives_the_one_command_that_installs_them_all():
+    assert f"```sh\n{os_packages.install_command()}\n```" in PAGE.read_text()
+
+
+def test_readme_links_the_page():
+    assert "(docs/os-packages.md)" in (ROOT / "README.md").read_text()
 
 
 def test_ci_installs_from_the_list_and_names_no_package_by_hand():

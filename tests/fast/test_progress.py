@@ -41,3 +41,18 @@ def test_estimates_come_from_the_profile_timers_and_the_trials_at_once():
     assert pause.estimate_seconds("default", 24, 12, alone=12) == (12 + 1) * one  # 12 one after another, 12 at once
     timing = scenarios.load("timing")
     assert timing.estimate_seconds("default", 500, 120) == timing.wall_budget("default")  # one window, not 500
+
+
+def test_a_scenario_of_shared_fault_events_counts_its_events_and_their_subjects():
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=200)
+    shown = ScenarioProgress(console, Progress(TextColumn("{task.fields[left]}"), console=console, disable=True),
+                             "patroni", 6, 120.0, at_once=1, events=2)
+    shown.advance_event([{"status": "ok", "safety": "safe"}] * 3)
+    assert shown.done == 3 and shown.events_done == 1
+    assert shown._left(60.0) == "~60 s left"  # one event of two took 60 s: the pace is the events'
+    shown.advance_event([{"status": "error"}] * 3)
+    shown.finish()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "patroni: 2 events, 6 subjects, about 2 min"
+    assert lines[-1].endswith("2 events, 6 subjects (error 3, safe 3)")

@@ -61,7 +61,8 @@ def test_the_reference_scorecard_holds_the_hand_read_figures(rendered):
     assert text == REPORT.read_text()  # the committed REPORT.md carries this very table
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     at = headings.index(HEADING)
-    assert headings[at - 1] == "## Why not just...?" and headings[at + 1] == "## Every backend under every fault"
+    assert headings[at - 1] == "## Why not just...?"
+    assert "## Every backend under every family of faults" in headings[:at]  # the summary, before the scorecard
     by_figure = {row[1]: row for row in table(text, HEADING)}
     expect = {  # figure -> (post, ours, verdict), read off REPORT.md's own sections and the trials
         "the same 10 companies, serializable: failed attempts": ("101", "17, 28, 27", f"{FLAG} **differs**"),

@@ -115,3 +115,24 @@ class RenewsByTheWallClock(RedisLock):
             if not alive and self.noticed_loss_at is None:
                 self.noticed_loss_at, self.noticed_loss_how = time.monotonic(), "returned False"
             due = time.time() + self.ttl / 3
+
+
+class AlwaysGrants(SessionLockAutocommit):
+    """Says it was granted whatever the server answered, and that it still holds: a second run is let in while the
+    first holds, the one promise a lock exists for broken. What the checkers must catch in the subject of a shared
+    fault event that runs it, and nowhere beside it."""
+
+    name = "planted_always_grants"
+
+    def acquire(self):
+        super().acquire()
+        return True
+
+    def held(self):
+        return True
+
+    def release(self):
+        try:
+            super().release()
+        except Exception:  # it held nothing: this planted lock says nothing of it
+            pass

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lab.report import published
+from scenarios.failover import Failover
 from tests.server.helpers import alive, processes_under, shared_tmp
 
 pytestmark = pytest.mark.server
@@ -144,9 +145,10 @@ def test_interrupt_keeps_finished_trials_and_resume_completes(tmp_path, sig):
 
 def test_ctrl_c_while_two_lanes_run_stops_both_and_resume_completes(tmp_path):
     """failover (servers of its own) runs beside cases: a Ctrl-C in the middle stops both lanes, leaves no
-    server (the failover pairs included) and no temp dir, and --resume finishes what is missing."""
+    server (the failover pairs included) and no temp dir, and --resume finishes what is missing. A failover event
+    serves both backends: one the Ctrl-C cut short left no record, and the resumed run runs it again whole."""
     tmp = shared_tmp(tmp_path)
-    args = [sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend", "session",
+    args = [sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend", "session,xact",
             "--scenario", "cases,failover"]
     proc = subprocess.Popen(args, cwd=tmp_path, env=lab_env(tmp), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -171,6 +173,11 @@ def test_ctrl_c_while_two_lanes_run_stops_both_and_resume_completes(tmp_path):
     final = trials_of(run)
     assert final[:len(kept)] == kept and len(kept) < len(final)  # nothing rewritten; the interrupt cut it short
     assert {t["scenario"] for t in final} == {"cases", "failover"} and len({t["id"] for t in final}) == len(final)
+    for trials in (kept, final):  # every event kept is kept whole: both its subjects, recorded together
+        events = [t["event"]["id"] for t in trials if t["scenario"] == "failover" and t["status"] == "ok"]
+        assert all(events.count(event) == 2 for event in events)
+        assert all(events[i] == events[i + 1] for i in range(0, len(events), 2))
+    assert len({t["event"]["id"] for t in final if t["scenario"] == "failover"}) == len(Failover.variants)
     assert processes_under(tmp) == []
     tmp.rmdir()
 

@@ -131,15 +131,21 @@ def test_lab_replay_reproduces_a_recorded_counterexample(tmp_path):
 
 
 def _run_then_replay(tmp_path, env):
-    # No lock at all: two runs inside one company's write merge it every time, so the replay is certain.
-    run = subprocess.run([sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend", "none",
+    # No lock at all: two runs inside one company's write merge it every time, so the replay is certain. The
+    # session lock's counterexample (issue 48): its stale write accepted is the schedule's own, while overlapping
+    # writes and a merged company come and go with timing; the replay says which findings showed again, and its
+    # exit status follows the safety verdict, not the exact set.
+    run = subprocess.run([sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--backend", "none,session",
                           "--scenario", "killpoints", "--results", str(tmp_path / "r")],
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr
     (folder,) = (tmp_path / "r").iterdir()
-    record = json.loads((folder / "trials.jsonl").read_text().splitlines()[-1])
-    assert record["verdict"].startswith("counterexample")
-    replay = subprocess.run([sys.executable, "-m", "lab.cli", "replay", folder.name, "none",
-                             "--results", str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=300)
-    assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert "-> reproduced" in replay.stdout and "VIOLATION merged" in replay.stdout
+    records = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    assert all(r["verdict"].startswith("counterexample") for r in records if r["status"] == "ok"), records
+    for backend, finding in (("none", "merged"), ("session", "stale write accepted")):
+        replay = subprocess.run([sys.executable, "-m", "lab.cli", "replay", folder.name, backend,
+                                 "--results", str(tmp_path / "r")], capture_output=True, text=True, env=env,
+                                timeout=300)
+        assert replay.returncode == 0, replay.stdout + replay.stderr
+        assert "UNSAFE again: the counterexample reproduces" in replay.stdout
+        assert f"recorded {finding}: shown again" in replay.stdout, replay.stdout

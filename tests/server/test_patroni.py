@@ -1,8 +1,9 @@
-"""PostgreSQL under Patroni, per trial: each fault on a real cluster, the split brain's lost acknowledged write,
-what survives a SIGKILL, and the line a machine without Patroni gets.
+"""PostgreSQL under Patroni, one fault event per variant: each fault on a real cluster, several locks served by one
+strike, the split brain's lost acknowledged write, what survives a SIGKILL, and the line a machine without Patroni
+gets.
 
-The trials of the faults run three at a time once for the module (each takes 20 to 65 s, most of it Patroni's
-ttl), and each test reads its own. Where a race is real the test asserts what holds either way.
+The events of the faults run three at a time once for the module (each takes 20 to 65 s, most of it Patroni's ttl),
+and each test reads its own subjects. Where a race is real the test asserts what holds either way.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from lab.runner.events import subject_record
 from lab.servers.patroni_runtime import MISSING, unavailable_reason
+from scenarios.events import EventEnv, EventSpec
 from scenarios.patroni import Patroni
 from tests.os_packages import REQUIRED
 from tests.server.helpers import alive, lock_lost, outcome_of, processes_under, shared_tmp, trial_env
@@ -29,9 +32,12 @@ from tests.server.test_lease_faults import no_holder_left
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
-TRIALS = [("session_autocommit", "crash"), ("session_autocommit", "agent_paused"), ("xact", "agent_paused_routed"),
-          ("lease_row", "agent_paused_routed"), ("lease_row", "agent_paused_sync"), ("lease_row", "dcs_cut"),
-          ("session_autocommit", "dcs_cut_failsafe"), ("lease_row", "switchover")]
+# One event per variant, its subjects the locks its tests read. The split brain also serves the locks whose lock
+# lives on the run's own Redis, etcd or ZooKeeper and whose fence and writes live in the cluster.
+ELSEWHERE = ("etcd_fenced", "redis_fenced", "zookeeper_fenced", "redis", "etcd")
+EVENTS = {"crash": ("session_autocommit",), "agent_paused": ("session_autocommit", *ELSEWHERE),
+          "agent_paused_routed": ("xact", "lease_row"), "agent_paused_sync": ("lease_row",), "dcs_cut": ("lease_row",),
+          "dcs_cut_failsafe": ("session_autocommit",), "switchover": ("lease_row",)}
 
 
 @pytest.fixture(scope="module")
@@ -46,22 +52,35 @@ def patroni_here():
 
 @pytest.fixture(scope="module")
 def trials(patroni_here, services, engines):
-    """Every trial of TRIALS, three at a time: (backend, variant) -> (measures, outcome) or the exception it raised."""
+    """Every event of EVENTS, three at a time: (backend, variant) -> (measures, outcome, record) or the exception its
+    subject (or its event) raised."""
     scenario = Patroni()
 
-    def one(backend: str, variant: str):
-        env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
+    def one(variant: str) -> dict:
+        names = [n for n in EVENTS[variant] if n != "zookeeper_fenced" or "zookeeper" not in services.unavailable]
+        run_id = f"test-{time.monotonic_ns()}"
+        envs = [trial_env(services, engines, scenario.name, name, variant, scenario.profile_params("quick"),
+                          run_id=run_id) for name in names]
+        event = EventSpec(scenario.name, variant, 0, tuple(env.spec for env in envs))
         try:
-            measures = scenario.run_trial(env)
-        except Exception as exc:  # handed to the test that reads this trial
-            return exc
-        return measures, outcome_of(scenario, dict(measures), backend)
+            outcome = scenario.run_event(EventEnv.of(event, envs))
+        except Exception as exc:  # handed to every test that reads this event
+            return {(name, variant): exc for name in names}
+        found: dict = {}
+        for subject in outcome.subjects:
+            if subject.failed is not None:
+                found[(subject.spec.backend, variant)] = subject.failed
+                continue
+            record = subject_record(scenario, subject, outcome, event, {})
+            found[(subject.spec.backend, variant)] = (subject.measures, outcome_of(scenario, dict(subject.measures),
+                                                                                    subject.spec.backend), record)
+        return found
 
     with ThreadPoolExecutor(3) as pool:
-        found = dict(zip(TRIALS, pool.map(lambda t: one(*t), TRIALS)))
+        found = {key: value for event in pool.map(one, EVENTS) for key, value in event.items()}
     assert no_holder_left()
-    assert not list(services.tmp.glob("patroni-*")), "a trial left its cluster's data behind"
-    assert not [p for p in processes_under(services.tmp) if "patroni-" in p], "a trial left a process running"
+    assert not list(services.tmp.glob("patroni-*")), "an event left its cluster's data behind"
+    assert not [p for p in processes_under(services.tmp) if "patroni-" in p], "an event left a process running"
     return found
 
 
@@ -69,7 +88,7 @@ def trial(trials, backend: str, variant: str):
     found = trials[(backend, variant)]
     if isinstance(found, Exception):
         raise found
-    return found
+    return found[:2]
 
 
 def test_a_crashed_postgres_is_restarted_or_failed_over_and_its_session_lock_is_gone(trials):
@@ -160,6 +179,24 @@ def test_a_planned_switchover_loses_nothing_the_old_primary_acknowledged(trials)
     assert m["evidence"]["switchover"]["status"] == 200 and promotion["promote_s"] < 15
     assert promotion["old_primary_writes_survived"] == promotion["old_primary_accepted"]
     assert outcome["safety"] == "safe"
+
+
+def test_one_split_brain_also_serves_the_locks_held_elsewhere_but_fenced_and_written_in_the_cluster(trials,
+                                                                                                   services):
+    confirmed = []
+    for name in ELSEWHERE:
+        if name == "zookeeper_fenced" and "zookeeper" in services.unavailable:
+            continue
+        found = trials[(name, "agent_paused")]
+        if isinstance(found, Exception):
+            raise found
+        measures, outcome, record = found
+        assert record["status"] == "ok" and outcome["verdict"]  # judged, not an error
+        assert measures["evidence"]["agent_state"] == "T"
+        confirmed.append(record["event"]["confirmed"])
+    session = trials[("session_autocommit", "agent_paused")][2]
+    assert all(c == session["event"]["confirmed"] for c in confirmed)  # one strike, one confirmation for all
+    assert session["event"]["subjects"] >= len(confirmed) + 1
 
 
 def test_postgres_outlives_a_killed_agent_under_its_keeper_and_stop_ends_it(patroni_here, services):
@@ -253,7 +290,7 @@ def test_without_patroni_every_cell_says_does_not_run_with_the_install_line(patr
         assert run.returncode == 0, run.stderr
         (folder,) = results.iterdir()
         trials = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
-        assert len(trials) == 2 * len(Patroni.columns)
+        assert len(trials) == 2 * len(Patroni.columns)  # every subject of every event: one record each
         assert {(t["status"], t["reason"], t["runs_here"]) for t in trials} == {
             ("skipped", f"does not run: {MISSING}", False)}
         tests = hidden(sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "slow", __file__,

@@ -93,16 +93,16 @@ def test_tooz_postgres_lock_is_the_posts_method_1(services, engines):
     assert m["release"].startswith("raised LockLost: tooz release failed: ToozError")  # what tooz told its caller
 
 
-def readme_example() -> str:
-    """The 'Write a backend' example, exactly as README.md shows it."""
+def docs_example() -> str:
+    """The 'Write a backend' example, exactly as docs/write-a-backend.md shows it."""
     import re
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    return re.search(r"```python\n# my_lock.py\n(.*?)```", readme, re.S).group(1)
+    page = (Path(__file__).parents[2] / "docs" / "write-a-backend.md").read_text()
+    return re.search(r"```python\n# my_lock.py\n(.*?)```", page, re.S).group(1)
 
 
 def plugin_run(scenario: str, results: Path, cwd: Path, tmp: Path, *, hide_pgbouncer: bool) -> Path:
-    """The README plugin run through `scenario` at the quick profile; its run folder.
+    """The docs example plugin run through `scenario` at the quick profile; its run folder.
 
     hide_pgbouncer: tell the lab to find no pgbouncer (LAB_PGBOUNCER_SEARCH_PATH empty), so that a machine
     which has it runs as one without it. Every trial has a result or a reason; none errored."""
@@ -125,7 +125,7 @@ def read_trials(folder: Path) -> list[dict]:
 
 
 def qualifying(cwd: Path) -> set[tuple[str, str]]:
-    """Every (scenario, variant) whose declarations admit the README plugin here, chosen by declaration alone."""
+    """Every (scenario, variant) whose declarations admit the docs example plugin here, chosen by declaration alone."""
     import scenarios
     from lab.registry import import_entry
 
@@ -169,8 +169,8 @@ def assert_lands(row: list[str], excused: set) -> None:
 
 
 @pytest.mark.slow
-def test_the_readme_plugin_lands_in_every_column_it_qualifies_for(tmp_path, monkeypatch):
-    """Written in a temp folder from the README, with no edit in the tree: checked, run, reported.
+def test_the_docs_example_plugin_lands_in_every_column_it_qualifies_for(tmp_path, monkeypatch):
+    """Written in a temp folder from docs/write-a-backend.md, with no edit in the tree: checked, run, reported.
 
     The run of every scenario has pgbouncer hidden from the lab, as on a fresh machine (the case README's
     test command meets there, which CI, where pgbouncer is always installed, would not see otherwise): its
@@ -180,7 +180,7 @@ def test_the_readme_plugin_lands_in_every_column_it_qualifies_for(tmp_path, monk
     for want of another package (iproute2 for netdrop) says 'does not run' with that package's line."""
     from lab.servers.pgbouncer import MISSING
 
-    (tmp_path / "my_lock.py").write_text(readme_example())
+    (tmp_path / "my_lock.py").write_text(docs_example())
     tmp, results = shared_tmp(tmp_path), tmp_path / "r"
     try:
         checked = lab("check-backend", "my_lock", "--backend-module", "my_lock:MyLock", cwd=tmp_path, tmp=tmp)

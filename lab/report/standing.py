@@ -1,0 +1,76 @@
+"""A lock's standing for a decision: each fault column it faced, sorted into what the lock did there.
+
+The decision page compares candidates over the same faults (lab/report/decide.py); this module only sorts one
+backend's matrix cells (lab/report/matrix.py, judged beside the no-lock control) into outcomes a decision can
+count: kept (✓, the right taken away and the company whole), failed (✗, or ⚠ a lock lost while its holder
+believed it held: the lock broke its promise), store (◆, the database lost acknowledged writes, as the control
+did), not exercised (○), unknown (?, errors, not run, does not run) and n/a (the fault reaches none of its
+parts, by its declaration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from lab.report.matrix import Cell, Mark
+
+
+class Outcome(str, Enum):
+    """What one fault column says of one lock, for a decision."""
+
+    KEPT = "kept"
+    FAILED = "failed"
+    STORE = "store"
+    NOT_EXERCISED = "not exercised"
+    UNKNOWN = "unknown"
+    NOT_APPLICABLE = "n/a"
+
+
+OUTCOME_OF = {
+    Mark.KEPT: Outcome.KEPT, Mark.FAILED: Outcome.FAILED, Mark.LOST: Outcome.FAILED, Mark.STORE: Outcome.STORE,
+    Mark.NOT_EXERCISED: Outcome.NOT_EXERCISED, Mark.UNKNOWN: Outcome.UNKNOWN, Mark.ERROR: Outcome.UNKNOWN,
+    Mark.NOT_RUN: Outcome.UNKNOWN, Mark.DOES_NOT_RUN: Outcome.UNKNOWN, Mark.NOT_APPLICABLE: Outcome.NOT_APPLICABLE,
+}
+
+
+def outcome_of(cell: Cell) -> Outcome:
+    """The decision's reading of a cell (the control's own cells are never a candidate's)."""
+    if cell.mark is Mark.KEPT and not cell.exercised:
+        return Outcome.NOT_EXERCISED  # a ✓ of a run that never recorded the right taken away: counted only as whole
+    return OUTCOME_OF.get(cell.mark, Outcome.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One backend's cells over a set of fault columns (label -> cell), sorted by outcome."""
+
+    backend: str
+    cells: dict[str, Cell]
+
+    def faults(self, outcome: Outcome) -> list[str]:
+        """The labels of the columns with this outcome, in column order."""
+        return [label for label, cell in self.cells.items() if outcome_of(cell) is outcome]
+
+    def count(self, outcome: Outcome) -> int:
+        return len(self.faults(outcome))
+
+    @property
+    def kept_trials(self) -> int:
+        """The exercised trials behind its ✓ cells."""
+        return sum(c.exercised for c in self.cells.values() if outcome_of(c) is Outcome.KEPT)
+
+    def weakest(self) -> tuple[str, Cell] | None:
+        """Its ✓ cell with the highest bound (the fewest exercised trials), or None without a ✓."""
+        kept = [(label, cell) for label, cell in self.cells.items() if outcome_of(cell) is Outcome.KEPT]
+        return max(kept, key=lambda lc: (lc[1].bound or 1.0), default=None)
+
+    @property
+    def weak(self) -> bool:
+        """Whether a ✓ it rests on misses the declared strength (lab/report/strength.py)."""
+        return any(not cell.strong for label, cell in self.cells.items() if outcome_of(cell) is Outcome.KEPT)
+
+
+def counts_line(s: Standing) -> str:
+    """'kept 16 · failed 0 · store 2 · not exercised 5 · unknown 1 · n/a 3'."""
+    return " · ".join(f"{outcome.value} {s.count(outcome)}" for outcome in Outcome)

@@ -1,0 +1,135 @@
+"""The event executor: a FaultReach.ONE_EVENT scenario's events on a thread pool, each event's subjects recorded
+together the moment it ends, one record per subject under its own trial id.
+
+Beside trials.py, which runs trials one by one, because an event keeps two promises of its own: a subject is
+judged on its own measures alone, so one subject's error or verdict cannot reach another's record; and an
+event's records are written in one go, so an event interrupted before its end leaves none of them and a resumed
+run plans it again whole (scenarios/events.py plan_events). The scenario's bound counts an event once.
+"""
+
+from __future__ import annotations
+
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+import backends
+from lab import waves as capacity_plan
+from lab.errors import Interrupted
+from lab.harness.contract import describe_error
+from lab.progress import ScenarioProgress
+from lab.runner import records
+from lab.runner.context import RunContext
+from lab.runner.records import Started, TrialRecord
+from lab.runner.trials import WAIT_POLL_S, Finished, TrialFloor, let_stop, record_skipped
+from scenarios.base import Scenario, Skip
+from scenarios.events import EventEnv, EventOutcome, EventSpec, SubjectOutcome, event_record_fields, plan_events
+
+
+def event_alone(scenario: Scenario, event: EventSpec, services) -> bool:
+    """An event runs with nothing beside it when any of its subjects would (Scenario.exclusive)."""
+    return any(scenario.exclusive(spec, services) for spec in event.subjects)
+
+
+def event_cost(ctx: RunContext, scenario: Scenario, event: EventSpec) -> int:
+    """The run's PostgreSQL sessions an event holds at most: its subjects' together."""
+    return sum(ctx.plan.cost(scenario, spec, ctx.profile) for spec in event.subjects)
+
+
+def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> Finished:
+    """Record the scenario's skipped trials, then run its events, as many at once as its parallelism and its session
+    budget allow. An error or Ctrl-C sets the stop and is raised; an event in flight is not recorded. Returns one
+    floor per finished event (its part in the scenario's bound) and no records (no event scenario stops early)."""
+    events = plan_events(record_skipped(ctx, ctx.plan.pending[scenario.name], shown))
+    params = scenario.profile_params(ctx.profile)
+    wave = ctx.wave(scenario)
+    budget = capacity_plan.SessionBudget(wave.budget if wave else 1)
+    workers = max(1, scenario.parallelism(ctx.profile))
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=scenario.name)
+    queue = capacity_plan.Dispatch([(event, event_cost(ctx, scenario, event)) for event in events], budget,
+                                   scarce_first=wave is not None and wave.limited)
+    alone = {event.id: event_alone(scenario, event, ctx.services) for event in events}
+    declared = scenario.trial_floor(ctx.profile)
+    finished_events = Finished()
+    in_flight: dict[Future, tuple[EventEnv, int]] = {}
+    try:
+        while (queue and not ctx.stop.is_set()) or in_flight:
+            by_itself = any(alone[env.event.id] for env, _ in in_flight.values())
+            slots = 0 if ctx.stop.is_set() or by_itself else workers - len(in_flight)
+            for event, sessions in queue.ready(slots, alone=lambda event: alone[event.id], busy=bool(in_flight)):
+                env = EventEnv.of(event, [ctx.trial_env(spec, params) for spec in event.subjects])
+                in_flight[pool.submit(run_event, scenario, env)] = (env, sessions)
+            finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
+            for future in finished:
+                env, sessions = in_flight.pop(future)
+                budget.give(sessions)
+                kept = future.result()
+                if kept is not None and not ctx.stop.is_set():
+                    ctx.folder.append_all(kept)
+                    floor = event_floor(env, kept, declared)
+                    if floor is not None:
+                        finished_events.floors.append(TrialFloor(floor, sessions, alone[env.event.id]))
+                shown.advance_event(kept)
+            shown.tick()
+        return finished_events
+    except BaseException:
+        ctx.stop.set()  # wake every waiting event; what is in flight is not recorded
+        raise
+    finally:
+        if ctx.stop.is_set():
+            let_stop(in_flight)
+        pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
+
+
+def event_floor(env: EventEnv, kept: list[TrialRecord], declared: float) -> float | None:
+    """Seconds a finished event could not have taken less: the declared timers or the longer waits it sat through
+    (its subjects' waits are one meter's), never more than it took; None when no subject finished."""
+    durations = [record["duration"] for record in kept if record.get("status") == "ok" and "duration" in record]
+    if not durations:
+        return None
+    return min(max(declared, env.waited), max(durations))
+
+
+def run_event(scenario: Scenario, env: EventEnv) -> list[TrialRecord] | None:
+    """Every subject's record, in the event's order; None when the run stopped before or while it ran."""
+    if env.first.stop.is_set():
+        return None
+    started = Started()
+    event = env.event
+    try:
+        outcome = scenario.run_event(env)
+    except Skip as exc:  # none of its subjects runs here
+        return [records.skipped(spec, exc.args[0] if exc.args else "", event_record_fields(event, None))
+                for spec in event.subjects]
+    except Interrupted:
+        return None
+    except Exception as exc:  # the event itself broke (its fault did not confirm): every subject is an error
+        if env.first.stop.is_set():
+            return None
+        reason, trace, timing = describe_error(exc), traceback.format_exc(limit=6), started.timing()
+        return [records.error(spec, reason, trace, timing, event_record_fields(event, None))
+                for spec in event.subjects]
+    if env.first.stop.is_set():
+        return None
+    timing = started.timing()  # the event's own time, without the checkers'
+    return [subject_record(scenario, subject, outcome, event, timing) for subject in outcome.subjects]
+
+
+def subject_record(scenario: Scenario, subject: SubjectOutcome, outcome: EventOutcome, event: EventSpec,
+                   timing: dict) -> TrialRecord:
+    """One subject's record from its own measures alone, judged by the scenario's checkers as a trial's are; its
+    own exception (or a judge's) makes it an error, and no other subject's."""
+    shared = event_record_fields(event, outcome)
+    if isinstance(subject.failed, Skip):
+        return records.skipped(subject.spec, subject.failed.args[0] if subject.failed.args else "", shared)
+    if subject.failed is not None:
+        trace = "".join(traceback.format_exception(subject.failed, limit=6))
+        return records.error(subject.spec, describe_error(subject.failed), trace, timing, shared)
+    measures = dict(subject.measures or {})  # outcome_fields moves its history into the record: the subject's stays
+    try:
+        return records.ok(subject.spec, measures,
+                          records.outcome_fields(scenario, measures, backends.load(subject.spec.backend)), timing,
+                          shared)
+    except Exception as exc:  # its checkers broke over its history: its own error
+        return records.error(subject.spec, describe_error(exc), traceback.format_exc(limit=6), timing, shared)
+
+
