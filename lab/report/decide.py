@@ -55,11 +55,9 @@ class Need:
     title: str
     serves: Callable[[frozenset, Where], bool]  # (capabilities, where it lives) -> can it serve the need
     why: str  # what a lock must do for it, in one line
+    names_services: bool = False  # its heading names the lock services its candidates declare
 
 
-# The need whose heading names the lock services its candidates use (need_title).
-LOCK_SERVICE = Need("A lock service you already run", lambda caps, where: where.lock != where.writes,
-                    "the lock lives apart from the rows it protects")
 NEEDS = [
     Need("One writer per company, every write in PostgreSQL",
          lambda caps, where: where.writes == "postgres",
@@ -73,7 +71,9 @@ NEEDS = [
     Need("Writes outside PostgreSQL (no fence the storage can check)",
          lambda caps, where: bool(HELD_ACROSS_WRITES & caps) and where.fence is None,
          "the lock alone must keep a lapsed holder from writing"),
-    LOCK_SERVICE,
+    Need("A lock service you already run",
+         lambda caps, where: where.lock != where.writes,
+         "the lock lives apart from the rows it protects", names_services=True),
 ]
 
 
@@ -85,7 +85,7 @@ def can_serve(need: Need, meta: dict, backend: str) -> bool:
 
 def need_title(need: Need, meta: dict, candidates: list[str]) -> str:
     """The need's heading; the lock services one names are the ones its candidates declare."""
-    if need is not LOCK_SERVICE:
+    if not need.names_services:
         return need.title
     services = sorted({w.lock for b in candidates if (w := where_of(meta, b)) is not None})
     return f"{need.title} ({', '.join(services)})" if services else need.title
