@@ -39,6 +39,12 @@ BUILTIN = {
     "etcd": "backends.etcd_lock:EtcdLock",
     "etcd_fenced": "backends.etcd_fenced:EtcdFencedLock",
     "redlock": "backends.redlock:RedlockLock",
+    # MariaDB's GET_LOCK in the post's three connection modes, and a row lock inside the write, on Debian's
+    # mariadb-server (.ci/os-packages): without it every cell says *does not run* with the install line.
+    "mariadb_session": "backends.mariadb_session:MariaDBSessionLockDefault",
+    "mariadb_session_commit": "backends.mariadb_session_commit:MariaDBSessionLockCommitted",
+    "mariadb_session_autocommit": "backends.mariadb_session_autocommit:MariaDBSessionLockAutocommit",
+    "mariadb_row_lock": "backends.mariadb_row_lock:MariaDBRowLock",
 }
 
 # Adapters for lock libraries (pip install 'locklab[libraries]'): name -> (entry, modules it needs);
@@ -59,6 +65,8 @@ ADAPTERS = {
     "pglock_session": ("backends.adapters.pglock:PglockSession", "pglock", "django"),
     "pglock_xact": ("backends.adapters.pglock:PglockXact", "pglock", "django"),
     "celery_once": ("backends.adapters.celery_once:CeleryOnceRedis", "celery_once"),
+    "redbeat": ("backends.adapters.redbeat:RedBeatLock", "redbeat"),
+    "procrastinate": ("backends.adapters.procrastinate_lock:ProcrastinateJobLock", "procrastinate"),
     "aioredlock": ("backends.adapters.aioredlock_lock:AioredlockLock", "aioredlock"),
     # Holder programs in other languages (backends/external.py): always listed; without their runtime or
     # packages every cell says *does not run* with the install line.
@@ -177,12 +185,16 @@ def resolve(spec: str) -> list[str]:
 
 
 def prepare_storage(engine, backend_names) -> None:
-    """Create, in the lab's schema, what the chosen backends keep in PostgreSQL (fences, leases)."""
+    """Create, in the lab's schema on the engine's server, what the chosen backends that write there keep in it
+    (fences, leases, parent rows): PostgreSQL's for most, MariaDB's for a backend whose rows live there."""
     from sqlalchemy import text
+
+    from lab.servers.sessions import service_of
 
     statements = []
     for name in backend_names:
-        statements += [s for s in load(name).ddl if s not in statements]
+        if load(name).writes_to == service_of(engine):
+            statements += [s for s in load(name).ddl if s not in statements]
     with engine.begin() as conn:
         for statement in statements:
             conn.execute(text(statement))

@@ -28,8 +28,10 @@ _XACT_LOCK = Statement("select pg_advisory_xact_lock(hashtextextended(:k, 0))")
 
 
 def sqlstate(exc: BaseException) -> str | None:
-    """The PostgreSQL error code behind a driver error (40001, 40P01, 55P03...), if any."""
-    return getattr(getattr(exc, "orig", None), "pgcode", None)
+    """The SQLSTATE behind a driver error (40001, 40P01, 55P03...), if the server sent one: psycopg2's pgcode, or the
+    one in MariaDB's error packet (PyMySQL's sqlstate). A MariaDB client-side error (2013 lost connection) has none."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
 
 
 # SQLSTATEs that end the session rather than refuse the statement: 08 (connection exception)

@@ -75,12 +75,20 @@ class Backend(ABC):
     # tcp_user_timeout...); None: every one (a driver built on libpq). A scenario that tunes one it does not
     # take is n/a for it (netdrop's client keepalives), never run with the parameter silently left out.
     pg_parameters: ClassVar[frozenset[str] | None] = None
+    # True when its lock's PostgreSQL connections keep the lab's settings as session state (SET when they connect: a
+    # library whose connections the lab cannot give startup options or SET LOCAL per transaction), which a pooler in
+    # transaction mode does not carry from one transaction to the next: that combination is not run.
+    session_settings: ClassVar[bool] = False
     # The language its lock client is written in: the lab's own and the Python adapters' are Python; a holder
     # program in another language (backends/external.py) says which. The report groups the libraries by it.
     language: ClassVar[str] = "Python"
     # Which of the post's methods or alternatives this backend is (lab/post_role.py), or None: experiments and
     # report tables that reproduce one of the post's figures pick their backend by it, never by name.
     post_role: ClassVar[PostRole | None] = None
+    # Which of the post's methods this lock is on another server (the same connection mode, MariaDB's GET_LOCK for
+    # a PostgreSQL advisory lock), or None: the post's cases it reproduces there are named by it, never by its name.
+    # A port is not the post's method itself, whose post_role stays one backend's.
+    analogue_of: ClassVar[PostRole | None] = None
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
     # The drivers its lock's PostgreSQL connection can be made with (lab/servers/drivers.py); the lab's
     # own SQLAlchemy engine on psycopg2 unless it says more.
@@ -100,6 +108,8 @@ class Backend(ABC):
         # A subclass is a method of its own: it is the post's method only where it says so itself.
         role = cls.__dict__.get("post_role")
         cls.post_role = None if role is None else PostRole(role)
+        analogue = cls.__dict__.get("analogue_of")
+        cls.analogue_of = None if analogue is None else PostRole(analogue)
         if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
             others = [s for s in cls.services if s != "postgres"]
             cls.lock_service = others[0] if len(others) == 1 else "postgres"
@@ -168,6 +178,11 @@ class Backend(ABC):
     def touch(self) -> None:
         """Run one more query on the lock's own session (the naive 'am I still alive?' check)."""
         raise NotImplementedError(f"{self.name} has no lock session to query")
+
+    def read_table(self) -> None:
+        """Read the company table on the lock's own session, as a job reading its work list on that connection does
+        (on MariaDB the read, not the lock's own SELECT, opens the transaction an idle guard waits for)."""
+        raise NotImplementedError(f"{self.name} has no lock session to read a table on")
 
     @property
     def lock_pid(self) -> int | None:

@@ -14,7 +14,8 @@ class Capability(DescribedStrEnum):
     """One promise a backend makes; `Capability.X.__doc__` says what it promises."""
 
     SESSION_LOCK = ("session_lock",
-                    "holds a PostgreSQL session advisory lock for the whole run, on its own connection")
+                    "holds a session lock for the whole run, on its own connection, ending with that session: a "
+                    "PostgreSQL session advisory lock, or MariaDB's GET_LOCK where its lock_service is mariadb")
     IN_TRANSACTION = ("in_transaction",
                       "takes its lock inside the write transaction, so lock and writes end together")
     FENCING = ("fencing", "the storage checks a token in the write transaction and refuses a lapsed holder")

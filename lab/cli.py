@@ -37,6 +37,8 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
                                                "(env LAB_REDLOCK_URLS; default: three embedded)")
     parser.add_argument("--zk-hosts", help="use this ZooKeeper (host:port[,host:port...]) instead of the embedded "
                                            "one (env LAB_ZK_HOSTS)")
+    parser.add_argument("--mariadb-url", help="use this MariaDB (mysql://user:password@host:port/) instead of the "
+                                              "embedded one (env LAB_MARIADB_URL)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,9 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="jepsen: EDN operations, {:process 0, :type :invoke, :f :acquire, ...}")
     export.add_argument("--results", default="results", type=Path)
 
-    doctor = sub.add_parser("doctor", help="check a PostgreSQL for the hidden-expiry traps and describe the stack, "
-                                           "read-only; --advise answers which lock is safe on it")
-    doctor.add_argument("--dsn", help="postgresql://user:password@host:port/dbname")
+    doctor = sub.add_parser("doctor", help="check a PostgreSQL (or a MariaDB) for the hidden-expiry traps and "
+                                           "describe the stack, read-only; --advise answers which lock is safe on it")
+    doctor.add_argument("--dsn", help="postgresql://user:password@host:port/dbname, or a MariaDB's mysql://...")
+    doctor.add_argument("--mariadb-dsn", help="mysql://user:password@host:port/ (a MariaDB: its idle guards, "
+                                              "GET_LOCK holders and waiter timeouts)")
     doctor.add_argument("--redis-url", help="redis://[:password@]host:port, or redis+sentinel://... for Sentinel")
     doctor.add_argument("--redlock-urls", help="comma-separated redis:// URLs of independent Redlock masters")
     doctor.add_argument("--etcd", metavar="HOST:PORT", help="an etcd endpoint")
@@ -190,7 +194,7 @@ def cmd_run(args, argv) -> int:
     from lab.runner import Runner, RunRequest
 
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
-                                                    args.redlock_urls, args.zk_hosts)
+                                                    args.redlock_urls, args.zk_hosts, args.mariadb_url)
     request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
                          external=external, argv=argv, resume=args.resume,
                          fault_commands=parse_fault_commands(args.fault_command))
@@ -307,7 +311,7 @@ def cmd_replay(args, argv) -> int:
     from lab.replay import replay
 
     external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
-                                                    args.redlock_urls, args.zk_hosts)
+                                                    args.redlock_urls, args.zk_hosts, args.mariadb_url)
     return replay(args.results, args.run, args.trial, external, tries=max(1, args.tries), png=args.png)
 
 
@@ -338,8 +342,15 @@ def cmd_doctor(args, argv) -> int:
     exposed to), 2 when a server cannot be reached or the input is wrong."""
     import json
 
+    from lab import doctor_mariadb
     from lab.doctor import as_json, worst
     from lab.survey import NO_LOCK, Pointed, survey
+
+    if args.mariadb_dsn is not None or (args.dsn is not None and doctor_mariadb.is_mariadb_dsn(args.dsn)):
+        if args.advise or args.stack is not None:
+            raise LabError("--advise and --stack describe a PostgreSQL, Redis, etcd or ZooKeeper stack; a MariaDB is "
+                           "checked for its guards only")
+        return _doctor_mariadb(args)
 
     if args.lock is not None and args.lock != NO_LOCK and args.lock not in {*backends.BUILTIN, *backends.ADAPTERS,
                                                                             *backends.names()}:
@@ -379,6 +390,29 @@ def cmd_doctor(args, argv) -> int:
             print(f"  not described: {part}")
         print("lab doctor --advise answers which lock is safe on it, from the committed reference.")
     return 1 if worst(checks) == "fail" else 0
+
+
+def _doctor_mariadb(args) -> int:
+    """lab doctor on a MariaDB: its idle guards, GET_LOCK holders and waiter timeouts, read-only (the stack
+    description and its advice cover PostgreSQL, Redis, etcd and ZooKeeper stacks)."""
+    import json
+
+    from lab import doctor, doctor_mariadb
+
+    dsn = args.mariadb_dsn or args.dsn
+    version, checks = doctor_mariadb.run_doctor(dsn, args.hung_after)
+    if args.json:
+        print(json.dumps(doctor_mariadb.as_json(dsn, version, checks), indent=2))
+    else:
+        table = Table(title=f"lab doctor: MariaDB {version}, read-only")
+        for column in ("check", "status", "what it means", "evidence"):
+            table.add_column(column)
+        for check in checks:
+            table.add_row(check.name, check.status.upper(), check.summary, "\n".join(check.evidence))
+        Console(width=None if sys.stdout.isatty() else 160).print(table)
+        print("lab doctor --json shows the SQL each check ran.")
+    return 1 if doctor.worst(checks) == "fail" else 0
+
 
 
 def cmd_list(args, argv) -> int:
@@ -425,7 +459,7 @@ def cmd_services(args, argv) -> int:
         addresses = services.to_addresses()
         values = {"postgres": addresses["pg_dsn"], "redis": addresses["redis_url"],
                   "etcd": addresses["etcd_endpoint"], "redlock": ",".join(addresses["redlock_urls"]),
-                  "zookeeper": addresses["zk_hosts"]}
+                  "zookeeper": addresses["zk_hosts"], "mariadb": addresses["mariadb_url"]}
         for name in SERVICE_NAMES:
             if values[name] is not None:
                 print(f"  export {ENV_VARS[name]}='{values[name]}'")

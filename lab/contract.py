@@ -18,9 +18,9 @@ from lab import faults
 from lab.errors import LabError, LockLost
 from lab.faults import FaultNotConfirmed, Target
 from lab.harness.workload import CompanyTable, drop_schema, ensure_schema, table_name
-from lab.servers import pg
-from lab.servers.clients import pg_engine
+from lab.servers import sessions
 from lab.servers.services import Services, start_services
+from lab.servers.stores import run_engines, writes_engine
 
 COMPANY, ROWS, TTL_S = 1, 250, 1.0
 
@@ -69,8 +69,8 @@ class _Bench:
 
     def __init__(self, services: Services, cls: type[Backend]):
         self.services, self.cls = services, cls
-        self.monitor = pg.monitor_engine(services)
-        self.writes = pg.writes_engine(services)
+        # On the server its company rows live on (PostgreSQL, or MariaDB for a MariaDB lock).
+        self.monitor, self.writes = run_engines(services, cls.writes_to)
         # A schema that was there before (a run's, the test session's) stays: the checks remove only their own.
         self.owns_schema = ensure_schema(self.monitor)
         step("its ddl (created in the lab's schema)", backends.prepare_storage, self.monitor, [cls.name])
@@ -207,7 +207,8 @@ def _routable(bench: _Bench, cls, key: str) -> Promise:
     if reason is not None:
         return Promise(name, None, reason)
     route = cut.route(bench.services, cls)
-    writes = pg_engine(route.writes_url, pool_size=1) if route.writes_url is not None else None
+    writes = writes_engine(bench.services, cls.writes_to, {}, route.writes_url, pool_size=1) \
+        if route.writes_url is not None else None
     try:
         backend = bench.backend(key, writes=writes, routed=route.lock_services)
         if not step("acquire() through the proxy", backend.acquire):
@@ -215,7 +216,7 @@ def _routable(bench: _Bench, cls, key: str) -> Promise:
         write_pid = None
         if writes is not None:  # the lock lives in the write: that connection is the one to carry
             with writes.connect() as conn:
-                write_pid = conn.execute(text("select pg_backend_pid()")).scalar()
+                write_pid = sessions.session_id(conn)
             step("rebuild() through the proxy", backend.rebuild, COMPANY, ROWS, "routed")
         try:
             lock_pid = step("lock_pid", lambda: backend.lock_pid)

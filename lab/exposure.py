@@ -36,6 +36,9 @@ class TraitInfo:
     service: str  # the lock service it belongs to (lab/where.py's names)
     says: dict[str, str]  # each value it takes -> the words for a stack with it ("Redis has replicas")
     settable: dict[str, Setting] = field(default_factory=dict)  # value -> how an operator sets it
+    # A trait of a part that exists only where another trait has a value (Patroni's settings, under Patroni): where
+    # it has another, this one reads as absent (no condition on it holds); where that one is unknown, so is this.
+    within: tuple[Trait, str] | None = None
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -72,6 +75,8 @@ def _fsync(who: str) -> dict[str, str]:
             "everysec": f"{who} with appendfsync everysec", "always": f"{who} with appendfsync always"}
 
 
+UNDER_PATRONI = (Trait.HA_MANAGER, "patroni")  # Patroni's own settings: read from its part of the stack
+
 TRAITS: dict[Trait, TraitInfo] = {
     Trait.POOLER: TraitInfo("postgres", {"none": "clients connected straight to PostgreSQL",
                                          "session": "a session pooler or proxy in front of PostgreSQL",
@@ -86,13 +91,13 @@ TRAITS: dict[Trait, TraitInfo] = {
     Trait.SYNCHRONOUS_MODE: TraitInfo("postgres", {ON: "Patroni's synchronous_mode on",
                                                    OFF: "Patroni's synchronous_mode off"},
                                       {ON: Setting("synchronous_mode: true (patronictl edit-config)",
-                                                   also=((Trait.REPLICATION, "sync"),))}),
+                                                   also=((Trait.REPLICATION, "sync"),))}, UNDER_PATRONI),
     Trait.FAILSAFE_MODE: TraitInfo("postgres", {ON: "Patroni's failsafe_mode on", OFF: "Patroni's failsafe_mode off"},
-                                   {ON: Setting("failsafe_mode: true (patronictl edit-config)")}),
+                                   {ON: Setting("failsafe_mode: true (patronictl edit-config)")}, UNDER_PATRONI),
     Trait.WATCHDOG: TraitInfo("postgres", {ON: "a watchdog fencing a stopped Patroni agent",
                                            OFF: "no watchdog fencing a stopped Patroni agent"},
                               {ON: Setting("watchdog: mode: required in every node's patroni.yml, with a watchdog "
-                                           "device")}),
+                                           "device")}, UNDER_PATRONI),
     Trait.IDLE_IN_TRANSACTION_GUARD: TraitInfo("postgres", {ON: "idle_in_transaction_session_timeout set",
                                                             OFF: "idle_in_transaction_session_timeout 0"}),
     Trait.IDLE_SESSION_GUARD: TraitInfo("postgres", {ON: "idle_session_timeout set", OFF: "idle_session_timeout 0"}),

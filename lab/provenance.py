@@ -94,6 +94,10 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
         # tables find their row by it, never by name. A backend's driver labels are the same backend, not the role.
         "post_roles": {name: str(cls.post_role) for name, cls in classes.items()
                        if cls.post_role is not None and "@" not in name},
+        # Which of the post's methods a lock is on another server (backends/base.py analogue_of): the report sets its
+        # cases beside the post's by it.
+        "analogues": {name: str(cls.analogue_of) for name, cls in classes.items()
+                      if cls.analogue_of is not None and "@" not in name},
         # The third-party library an adapter drives (None: the lab's own strategy), for the HTML report's filter.
         "libraries": {name: cls.library or None for name, cls in classes.items()},
         # For each adapter, the language of its lock client and the library's installed version: the report's

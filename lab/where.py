@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from enum import Enum
 
 
+# The services a lock's company rows can live on: the SQL databases the lab runs its workload on. A lock whose own
+# service is one of them lives in a database, not in a lock service of its own.
+DATABASES = ("postgres", "mariadb")
+
+
 class Part(str, Enum):
     """One of the three things a fault may strike."""
 

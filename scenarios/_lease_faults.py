@@ -7,8 +7,9 @@ restart) for longer than the TTL; a contender then tries to take the company and
 rebuild it; the fault heals and the holder goes on to write. Whether the holder's
 write is accepted after the contender took over is the measurement.
 
-The holder's PostgreSQL sessions carry the post's guard, idle_in_transaction_session_timeout
-of one TTL, as a database with that setting would give them.
+The holder's SQL sessions carry the post's guard of one TTL, as a database with that setting would give
+them: idle_in_transaction_session_timeout on PostgreSQL, idle_transaction_timeout on MariaDB (a lock whose
+company rows live there), each on the server it is set for (lab/servers/stores.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE, ensure_schema
 from lab.servers.clients import pg_engine
 from lab.servers.services import Services
+from lab.servers.stores import SQL_STORES, idle_transaction_guard
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
 F_ = TypeVar("F_", bound=Fault)
@@ -56,11 +58,13 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault, step: int
     ttl = env.params["ttl_s"]
     table = env.table() if step is None else env.table(f"rows{step}")
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
-    guard = {"idle_in_transaction_session_timeout": f"{int(ttl * 1000)}ms"}
     spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name),
             "key": env.key() if step is None else env.key(f"lock{step}"),
             "options": env.options({"ttl_s": ttl}),
-            "lock_settings": guard, "write_settings": guard, **env.services.to_addresses(),
+            # a lock on another service than SQL (Redis, etcd) has no session to guard: it gets PostgreSQL's, unused
+            "lock_settings": idle_transaction_guard(cls.lock_service if cls.lock_service in SQL_STORES else "postgres",
+                                                    ttl),
+            "write_settings": idle_transaction_guard(cls.writes_to, ttl), **env.services.to_addresses(),
             "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
             "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}
     contender = None

@@ -12,7 +12,7 @@ from lab.harness import ops
 from lab.harness.history import History
 from lab.harness.job import JobResult, run_job
 from lab.harness.workload import COMPANY_SIZE, Observer
-from lab.servers import pg
+from lab.servers import sessions
 from scenarios.base import TrialEnv
 
 COMPANY = 1
@@ -34,14 +34,14 @@ class Sync:
         two runs that never overlapped would read as a different verdict (intact instead of held) for
         nothing the lock did. At most MEET_WITHIN_S more; past that the trial goes on as it is."""
         env.pause(at_least)
-        pid = pg.backend_pid(conn) if conn is not None else None
+        pid = sessions.session_id(conn) if conn is not None else None
         deadline = time.monotonic() + MEET_WITHIN_S
         while not self._met(env, pid) and time.monotonic() < deadline:
             env.pause(MEET_POLL_S)  # neither the lock nor pg_stat_activity announces a waiter: ask again
 
     def _met(self, env: TrialEnv, pid: int | None) -> bool:
         refused = any(e["run"] == "run2" and e["event"] == "acquire_refused" for e in self.history.to_list())
-        return self.second_done.is_set() or refused or (pid is not None and pg.blocks_another(env.monitor, pid))
+        return self.second_done.is_set() or refused or (pid is not None and sessions.blocks_another(env.monitor, pid))
 
 
 @dataclass

@@ -11,7 +11,7 @@ from lab.harness import ops
 from lab.harness.judge import detection
 from lab.harness.ops import F, Recorder, Type
 from lab.harness.verdict import Verdict
-from lab.servers import pg
+from lab.servers import sessions
 from scenarios.base import ALONE, Scenario, TrialEnv, judged
 
 
@@ -26,9 +26,9 @@ class Calibrate(Scenario):
     title = "the lock session killed"
     columns = (
         Column("terminate", "lock session killed", 4,
-               "pg_terminate_backend on the holder's lock session at 2 s while a second session polls; confirmed"
-               " when the server answers true and the session is gone from pg_stat_activity",
-               family=FaultFamily.DETECTOR, happens_when=(), strikes=("postgres",)),
+               "pg_terminate_backend (KILL CONNECTION on MariaDB) on the holder's lock session at 2 s while a second "
+               "session polls; confirmed when the server accepts it and the session is gone from its session list",
+               family=FaultFamily.DETECTOR, happens_when=(), strikes=("postgres", "mariadb")),
     )
     params = {
         "quick": {"kill_at": 2.0, "poll": 0.05, "give_up": 3.0, "trials": 5, "parallel": 15},
@@ -74,7 +74,7 @@ class Calibrate(Scenario):
                 "gap": None if got_at is None or killed_at is None else round(got_at - killed_at, 4),
                 # The server's part of the gap: the last refusal after the kill (None: none after it).
                 "still_held_at": _last_refusal_after(refused_at, killed_at),
-                "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid),
+                "server_said": sessions.why_ended(env.services, env.monitor, holder.lock_pid),
                 "evidence": evidence, "history": ops.to_json(history.ops()),
             }
         finally:

@@ -3,23 +3,31 @@
 Every session-lock backend runs every variant, so the post's five cases come
 out as five cells of a measured matrix whose other cells the post marks
 "follows" (reasoned from the connection's state, not run).
+
+A lock on MariaDB (GET_LOCK) runs the same variants under MariaDB's guards: idle_transaction_timeout for the
+post's idle_in_transaction_session_timeout, wait_timeout for idle_session_timeout, and idle_write_transaction_timeout,
+which PostgreSQL has no counterpart of. A MariaDB session is in a transaction only once it has read an InnoDB
+table, which the lock's own SELECT GET_LOCK() does not: one more variant reads the company table on the lock's
+session first, as a job reading its work list on that connection would.
 """
 
 from __future__ import annotations
 
 import time
+from functools import partial
+from typing import Callable
 
 import backends
 from backends.base import Backend, describe_error
 from lab.capabilities import Capability
 from lab.columns import Column, FaultFamily
 from lab.exposure import ON, Trait, when
-from lab.faults import idle_in_transaction_timeout, idle_session_timeout
+from lab.faults import SessionTimeout, idle_in_transaction_timeout, idle_session_timeout, mariadb_guard
 from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
 from lab.harness.verdict import Verdict
 from lab.post_role import PostRole
-from lab.servers import pg
+from lab.servers import pg, sessions
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios.base import Scenario, Skip, TrialEnv, judged, release_said
 
@@ -32,6 +40,19 @@ POST_CASES = {
     (PostRole.METHOD_3, "idle_session"): "E",
 }
 
+# variant -> the guard it sets, by the server of the lock's session; a server with no such guard: n/a.
+GUARDS: dict[str, dict[str, Callable[[float], SessionTimeout]]] = {
+    "idle_in_transaction": {"postgres": idle_in_transaction_timeout,
+                            "mariadb": partial(mariadb_guard, "idle_transaction_timeout")},
+    "query_then_idle_in_transaction": {"postgres": idle_in_transaction_timeout,
+                                       "mariadb": partial(mariadb_guard, "idle_transaction_timeout")},
+    "read_then_idle_in_transaction": {"postgres": idle_in_transaction_timeout,
+                                      "mariadb": partial(mariadb_guard, "idle_transaction_timeout")},
+    "idle_write_transaction": {"mariadb": partial(mariadb_guard, "idle_write_transaction_timeout")},
+    "idle_session": {"postgres": idle_session_timeout, "mariadb": partial(mariadb_guard, "wait_timeout")},
+}
+READS_A_TABLE = ("read_then_idle_in_transaction", "idle_write_transaction")  # read_table() on the lock's session first
+
 # The post's probes are at t=1s and t=5s under a 3 s timeout; we keep those ratios.
 PROBE_FRACTIONS = (1 / 3, 5 / 3)
 
@@ -42,22 +63,34 @@ class Cases(Scenario):
     default_run = True
     summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"
     requires = frozenset({Capability.SESSION_LOCK})
-    variants = ("idle_in_transaction", "query_then_idle_in_transaction", "idle_session")
+    variants = ("idle_in_transaction", "read_then_idle_in_transaction", "query_then_idle_in_transaction",
+                "idle_write_transaction", "idle_session")
     title = "the lock session's idle guard"
     columns = (
         Column("idle_in_transaction", "idle in transaction past the timeout", 1,
                "the holder's lock session sits idle in its transaction past idle_in_transaction_session_timeout;"
                " confirmed by the server's log line or the session gone from pg_stat_activity",
-               setting="idle_in_transaction_session_timeout",
-               family=FaultFamily.IDLE_GUARDS, happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres",)),
+               setting="idle_in_transaction_session_timeout", family=FaultFamily.IDLE_GUARDS,
+               happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres", "mariadb")),
+        Column("read_then_idle_in_transaction", "one table read, then idle in transaction", 1.5,
+               "MariaDB: the lock's session reads the company table (opening an InnoDB transaction) and then sits "
+               "idle past idle_transaction_timeout; confirmed by the server log's aborted connection or the "
+               "session gone from the processlist",
+               family=FaultFamily.IDLE_GUARDS, happens_when=(), strikes=("mariadb",)),
         Column("query_then_idle_in_transaction", "one more query, then that timeout", 2,
                "the same, after one more query on the lock's session (the naive liveness check); confirmed the "
-               "same way", setting="idle_in_transaction_session_timeout",
-               family=FaultFamily.IDLE_GUARDS, happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres",)),
+               "same way", setting="idle_in_transaction_session_timeout", family=FaultFamily.IDLE_GUARDS,
+               happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres", "mariadb")),
+        Column("idle_write_transaction", "one table read, then idle_write_transaction_timeout", 2.5,
+               "MariaDB: the lock's session reads the company table, then sits idle past "
+               "idle_write_transaction_timeout, the guard of transactions that wrote (PostgreSQL has none); "
+               "confirmed the same way",
+               family=FaultFamily.IDLE_GUARDS, happens_when=(), strikes=("mariadb",)),
         Column("idle_session", "idle_session_timeout", 3,
                "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way",
                setting="idle_session_timeout",
-               family=FaultFamily.IDLE_GUARDS, happens_when=(when(Trait.IDLE_SESSION_GUARD, ON),), strikes=("postgres",)),
+               family=FaultFamily.IDLE_GUARDS, happens_when=(when(Trait.IDLE_SESSION_GUARD, ON),),
+               strikes=("postgres", "mariadb")),
     )
     params = {
         "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},
@@ -65,19 +98,26 @@ class Cases(Scenario):
     }
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
+        if backend_cls.lock_service not in GUARDS[variant]:
+            return f"{backend_cls.lock_service} has no such guard: it is {' and '.join(GUARDS[variant])}'s"
         if variant == "query_then_idle_in_transaction" and backend_cls.touch is Backend.touch:
             return "the backend has no touch() to run one more query on its lock session"
+        if variant in READS_A_TABLE and backend_cls.read_table is Backend.read_table:
+            return "the backend has no read_table() to read the company table on its lock session"
         return None
 
     def run_trial(self, env: TrialEnv) -> dict:
         timeout = env.params["timeout_s"]
         variant = env.spec.variant
-        fault = (idle_session_timeout if variant == "idle_session" else idle_in_transaction_timeout)(timeout)
-        too_old = fault.unsupported_reason(pg.server_version_num(env.monitor))
-        if too_old:
-            raise Skip(too_old)
+        cls = backends.load(env.spec.backend)
+        fault = GUARDS[variant][cls.lock_service](timeout)
+        if fault.service == "postgres":
+            too_old = fault.unsupported_reason(pg.server_version_num(env.monitor))
+            if too_old:
+                raise Skip(too_old)
 
-        holder = env.backend(lock_settings=fault.session_settings())
+        table = env.table() if variant in READS_A_TABLE else None  # what the lock's session reads
+        holder = env.backend(lock_settings=fault.session_settings(), table=table)
         history = Recorder()
         try:
             history.add("holder", Type.INVOKE, F.ACQUIRE)
@@ -85,10 +125,12 @@ class Cases(Scenario):
             history.granted("holder", acquired, token=holder.token)
             if variant == "query_then_idle_in_transaction":
                 holder.touch()
+            if variant in READS_A_TABLE:
+                holder.read_table()
             # The probes count from the lock's last statement, when the guard's timer starts: a driver that
             # connects slowly (Django's first connection sets Django up) must not eat into the window.
             t0 = time.monotonic()
-            state = pg.session_state(env.monitor, holder.lock_pid)
+            state = sessions.state(env.monitor, holder.lock_pid)
             probes = []
             for n, fraction in enumerate(PROBE_FRACTIONS, start=1):
                 env.wait_until(t0, timeout * fraction)
@@ -111,13 +153,16 @@ class Cases(Scenario):
             release = release_said(holder)
             history.add("holder", Type.OK if release == "released" else Type.FAIL, F.RELEASE, said=release)
             return {
-                "case": POST_CASES.get((backends.load(env.spec.backend).post_role, variant))
+                # The post's case letter of the post's method, or of a lock that is that method on another server.
+                "case": POST_CASES.get((cls.post_role or cls.analogue_of, variant))
                 if env.spec.driver == DEFAULT_DRIVER else None,
-                "setting": fault.setting, "timeout_s": timeout,
+                "lock_server": cls.lock_service,
+                "setting": fault.setting, "timeout_s": fault.session_settings()[fault.setting]
+                if fault.service == "mariadb" else timeout,
                 "acquired": acquired, "holder_state": state, "probes": probes,
                 "held_after": held_after, "next_query": next_query, "next_query_error": next_error,
                 "release": release,
-                "server_said": pg.why_session_ended(env.services.pg_log, holder.lock_pid),
+                "server_said": sessions.why_ended(env.services, env.monitor, holder.lock_pid),
                 # Whether the guard ended the lock's session, by the server's own word where it can be read.
                 "evidence": fault.struck(env.services, env.monitor, holder.lock_pid),
                 "history": ops.to_json(history.ops()),

@@ -12,7 +12,7 @@ import time
 from lab.columns import Column, FaultFamily
 from lab.faults import terminate_confirmed
 from lab.harness.verdict import Verdict
-from lab.servers import pg
+from lab.servers import sessions
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged
 
@@ -26,9 +26,9 @@ class Kill(Scenario):
     title = "the write session killed"
     columns = (
         Column("after_delete", "write session killed mid-write", 6,
-               "pg_terminate_backend on the holder's write session after its DELETE, before its INSERT; "
-               "confirmed as the lock session's kill is",
-               family=FaultFamily.KILL_POINTS, happens_when=(), strikes=("postgres",)),
+               "pg_terminate_backend (KILL CONNECTION on MariaDB) on the holder's write session after its DELETE, "
+               "before its INSERT; confirmed as the lock session's kill is",
+               family=FaultFamily.KILL_POINTS, happens_when=(), strikes=("postgres", "mariadb")),
     )
     params = {
         "quick": {"trials": 1, "parallel": 8, "wait_for_run2_s": 5.0, "work_s": 0.2},
@@ -41,7 +41,7 @@ class Kill(Scenario):
 
         def note_run2_pid(name, conn):
             if name == "begin":
-                seen["run2_pid"] = pg.backend_pid(conn)
+                seen["run2_pid"] = sessions.session_id(conn)
 
         def kill_after_delete(name, conn, sync):
             if name != "after_delete":
@@ -51,13 +51,13 @@ class Kill(Scenario):
             deadline = time.monotonic() + env.params["wait_for_run2_s"]
             while time.monotonic() < deadline and not sync.second_done.is_set():
                 pid = seen["run2_pid"]
-                if pid is not None and pg.waiting_on_lock(env.monitor, pid):
+                if pid is not None and sessions.waiting_on_lock(env.monitor, pid):
                     seen["run2_blocked"] = True
                     break
                 env.pause(0.01)
             env.pause(env.params["work_s"])  # run1 "keeps working" with run2 queued behind it
             killed_at = round(time.monotonic() - t0, 3)
-            seen["evidence"] = terminate_confirmed(env.monitor, pg.backend_pid(conn))  # or the trial errors
+            seen["evidence"] = terminate_confirmed(env.monitor, sessions.session_id(conn))  # or the trial errors
             seen["killed_at"] = killed_at
 
         result = two_runs(env, kill_after_delete, note_run2_pid)

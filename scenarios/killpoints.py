@@ -38,8 +38,8 @@ from lab.harness.outcomes import Safety
 from lab.harness.verdict import SAFETY_OF, Valid, Verdict
 from lab.harness.job import run_job
 from lab.harness.workload import COMPANY_SIZE, Observer
-from lab.servers import pg
-from lab.servers.clients import pg_engine
+from lab.servers import sessions
+from lab.servers.stores import SQL_STORES, writes_engine
 from scenarios.base import Scenario, TrialEnv
 
 POINTS = ("after_acquire", "after_delete", "mid_insert", "before_commit", "after_commit", "before_release")
@@ -83,7 +83,7 @@ def has_target(schedule: dict, backend_cls) -> bool:
     """Whether the schedule's fault has anything of this backend's to strike at its point (by declaration)."""
     if schedule["point"] in IN_WRITE or backend_cls.holds_across_writes():
         if schedule["kind"] == "terminate" and schedule["point"] not in IN_WRITE:
-            return backend_cls.lock_service == "postgres"  # only a PostgreSQL lock session can be terminated
+            return backend_cls.lock_service in SQL_STORES  # only a SQL lock session can be terminated
         return True
     return False
 
@@ -115,7 +115,8 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
     history, key = History(), env.key(f"kp{next(_example_ids)}")
     cut = faults.load("cut") if schedule["kind"] == "cut" else None
     route = cut.route(env.services, cls) if cut is not None else faults.Route()
-    victim_writes = pg_engine(route.writes_url, pool_size=2, pool_pre_ping=True) if route.writes_url else None
+    victim_writes = writes_engine(env.services, cls.writes_to, {}, route.writes_url, pool_size=2, pool_pre_ping=True) \
+        if route.writes_url else None
     victim = env.backend(table=table, options={"ttl_s": ttl}, key=key, writes=victim_writes,
                          routed=route.lock_services)
     others = [env.backend(table=table, options={"ttl_s": ttl}, key=key) for _ in range(schedule["runs"] - 1)]
@@ -125,7 +126,7 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
 
     def strike(name, conn) -> dict:
         """The fault, at its point; evidence that it struck, or FaultNotConfirmed."""
-        kind, pid = schedule["kind"], pg.backend_pid(conn) if conn is not None else victim.lock_pid
+        kind, pid = schedule["kind"], sessions.session_id(conn) if conn is not None else victim.lock_pid
         if kind == "terminate":
             return faults.terminate_confirmed(env.monitor, pid)
         if not (conn is not None or cls.holds_across_writes()):
@@ -141,7 +142,7 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
         if cut is None:  # the one kind left is the cut, made above for it
             raise ValueError(f"a kill-point schedule of kind {kind!r} has no fault")
         target = Target(env.services, env.monitor, cls, lock_pid=victim.lock_pid,
-                        write_pid=pg.backend_pid(conn) if conn is not None else None)
+                        write_pid=sessions.session_id(conn) if conn is not None else None)
         cut.inject(target)
         try:
             return cut.confirm(target)

@@ -27,6 +27,7 @@ from backends.base import Backend, NoRunLock
 from lab.harness.precision import Rule, repeat
 from lab.harness.workload import SCHEMA
 from lab.servers.clients import etcd_client, is_sentinel_url, pg_engine, redis_client
+from lab.servers.mariadb_sql import mariadb_engine
 from lab.servers.proxy import BlackholeProxy
 from scenarios.base import ALONE, Scenario, Skip, TrialEnv
 
@@ -38,7 +39,7 @@ WAITS = "a thread of the same process polling the backend's own acquire() in a t
 
 # The floor each backend's ratio is taken to, by the service its lock lives on.
 FLOOR_OF = {"postgres": "select 1", "redis": "PING (redis-py)", "redlock": "PING (redis-py, one master)",
-            "etcd": "put", "zookeeper": "set (kazoo)"}
+            "etcd": "put", "zookeeper": "set (kazoo)", "mariadb": "select 1"}
 _COMMIT_TABLE = f"{SCHEMA}.latency_commits"
 
 # The goal: a backend's median acquire + release at most this many times its bare library call's.
@@ -501,6 +502,8 @@ class _Floors:
             self._etcd(env)
         elif service == "zookeeper":
             self._zookeeper(env)
+        elif service == "mariadb":
+            self._mariadb(env)
 
     def sample(self) -> dict[str, float]:
         return {name: _timed(call) for name, call in self.calls.items()}
@@ -522,6 +525,18 @@ class _Floors:
                       f"set n = {_COMMIT_TABLE}.n + 1")
         self.calls["select 1"] = lambda: conn.execute(one).scalar()
         # What a lock that writes a row pays at least: one committed (WAL-flushed) one-row write.
+        self.calls["one-row commit"] = lambda: conn.execute(upsert, row)
+
+    def _mariadb(self, env: TrialEnv) -> None:
+        """A round trip and a committed one-row write on an AUTOCOMMIT PyMySQL connection, as the locks' own."""
+        engine = mariadb_engine(env.services.mariadb(), isolation_level="AUTOCOMMIT", pool_size=1)
+        conn = engine.connect()
+        self._closers += [engine.dispose, conn.close]
+        one, row = text("select 1"), {"n": env.key("floor")[-200:]}
+        conn.execute(text(f"create table if not exists {_COMMIT_TABLE} (name varchar(200) primary key, "
+                          f"n bigint not null) engine=InnoDB"))
+        upsert = text(f"insert into {_COMMIT_TABLE} values (:n, 1) on duplicate key update n = n + 1")
+        self.calls["select 1"] = lambda: conn.execute(one).scalar()
         self.calls["one-row commit"] = lambda: conn.execute(upsert, row)
 
     def _redis(self, url: str, service: str) -> None:

@@ -24,7 +24,7 @@ from lab.exposure import Trait, when
 from lab.harness import ops
 from lab.harness.history import History
 from lab.harness.job import run_job
-from lab.harness.outcomes import DoesNotRun
+from lab.harness.outcomes import DoesNotRun, NotRun
 from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE, Observer
 from lab.servers.clients import pg_engine
@@ -79,6 +79,9 @@ class Pooler(Scenario):
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         if find_pgbouncer(self.search_path) is None:
             return DoesNotRun(MISSING)
+        if MODES[variant] == "transaction" and backend_cls.session_settings:
+            return NotRun("its library's connections keep the lab's settings (the lab's schema on the search path, "
+                          "the pinned guards) as session state, which transaction pooling does not keep")
         return None
 
     def pg_sessions(self, backend_cls, profile: str) -> int:

@@ -10,6 +10,7 @@ deadlock detector has to abort one of them.
 from __future__ import annotations
 
 from lab.capabilities import Capability
+from lab.harness.outcomes import NotRun
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv
 
@@ -26,6 +27,16 @@ class Rules(Scenario):
         "quick": {"trials": 2, "parallel": 8, "hold_s": 0.6, "lock_timeout_ms": 150, "batch": 5},
         "default": {"trials": 5, "parallel": 10, "hold_s": 1.0, "lock_timeout_ms": 200, "batch": 5},
     }
+
+    def applies_to(self, backend_cls) -> str | None:
+        """The rules as PostgreSQL words them: lock_timeout (55P03) and its deadlock detector (40P01). A lock inside
+        a MariaDB transaction has both in other forms (innodb_lock_wait_timeout in whole seconds, longer than these
+        holds; InnoDB's deadlock error), which the lab does not run: not run, never n/a."""
+        reason = super().applies_to(backend_cls)
+        if reason is None and backend_cls.lock_service != "postgres":
+            return NotRun(f"the post's rules 3 and 4 are measured in PostgreSQL's words (lock_timeout, 40P01); "
+                          f"this lock is on {backend_cls.lock_service}")
+        return reason
 
     def run_trial(self, env: TrialEnv) -> dict:
         if env.spec.variant == "lock_timeout_retry":

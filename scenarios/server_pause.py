@@ -14,12 +14,14 @@ import time
 
 import psutil
 
+import backends
 from lab.columns import Column, FaultFamily
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.faults.own_server import OwnLockServer
 from lab.harness.outcomes import NotRun
 from lab.servers.abilities import Pausable, RedlockMasters
 from scenarios._lease_faults import LeaseFaultScenario
+from scenarios.base import TrialSpec
 
 
 class ServerPauseFault(OwnLockServer, Fault):
@@ -110,6 +112,11 @@ class ServerPause(LeaseFaultScenario):
                "SIGCONTed; confirmed by every server process in state T (stopped)",
                family=FaultFamily.PAUSES, happens_when=()),
     )
+    def exclusive(self, spec: TrialSpec, services) -> bool:
+        """Alone unless the trial stops a server of its own (a Redis, etcd or ZooKeeper lock where the lab started
+        the run's): stopping a server the run's trials share reaches all of theirs."""
+        return not ServerPauseFault.own_server(backends.load(spec.backend), services)
+
     params = {  # each trial stops a server of its own (lab/faults/own_server.py): several at once
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},
         "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},

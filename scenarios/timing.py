@@ -24,8 +24,8 @@ from lab.harness import ops
 from lab.harness.ops import F, Recorder, Type
 from lab.harness.verdict import Verdict
 from lab.harness.workload import COMPANY_SIZE, CompanyTable
-from lab.servers import pg
-from lab.servers.clients import pg_engine
+from lab.servers import sessions
+from lab.servers.stores import SQL_STORES, idle_transaction_guard, store_engine
 from scenarios.base import ALONE, Scenario, TrialEnv, judged
 
 COMPANY = 1
@@ -87,8 +87,11 @@ class Timing(Scenario):
         scale = timeout / 10
         seed = f"{env.run_id}:{env.spec.id}"
         times = attempt_times(env.spec.variant, scale, random.Random(seed))
-        guard = {"idle_in_transaction_session_timeout": f"{int(timeout * 1000)}ms"}
-        holder = LongRun(env, timeout, guard)
+        cls = backends.load(env.spec.backend)
+        # The post's guard on the server the long run idles on: its lock's session, or its write's for a lock in it.
+        holder = LongRun(env, timeout, idle_transaction_guard(
+            cls.writes_to if Capability.IN_TRANSACTION in cls.capabilities else
+            cls.lock_service if cls.lock_service in SQL_STORES else "postgres", timeout))
         history = Recorder()
         try:
             t0 = holder.start(history)
@@ -163,12 +166,13 @@ class LongRun:
         # Method 4 holds its lock inside an open write transaction: idle in it, under the same guard.
         self.table = table = self.env.table()
         table.seed(self.env.writes, COMPANY, COMPANY_SIZE)
-        self._engine = engine = pg_engine(self.env.services.pg(), self.guard, pool_size=1)
+        self._engine = engine = store_engine(self.env.services, backends.load(self.env.spec.backend).writes_to,
+                                             self.guard, pool_size=1)
         taken = threading.Event()
 
         def hold(name, conn):
             if name == "after_lock":
-                self._pid = pg.backend_pid(conn)
+                self._pid = sessions.session_id(conn)
                 taken.set()
                 self._done.wait()
 
@@ -182,7 +186,7 @@ class LongRun:
 
     def state(self) -> str | None:
         pid = self._pid if self.in_transaction or self._backend is None else self._backend.lock_pid
-        return pg.session_state(self.env.monitor, pid) if pid else None
+        return sessions.state(self.env.monitor, pid) if pid else None
 
     def stop(self) -> None:
         self._done.set()

@@ -34,13 +34,13 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def services():
-    """Real PostgreSQL, Redis (one, and three Redlock masters), etcd and, where Debian's package is installed,
-    ZooKeeper on loopback, stopped (and their temp dir removed) at the end. Without the package ZooKeeper is
-    not started and services.unavailable says why (a test that needs it skips with that line)."""
+    """Real PostgreSQL, Redis (one, and three Redlock masters), etcd and, where Debian's packages are installed,
+    ZooKeeper and MariaDB on loopback, stopped (and their temp dir removed) at the end. Without a package its server
+    is not started and services.unavailable says why (a test that needs it skips with that line)."""
     from lab.servers.services import start_services
 
     global _session_services
-    with start_services(["postgres", "redis", "etcd", "redlock", "zookeeper"]) as running:
+    with start_services(["postgres", "redis", "etcd", "redlock", "zookeeper", "mariadb"]) as running:
         _session_services = running
         try:
             yield running
@@ -79,3 +79,27 @@ def engines(services):
     drop_schema(monitor)
     monitor.dispose()
     writes.dispose()
+
+
+@pytest.fixture(scope="session")
+def store_engines(services):
+    """store -> (monitor, writes) on a SQL server besides PostgreSQL that company rows live on (MariaDB), made at
+    the first ask, with the lab's schema and what every backend writing there keeps in it; dropped at the end."""
+    import backends
+    from lab.harness.workload import drop_schema, ensure_schema
+    from lab.servers.stores import run_engines
+
+    opened: dict = {}
+
+    def on(store: str):
+        if store not in opened:
+            opened[store] = run_engines(services, store)
+            ensure_schema(opened[store][0])
+            backends.prepare_storage(opened[store][0], backends.names())
+        return opened[store]
+
+    yield on
+    for monitor, writes in opened.values():
+        drop_schema(monitor)
+        monitor.dispose()
+        writes.dispose()

@@ -24,6 +24,7 @@ from lab.faults.session_timeout import (
     SessionTimeout,
     idle_in_transaction_timeout,
     idle_session_timeout,
+    mariadb_guard,
 )
 from lab.faults.terminate import TerminateSession, terminate_confirmed
 
@@ -51,5 +52,5 @@ def load(fault: str | type[Fault] | Fault) -> Fault:
 
 __all__ = ["FAULTS", "Fault", "FaultNotConfirmed", "GradedFault", "Route", "Target", "Cut", "Failover", "NetDrop", "RedisFailover", "RedlockMasterRestart", "Pause", "Restart", "RestartWithAof",
            "RedlockClockControl", "RedlockClockFast", "RedlockClockJump", "ServerClockFast", "ServerClockJump",
-           "SessionTimeout", "TerminateSession", "idle_in_transaction_timeout", "idle_session_timeout",
+           "SessionTimeout", "TerminateSession", "idle_in_transaction_timeout", "idle_session_timeout", "mariadb_guard",
            "load", "terminate_confirmed"]

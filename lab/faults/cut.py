@@ -8,12 +8,12 @@ connected from the proxy's port. heal() proves nothing was relayed during the cu
 
 from __future__ import annotations
 
-from sqlalchemy import text
-
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.servers.clients import is_sentinel_url
 from lab.servers.proxy import BlackholeProxy
+from lab.servers import sessions
 from lab.servers.services import Services
+from lab.servers.stores import SQL_STORES, url_of
 
 
 class Cut(Fault):
@@ -40,8 +40,8 @@ class Cut(Fault):
         service = backend_cls.lock_service
         self.proxies = [BlackholeProxy(host, port).start() for host, port in services.addresses(service)]
         routed = services.routed(service, [p.port for p in self.proxies])
-        if service == "postgres" and not backend_cls.holds_across_writes():  # the lock is the write's
-            return Route(writes_url=routed.pg_url)
+        if service in SQL_STORES and not backend_cls.holds_across_writes():  # the lock is the write's
+            return Route(writes_url=url_of(routed, service))
         return Route(lock_services=routed)
 
     def inject(self, target: Target) -> None:
@@ -55,10 +55,8 @@ class Cut(Fault):
         if not connections or self._bytes_at_cut == 0:
             raise FaultNotConfirmed("the cut never carried the lock's connection: the proxy relayed no bytes")
         pid = target.lock_pid if target.lock_pid is not None else target.write_pid
-        if target.backend_cls.lock_service == "postgres" and pid is not None:
-            with target.monitor.connect() as conn:
-                port = conn.execute(text("select client_port from pg_stat_activity where pid = :p"),
-                                    {"p": pid}).scalar()
+        if target.backend_cls.lock_service in SQL_STORES and pid is not None:  # the monitor is on that server
+            port = sessions.client_port(target.monitor, pid)
             if port not in {c.upstream_port for c in connections}:
                 raise FaultNotConfirmed(f"the lock's session (pid {pid}) does not come through the proxy "
                                         f"(client port {port})")

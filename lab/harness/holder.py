@@ -99,9 +99,9 @@ def main() -> None:
     from lab.harness.contract import BackendContext, describe_error
     from lab.harness.workload import CompanyTable
     from lab.registry import import_entry
-    from lab.servers import pg
-    from lab.servers.clients import pg_engine
+    from lab.servers import sessions
     from lab.servers.services import Services
+    from lab.servers.stores import holder_engines
 
     _listen_to_libraries()
     line = sys.stdin.readline()
@@ -113,12 +113,15 @@ def main() -> None:
         _report_clock()
     services = Services.from_addresses(spec)
     routed = Services.from_addresses(spec["lock_addresses"]) if spec.get("lock_addresses") else None
-    monitor = pg_engine(services.pg(), isolation_level="AUTOCOMMIT", pool_pre_ping=True)
-    writes = pg_engine(spec.get("writes_dsn") or services.pg(), spec["write_settings"], pool_pre_ping=True)
+    sys.path.insert(0, os.getcwd())  # a plugin added with --backend-module lives in the current folder
+    backend_cls = import_entry(spec["backend_entry"])
+    # The engines on the server its company rows live on, as its class declares (backends/base.py writes_to):
+    # PostgreSQL, or MariaDB for a lock whose rows are there.
+    store: str = getattr(backend_cls, "writes_to", "postgres")
+    monitor, writes = holder_engines(services, store, spec["write_settings"], spec.get("writes_dsn"))
     ctx = BackendContext(services, monitor, writes, CompanyTable(spec["table"]), spec["lock_settings"],
                          spec["options"], routed=routed)
-    sys.path.insert(0, os.getcwd())  # a plugin added with --backend-module lives in the current folder
-    backend = import_entry(spec["backend_entry"])(ctx, spec["key"])
+    backend = backend_cls(ctx, spec["key"])
     if spec.get("gate"):  # one of several holders asking together (a shared fault event): at the parent's word
         _emit("ready")
         sys.stdin.readline()
@@ -129,7 +132,7 @@ def main() -> None:
             _emit("commit_asked")  # COMMIT is sent next: the history's bound for when the write took effect
         if name != spec["fault_point"]:
             return
-        _emit("at_point", point=name, write_pid=pg.backend_pid(conn) if conn is not None else None)
+        _emit("at_point", point=name, write_pid=sessions.session_id(conn) if conn is not None else None)
         sys.stdin.readline()  # the fault strikes here; the parent sends a line once it has healed
         _emit("resumed")
 

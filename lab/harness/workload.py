@@ -3,6 +3,10 @@
 Everything lives in the lab's own schema, so a run against a user's database
 touches nothing else. Named points (before_delete, after_delete, before_commit)
 let scenarios and faults act at exact moments of a rebuild, not at guessed times.
+
+The same table lives on PostgreSQL or on MariaDB (a backend's writes_to), the lab's schema being a database of
+its own there, marked by its comment; the rows are made server-side on each (generate_series, MariaDB's
+sequence engine), and the connection's dialect says which SQL a statement takes.
 """
 
 from __future__ import annotations
@@ -31,9 +35,15 @@ def no_point(name: str, conn=None) -> None:
     return None
 
 
+def _on_mariadb(engine: Engine | Connection) -> bool:
+    return engine.dialect.name == "mariadb"
+
+
 def ensure_schema(engine: Engine) -> bool:
     """Create the lab's schema, refusing to adopt a same-named schema that someone else owns; True when this call
     created it (so its caller owns its removal)."""
+    if _on_mariadb(engine):
+        return _ensure_database(engine)
     with engine.begin() as conn:
         exists = conn.execute(text("select obj_description(oid, 'pg_namespace') from pg_namespace "
                                    "where nspname = :s"), {"s": SCHEMA}).first()
@@ -46,8 +56,27 @@ def ensure_schema(engine: Engine) -> bool:
     return exists is None
 
 
+def _ensure_database(engine: Engine) -> bool:
+    """On MariaDB a schema is a database: the lab's, marked by its comment, as the PostgreSQL schema is."""
+    with engine.begin() as conn:
+        mark = conn.execute(text("select schema_comment from information_schema.schemata where schema_name = :s"),
+                            {"s": SCHEMA}).first()
+        if mark is not None and mark[0] != _SCHEMA_MARK:
+            raise LabError(f"database {SCHEMA!r} exists and was not created by locklab; the lab will not touch it")
+        if mark is None:
+            conn.execute(text(f"create database {SCHEMA} comment '{_SCHEMA_MARK}'"))
+    return mark is None
+
+
 def drop_schema(engine: Engine) -> None:
     """Drop the lab's schema and everything in it, and nothing else."""
+    if _on_mariadb(engine):
+        with engine.begin() as conn:
+            mark = conn.execute(text("select schema_comment from information_schema.schemata "
+                                     "where schema_name = :s"), {"s": SCHEMA}).scalar()
+            if mark == _SCHEMA_MARK:
+                conn.execute(text(f"drop database {SCHEMA}"))
+        return
     with engine.begin() as conn:
         mark = conn.execute(text("select obj_description(oid, 'pg_namespace') from pg_namespace "
                                  "where nspname = :s"), {"s": SCHEMA}).scalar()
@@ -73,6 +102,10 @@ class CompanyTable:
     def create(self, engine: Engine, index: bool = True) -> None:
         with engine.begin() as conn:
             conn.execute(text(f"drop table if exists {self.name}"))
+            if _on_mariadb(engine):  # InnoDB: row locks and transactions, as the rebuild needs
+                conn.execute(text(f"create table {self.name} (company_id int not null, run_id varchar(200) not null, "
+                                  f"n int not null{', index (company_id)' if index else ''}) engine=InnoDB"))
+                return
             conn.execute(text(f"create table {self.name} (company_id int not null, "
                               f"run_id text not null, n int not null)"))
             if index:
@@ -85,6 +118,12 @@ class CompanyTable:
     def fill(self, engine: Engine, companies, rows: int, run_id: str = "seed") -> None:
         """Seed many companies at once, server-side, in one statement (no client-side rows)."""
         companies = list(companies)
+        if _on_mariadb(engine):
+            with engine.begin() as conn:
+                for company in companies:
+                    self.insert(conn, company, rows, run_id)
+                conn.execute(text(f"analyze table {self.name}"))
+            return
         with engine.begin() as conn:
             conn.execute(text(f"insert into {self.name} (company_id, run_id, n) "
                               f"select c, :r, g from unnest(cast(:cs as int[])) c, generate_series(1, :rows) g"),
@@ -101,11 +140,19 @@ class CompanyTable:
                          f"select :c, :r, g from generate_series(:first, :rows) g")
 
     def insert(self, conn: Connection, company: int, rows: int, run_id: str, first: int = 1) -> None:
+        if _on_mariadb(conn):  # the sequence engine's seq_A_to_B table has the rows A..B (ints: nothing else gets in)
+            if first > rows:  # seq_5_to_1 counts down, where generate_series(5, 1) is empty
+                return
+            Statement(f"insert into {self.name} (company_id, run_id, n) select :c, :r, seq "
+                      f"from {SCHEMA}.seq_{int(first)}_to_{int(rows)}").run(conn, {"c": company, "r": run_id})
+            return
         self._insert.run(conn, {"c": company, "r": run_id, "rows": rows, "first": first})
 
     def copy_in(self, conn: Connection, company: int, rows: int, run_id: str) -> None:
         """The same rows as insert(), sent with COPY FROM STDIN, one company at a time."""
         data = io.StringIO("".join(f"{company}\t{run_id}\t{n}\n" for n in range(1, rows + 1)))
+        if _on_mariadb(conn):
+            raise LabError("COPY is PostgreSQL's: a MariaDB table is filled by insert()")
         dbapi = conn.connection.dbapi_connection
         if dbapi is None:  # SQLAlchemy detached it: the connection was closed or invalidated
             raise RuntimeError("COPY needs the driver's connection, and this one has none")

@@ -11,6 +11,7 @@ rule of its own, and nothing names a column or a backend.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -28,7 +29,7 @@ from lab.report.meta import provenance_runs
 from lab.report.sections import MAIN, RunView
 from lab.report.standing import Outcome, Standing, outcome_of
 from lab.report.charge import store_losses
-from lab.report.store_findings import acknowledged, store_findings
+from lab.report.store_findings import StoreFinding, acknowledged, store_findings
 from lab.results import RunFolder
 from lab.stack import Stack, Unknown
 
@@ -441,7 +442,8 @@ def lock_answer(view: StackView) -> tuple[LockAnswer | None, str | None]:
 
 # --- store findings -----------------------------------------------------------------------------------------------
 
-def _measured(view: StackView, j: int, own: set[When]) -> Measured:
+def measured(view: StackView, j: int, own: set[When]) -> Measured:
+    """What the run measured under column j, a sibling of a store finding whose own conditions are `own`."""
     control = view.rows[view.control][j] if view.control else None
     ran = [row[j] for b, row in view.rows.items() if b != view.control and "@" not in b and row[j].cell.n]
     theirs = view.conditions[j].conditions or ()
@@ -453,9 +455,9 @@ def _measured(view: StackView, j: int, own: set[When]) -> Measured:
                     sum(1 for c in ran if store_losses(c.records)))
 
 
-def store_answers(view: StackView) -> list[StoreAnswer]:
-    """The run's store findings whose fault can happen to this stack's store, each with the other configurations of
-    the same fault the run measured (same_fault_as), what those have that the finding's has not, and what they lost."""
+def store_columns(view: StackView) -> list[tuple[int, StoreFinding, list[int]]]:
+    """The run's store findings, whatever the stack: each with its column's index and those of the other
+    configurations of the same fault the run measured (same_fault_as). report.html's stack panel embeds these."""
     if view.control is None:
         return []
     index = {(scenario, column.variant): i for i, (scenario, column) in enumerate(view.columns)}
@@ -463,14 +465,23 @@ def store_answers(view: StackView) -> list[StoreAnswer]:
     out = []
     for finding in store_findings(view.run, view.rows, view.columns):
         i = index[(finding.scenario, finding.variant)]
-        answer = view.answer(view.control, i)
+        out.append((i, finding, [j for j, (scenario, _) in enumerate(view.columns)
+                                 if j != i and scenario == finding.scenario and root[j] == root[i]]))
+    return out
+
+
+def store_answers(view: StackView) -> list[StoreAnswer]:
+    """The run's store findings whose fault can happen to this stack's store, each with the other configurations of
+    the same fault the run measured (same_fault_as), what those have that the finding's has not, and what they lost."""
+    out = []
+    for i, finding, siblings in store_columns(view):
+        answer = view.answer(typing.cast(str, view.control), i)
         if answer.happens is Happens.NO:
             continue
         own = set(view.conditions[i].conditions or ())
-        siblings = [j for j, (scenario, _) in enumerate(view.columns)
-                    if j != i and scenario == finding.scenario and root[j] == root[i]]
-        out.append(StoreAnswer(finding.scenario, finding.variant, finding.label, finding.lost, finding.n, answer.happens, _unknown_words(answer),
-                               finding.store, finding.broken, tuple(_measured(view, j, own) for j in siblings)))
+        out.append(StoreAnswer(finding.scenario, finding.variant, finding.label, finding.lost, finding.n,
+                               answer.happens, _unknown_words(answer), finding.store, finding.broken,
+                               tuple(measured(view, j, own) for j in siblings)))
     return out
 
 
@@ -503,4 +514,4 @@ def advise(run: RunView, stack: Stack) -> Advice:
                   tuple(store_answers(view)), undeclared, tuple(why_not_the_reference(run)))
 
 
-__all__ = ["advise", "Advice", "StackView"]
+__all__ = ["advise", "Advice", "StackView", "store_columns", "measured"]

@@ -55,12 +55,16 @@ class Need:
     title: str
     serves: Callable[[frozenset, Where], bool]  # (capabilities, where it lives) -> can it serve the need
     why: str  # what a lock must do for it, in one line
+    names_services: bool = False  # its heading names the lock services its candidates declare
 
 
 NEEDS = [
     Need("One writer per company, every write in PostgreSQL",
          lambda caps, where: where.writes == "postgres",
          "the company's rows are in PostgreSQL, wherever the lock lives"),
+    Need("One writer per company, every write in MariaDB",
+         lambda caps, where: where.writes == "mariadb",
+         "the company's rows are in MariaDB, wherever the lock lives"),
     Need("A run-level lock held across many transactions",
          lambda caps, where: bool(HELD_ACROSS_WRITES & caps),
          "one right for the whole run, held between its per-company transactions"),
@@ -69,7 +73,7 @@ NEEDS = [
          "the lock alone must keep a lapsed holder from writing"),
     Need("A lock service you already run",
          lambda caps, where: where.lock != where.writes,
-         "the lock lives apart from the rows it protects"),
+         "the lock lives apart from the rows it protects", names_services=True),
 ]
 
 
@@ -81,7 +85,7 @@ def can_serve(need: Need, meta: dict, backend: str) -> bool:
 
 def need_title(need: Need, meta: dict, candidates: list[str]) -> str:
     """The need's heading; the lock services one names are the ones its candidates declare."""
-    if need is not NEEDS[3]:
+    if not need.names_services:
         return need.title
     services = sorted({w.lock for b in candidates if (w := where_of(meta, b)) is not None})
     return f"{need.title} ({', '.join(services)})" if services else need.title

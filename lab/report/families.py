@@ -28,6 +28,8 @@ class Family:
 FAMILIES = [
     Family("run_level", "PostgreSQL run-level locks (a session lock held across the run's transactions)",
            lambda caps, service, library: service == "postgres" and Capability.SESSION_LOCK in caps),
+    Family("run_level_mariadb", "MariaDB run-level locks (GET_LOCK held across the run's transactions)",
+           lambda caps, service, library: service == "mariadb" and Capability.SESSION_LOCK in caps),
     Family("in_write", "locks inside the write transaction",
            lambda caps, service, library: Capability.IN_TRANSACTION in caps),
     Family("lease", "lease services (a lock with a TTL its holder renews)",
@@ -62,6 +64,8 @@ class Table:
 TABLE_ORDER = [  # the order the report shows them in
     Table("run_level", "PostgreSQL run-level locks (held across the run's transactions)",
           lambda backend, families: "run_level" in families),
+    Table("run_level_mariadb", "MariaDB run-level locks (GET_LOCK held across the run's transactions)",
+          lambda backend, families: "run_level_mariadb" in families),
     Table("in_write", "Locks inside the write transaction, and no lock",
           lambda backend, families: "in_write" in families or "no_lock" in families),
     Table("lease", "Lease services", lambda backend, families: "lease" in families),
@@ -69,7 +73,7 @@ TABLE_ORDER = [  # the order the report shows them in
     Table("drivers", "The session locks on other drivers (`--driver`)", lambda backend, families: "@" in backend),
 ]
 # Which table a row goes to when it fits several: a driver row first, then a library's, then by its kind.
-PRECEDENCE = ("drivers", "library", "run_level", "in_write", "lease")
+PRECEDENCE = ("drivers", "library", "run_level", "run_level_mariadb", "in_write", "lease")
 
 
 def table_of(meta: dict, backend: str) -> Table | None:

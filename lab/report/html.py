@@ -7,8 +7,9 @@ findings, the history as a table, the timeline drawn as SVG), the header row and
 while it scrolls, and the arrow keys move between cells. Nothing heavy is read before it is wanted: each cell's
 data is its own block (gzipped JSON, inflated when the cell is opened), and each picture's PNG sits in a block of its own,
 attached when it scrolls into view. Filters keep the rows of one family of lock (from what the run's meta.json
-says each backend declares) or of one need (the decision page's). Rendered from the run view alone, so the same
-runs give the same bytes.
+says each backend declares) or of one need (the decision page's); a stack panel (lab/report/html_stack.py) hides
+the faults that cannot happen to the reader's stack and answers for it, its choice kept in the page's address.
+Rendered from the run view alone, so the same runs give the same bytes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from lab.report.fault_groups import summary_tables
 from lab.report.fault_summary import headers as summary_headers
 from lab.report.html_assets import script, style
 from lab.report.html_grid import CellIndex, matrix_grid, summary_grid
+from lab.report.html_stack import ANSWER_HTML, panel_html, stack_data
+from lab.report.html_stack_script import STACK_SCRIPT, STACK_STYLE
 from lab.report.markdown_html import MarkdownHtml, attribute
 from lab.report.matrix import columns_run, declared_run, matrix_rows
 from lab.report.matrix_split import split_tables
@@ -152,7 +155,7 @@ class Page:
                           "worst mark, then how many of its faults gave each mark. Click a family (or press Enter on "
                           "it) to open its faults, a fault's cell for its trials; arrow keys move between cells, "
                           "Escape closes.</p>",
-                          self.filters_html(), *grids, "</section>"])
+                          panel_html(), self.filters_html(), *grids, ANSWER_HTML, "</section>"])
 
     @property
     def title(self) -> str:
@@ -169,14 +172,17 @@ class Page:
         blocks = [f'<script type="text/plain" id="cell-data-{i}">{packed(data)}</script>'
                   for i, data in enumerate(self.cells.data)]
         blocks += [f'<script type="text/plain" id="png-{i}">{uri}</script>' for i, uri in enumerate(self.pngs)]
+        if tool:  # what the stack panel answers from
+            blocks.append(f'<script type="text/plain" id="stack-data">{packed(stack_data(self.view))}</script>')
         return "\n".join([
             "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{attribute(self.title)}</title>", f"<style>{style()}</style>", "</head>", "<body>",
+            f"<title>{attribute(self.title)}</title>", f"<style>{style()}{STACK_STYLE}</style>", "</head>", "<body>",
             f'<nav class="files">{nav}</nav>', tool, "<main>", *sections, "</main>",
             '<aside id="panel" hidden><button id="panel-close" type="button" aria-label="close">×</button>'
             '<div id="panel-body"></div></aside>', *blocks,
-            f"<script>{script()}</script>", "</body>", "</html>", ""])
+            f"<script>{script()}</script>", *([f"<script>{STACK_SCRIPT}</script>"] if tool else []), "</body>",
+            "</html>", ""])
 
 
 def file_id(name: str) -> str:

@@ -103,6 +103,7 @@ SCRIPT = r"""
     return cache.get(index);
   }
   window.locklabCell = cellData;  // for a console, and the browser tests
+  window.locklabInflate = inflate;  // the stack panel's data is packed the same way (lab/report/html_stack.py)
   function el(tag, attrs, children) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) { if (v !== null && v !== undefined) node.setAttribute(k, v); }
@@ -295,7 +296,7 @@ SCRIPT = r"""
     if (columns) {
       let next = td;
       do { next = columns > 0 ? next.nextElementSibling : next.previousElementSibling; }
-      while (next && (next.hidden || !next.hasAttribute("tabindex")));
+      while (next && (next.hidden || next.classList.contains("stack-out") || !next.hasAttribute("tabindex")));
       return next;
     }
     const all = Array.from(td.closest("tbody").rows).filter(row => !row.hidden);
@@ -364,13 +365,17 @@ SCRIPT = r"""
   function filter() {
     const rows = Array.from(document.querySelectorAll("table.matrix tbody tr"));
     const summary = Array.from(document.querySelectorAll("table.summary tbody tr"));
-    for (const row of rows) {
-      row.hidden = !((!family.value || row.dataset.families.split(" ").includes(family.value)) &&
+    for (const row of rows) {  // data-stack="out": a lock the chosen stack cannot run (the stack panel's)
+      row.hidden = row.dataset.stack === "out" ||
+                   !((!family.value || row.dataset.families.split(" ").includes(family.value)) &&
                      (!need.value || row.dataset.needs.split(" ").includes(need.value)));
     }
     document.body.classList.toggle("need-chosen", Boolean(need.value));
     count.textContent = summary.filter(row => !row.hidden).length + " of " + summary.length + " backends shown";
   }
-  if (family && need) { family.addEventListener("change", filter); need.addEventListener("change", filter); filter(); }
+  if (family && need) {
+    family.addEventListener("change", filter); need.addEventListener("change", filter); filter();
+    window.locklabFilter = filter;
+  }
 })();
 """

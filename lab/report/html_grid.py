@@ -45,6 +45,11 @@ def fault_cell(c: MatrixCell, index: int, inline: Inline, family: str | None = N
             f'data-mark="{c.cell.mark.name}"{folded}>{inline(c.cell.text)}</td>')
 
 
+def column_attributes(c: MatrixCell) -> str:
+    """Which fault column a header heads (the stack panel hides a column by it)."""
+    return f'data-scenario="{attribute(c.scenario)}" data-variant="{attribute(c.variant)}"'
+
+
 def backend_header(backend: str, inline: Inline) -> str:
     return (f'<th scope="row">{inline(f"`{backend}`")}'
             '<span class="fit" title="qualifies for the needs it can serve">★</span></th>')
@@ -67,7 +72,7 @@ def summary_grid(table: SummaryTable, cells: CellIndex, inline: Inline, row: Row
         head.append(f'<th class="family" data-family="{key}" title="{attribute(family.meaning)}">'
                     f'<button type="button" class="expand" data-family="{key}" aria-expanded="false">'
                     f'{attribute(family.heading)} <span class="faults">{len(family_cell.cells)}</span></button></th>')
-        head += [f'<th class="fault" data-family="{key}" hidden '
+        head += [f'<th class="fault" data-family="{key}" {column_attributes(c)} hidden '
                  f'title="{attribute(legends.get((c.scenario, c.variant), ""))}">{inline(c.label)}</th>'
                  for c in family_cell.cells]
     body = []
@@ -87,7 +92,11 @@ def summary_grid(table: SummaryTable, cells: CellIndex, inline: Inline, row: Row
 
 def matrix_grid(table: FamilyTable, cells: CellIndex, inline: Inline, row: RowAttributes) -> str:
     """One table of the matrix appendix as a grid, every fault cell a button."""
-    head = '<th class="corner">backend</th>' + "".join(f"<th>{inline(h)}</th>" for h in table.headers[1:])
+    first_fault = len(table.headers) - len(table.labels)  # after the backend (and its library)
+    faults = table.rows[0][1] if table.rows else []
+    head = ('<th class="corner">backend</th>' + "".join(f"<th>{inline(h)}</th>" for h in table.headers[1:first_fault])
+            + "".join(f"<th {column_attributes(c)}>{inline(h)}</th>"
+                      for c, h in zip(faults, table.headers[first_fault:])))
     body = []
     for backend, row_cells in table.rows:
         tds = [backend_header(backend, inline), *[f"<td>{inline(text)}</td>" for text in table.lead(backend)[1:]],

@@ -37,11 +37,25 @@ def case_lines(measures: dict) -> list[str]:
     return lines
 
 
+def on_server(ok: pd.DataFrame, server: str) -> pd.DataFrame:
+    """The cases trials whose lock was on this server (a trial recorded before the field existed: PostgreSQL)."""
+    if ok.empty:
+        return ok
+    return ok[ok.measures.map(lambda m: m.get("lock_server", "postgres") == server).astype(bool)]
+
+
+def case_rows(ok: pd.DataFrame, letter: str, server: str = "postgres") -> pd.DataFrame:
+    """The trials of one of the post's cases on one server's lock (ok: the run's ok cases trials)."""
+    ok = on_server(ok, server)
+    return ok if ok.empty else ok[ok.measures.map(lambda m, letter=letter: m.get("case") == letter).astype(bool)]
+
+
 def case_measured(ok: pd.DataFrame, letter: str) -> list[list[str]]:
-    """The lines every trial of a case printed (ok: the run's ok cases trials); empty when it did not run."""
+    """The lines every trial of a case printed on PostgreSQL, the post's server (ok: the run's ok cases trials);
+    empty when it did not run."""
     if ok.empty:
         return []
-    rows = ok[ok.measures.map(lambda m, letter=letter: m.get("case") == letter).astype(bool)]
+    rows = case_rows(ok, letter)
     return [case_lines(m) for m in rows.measures]
 
 
@@ -53,7 +67,7 @@ def case_matching(measured: list[list[str]], letter: str) -> int:
 @section(40)
 def section_cases(run: RunView) -> str | None:
     frame = run.frame
-    ok = ok_trials(frame, "cases")
+    ok = on_server(ok_trials(frame, "cases"), "postgres")  # MariaDB's: lab/report/mariadb.py
     if ok.empty:
         return None
     intro = ["## The post's cases A to E", "",
@@ -63,7 +77,7 @@ def section_cases(run: RunView) -> str | None:
              "Reproduce: `lab run --scenario cases`.", ""]
     out, summary = [], []
     for letter, title in published.CASE_TITLES.items():
-        rows = ok[ok.measures.map(lambda m, letter=letter: m.get("case") == letter)]
+        rows = case_rows(ok, letter)
         if rows.empty:
             summary.append([letter, title, "not run", "", ""])
             continue

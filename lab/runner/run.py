@@ -28,6 +28,7 @@ from lab.runner.lanes import composed, run_lanes, schedule
 from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
 from lab.runner.resume import resumed
 from lab.runner.events import event_alone, event_cost, run_events
+from lab.runner.stores import close_stores, open_stores
 from lab.runner.trials import run_trials
 from lab.servers import pg
 from lab.servers.capacity import Capacity, SessionSampler, read_capacity
@@ -97,6 +98,7 @@ class Runner:
         ensure_schema(monitor)
         backends.prepare_storage(monitor, self.request.backends)
         mark_unrunnable(plan, services, self.console)
+        stores = open_stores(plan, services, self.request.backends)
         sampler = SessionSampler(services.pg())
         # Holders forked from one process that imported once, their backends' libraries too.
         holder_forks.open_server([backends.entry(name) for name in self.request.backends])
@@ -107,7 +109,7 @@ class Runner:
                           disable=not self.console.is_terminal) as progress:
                 ctx = RunContext(profile=self.request.profile, plan=plan, services=services, monitor=monitor,
                                  writes=writes, folder=folder, progress=progress, sampler=sampler, stop=self.stop,
-                                 waves=self.waves)
+                                 waves=self.waves, stores=stores)
                 phases = schedule(plan.scenarios, _estimates(ctx))
                 started, host = time.monotonic(), host_cpu.Window()
                 for phase in phases:
@@ -120,6 +122,7 @@ class Runner:
                 drop_schema(monitor)
             monitor.dispose()
             writes.dispose()
+            close_stores(stores, dropping=not self.stop.is_set())
 
 
 def _estimates(ctx: RunContext) -> dict[str, float]:

@@ -29,6 +29,21 @@ def parse_pg_dsn(dsn: str) -> URL:
     return url.set(drivername="postgresql+psycopg2")
 
 
+def parse_mariadb_url(dsn: str) -> URL:
+    """A MariaDB URL for SQLAlchemy's MariaDB dialect on PyMySQL (from mysql://, mariadb://, either +pymysql);
+    LabError when it is not one. The value is never echoed: it may hold a password."""
+    try:
+        url = make_url(dsn)
+    except ArgumentError:
+        raise LabError("the MariaDB URL is not a URL (expected mysql://user:password@host:port/)") from None
+    if url.get_backend_name() not in ("mysql", "mariadb"):
+        raise LabError(f"the MariaDB URL must be a mysql:// or mariadb:// URL, not {url.get_backend_name()}://")
+    driver = url.drivername.partition("+")[2]
+    if driver not in ("", "pymysql"):
+        raise LabError(f"the MariaDB URL's driver must be PyMySQL (mysql+pymysql://), not {driver}")
+    return url.set(drivername="mariadb+pymysql")
+
+
 def pg_hosts(url: URL) -> list[tuple[str | None, int]]:
     """Every (host, port) a PostgreSQL URL names: one, or several in a multi-host URL (host=h:p repeated in
     the query, as SQLAlchemy writes libpq's host list)."""

@@ -17,9 +17,10 @@ import urllib.request
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import text
+from sqlalchemy.pool import NullPool
 
 from lab.errors import ServiceError
-from lab.servers import zookeeper
+from lab.servers import mariadb_sql, zookeeper
 from lab.servers.clients import (
     SentinelAddress,
     etcd_client,
@@ -65,6 +66,8 @@ def server_identity(services: Services, service: str) -> dict:
     if service == "zookeeper":
         return {f"server{i}": _zookeeper_started(host, port)
                 for i, (host, port) in enumerate(zookeeper.parse_hosts(services.zookeeper()))}
+    if service == "mariadb":
+        return _mariadb_started(services)
     client = etcd_client(services.etcd(), timeout=TIMEOUT)
     try:
         status = client.status()
@@ -81,6 +84,19 @@ def _zookeeper_started(host: str, port: int) -> dict:
     if uptime is None:
         raise RuntimeError(f"ZooKeeper at {host}:{port} does not answer mntr (4lw.commands.whitelist)")
     return {"started": round(time.time() - uptime / 1000, 1), "uptime_ms": uptime}
+
+
+def _mariadb_started(services: Services) -> dict:
+    """When this MariaDB server process started, from its Uptime (whole seconds) and the server's own clock."""
+    engine = mariadb_sql.mariadb_engine(services.mariadb(), pin=False, poolclass=NullPool,
+                                        connect_args={"connect_timeout": int(TIMEOUT)})
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(text("select unix_timestamp() - variable_value, variable_value, @@hostname, @@port "
+                                    "from information_schema.global_status where variable_name = 'UPTIME'")).one()
+    finally:
+        engine.dispose()
+    return {"started": int(row[0]), "uptime_s": int(row[1]), "host": row[2], "port": int(row[3])}
 
 
 def _etcd_start_time(endpoint: str) -> str | None:
@@ -103,6 +119,8 @@ def restarted(before: dict, after: dict, service: str) -> bool:
     if service == "zookeeper":
         return all(after.get(name, {}).get("started", 0) - server["started"] > STARTED_APART_S
                    for name, server in before.items())
+    if service == "mariadb":  # its start is known to a second either way: two apart, or it is not told apart
+        return after["started"] - before["started"] > 1
     keys = ("started",) if service == "postgres" else ("process_start_time", "leader")
     return any(before.get(k) != after.get(k) for k in keys)
 

@@ -1,9 +1,9 @@
 """The servers a run needs: embedded ones the lab starts and stops, or external ones it is given.
 
 Embedded is the default. An external address comes from a flag or from the
-environment (LAB_PG_DSN, LAB_REDIS_URL, LAB_ETCD_ENDPOINT, LAB_REDLOCK_URLS, LAB_ZK_HOSTS). Only the
-services the chosen backends need are started or checked. ZooKeeper is the one embedded server that
-comes from the operating system's packages: where it is not installed it is not started, and what
+environment (LAB_PG_DSN, LAB_REDIS_URL, LAB_ETCD_ENDPOINT, LAB_REDLOCK_URLS, LAB_ZK_HOSTS, LAB_MARIADB_URL). Only
+the services the chosen backends need are started or checked. ZooKeeper and MariaDB are the embedded servers that
+come from the operating system's packages: where one is not installed it is not started, and what
 needs it says why (Services.unavailable) instead of failing the run.
 """
 
@@ -27,6 +27,7 @@ from lab.servers.clients import (
     etcd_client,
     first_line,
     is_sentinel_url,
+    parse_mariadb_url,
     parse_pg_dsn,
     parse_sentinel_url,
     pg_engine,
@@ -42,13 +43,16 @@ from lab.servers.embedded import (
     EmbeddedRedlockMasters,
     traversable_by_others,
 )
-from lab.servers import zookeeper
+from lab.servers import mariadb, zookeeper
+from lab.servers.mariadb_sql import version as mariadb_version
 from lab.servers.owner import OWNER_FILE, mark_owner, owner_alive
 
-SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock", "zookeeper")
+SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock", "zookeeper", "mariadb")
 ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT",
-            "redlock": "LAB_REDLOCK_URLS", "zookeeper": "LAB_ZK_HOSTS"}
+            "redlock": "LAB_REDLOCK_URLS", "zookeeper": "LAB_ZK_HOSTS", "mariadb": "LAB_MARIADB_URL"}
 CONNECT_TIMEOUT = 5
+# The operating-system package (.ci/os-packages) each service the lab starts from one comes from.
+OS_PACKAGES = {"zookeeper": "zookeeper", "mariadb": "mariadb-server"}
 _T = TypeVar("_T")
 
 
@@ -61,19 +65,21 @@ class ExternalAddresses:
     etcd_endpoint: str | None = None
     redlock_urls: str | None = None  # comma-separated Redis URLs, one per Redlock master
     zk_hosts: str | None = None  # a ZooKeeper connect string: host:port[,host:port...][/chroot]
+    mariadb_url: str | None = None  # a MariaDB URL: mysql://user:password@host:port/
 
     @classmethod
     def from_flags_and_env(cls, pg_dsn=None, redis_url=None, etcd_endpoint=None,
-                           redlock_urls=None, zk_hosts=None) -> "ExternalAddresses":
+                           redlock_urls=None, zk_hosts=None, mariadb_url=None) -> "ExternalAddresses":
         return cls(pg_dsn or os.environ.get(ENV_VARS["postgres"]) or None,
                    redis_url or os.environ.get(ENV_VARS["redis"]) or None,
                    etcd_endpoint or os.environ.get(ENV_VARS["etcd"]) or None,
                    redlock_urls or os.environ.get(ENV_VARS["redlock"]) or None,
-                   zk_hosts or os.environ.get(ENV_VARS["zookeeper"]) or None)
+                   zk_hosts or os.environ.get(ENV_VARS["zookeeper"]) or None,
+                   mariadb_url or os.environ.get(ENV_VARS["mariadb"]) or None)
 
     def given(self, service: str) -> str | None:
         return {"postgres": self.pg_dsn, "redis": self.redis_url, "etcd": self.etcd_endpoint,
-                "redlock": self.redlock_urls, "zookeeper": self.zk_hosts}[service]
+                "redlock": self.redlock_urls, "zookeeper": self.zk_hosts, "mariadb": self.mariadb_url}[service]
 
 
 @dataclass
@@ -85,6 +91,7 @@ class Services:
     etcd_endpoint: str | None = None
     redlock_urls: list[str] | None = None
     zk_hosts: str | None = None  # the ZooKeeper connect string kazoo takes
+    mariadb_url: URL | None = None  # SQLAlchemy's MariaDB dialect on PyMySQL
     embedded: dict = field(default_factory=dict)  # service name -> Embedded* server
     versions: dict = field(default_factory=dict)
     tmp: Path | None = None
@@ -118,17 +125,24 @@ class Services:
             raise ServiceError(self.unavailable["zookeeper"])
         return _needed(self.zk_hosts, "zookeeper")
 
+    def mariadb(self) -> URL:
+        if self.mariadb_url is None and "mariadb" in self.unavailable:
+            raise ServiceError(self.unavailable["mariadb"])
+        return _needed(self.mariadb_url, "mariadb")
+
     def to_addresses(self) -> dict:
         """The addresses as plain data (passwords included: for a holder process's stdin, never a file)."""
         return {"pg_dsn": self.pg().render_as_string(hide_password=False), "redis_url": self.redis_url,
-                "etcd_endpoint": self.etcd_endpoint, "redlock_urls": self.redlock_urls, "zk_hosts": self.zk_hosts}
+                "etcd_endpoint": self.etcd_endpoint, "redlock_urls": self.redlock_urls, "zk_hosts": self.zk_hosts,
+                "mariadb_url": None if self.mariadb_url is None else self.mariadb_url.render_as_string(hide_password=False)}
 
     @classmethod
     def from_addresses(cls, addresses: dict) -> "Services":
         """The inverse of to_addresses (a Services that owns no server)."""
         return cls(pg_url=make_url(addresses["pg_dsn"]), redis_url=addresses["redis_url"],
                    etcd_endpoint=addresses["etcd_endpoint"], redlock_urls=addresses.get("redlock_urls"),
-                   zk_hosts=addresses.get("zk_hosts"))
+                   zk_hosts=addresses.get("zk_hosts"),
+                   mariadb_url=make_url(addresses["mariadb_url"]) if addresses.get("mariadb_url") else None)
 
     def addresses(self, service: str) -> list[tuple[str | None, int]]:
         """(host, port) of every server of a service (three for Redlock); host None: a URL without one."""
@@ -141,6 +155,8 @@ class Services:
             return [(urlsplit(u).hostname, urlsplit(u).port or 6379) for u in urls]
         if service == "zookeeper":
             return list(zookeeper.parse_hosts(self.zookeeper()))
+        if service == "mariadb":
+            return [(self.mariadb().host, self.mariadb().port or 3306)]
         host, _, port = self.etcd().removeprefix("http://").rpartition(":")
         return [(host or "127.0.0.1", int(port or 2379))]
 
@@ -163,12 +179,20 @@ class Services:
         if service == "zookeeper":  # every server of the connect string through its proxy, the chroot kept
             hosts = ",".join(f"127.0.0.1:{p}" for p in ports) + zookeeper.chroot(self.zookeeper())
             return replace(self, zk_hosts=hosts, embedded={}, tmp=None)
+        if service == "mariadb":
+            return replace(self, mariadb_url=self.mariadb().set(host="127.0.0.1", port=ports[0]), embedded={}, tmp=None)
         return replace(self, etcd_endpoint=f"127.0.0.1:{ports[0]}", embedded={}, tmp=None)
 
     @property
     def pg_log(self) -> Path | None:
         """The PostgreSQL server log, readable only when the lab runs the server."""
         server = self.embedded.get("postgres")
+        return server.log_path if server else None
+
+    @property
+    def mariadb_log(self) -> Path | None:
+        """The MariaDB server log (its error log), readable only when the lab runs the server."""
+        server = self.embedded.get("mariadb")
         return server.log_path if server else None
 
     def describe(self) -> dict:
@@ -185,6 +209,8 @@ class Services:
                               "embedded": self.is_embedded("redlock")}
         if self.zk_hosts is not None:
             out["zookeeper"] = {"address": self.zk_hosts, "embedded": self.is_embedded("zookeeper")}
+        if self.mariadb_url is not None:
+            out["mariadb"] = {"address": redact(self.mariadb_url), "embedded": self.is_embedded("mariadb")}
         for name, version in self.versions.items():
             out[name]["version"] = version
         return out
@@ -268,8 +294,8 @@ def start_services(needed: Iterable[str], external: ExternalAddresses | None = N
 
 def not_installed(service: str) -> str | None:
     """Why the lab cannot start its own server of this service on this machine (its OS package is
-    missing: only ZooKeeper comes from one), or None."""
-    return zookeeper.missing() if service == "zookeeper" else None
+    missing: only ZooKeeper and MariaDB come from one), or None."""
+    return {"zookeeper": zookeeper.missing, "mariadb": mariadb.missing}.get(service, lambda: None)()
 
 
 def _temp_base() -> Path:
@@ -327,7 +353,8 @@ def _start_embedded(services: Services, name: str) -> None:
         services.swept = sweep_abandoned(_temp_base())
         services.tmp = owned_temp_dir()
     server = {"postgres": EmbeddedPostgres, "redis": EmbeddedRedis, "etcd": EmbeddedEtcd,
-              "redlock": EmbeddedRedlockMasters, "zookeeper": zookeeper.EmbeddedZooKeeper}[name](services.tmp)
+              "redlock": EmbeddedRedlockMasters, "zookeeper": zookeeper.EmbeddedZooKeeper,
+              "mariadb": mariadb.EmbeddedMariaDB}[name](services.tmp)
     services.embedded[name] = server
     server.start()
     if name == "postgres":
@@ -338,6 +365,8 @@ def _start_embedded(services: Services, name: str) -> None:
         services.redlock_urls = server.urls
     elif name == "zookeeper":
         services.zk_hosts = server.hosts
+    elif name == "mariadb":
+        services.mariadb_url = parse_mariadb_url(server.url)
     else:
         services.etcd_endpoint = server.endpoint
     services.versions[name] = _version(services, name)
@@ -352,6 +381,8 @@ def _attach_external(services: Services, name: str, address: str) -> None:
         services.redlock_urls = [_redis_url(u.strip()) for u in address.split(",") if u.strip()]
     elif name == "zookeeper":
         services.zk_hosts = address
+    elif name == "mariadb":
+        services.mariadb_url = parse_mariadb_url(address)
     else:
         services.etcd_endpoint = address
     services.versions[name] = _version(services, name)
@@ -390,6 +421,8 @@ def _version(services: Services, name: str) -> str:
             return ", ".join(sorted({_redis_version(url) for url in services.redlock()}))
         if name == "zookeeper":  # every server of the connect string must answer
             return ", ".join(sorted({zookeeper.version(h, p) for h, p in zookeeper.parse_hosts(services.zookeeper())}))
+        if name == "mariadb":
+            return mariadb_version(services.mariadb())
         client = etcd_client(services.etcd(), timeout=CONNECT_TIMEOUT)
         try:
             return client.status().version
@@ -400,6 +433,7 @@ def _version(services: Services, name: str) -> str:
     except Exception as exc:
         where = {"postgres": lambda: redact(services.pg()), "redis": lambda: redact(services.redis()),
                  "etcd": lambda: services.etcd(), "zookeeper": lambda: services.zookeeper(),
+                 "mariadb": lambda: redact(services.mariadb()),
                  "redlock": lambda: ", ".join(map(redact, services.redlock()))}[name]()
         raise ServiceError(f"{name} at {where} is unreachable: {first_line(exc)}") from None
 

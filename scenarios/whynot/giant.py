@@ -18,7 +18,7 @@ from sqlalchemy import text
 
 from lab.capabilities import Capability
 from lab.faults import FaultNotConfirmed, terminate_confirmed
-from lab.harness.outcomes import Safety
+from lab.harness.outcomes import NotRun, Safety
 from lab.harness.workload import COMPANY_SIZE, CompanyTable
 from lab.servers import pg
 from scenarios.base import TrialEnv
@@ -39,7 +39,12 @@ class GiantTransaction(Experiment):
         """Its lock, if any, must live in the write transaction: one transaction for all the run's companies is
         then its own shape, where a right held between writes would keep a connection of its own."""
         batches = Capability.BATCH_REBUILD in backend_cls.capabilities
-        return None if batches and not backend_cls.holds_across_writes() else self.reason
+        if not batches or backend_cls.holds_across_writes():
+            return self.reason
+        if backend_cls.writes_to != "postgres":  # the question applies; the lab's figures are PostgreSQL's
+            return NotRun(f"its figures are PostgreSQL's (transaction-id age, the VACUUM horizon), and this lock's "
+                          f"writes are on {backend_cls.writes_to}")
+        return None
 
     def run(self, env: TrialEnv, variant: str) -> dict:
         order = list(SHAPES)

@@ -18,8 +18,8 @@ LAYERS = {
     "backends": ("backends",),
     "scenarios": ("scenarios",),
     "report": ("lab.report",),
-    "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.provenance", "lab.contract",
-            "lab.waves", "lab.quiet", "lab.progress", "lab.reference", "lab.survey"),
+    "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.doctor_mariadb", "lab.provenance",
+            "lab.contract", "lab.waves", "lab.quiet", "lab.progress", "lab.reference", "lab.survey"),
 }
 # Which layers each may import. The report reads results and the harness's vocabulary, never a
 # server, a backend or a scenario: a saved run renders from its folder alone.

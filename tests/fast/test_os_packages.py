@@ -50,6 +50,9 @@ def test_the_labs_line_for_a_missing_package_is_the_lists():
     assert slow_link.MISSING == os_packages.not_installed("iptables")
     assert set(slow_link.TOOLS) == set(os_packages.packages()["iptables"].binaries)
     assert zookeeper.MISSING == os_packages.not_installed("zookeeper")
+    from lab.servers import mariadb
+
+    assert mariadb.MISSING == os_packages.not_installed("mariadb-server")
     assert os_packages.not_installed("pgbouncer") == "pgbouncer not installed (apt-get install pgbouncer)"
     from lab.servers import fake_clock
 
@@ -112,3 +115,20 @@ def test_lab_zookeeper_search_path_tells_the_lab_where_its_jars_are_or_that_ther
     assert not_installed("redis") is None  # the servers from pip wheels are always there
     monkeypatch.setenv("PATH", str(tmp_path))  # no java: the package's own dependency, so the same line
     assert find_zookeeper(str(tmp_path)) is None
+
+
+def test_lab_mariadb_search_path_tells_the_lab_where_mariadbd_is_or_that_there_is_none(monkeypatch, tmp_path):
+    """Two executable files named as MariaDB's (never run: this is where the lab looks, not a server)."""
+    from lab.servers.mariadb import MISSING, SEARCH_PATH_VARIABLE, find_mariadb
+    from lab.servers.services import not_installed
+
+    for name in ("mariadbd", "mariadb-install-db"):
+        (tmp_path / name).write_text("")
+        (tmp_path / name).chmod(0o755)
+    monkeypatch.setenv(SEARCH_PATH_VARIABLE, str(tmp_path))
+    assert find_mariadb() == (str(tmp_path / "mariadbd"), str(tmp_path / "mariadb-install-db"))
+    assert not_installed("mariadb") is None
+    monkeypatch.setenv(SEARCH_PATH_VARIABLE, "")
+    assert find_mariadb() is None and not_installed("mariadb") == MISSING
+    (tmp_path / "mariadb-install-db").unlink()
+    assert find_mariadb(str(tmp_path)) is None  # one of the two is not enough

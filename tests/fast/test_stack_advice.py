@@ -231,7 +231,7 @@ def test_the_plain_text_names_the_failure_the_fix_and_the_finding(tmp_path, caps
 
 
 def test_every_registered_column_declares_where_its_fault_can_happen():
-    services = {"postgres", "redis", "redlock", "etcd", "zookeeper"}
+    services = {"postgres", "redis", "redlock", "etcd", "zookeeper", "mariadb"}
     for declared in scenarios.fault_columns():
         for c in declared.columns:
             assert c.happens_when is not None, f"{declared.scenario}/{c.variant} declares no happens_when"

@@ -7,6 +7,7 @@ import pytest
 import backends
 from backends.base import BackendContext
 from lab.errors import LockLost
+from lab.servers.services import OS_PACKAGES
 from tests import os_packages
 from tests.server.helpers import seeded_table
 
@@ -14,9 +15,12 @@ pytestmark = pytest.mark.server
 
 
 @pytest.fixture
-def make(services, engines, request):
-    monitor, writes = engines
-    table = seeded_table(engines, f"contract_{request.node.name}")
+def make(services, engines, store_engines, request):
+    cls = backends.load(request.node.callspec.params["name"])
+    if cls.lock_service in services.unavailable:  # a server from an OS package (ZooKeeper, MariaDB)
+        os_packages.require(OS_PACKAGES[cls.lock_service])
+    monitor, writes = engines if cls.writes_to == "postgres" else store_engines(cls.writes_to)
+    table = seeded_table((monitor, writes), f"contract_{request.node.name}")
     made = []
 
     def build(name, key):
@@ -24,17 +28,15 @@ def make(services, engines, request):
         made.append(backend)
         return backend
 
-    yield build, table
+    yield build, table, writes
     for backend in made:
         backend.close()
 
 
 @pytest.mark.parametrize("name", backends.names())
-def test_backend_contract(services, make, engines, name):
-    build, table = make
+def test_backend_contract(services, make, name):
+    build, table, writes = make
     cls = backends.load(name)
-    if cls.lock_service in services.unavailable:  # a server from an OS package (ZooKeeper), named after it
-        os_packages.require(cls.lock_service)
     cannot = cls.cannot_run(services)  # a holder program whose runtime or packages are missing: its install line
     if cannot is not None:
         if os.environ.get(os_packages.REQUIRED):
@@ -56,5 +58,5 @@ def test_backend_contract(services, make, engines, name):
     else:
         assert first.held() is False  # nothing is held between writes
         first.release()
-    with engines[1].connect() as conn:
+    with writes.connect() as conn:
         assert table.count(conn, 1) == 250 and table.runs_in(conn, 1) == ["first"]

@@ -1,0 +1,139 @@
+"""MariaDB from Debian's package, started by the lab: on loopback in its temp dir, with a random password nobody
+else has, restarted in place, gone with the lab whatever ends it (a SIGKILL included), and a machine without the
+package, where the lab says so in one line."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from sqlalchemy import text
+
+from lab.servers import mariadb_sql
+from lab.servers.mariadb import MISSING, SEARCH_PATH_VARIABLE
+from lab.servers.services import ExternalAddresses, start_services
+from tests.server.helpers import alive
+
+pytestmark = pytest.mark.server
+needs_mariadb = pytest.mark.os_packages("mariadb-server")
+
+
+@pytest.fixture(scope="module")
+def maria():
+    """A MariaDB of this module's own: the tests restart it."""
+    with start_services(["mariadb"]) as running:
+        yield running
+
+
+@needs_mariadb
+def test_the_embedded_mariadb_is_debians_on_loopback_in_the_labs_temp_dir(maria):
+    server = maria.embedded["mariadb"]
+    assert maria.versions["mariadb"].startswith("10.11") and maria.mariadb().host == "127.0.0.1"
+    [pid] = server.pids
+    command = psutil.Process(pid).cmdline()
+    assert command[0] == "/usr/sbin/mariadbd" and f"--datadir={maria.tmp}/mariadb/data" in command
+    listening = [c.laddr for c in psutil.Process(pid).net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+    assert [(a.ip, a.port) for a in listening] == [("127.0.0.1", maria.mariadb().port)]
+    assert server.password not in " ".join(command)  # set over the socket, never on a command line
+
+
+@needs_mariadb
+def test_only_the_random_password_lets_anyone_in(maria):
+    import pymysql
+
+    server = maria.embedded["mariadb"]
+    for attempt in ({"host": "127.0.0.1", "port": server.port}, {"unix_socket": str(server.socket)}):
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            pymysql.connect(user="root", connect_timeout=2, **attempt)
+        assert refused.value.args[0] == 1045  # access denied
+    engine = mariadb_sql.monitor_engine(maria.mariadb())
+    try:
+        with engine.connect() as conn:
+            roots = conn.execute(text("select host from mysql.user where user = 'root' order by host")).scalars()
+            assert list(roots) == ["127.0.0.1", "localhost"]
+    finally:
+        engine.dispose()
+
+
+@needs_mariadb
+def test_every_lab_session_starts_with_the_idle_guards_pinned_off_unless_given_its_own(maria):
+    engine = mariadb_sql.mariadb_engine(maria.mariadb(), {"idle_transaction_timeout": 3})
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(text("select @@idle_transaction_timeout, @@idle_write_transaction_timeout, "
+                                    "@@wait_timeout, @@autocommit")).one()
+    finally:
+        engine.dispose()
+    assert tuple(row) == (3, 0, 28800, 0)  # PyMySQL's default: autocommit off, as the issue says
+
+
+@needs_mariadb
+def test_a_restart_keeps_port_and_rows_and_ends_every_session(maria):
+    server = maria.embedded["mariadb"]
+    engine = mariadb_sql.monitor_engine(maria.mariadb())
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("create database if not exists restart_test"))
+            conn.execute(text("create table if not exists restart_test.t (v int) engine=innodb"))
+            conn.execute(text("insert into restart_test.t values (7)"))
+        lock = engine.connect()
+        assert lock.execute(text("select get_lock('restart-test', 0)")).scalar() == 1
+        before, port = server.pids, server.port
+        server.restart()
+        assert server.pids and not set(before) & set(server.pids) and server.port == port
+        assert mariadb_sql.lock_holder(engine, "restart-test") is None  # the lock went with its session
+        with engine.connect() as conn:
+            assert conn.execute(text("select v from restart_test.t")).scalars().all() == [7]
+            conn.execute(text("drop database restart_test"))
+        lock.invalidate()
+    finally:
+        engine.dispose()
+
+
+@needs_mariadb
+def test_a_killed_lab_takes_its_mariadb_with_it_and_the_next_run_removes_its_temp_dir():
+    """SIGKILL skips every cleanup handler; the parent-death signal still ends mariadbd."""
+    script = ("from lab.servers.services import start_services; import time\n"
+              "s = start_services(['mariadb'])\n"
+              "print(' '.join(str(p) for p in s.embedded['mariadb'].pids), flush=True)\n"
+              "print(s.tmp, flush=True)\n"
+              "time.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    [pid] = [int(p) for p in child.stdout.readline().split()]
+    left_behind = child.stdout.readline().strip()
+    assert psutil.Process(pid).name() == "mariadbd"
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    deadline = time.monotonic() + 15
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid)
+    try:
+        with start_services(["redis"]) as again:
+            assert [entry.split(" (")[0] for entry in again.swept] == [left_behind]
+    finally:
+        shutil.rmtree(left_behind, ignore_errors=True)
+
+
+@needs_mariadb
+def test_a_mariadb_the_lab_did_not_start_is_reached_by_its_url(maria):
+    """--mariadb-url (here the module's own server, as a user's): attached, not started, its version read."""
+    url = maria.mariadb().render_as_string(hide_password=False).replace("mariadb+pymysql://", "mysql://")
+    with start_services(["mariadb"], ExternalAddresses(mariadb_url=url)) as given:
+        assert not given.is_embedded("mariadb") and given.versions["mariadb"] == maria.versions["mariadb"]
+        assert "***" in given.describe()["mariadb"]["address"]
+
+
+def test_without_the_package_the_lab_says_so_in_one_line_and_starts_nothing(monkeypatch):
+    monkeypatch.setenv(SEARCH_PATH_VARIABLE, "")
+    with start_services(["mariadb"]) as none:
+        assert none.unavailable == {"mariadb": MISSING} and not none.embedded
+        from lab.errors import ServiceError
+
+        with pytest.raises(ServiceError, match="mariadb-server not installed"):
+            none.mariadb()
