@@ -368,18 +368,27 @@ def contested(facts: Facts) -> bool:
 
     The holder believes a run-level right from its grant until it asks to release it or hears it is gone
     (Right.believed_until); a right inside the write, and a write with no right at all (no lock, the control),
-    from the write's first statement until the holder hears how it ended (never, for a write that never ended).
+    from the write's first statement until it asks to COMMIT, or hears how the write ended (never, for a write
+    that never ended).
     A process with no lock takes the company when its write begins.
     """
     if not facts.rights and not facts.writes:
         return False
     holder = _first_holder(facts)
     windows = [(r.granted, r.believed_until) for r in facts.rights if r.process == holder and r.scope == RUN]
-    windows += [(w.begun, w.ended if w.ended is not None else float("inf")) for w in facts.writes
-                if w.process == holder and w.begun is not None]
+    windows += [(w.begun, _belief_end(w)) for w in facts.writes if w.process == holder and w.begun is not None]
     others = [r.granted for r in facts.rights if r.process != holder]
     others += [_took_company(facts, w) for w in facts.writes if w.process != holder and w.landed]
     return any(start < t < end for start, end in windows for t in others)
+
+
+def _belief_end(write: Write) -> float:
+    """When a write's holder stopped believing in its right inside the write: when it asked to COMMIT (the server may
+    let a waiter in from then on, before the holder hears its commit's answer), else when it heard how the write
+    ended, else never."""
+    if write.commit_asked is not None:
+        return write.commit_asked
+    return write.ended if write.ended is not None else float("inf")
 
 
 def _took_company(facts: Facts, write: Write) -> float:

@@ -99,28 +99,33 @@ def mutex_ops(history: list[Op]) -> list[MutexOp]:
     """
     inside_writes = _inside_writes(history)
     pending: dict[tuple[str, F], int] = {}
-    holding: set[str] = set()
-    unheld: set[int] = set()
+    holding: set[str] = set()  # processes granted a run-level hold the model has not ended yet
+    ended: set[str] = set()  # processes whose hold the model ended where their belief did (told, killed)
+    unheld: set[int] = set()  # release invokes asked after that: the model's release came earlier
     out: list[MutexOp] = []
     for i, op in enumerate(history):
         killed = op.get("kills") if op.f is F.FAULT else None
         if killed in holding:  # a killed holder believes nothing from then on
             holding.discard(killed)
+            ended.add(killed)
             out.append(MutexOp(i, killed, F.RELEASE, op.time, op.time, True))
             continue
         if op.process in inside_writes:
             continue
         if _ends_belief(op) and op.process in holding:
             holding.discard(op.process)
+            ended.add(op.process)
             out.append(MutexOp(i, op.process, F.RELEASE, op.time, op.time, True))
             continue
         if op.f not in (F.ACQUIRE, F.RELEASE):
             continue
-        if op.f is F.ACQUIRE and op.type is Type.OK and _scope(op) == "run":
+        if op.f is F.ACQUIRE and op.type is Type.INVOKE:
+            ended.discard(op.process)  # a new try: whatever it gets, a release after it is the model's again
+        elif op.f is F.ACQUIRE and op.type is Type.OK and _scope(op) == "run":
             holding.add(op.process)
         elif op.f is F.RELEASE and op.type is Type.INVOKE:
-            if op.process not in holding:
-                unheld.add(i)  # asked after its hold had already ended: a failure to release then is no op
+            if op.process in ended:
+                unheld.add(i)  # asked after its hold had ended in its belief: the model released it then
             holding.discard(op.process)
         key = (op.process, op.f)
         if op.type is Type.INVOKE:
@@ -129,7 +134,7 @@ def mutex_ops(history: list[Op]) -> list[MutexOp]:
             pending[key] = i
         else:
             invoke = pending.pop(key, None)
-            if not (invoke in unheld and op.type is Type.FAIL):
+            if invoke not in unheld:
                 out += _as_model(history, invoke, i)
     for invoke in pending.values():
         out += _as_model(history, invoke, None)

@@ -37,3 +37,10 @@ def store_losses(records: list[dict]) -> int:
     """How many of a cell's trials lost an acknowledged write (whatever the lock did)."""
     found = [answers(r) for r in records if r.get("status") == "ok"]
     return sum(1 for a in found if a is not None and a[Question.STORE] is Valid.FALSE)
+
+
+def lock_broke_with_store(record: dict) -> bool:
+    """Whether a trial lost an acknowledged write and its lock broke its promise too (two holders' writes in a split
+    brain): its words name the store's loss, the worst kind, but the failure is the lock's."""
+    found = answers(record)
+    return found is not None and found[Question.STORE] is Valid.FALSE and found[Question.LOCK] is Valid.FALSE

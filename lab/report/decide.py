@@ -278,13 +278,16 @@ def _listed(labels: list[str]) -> str:
     return "; ".join(f"*{label}*" for label in labels)
 
 
-def avoid_line(s: Standing) -> str:
-    """The first fault that rules it out with its trials, and how many more do (semicolons: a fault's name may
-    hold a comma)."""
-    failed = s.faults(Outcome.FAILED)
-    cell = s.cells[failed[0]]
-    more = f"; and under {len(failed) - 1} more" if len(failed) > 1 else ""
-    return f"- `{s.backend}`: {cell.text.split(' ', 1)[1]} under *{failed[0]}*{more}."
+def avoid_lines(avoid: list[Standing]) -> list[str]:
+    """The locks to avoid, grouped by the first fault that rules each out: one line per fault, each lock with what
+    that fault did to it and how many more faults failed it (the matrix has every cell)."""
+    grouped: dict[str, list[str]] = {}
+    for s in avoid:
+        failed = s.faults(Outcome.FAILED)
+        words = s.cells[failed[0]].text.split(" ", 1)[1].split(" · ")[0]
+        more = f", and {len(failed) - 1} more" if len(failed) > 1 else ""
+        grouped.setdefault(failed[0], []).append(f"`{s.backend}` ({words}{more})")
+    return [f"- *{label}*: {'; '.join(locks)}." for label, locks in grouped.items()]
 
 
 def situation(run: RunView, rows: dict[str, list[MatrixCell]]) -> list[str]:
@@ -362,8 +365,9 @@ def section_decide(run: RunView) -> str | None:
     avoid = [s for s in chosen.values() if s.count(Outcome.FAILED)]
     order = {b: i for i, b in enumerate(backends)}
     if avoid:
-        out += ["**Do not use** (the first fault that rules each out, with its trials; the matrix has every cell):", "",
-                *[avoid_line(s) for s in sorted(avoid, key=lambda s: order[s.backend])], ""]
+        out += ["**Do not use** (by the first fault that rules each out, with its trials and how many more faults "
+                "failed it; the matrix has every cell):", "",
+                *avoid_lines(sorted(avoid, key=lambda s: order[s.backend])), ""]
     return "\n".join(out)
 
 

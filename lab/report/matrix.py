@@ -15,7 +15,7 @@ from lab.columns import Column, FaultColumns
 from lab.harness.outcomes import Safety, SkipKind, exercised_of, judgement_of, safety_of, skip_of
 from lab.harness.verdict import Kind
 from lab.post_role import PostRole
-from lab.report.charge import charged_to_store
+from lab.report.charge import charged_to_store, lock_broke_with_store
 from lab.report.charts import matrix_chart
 from lab.report.common import backend_with_role, md_table, ordered_backends, with_capability
 from lab.report.compare import safety_set
@@ -148,6 +148,8 @@ def judge_in_column(records: list[dict], control: list[dict], is_control: bool =
         return replace(cell, mark=Mark.CONTROL, text=f"control: {words.split(' · ')[0]}", bound=None)
     if cell.mark is Mark.FAILED and charged_to_store(records, control):
         return replace(cell, mark=Mark.STORE, text=f"◆ store: {cell.text.removeprefix('✗ ')}")
+    if cell.mark is Mark.FAILED and any(lock_broke_with_store(r) for r in records):
+        return replace(cell, text=f"{cell.text}, the lock's exclusion broken too")  # the lock's failure, said so
     return cell
 
 

@@ -74,7 +74,7 @@ def test_the_same_loss_with_exclusion_broken_is_still_the_locks():
     trials = GOOD + split_brain(xact_exclusion_broken=True)
     assert cells(trials, "xact")["split brain"].mark is Mark.FAILED
     text = section_decide(RunView.of(trials, META))
-    assert "use `xact`" not in text and "- `xact`: acknowledged write lost 1/1 under *split brain*." in text
+    assert "use `xact`" not in text and "- *split brain*: `xact` (acknowledged write lost 1/1, the lock's exclusion broken too)." in text
 
 
 def test_a_loss_the_control_did_not_suffer_is_not_charged_to_the_store():

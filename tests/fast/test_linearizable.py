@@ -341,3 +341,15 @@ def test_a_failed_release_ends_the_hold_where_the_holder_asked():
     """The holder asked to release and heard the lock was gone: it no longer believed it held from then on."""
     history = timed([*grant(0.0, "holder"), *release(1.0, "holder", FAIL), *grant(2.0, "contender")])
     assert check_mutex(history).valid is Valid.TRUE
+
+
+def test_a_holder_warned_then_releasing_normally_is_a_mutex():
+    """kazoo's SUSPENDED is a told: the holder's belief ends there, and its session may still resume. Its release
+    that succeeds later, with nobody else granted meanwhile, is no violation (a trial of the reference read it so)."""
+    history = timed([*grant(0.0, "holder"), op(0.3, "holder", OK, F.TOLD, how="callback", text="SUSPENDED"),
+                     *refused(1.9, "contender"), *release(3.8, "holder")])
+    assert check_mutex(history).valid is Valid.TRUE
+
+
+def refused(t, process):
+    return [op(t - 0.001, process, I, F.ACQUIRE), op(t, process, FAIL, F.ACQUIRE)]

@@ -127,7 +127,7 @@ def test_the_decision_page_counts_only_exercised_faults_and_a_planted_failure_mo
     planted = trials[:2] + [lease("restart", "etcd_fenced", "stale write accepted", exercised=True)]
     text = section_decide(RunView.of(planted, DECLARED))
     assert "use `etcd_fenced`" not in text and "no lock measured here qualifies" in text
-    assert "- `etcd_fenced`: stale write accepted 1/1 under *lock server restarted*." in text
+    assert "- *lock server restarted*: `etcd_fenced` (stale write accepted 1/1)." in text
     # An older run that never recorded whether a fault took the right away: nothing is claimed as exercised.
     older = [{k: v for k, v in t.items() if k != "exercised"} for t in trials]
     assert "use `etcd_fenced`" not in section_decide(RunView.of(older, DECLARED))
@@ -164,7 +164,7 @@ def test_do_not_use_counts_a_lock_lost_with_no_write_to_judge_as_a_failure():
     trials = [lease("pause", "session_autocommit", "held", exercised=False),
               trial("cases", "session_autocommit", "idle_session", "lost", safety="untested", exercised=True)]
     text = section_decide(RunView.of(trials, DECLARED))
-    assert "- `session_autocommit`: lost 1/1 under *idle_session_timeout*." in text
+    assert "- *idle_session_timeout*: `session_autocommit` (lost 1/1)." in text
 
 
 # --- why not just...? -------------------------------------------------------------------------------------
@@ -395,7 +395,7 @@ def test_a_lost_lock_with_no_write_is_its_own_mark_and_keeps_a_lock_off_the_deci
     assert "- `session_autocommit`" in section_decide(RunView.of(whole, DECLARED))
     text = section_decide(RunView.of(whole + [cases], DECLARED))
     assert "use `session_autocommit`" not in text  # a lock lost while its holder believed it held is a failure
-    assert "- `session_autocommit`: lost 1/1 under *idle_session_timeout*." in text.split("Do not use", 1)[1]
+    assert "- *idle_session_timeout*: `session_autocommit` (lost 1/1)." in text.split("Do not use", 1)[1]
     matrix = section_matrix(RunView.of(whole + [cases]))
     assert "⚠ *lost*" in matrix and "⚠ *lost*" not in section_matrix(RunView.of(whole))  # a legend only when shown
 
