@@ -252,22 +252,30 @@ class Latency(Scenario):
         start, end = threading.Barrier(workers + 1), threading.Barrier(workers + 1)
         length = env.params["window_s"] / SLICES
         going = [True]
+        raised: list[BaseException] = []
 
         def work(i: int) -> None:
             backend = instances[i]
-            while True:
-                start.wait()
-                if not going[0]:
-                    return
-                until = time.perf_counter() + length
-                while time.perf_counter() < until and not env.stop.is_set():
-                    t0 = time.perf_counter()
-                    if backend.acquire():
-                        backend.release()
-                        cycles[i].append(time.perf_counter() - t0)
-                    else:
-                        refused[i] += 1
-                end.wait()
+            try:
+                while True:
+                    start.wait()
+                    if not going[0]:
+                        return
+                    until = time.perf_counter() + length
+                    while time.perf_counter() < until and not env.stop.is_set():
+                        t0 = time.perf_counter()
+                        if backend.acquire():
+                            backend.release()
+                            cycles[i].append(time.perf_counter() - t0)
+                        else:
+                            refused[i] += 1
+                    end.wait()
+            except threading.BrokenBarrierError:
+                return  # another worker raised, or the window closed: its error is the trial's
+            except BaseException as error:  # noqa: BLE001 - a worker's error ends the trial, it must not hang it
+                raised.append(error)
+                start.abort()
+                end.abort()
 
         elapsed = [0.0]
 
@@ -287,9 +295,14 @@ class Latency(Scenario):
                 backend.release()
             for thread in threads:
                 thread.start()
-            slices, precision = repeat(rule(SLICES, SLICE_RULE), one_slice)
-            going[0] = False
-            start.wait()
+            try:
+                slices, precision = repeat(rule(SLICES, SLICE_RULE), one_slice)
+                going[0] = False
+                start.wait()
+            except threading.BrokenBarrierError:
+                if raised:
+                    raise raised[0] from None  # a worker's acquire or release raised: the trial errors with it
+                raise
             for thread in threads:
                 thread.join()
         finally:

@@ -96,6 +96,10 @@ class RedBeatLock(LeaseBackend):
             self.scheduler.close()
 
     def _try_acquire(self) -> int | None:
+        if self.scheduler.lock is not None and not self._owned():
+            # A receiver left waiting by an earlier "not yet" got the lock while nobody kept it alive, and it lapsed:
+            # a beat that finds its lock gone starts again, as the library's tick() would make it stop.
+            self._on_beat(self.scheduler.close)
         if self.scheduler.lock is None and (self._starting is None or self._starting.done()):
             self._starting = self._thread.submit(self._start_beat)
         if self._starting is not None:
