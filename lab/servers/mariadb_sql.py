@@ -128,7 +128,7 @@ def session_state(monitor: Engine, connection: int | None) -> str:
     The transaction is read from SHOW ENGINE INNODB STATUS, which InnoDB writes when asked: its
     information_schema.innodb_trx comes from a cache that is refreshed only once nobody has read it for 100 ms
     (trx0i_s.cc, can_cache_be_updated), so under the lab's polling it can stay stale for a whole trial."""
-    command = _command(monitor, connection)
+    command = _settled_command(monitor, connection)
     if command is None:
         return "gone"
     if command != "Sleep":
@@ -148,6 +148,19 @@ def innodb_transactions(monitor: Engine) -> dict[int, bool]:
         if thread is not None and "not started" not in block.partition("\n")[0]:
             found[int(thread.group(1))] = "LOCK WAIT" in block
     return found
+
+
+def _settled_command(monitor: Engine, connection: int | None, within: float = 0.5, every: float = 0.01) -> str | None:
+    """The session's COMMAND once its last statement has finished on the server: MariaDB sends a statement's
+    result before it sets the thread back to 'Sleep', so a client that has its answer can still be listed as
+    'Query' for a moment (seen once in CI: the holder read 'Query' right after its GET_LOCK returned). A session
+    that still works after `within` is reported as it is."""
+    deadline = time.monotonic() + within
+    command = _command(monitor, connection)
+    while command == "Query" and time.monotonic() < deadline:
+        time.sleep(every)  # no event says a statement's thread went back to sleep: the processlist is asked again
+        command = _command(monitor, connection)
+    return command
 
 
 def _command(monitor: Engine, connection: int | None) -> str | None:
