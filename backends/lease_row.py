@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-import select
 import threading
 from typing import Any
 
@@ -14,6 +13,7 @@ from backends._fence import FENCES_DDL
 from backends._lease import LeaseBackend
 from backends.base import BareCall
 from lab.capabilities import Capability
+from lab.readable import readable
 from lab.harness.workload import SCHEMA
 from lab.servers.clients import pg_engine
 
@@ -153,7 +153,7 @@ def _closed_by_server(raw, dialect) -> str | None:
     """
     if raw.closed:
         return "the connection is closed"
-    if not select.select([raw.fileno()], [], [], 0)[0]:
+    if not readable(raw.fileno(), 0):
         return None
     try:
         dialect.do_ping(raw)

@@ -384,9 +384,10 @@ class DelayQueue:
         self._proc.stdin.flush()
 
     def _answer(self, within_s: float) -> dict:
+        from lab.readable import readable  # the parent's side: the queue process keeps to the stdlib
+
         assert self._proc is not None and self._proc.stdout is not None
-        readable, _, _ = select.select([self._proc.stdout], [], [], within_s)
-        line = self._proc.stdout.readline() if readable else b""
+        line = self._proc.stdout.readline() if readable(self._proc.stdout, within_s) else b""
         if not line:
             raise QueueUnavailable(f"the holding process said nothing within {within_s:g} s: {self._stderr()}")
         return json.loads(line)
@@ -417,7 +418,8 @@ class DelayQueue:
     def release(self) -> dict:
         """Let every held packet through now and end the process (idempotent): its report. Call it once the rules
         that feed the queues are gone: a packet parked after the last read would be dropped with the queue."""
-        from lab.servers.processes import kill_and_close  # the parent's side: the queue process keeps to the stdlib
+        from lab.readable import readable  # the parent's side: the queue process keeps to the stdlib
+        from lab.servers.processes import kill_and_close
 
         if self._proc is None:
             return self.report or {}
@@ -427,8 +429,7 @@ class DelayQueue:
                 assert proc.stdin is not None and proc.stdout is not None
                 proc.stdin.write(b'{"release": true}\n')
                 proc.stdin.flush()
-                readable, _, _ = select.select([proc.stdout], [], [], 10)
-                line = proc.stdout.readline() if readable else b""
+                line = proc.stdout.readline() if readable(proc.stdout, 10) else b""
                 self.report = json.loads(line) if line else {"error": "the holding process did not report"}
                 proc.wait(10)
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:

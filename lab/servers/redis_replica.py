@@ -67,18 +67,28 @@ class RedisWithReplica:
             replica.close()
 
     def wait_in_sync(self, within: float = SYNC_WITHIN) -> None:
-        """Until the replica's link is up and it has every byte the primary has written."""
-        replica = self.client(self.replica)
+        """Until the replica's link is up and it has every byte the primary had written when asked (the target is
+        read once: a primary that keeps taking writes would otherwise keep moving it)."""
+        primary, replica = self.client(self.primary), self.client(self.replica)
+        target, info = None, {}
         try:
             deadline = time.monotonic() + within
             while time.monotonic() < deadline:
-                if replica.info("replication").get("master_link_status") == "up" and \
-                        self.offsets()["replica_behind"] <= 0:
+                try:
+                    if target is None:
+                        target = primary.info("replication")["master_repl_offset"]
+                    info = replica.info("replication")
+                except Exception:  # a server still starting
+                    info = {}
+                have = info.get("slave_repl_offset", -1)
+                if target is not None and info.get("master_link_status") == "up" and have >= target:
                     return
                 time.sleep(0.02)  # nothing announces that a replica caught up: ask again
         finally:
+            primary.close()
             replica.close()
-        raise ServiceError(f"the Redis replica did not catch up with its primary within {within:.0f} s")
+        raise ServiceError(f"the Redis replica did not catch up with its primary within {within:.0f} s (link "
+                           f"{info.get('master_link_status')}, at {info.get('slave_repl_offset')} of {target})")
 
     def hold_back(self) -> int:
         """Blackhole the replication link; returns the bytes it had carried (0: the replica never synced)."""
