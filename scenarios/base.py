@@ -22,15 +22,15 @@ from sqlalchemy.engine import Engine
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
 from lab.capabilities import Capability
+from lab.checkers import ops
+from lab.checkers.judge import judge
+from lab.checkers.outcomes import Safety
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultColumns
 from lab.errors import Interrupted, LockLost
-from lab.harness import ops
-from lab.harness.judge import judge
-from lab.harness.outcomes import Safety
-from lab.harness.verdict import Verdict
-from lab.harness.workload import CompanyTable, table_name
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
+from lab.workload.table import CompanyTable, table_name
 
 if TYPE_CHECKING:
     from scenarios.events import EventEnv, EventOutcome
@@ -402,7 +402,7 @@ class Scenario(ABC):
 
     def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
         """Whether a planned trial must still run, given the ok records of the trials finished so far: False once
-        the figures it would repeat are precise enough (lab/harness/precision.py). By default every trial of the
+        the figures it would repeat are precise enough (lab/measures/precision.py). By default every trial of the
         profile's count runs, and one of the sequential rule's extra trials only while its cell is unsettled
         (settled()); a scenario whose repetitions are trials of their own (the cost table) overrides it."""
         floor = self.floor_trials(profile, spec.variant)
@@ -501,7 +501,7 @@ class Scenario(ABC):
         raise NotImplementedError(f"{self.name} strikes its fault once per trial (fault_reach {self.fault_reach.value})")
 
     def judge(self, measures: dict, backend_cls: type[Backend]) -> Verdict | None:
-        """The trial's typed verdict from the one set of checkers (lab/harness/judge.py): a scenario whose
+        """The trial's typed verdict from the one set of checkers (lab/checkers/judge.py): a scenario whose
         measures carry a `history` and a `final` table returns judged(measures, backend_cls); None for one
         that measures cost or throughput, not safety, and words its own outcome in verdict()."""
         return None

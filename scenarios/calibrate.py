@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 
 from lab.capabilities import Capability
+from lab.checkers import ops
+from lab.checkers.judge import detection
+from lab.checkers.ops import F, Recorder, Type
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.faults import TerminateSession
-from lab.harness import ops
-from lab.harness.judge import detection
-from lab.harness.ops import F, Recorder, Type
-from lab.harness.verdict import Verdict
 from lab.servers import sessions
 from scenarios.base import ALONE, Scenario, TrialEnv, judged
 

@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from lab.capabilities import Capability
-from lab.harness.checkers import company_whole
+from lab.checkers.measure_level import company_whole
 from scenarios.base import ALONE, Scenario, TrialEnv
 
 DESIGNS = ("no_index", "adjacent_ids", "spread_ids")

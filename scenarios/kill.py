@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.faults import terminate_confirmed
-from lab.harness.verdict import Verdict
 from lab.servers import sessions
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged

@@ -30,24 +30,24 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
+from lab.checkers.history import History
+from lab.checkers.keepalive import ends_as_estimated
+from lab.checkers.outcomes import DoesNotRun
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.errors import Interrupted, LabError
 from lab.faults import Target
 from lab.faults.net_drop import NetDrop as DropFault
-from lab.harness.history import History
-from lab.harness.holder import HolderProcess
-from lab.harness.job import run_job
-from lab.harness.keepalive import ends_as_estimated
-from lab.harness.measures import NetDropMeasures
-from lab.harness.outcomes import DoesNotRun
-from lab.harness.verdict import Verdict
-from lab.harness.workload import COMPANY_SIZE, ensure_schema
+from lab.holder.process import HolderProcess
+from lab.measures.shapes import NetDropMeasures
 from lab.servers import pg
 from lab.servers.embedded import EmbeddedPostgres
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
 from lab.servers.pg import KEEPALIVE_SQL, dispose, keepalive_estimate, trial_engines
 from lab.servers.pg_template import template_for
+from lab.workload.job import run_job
+from lab.workload.table import COMPANY_SIZE, ensure_schema
 from scenarios._lease_faults import COMPANY, holder_measures
 from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv, judged
 

@@ -19,9 +19,9 @@ from typing import cast
 from sqlalchemy import text
 
 from backends.base import BatchRebuilder
-from lab.harness.precision import Rule
-from lab.harness.workload import CompanyTable, table_name
+from lab.measures.precision import Rule
 from lab.post_role import PostRole
+from lab.workload.table import CompanyTable, table_name
 from scenarios.base import ALONE, Scenario, TrialEnv, TrialSpec
 
 ROWS = 220  # rows per company in the post's cost runs

@@ -41,18 +41,18 @@ from pathlib import Path
 
 import backends
 from lab import faults
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
-from lab.exposure import OFF, ON, YES, Trait, when
 from lab.errors import Interrupted
+from lab.exposure import OFF, ON, YES, Trait, when
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
-from lab.harness.verdict import Verdict
-from lab.harness.workload import ensure_schema
 from lab.servers.clients import parse_pg_dsn
 from lab.servers.embedded import EmbeddedPostgres
+from lab.servers.owner import mark_owner
 from lab.servers.pg import dispose, trial_engines
 from lab.servers.sentinel import SENTINELS, SentinelRedis, SentinelSettings
-from lab.servers.owner import mark_owner
+from lab.workload.table import ensure_schema
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event

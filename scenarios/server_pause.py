@@ -15,10 +15,10 @@ import time
 import psutil
 
 import backends
+from lab.checkers.outcomes import NotRun
 from lab.columns import Column, FaultFamily
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.faults.own_server import OwnLockServer
-from lab.harness.outcomes import NotRun
 from lab.servers.abilities import Pausable, RedlockMasters
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import TrialSpec

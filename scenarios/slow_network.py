@@ -23,18 +23,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import backends
+from lab.checkers.outcomes import DoesNotRun
 from lab.columns import Column, FaultFamily
 from lab.errors import LabError
 from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, SlowNetworkFault
-from lab.harness.measures import LeaseFaultMeasures
-from lab.harness.outcomes import DoesNotRun
-from lab.harness.workload import ensure_schema
+from lab.measures.shapes import LeaseFaultMeasures
 from lab.servers.clients import parse_pg_dsn
 from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters
 from lab.servers.netns import Bridge, NamespaceUnavailable, NetNamespace
 from lab.servers.pg import dispose, trial_engines
 from lab.servers.services import SERVICE_NAMES, Services
 from lab.servers.slow_link import LinkUnavailable, SlowLink, unavailable_reason
+from lab.workload.table import ensure_schema
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
 from scenarios.base import OWN_SERVERS, Skip, TrialEnv
 

@@ -20,12 +20,12 @@ from sqlalchemy.engine import Engine
 import backends
 from backends.base import Backend
 from lab.capabilities import Capability
-from lab.harness import ops
-from lab.harness.ops import F, Recorder, Type
-from lab.harness.verdict import Verdict
-from lab.harness.workload import COMPANY_SIZE, CompanyTable
+from lab.checkers import ops
+from lab.checkers.ops import F, Recorder, Type
+from lab.checkers.verdict import Verdict
 from lab.servers import sessions
 from lab.servers.stores import SQL_STORES, idle_transaction_guard, store_engine
+from lab.workload.table import COMPANY_SIZE, CompanyTable
 from scenarios.base import ALONE, Scenario, TrialEnv, judged
 
 COMPANY = 1

@@ -27,10 +27,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from lab.checkers.outcomes import DoesNotRun
 from lab.columns import Column, FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
-from lab.harness.outcomes import DoesNotRun
 from lab.servers import zookeeper
 from lab.servers.abilities import PartitionsMembers
 from lab.servers.owner import mark_owner

@@ -15,12 +15,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 import backends
 from lab import waves as capacity_plan
 from lab.errors import Interrupted
-from lab.harness.contract import describe_error
 from lab.progress import ScenarioProgress
 from lab.runner import records
 from lab.runner.context import RunContext
 from lab.runner.records import Started, TrialRecord
 from lab.runner.trials import WAIT_POLL_S, Finished, TrialFloor, let_stop, record_skipped
+from lab.workload.contract import describe_error
 from scenarios.base import Scenario, Skip
 from scenarios.events import EventEnv, EventOutcome, EventSpec, SubjectOutcome, event_record_fields, plan_events
 

@@ -14,10 +14,10 @@ from rich.console import Console
 import backends
 import scenarios
 from lab import waves as capacity_plan
-from lab.harness.contract import describe_error
-from lab.harness.outcomes import DoesNotRun
+from lab.checkers.outcomes import DoesNotRun
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import ExternalAddresses, Services
+from lab.workload.contract import describe_error
 from scenarios.base import FaultReach, Scenario, TrialSpec
 from scenarios.events import plan_events
 

@@ -17,23 +17,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 import backends
 from lab import host_cpu
 from lab import waves as capacity_plan
-from lab.harness import holder_forks
-from lab.harness.workload import drop_schema, ensure_schema
+from lab.holder import forks
 from lab.progress import ScenarioProgress, wall_over_bound
 from lab.provenance import run_meta
 from lab.quiet import LibraryNoise
 from lab.results import RunFolder
 from lab.runner.context import RunContext
+from lab.runner.events import event_alone, event_cost, run_events
 from lab.runner.lanes import composed, run_lanes, schedule
 from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
 from lab.runner.resume import resumed
-from lab.runner.events import event_alone, event_cost, run_events
 from lab.runner.stores import close_stores, open_stores
 from lab.runner.trials import run_trials
 from lab.servers import pg
 from lab.servers.capacity import Capacity, SessionSampler, read_capacity
 from lab.servers.clients import redact
 from lab.servers.services import SERVICE_NAMES, Services, start_services
+from lab.workload.table import drop_schema, ensure_schema
 from scenarios.base import OWN_SERVERS, FaultReach, Scenario, TrialSpec
 from scenarios.events import plan_events
 
@@ -101,7 +101,7 @@ class Runner:
         stores = open_stores(plan, services, self.request.backends)
         sampler = SessionSampler(services.pg())
         # Holders forked from one process that imported once, their backends' libraries too.
-        holder_forks.open_server([backends.entry(name) for name in self.request.backends])
+        forks.open_server([backends.entry(name) for name in self.request.backends])
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
@@ -116,7 +116,7 @@ class Runner:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
                 _record_run_bound(folder, phases, time.monotonic() - started, host.stolen(), self.console)
         finally:
-            holder_forks.close_server()
+            forks.close_server()
             sampler.close()
             if not self.stop.is_set():
                 drop_schema(monitor)

@@ -17,11 +17,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 import backends
 from lab import waves as capacity_plan
 from lab.errors import Interrupted
-from lab.harness.contract import describe_error
 from lab.progress import ScenarioProgress
 from lab.runner import records
 from lab.runner.context import RunContext
 from lab.runner.records import Started, TrialRecord
+from lab.workload.contract import describe_error
 from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
 
 WAIT_POLL_S = 0.2  # a short wait keeps the main thread responsive to Ctrl-C

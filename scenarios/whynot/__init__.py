@@ -24,7 +24,7 @@ other's locks, three at once.
 
 from __future__ import annotations
 
-from lab.harness.outcomes import Safety
+from lab.checkers.outcomes import Safety
 from scenarios.base import ALONE, Scenario, TrialEnv, TrialSpec
 from scenarios.whynot.backstop import Backstop
 from scenarios.whynot.base import Experiment

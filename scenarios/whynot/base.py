@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from backends.base import Backend
 from lab.capabilities import Capability
-from lab.harness.outcomes import Safety
+from lab.checkers.outcomes import Safety
 from scenarios.base import TrialEnv
 
 

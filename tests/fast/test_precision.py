@@ -5,7 +5,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from lab.harness.precision import Rule, describe, repeat
+from lab.measures.precision import Rule, describe, repeat
 from scenarios.base import TrialSpec
 
 RULE = Rule(tolerance=0.05, floor=3, cap=8)
