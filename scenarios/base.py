@@ -433,7 +433,7 @@ class Scenario(ABC):
 
     def at_once(self, profile: str, costs: Sequence[int], sessions: int | None) -> int:
         """The most trials that can run together: parallelism(), and no more than fit in the sessions the
-        server allows the scenario (lab/waves.py), the cheapest first."""
+        server allows the scenario (lab/runner/waves.py), the cheapest first."""
         limit = max(1, self.parallelism(profile))
         if sessions is None:
             return limit
@@ -477,7 +477,7 @@ class Scenario(ABC):
 
     def pg_sessions(self, backend_cls: type[Backend], profile: str) -> int:
         """PostgreSQL sessions one trial of this backend holds at most: its lock's, its runs' writes, the
-        observer's. The runner fits trials at once to what the server allows (lab/waves.py); a run
+        observer's. The runner fits trials at once to what the server allows (lab/runner/waves.py); a run
         records the peak it saw beside this, so an estimate too low shows in meta.json."""
         return 4 if backend_cls.lock_service == "postgres" else 2
 

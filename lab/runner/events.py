@@ -13,11 +13,11 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import backends
-from lab import waves as capacity_plan
 from lab.errors import Interrupted
-from lab.progress import ScenarioProgress
+from lab.runner import waves as capacity_plan
 from lab.runner import records
 from lab.runner.context import RunContext
+from lab.runner.progress import ScenarioProgress
 from lab.runner.records import Started, TrialRecord
 from lab.runner.trials import WAIT_POLL_S, Finished, TrialFloor, let_stop, record_skipped
 from lab.workload.contract import describe_error

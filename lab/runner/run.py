@@ -16,16 +16,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 import backends
 from lab import host_cpu
-from lab import waves as capacity_plan
 from lab.holder import forks
-from lab.progress import ScenarioProgress, wall_over_bound
 from lab.provenance import run_meta
 from lab.quiet import LibraryNoise
 from lab.results import RunFolder
+from lab.runner import waves as capacity_plan
 from lab.runner.context import RunContext
 from lab.runner.events import event_alone, event_cost, run_events
 from lab.runner.lanes import composed, run_lanes, schedule
 from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
+from lab.runner.progress import ScenarioProgress, wall_over_bound
 from lab.runner.resume import resumed
 from lab.runner.stores import close_stores, open_stores
 from lab.runner.trials import run_trials

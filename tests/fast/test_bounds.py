@@ -10,9 +10,9 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
-from lab.progress import ScenarioProgress
 from lab.report.meta import bound_rows
 from lab.runner.lanes import composed, schedule
+from lab.runner.progress import ScenarioProgress
 from lab.runner.trials import finished_floor
 from scenarios.base import ALONE, OWN_SERVERS, SHARED, Scenario, TrialEnv, TrialSpec, makespan_floor
 

@@ -22,7 +22,7 @@ LAYERS = {
     "scenarios": ("scenarios",),
     "report": ("lab.report",),
     "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.doctor_mariadb", "lab.provenance",
-            "lab.contract", "lab.waves", "lab.quiet", "lab.progress", "lab.reference", "lab.survey"),
+            "lab.contract", "lab.quiet", "lab.reference", "lab.survey"),
 }
 # Which layers each may import. The checkers are pure functions of what a trial recorded: the lab's base and
 # nothing else. The measures' shapes and rules read the checkers' vocabulary; the workload and the holder reach

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.progress import Progress, TextColumn
 
 import scenarios
-from lab.progress import ScenarioProgress
+from lab.runner.progress import ScenarioProgress
 
 
 def plain_progress(total, estimate, at_once=1):

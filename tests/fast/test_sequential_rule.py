@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab import waves
+from lab.runner import waves
 from scenarios.base import TrialSpec, settled
 from scenarios.pause import Pause
 
