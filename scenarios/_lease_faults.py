@@ -31,6 +31,7 @@ from lab.errors import LabError
 from lab.faults import Fault, Target
 from lab.holder.process import HolderProcess
 from lab.measures.shapes import LeaseFaultMeasures
+from lab.pacing import Pacing
 from lab.servers.clients import pg_engine
 from lab.servers.services import Services
 from lab.servers.stores import SQL_STORES, idle_transaction_guard
@@ -298,8 +299,8 @@ class LeaseFaultScenario(Scenario):
     fault: str | type[Fault]
     faults: dict[str, str | type[Fault]] = {}
     # A lease fault's outcome can vary with timing (a contender in before or after the lapse, a renewal that
-    # beat the pause): a cell whose trials disagree runs up to three more (Scenario.extra_trials_when_varied).
-    extra_trials_when_varied = 3
+    # beat the pause): a cell whose trials disagree runs up to three more (Pacing.extra_trials_when_varied).
+    pacing = Pacing(extra_trials_when_varied=3)
 
     def fault_of(self, variant: str) -> str | type[Fault]:
         return self.faults.get(variant, self.fault)

@@ -68,6 +68,7 @@ from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFaul
 from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
 from lab.measures.promotion import PromotionProbe, create_probe_table
 from lab.measures.promotion import connect as promotion_connect
+from lab.pacing import Lane
 from lab.servers.clients import pg_hosts
 from lab.servers.health_router import PrimaryRouter
 from lab.servers.identity import primary_identity
@@ -78,7 +79,7 @@ from lab.workload.table import ensure_schema
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
-from scenarios.base import OWN_SERVERS, FaultReach, Skip, TrialEnv
+from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_event
 
 SETTLE_WITHIN_S = 60.0  # after the heal: the old primary demoted, rewound and streaming again
@@ -100,7 +101,8 @@ ASYNC_SPLIT_BRAIN = SPLIT_BRAIN + (when(Trait.SYNCHRONOUS_MODE, OFF), when(Trait
 
 class Patroni(LeaseFaultScenario):
     name = "patroni"
-    lane = OWN_SERVERS  # a Patroni cluster of each event's own: runs beside the run's other scenarios
+    # A Patroni cluster of each event's own: runs beside the run's other scenarios.
+    pacing = replace(LeaseFaultScenario.pacing, lane=Lane.OWN_SERVERS)
     fault_reach = FaultReach.ONE_EVENT  # one split brain (or crash, cut, switchover) serves every backend
     control = "failover"  # its scripted counterpart, which the report puts beside it
     summary = ("the lock's PostgreSQL under Patroni: its postgres crashed, its agent paused past the ttl (split "

@@ -25,6 +25,7 @@ from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.errors import LabError
 from lab.exposure import Trait, when
+from lab.pacing import Pacing
 from lab.servers.clients import pg_engine
 from lab.servers.pgbouncer import MISSING, PgBouncer, find_pgbouncer
 from lab.servers.pooler_settings import refusal
@@ -45,7 +46,8 @@ EXTERNAL = ("needs a PostgreSQL the lab started: its own PgBouncer keeps the ser
 
 class Pooler(Scenario):
     name = "pooler"
-    extra_trials_when_varied = 3  # the sequential rule: a cell whose trials disagree runs up to three more
+    # The sequential rule: a cell whose trials disagree runs up to three more.
+    pacing = Pacing(extra_trials_when_varied=3)
     summary = ("every PostgreSQL lock and its writes through the lab's own PgBouncer, session and transaction "
                "pooling, more clients than server sessions")
     variants = tuple(MODES)
