@@ -53,4 +53,6 @@ class Pacing:
     repeats: Repeats = Repeats.PROFILE
     # The sequential rule (DESIGN.md, "Strength"): how many more trials a cell may run when its profile's trials
     # disagree (kinds or exercised differ) and none failed. 0: every cell runs its profile's trials, no more.
+    # A trial beyond them starts only once the cell's first ones have finished (later()), and is dropped when they
+    # agree or one failed (needed()): a failure found stands, and an agreeing cell is settled.
     extra_trials_when_varied: int = 0

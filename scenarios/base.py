@@ -199,6 +199,7 @@ class FaultReach(Enum):
     # its own and judged on its own history (scenarios/events.py): the fault is the same for all of them.
     ONE_EVENT = "one event for many subjects"
 
+
 class Scenario(ABC):
     """Base of every experiment; subclasses fill the class attributes and two methods."""
 
