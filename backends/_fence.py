@@ -13,7 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from backends._writes import CommitWindow
 from backends.base import Point, RebuildResult, no_point
-from lab.harness.workload import SCHEMA, CompanyTable
+from lab.workload.table import SCHEMA, CompanyTable
 
 FENCES = f"{SCHEMA}.fences"
 FENCES_DDL = (f"create table if not exists {FENCES} (lock_key text not null, company_id int not null, "

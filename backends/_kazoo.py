@@ -5,7 +5,7 @@ ZooKeeper deletes it when the session that made it ends. A session lives while i
 the session timeout (kazoo does that from its connection thread, every third of the timeout), so the
 right is a lease whose TTL is the session timeout. kazoo's documentation says to add a connection
 state listener and react to SUSPENDED (the connection dropped: the lock may be lost) and LOST (the
-session expired: it is lost). The listener here reports each one to the holder (lab/harness/told.py)
+session expired: it is lost). The listener here reports each one to the holder (lab/checkers/told.py)
 and changes nothing: what the application then does is the application's.
 
 held() and release() ask the server whether the lock's node still exists and belongs to this client's
@@ -26,8 +26,8 @@ from kazoo.protocol.states import KazooState
 from backends._lease import LeaseBackend
 from backends.base import BareCall
 from lab.capabilities import Capability
+from lab.checkers import told
 from lab.errors import LockLost
-from lab.harness import told
 from lab.servers import zookeeper
 
 LOCKS = "/locklab"  # every lab lock's parent znode

@@ -21,8 +21,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from backends.base import Point, RebuildResult, describe_error, no_point
-from lab.harness.statements import Statement
-from lab.harness.workload import CompanyTable
+from lab.workload.statements import Statement
+from lab.workload.table import CompanyTable
 
 _XACT_LOCK = Statement("select pg_advisory_xact_lock(hashtextextended(:k, 0))")
 

@@ -15,15 +15,15 @@ from backends._writes import write_transaction
 from backends.base import CAPABILITIES, Backend, BareCall, Capability, NoRunLock
 from backends.external import ExternalLock
 from lab.errors import LockLost
-from lab.harness.contract import (
+from lab.servers.clients import pg_engine, redis_client
+from lab.workload.contract import (
            POINTS,
            BackendContext,
            Point,
            RebuildResult,
            describe_error,
 )
-from lab.harness.workload import CompanyTable, no_point
-from lab.servers.clients import pg_engine, redis_client
+from lab.workload.table import CompanyTable, no_point
 
 __all__ = ["Backend", "NoRunLock", "ExternalLock", "BareCall", "BackendContext", "RebuildResult", "Point", "POINTS", "CAPABILITIES", "Capability",
            "LockLost", "FenceRejected", "write_transaction", "fenced_write", "describe_error", "CompanyTable",

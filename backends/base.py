@@ -13,22 +13,22 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Callable, ClassVar, Protocol
 
-# The types a backend exchanges with the lab live one layer down, in lab.harness.contract, so the
-# harness (a run's job, a holder process) needs no backend; they are re-exported here and in
+# The types a backend exchanges with the lab live one layer down, in lab.workload.contract, so a
+# run's job and a holder process (lab/workload, lab/holder) need no backend; they are re-exported here and in
 # backends.api for plugin authors.
 from lab.capabilities import Capability, describe
 from lab.post_role import PostRole
+from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.services import Services
 from lab.where import Where
-from lab.harness.contract import (  # noqa: F401
+from lab.workload.contract import (  # noqa: F401
     POINTS,
     BackendContext,
     Point,
     RebuildResult,
     describe_error,
 )
-from lab.harness.workload import CompanyTable, no_point  # noqa: F401  (re-exported for backends)
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
-from lab.servers.services import Services
+from lab.workload.table import CompanyTable, no_point  # noqa: F401  (re-exported for backends)
 
 # Capabilities a backend may declare, and what each promises (lab/capabilities.py holds them).
 CAPABILITIES = describe()

@@ -1,6 +1,6 @@
 """A lock held by a program in another language: the lab speaks the holder protocol to a declared command.
 
-A new language's lock is a small program (lab/harness/holder_protocol.py says what it answers) and a
+A new language's lock is a small program (lab/holder/protocol.py says what it answers) and a
 declaration: a subclass naming its command, its folder, its language and library, and what it is
 (capabilities, services), as any backend does. The program holds the lock with its own library on
 the addresses it is given; the lab does the writes through its own workload, with the token the
@@ -24,7 +24,7 @@ from backends._lease import LeaseBackend
 from backends._writes import write_transaction
 from backends.base import BackendContext, BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
-from lab.harness.holder_protocol import Answer, HolderProgram, LibraryError, Outcome, ProtocolError, Said
+from lab.holder.protocol import Answer, HolderProgram, LibraryError, Outcome, ProtocolError, Said
 from lab.servers.clients import known_settings, pg_hosts
 from lab.servers.services import Services
 

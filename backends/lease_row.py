@@ -14,8 +14,8 @@ from backends._lease import LeaseBackend
 from backends.base import BareCall
 from lab.capabilities import Capability
 from lab.readable import readable
-from lab.harness.workload import SCHEMA
 from lab.servers.clients import pg_engine
+from lab.workload.table import SCHEMA
 
 LEASES = f"{SCHEMA}.leases"
 LEASES_DDL = [f"create sequence if not exists {SCHEMA}.lease_tokens",

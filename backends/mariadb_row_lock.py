@@ -20,7 +20,7 @@ from backends._mariadb import OnMariaDB
 from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult
 from lab.capabilities import Capability
-from lab.harness.workload import SCHEMA
+from lab.workload.table import SCHEMA
 
 PARENTS = f"{SCHEMA}.company_parents"
 PARENTS_DDL = (f"create table if not exists {PARENTS} (scope varchar(255) not null, company_id int not null, "

@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from backends._writes import CommitWindow, claimed_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
 from lab.capabilities import Capability
-from lab.harness.workload import SCHEMA
+from lab.workload.table import SCHEMA
 
 JOBS = f"{SCHEMA}.company_jobs"
 JOBS_DDL = (f"create table if not exists {JOBS} (scope text not null, company_id int not null, "

@@ -24,7 +24,7 @@ from backends._in_write import LockInWrite
 from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult
 from lab.capabilities import Capability
-from lab.harness.workload import SCHEMA
+from lab.workload.table import SCHEMA
 
 PARENTS = f"{SCHEMA}.company_parents"
 PARENTS_DDL = (f"create table if not exists {PARENTS} (scope text not null, company_id int not null, "

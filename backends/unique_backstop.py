@@ -23,7 +23,7 @@ from backends._in_write import LockInWrite
 from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult, describe_error
 from lab.capabilities import Capability
-from lab.harness.workload import SCHEMA
+from lab.workload.table import SCHEMA
 
 MARKERS = f"{SCHEMA}.rebuild_markers"
 MARKERS_DDL = (f"create table if not exists {MARKERS} (scope text not null, company_id int not null, "

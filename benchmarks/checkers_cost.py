@@ -1,6 +1,6 @@
 """What do the checkers add to a run? Re-judge every stored history of a run and time it.
 
-The checkers (lab/harness/judge.py, with the bounded linearizability search) run once per finished trial,
+The checkers (lab/checkers/judge.py, with the bounded linearizability search) run once per finished trial,
 in the trial's worker thread; this replays exactly that work on a saved run's histories, and checks that
 today's checkers give each trial the verdict it recorded. It prints the total, the share of the run's wall
 time, and the slowest trials.
@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import backends
-from lab.harness.outcomes import judgement_of, latest_per_trial
+import scenarios
+from lab.checkers.outcomes import judgement_of, latest_per_trial
 from lab.results import RunFolder
 from lab.runner import outcome_fields
-import scenarios
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ both alike instead of on whichever ran during it: run one after the other, the s
 on bare's work (so the hook's own calls count as the lab's). Which goes first alternates per repetition
 (ABBA); --reverse starts with bare. The figure is the median of the paired ratios (target: at most 1.1),
 repeated until they lie within +-5% of it, at least --repeats and at most 4 x --repeats times
-(lab/harness/precision.py's rule). With --rss it also runs `lab run --scenario perf --profile full` and
+(lab/measures/precision.py's rule). With --rss it also runs `lab run --scenario perf --profile full` and
 prints its peak RSS (target: < 1 GiB).
 
     python benchmarks/lab_overhead.py [--companies 2000] [--repeats 6] [--reverse] [--rss]
@@ -30,10 +30,10 @@ from sqlalchemy import text
 
 from backends.base import BackendContext
 from backends.none import NoLock
-from lab.harness.precision import Rule, describe, repeat
-from lab.harness.workload import CompanyTable, drop_schema, ensure_schema, table_name
+from lab.measures.precision import Rule, describe, repeat
 from lab.servers import pg
 from lab.servers.services import start_services
+from lab.workload.table import CompanyTable, drop_schema, ensure_schema, table_name
 
 ROWS = 220
 TOLERANCE = 0.05

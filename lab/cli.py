@@ -19,8 +19,8 @@ from rich.table import Table
 
 import backends
 import scenarios
+from lab.checkers.outcomes import outcome_rows
 from lab.errors import LabError
-from lab.harness.outcomes import outcome_rows
 from lab.servers import drivers
 from lab.servers.services import ExternalAddresses
 
@@ -243,7 +243,7 @@ def print_outcomes(trials: list[dict]) -> None:
     """What ran, errors first; cells that did not run fold into one line per scenario with their reasons."""
     from collections import Counter
 
-    from lab.harness.outcomes import latest_per_trial
+    from lab.checkers.outcomes import latest_per_trial
 
     latest = latest_per_trial(trials)
     skipped_only = {(t["scenario"], t["backend"], t["variant"]) for t in latest}

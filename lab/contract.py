@@ -17,10 +17,10 @@ from backends.base import Backend, BackendContext, BareCall
 from lab import faults
 from lab.errors import LabError, LockLost
 from lab.faults import FaultNotConfirmed, Target
-from lab.harness.workload import CompanyTable, drop_schema, ensure_schema, table_name
 from lab.servers import sessions
 from lab.servers.services import Services, start_services
 from lab.servers.stores import run_engines, writes_engine
+from lab.workload.table import CompanyTable, drop_schema, ensure_schema, table_name
 
 COMPANY, ROWS, TTL_S = 1, 250, 1.0
 

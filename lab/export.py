@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from lab.checkers import ops
+from lab.checkers.ops import F, Op, Type
+from lab.checkers.outcomes import judgement_of, latest_per_trial
 from lab.errors import LabError
-from lab.harness import ops
-from lab.harness.ops import F, Op, Type
-from lab.harness.outcomes import judgement_of, latest_per_trial
 from lab.results import RunFolder
 
 NEMESIS = (F.FAULT, F.HEAL, F.CLOCK)  # a clock reading is the nemesis' observation, as Jepsen's clock nemesis logs it

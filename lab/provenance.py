@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 
 import lab
-from lab.harness.ops import SCHEMA
+from lab.checkers.ops import SCHEMA
 from lab.servers.clients import redact_text
 from lab.servers.pg import settings_in_force
 
@@ -116,7 +116,7 @@ def run_meta(request, services) -> dict:
         **declarations(request.backends, request.scenarios, request.drivers),
         # Passwords in a DSN or URL on the command line never reach a file meant to be committed.
         "command": "lab " + " ".join(redact_text(arg) for arg in request.argv),
-        "schema": SCHEMA,  # of its trial records: lab/harness/ops.py
+        "schema": SCHEMA,  # of its trial records: lab/checkers/ops.py
         "backends": request.backends, "scenarios": request.scenarios, "profile": request.profile,
         "backend_modules": request.extra_backends,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

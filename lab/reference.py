@@ -214,7 +214,7 @@ def render() -> str:
               "run beside it (shared: the run's servers, one after another; own servers: servers each trial starts,",
               "beside the shared ones; alone: nothing beside it, because it times things).", ""]
     lines += _table(["scenario", "what it does", "default", "lane"],
-                    [[f"`{name}`", cls.summary, "yes" if cls.default_run else "", cls.lane]
+                    [[f"`{name}`", cls.summary, "yes" if cls.default_run else "", cls.pacing.lane.value]
                      for name in scenarios.names() for cls in [scenarios.load(name)]])
     lines += ["## Fault columns", "",
               "The columns of the report's matrix, in its order: each is one variant of a scenario, with its",

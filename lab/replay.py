@@ -6,13 +6,13 @@ import threading
 from pathlib import Path
 
 import backends
+from lab.checkers.history import timeline
+from lab.checkers.outcomes import latest_per_trial, schema_of
 from lab.errors import LabError
-from lab.harness.history import timeline
-from lab.harness.outcomes import latest_per_trial, schema_of
-from lab.harness.workload import drop_schema, ensure_schema
 from lab.results import RunFolder
 from lab.servers import pg
 from lab.servers.services import ExternalAddresses, start_services
+from lab.workload.table import drop_schema, ensure_schema
 from scenarios.base import TrialEnv, TrialSpec
 
 
@@ -24,7 +24,7 @@ def find_trial(folder: RunFolder, trial: str) -> dict:
     raise LabError(f"no trial {wanted!r} in {folder.path}")
 
 
-# Schema 1's kill-point violation names, in the checkers' kinds of schema 2 (lab/harness/verdict.py).
+# Schema 1's kill-point violation names, in the checkers' kinds of schema 2 (lab/checkers/verdict.py).
 SCHEMA1_KINDS = {"mixed rows": "merged", "torn state": "torn", "exclusion violated": "overlapping writes"}
 
 

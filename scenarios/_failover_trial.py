@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from lab.checkers.verdict import Verdict
 from lab.faults import Fault
-from lab.harness.verdict import Verdict
 from lab.servers.services import Services
 from scenarios._shared_event import (GRANT_WITHIN_S, NEVER_ACKNOWLEDGED, WRITE_WITHIN_S, GrantWait, Hook, Shape,
                                      acquire_event, shared_event)

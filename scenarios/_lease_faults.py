@@ -21,21 +21,22 @@ from typing import Sequence, TypeVar
 import backends
 from lab import faults
 from lab.capabilities import Capability
+from lab.checkers import ops
+from lab.checkers.history import History
+from lab.checkers.ops import F, Op, Recorder, Type
+from lab.checkers.outcomes import DoesNotRun
+from lab.checkers.told import signals
+from lab.checkers.verdict import Verdict
 from lab.errors import LabError
 from lab.faults import Fault, Target
-from lab.harness import ops
-from lab.harness.history import History
-from lab.harness.holder import HolderProcess
-from lab.harness.job import run_job
-from lab.harness.measures import LeaseFaultMeasures
-from lab.harness.ops import F, Op, Recorder, Type
-from lab.harness.told import signals
-from lab.harness.outcomes import DoesNotRun
-from lab.harness.verdict import Verdict
-from lab.harness.workload import COMPANY_SIZE, ensure_schema
+from lab.holder.process import HolderProcess
+from lab.measures.shapes import LeaseFaultMeasures
+from lab.pacing import Pacing
 from lab.servers.clients import pg_engine
 from lab.servers.services import Services
 from lab.servers.stores import SQL_STORES, idle_transaction_guard
+from lab.workload.job import run_job
+from lab.workload.table import COMPANY_SIZE, ensure_schema
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
 F_ = TypeVar("F_", bound=Fault)
@@ -283,7 +284,7 @@ def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
                       "granted_at": None if job.granted_at is None else round(job.granted_at - t0, 3),
                       "in_at": None if contender_in_at is None else round(contender_in_at - t0, 3)},
         # Whether the lock was lost, the company paid, or the fault took the right away at all is the checkers'
-        # finding over the history above (lab/harness/judge.py), not this scenario's.
+        # finding over the history above (lab/checkers/judge.py), not this scenario's.
         "rows": COMPANY_SIZE, "rows_final": rows_final, "runs_in_final": runs_in,
     }
 
@@ -298,8 +299,8 @@ class LeaseFaultScenario(Scenario):
     fault: str | type[Fault]
     faults: dict[str, str | type[Fault]] = {}
     # A lease fault's outcome can vary with timing (a contender in before or after the lapse, a renewal that
-    # beat the pause): a cell whose trials disagree runs up to three more (Scenario.extra_trials_when_varied).
-    extra_trials_when_varied = 3
+    # beat the pause): a cell whose trials disagree runs up to three more (Pacing.extra_trials_when_varied).
+    pacing = Pacing(extra_trials_when_varied=3)
 
     def fault_of(self, variant: str) -> str | type[Fault]:
         return self.faults.get(variant, self.fault)

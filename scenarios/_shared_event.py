@@ -27,16 +27,16 @@ from sqlalchemy.engine import URL, Engine
 import backends
 from backends.base import Backend
 from lab.capabilities import Capability
+from lab.checkers.history import History
 from lab.errors import Interrupted, LabError
 from lab.faults import Fault, Target
-from lab.harness.contract import describe_error
-from lab.harness.history import History
-from lab.harness.holder import HolderProcess
-from lab.harness.job import JobResult, run_job
-from lab.harness.measures import FailoverMeasures
-from lab.harness.workload import COMPANY_SIZE, CompanyTable
+from lab.holder.process import HolderProcess
+from lab.measures.shapes import FailoverMeasures
 from lab.servers.pg import dispose, trial_engines
 from lab.servers.services import Services
+from lab.workload.contract import describe_error
+from lab.workload.job import JobResult, run_job
+from lab.workload.table import COMPANY_SIZE, CompanyTable
 from scenarios._lease_faults import HEAL_GRACE_S, holder_measures
 from scenarios.base import TrialEnv
 from scenarios.events import EventOutcome, SubjectOutcome

@@ -7,12 +7,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from lab.checkers import ops
+from lab.checkers.history import History
 from lab.errors import LabError
-from lab.harness import ops
-from lab.harness.history import History
-from lab.harness.job import JobResult, run_job
-from lab.harness.workload import COMPANY_SIZE, Observer
 from lab.servers import sessions
+from lab.workload.job import JobResult, run_job
+from lab.workload.table import COMPANY_SIZE, Observer
 from scenarios.base import TrialEnv
 
 COMPANY = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -22,15 +22,16 @@ from sqlalchemy.engine import Engine
 from backends import load as load_backend
 from backends.base import Backend, BackendContext
 from lab.capabilities import Capability
+from lab.checkers import ops
+from lab.checkers.judge import judge
+from lab.checkers.outcomes import Safety
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultColumns
 from lab.errors import Interrupted, LockLost
-from lab.harness import ops
-from lab.harness.judge import judge
-from lab.harness.outcomes import Safety
-from lab.harness.verdict import Verdict
-from lab.harness.workload import CompanyTable, table_name
+from lab.pacing import Exclusive, Floor, Pacing, Repeats
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
+from lab.workload.table import CompanyTable, table_name
 
 if TYPE_CHECKING:
     from scenarios.events import EventEnv, EventOutcome
@@ -112,8 +113,9 @@ class TrialEnv:
     params: dict
     stop: threading.Event = field(default_factory=threading.Event)
     results_dir: Path | None = None  # the run's folder, for files a trial keeps (hypothesis' examples)
-    # The timers it sat through in pause/wait_until, which no scheduler can shorten (Scenario.lower_bound). One
-    # meter per trial, shared by the copies a scenario makes with dataclasses.replace (its own servers).
+    # The timers it sat through in pause/wait_until, which no scheduler can shorten (lower_bound in
+    # lab/runner/pacing.py). One meter per trial, shared by the copies a scenario makes with dataclasses.replace
+    # (its own servers).
     meter: WaitMeter = field(default_factory=lambda: WaitMeter(), repr=False)
 
     @property
@@ -164,7 +166,7 @@ class TrialEnv:
     def waiting(self) -> Iterator[None]:
         """A wait no scheduler can shorten that is not one of the trial's own sleeps: a fault striking and being
         confirmed (a server restarting, a replica promoted), a contender trying for its declared patience.
-        Counted in the trial's floor, as pause() is (Scenario.lower_bound)."""
+        Counted in the trial's floor, as pause() is (lab/runner/pacing.py lower_bound)."""
         self.meter.begins()
         try:
             yield
@@ -189,26 +191,6 @@ class TrialEnv:
             raise Interrupted()
 
 
-def cell_records(spec: TrialSpec, done: list[dict]) -> list[dict]:
-    """The finished ok records of a planned trial's cell: its scenario, backend (with driver) and variant."""
-    return [r for r in done if r.get("scenario") == spec.scenario and r.get("backend") == spec.label
-            and r.get("variant") == spec.variant and r.get("status") == "ok"]
-
-
-def settled(records: list[dict]) -> bool:
-    """Whether a cell's trials so far settle its verdict: one failed (a failure found stands), or every trial showed
-    the same kind with the same exercised answer. Trials that differ leave it unsettled: more of them say how
-    often each outcome comes, and raise the count behind a ✓."""
-    if any(r.get("safety") == Safety.UNSAFE.value for r in records):
-        return True
-    outcomes = {((r.get("judgement") or {}).get("kind", r.get("verdict")), r.get("exercised")) for r in records}
-    return len(outcomes) <= 1
-
-
-SHARED, OWN_SERVERS, ALONE = "shared", "own servers", "alone"
-LANES = (SHARED, OWN_SERVERS, ALONE)
-
-
 class FaultReach(Enum):
     """How many trials one strike of a scenario's fault serves, as the runner plans them (lab/runner/)."""
 
@@ -216,25 +198,6 @@ class FaultReach(Enum):
     # One event per (variant, repetition) serves every applicable backend, each on a company, a table and keys of
     # its own and judged on its own history (scenarios/events.py): the fault is the same for all of them.
     ONE_EVENT = "one event for many subjects"
-
-# The timers a trial sits through at least once, by the names the profiles give them: a lease waited out
-# (ttl_s), a guard's timeout fired (timeout_s), a transaction held open (hold_s), a kill at its moment
-# (kill_at), a run's work (work_s). Ceilings (give_up, wait_for_run2_s, shrink_s) bound a wait from above.
-FLOOR_TIMERS = ("ttl_s", "timeout_s", "hold_s", "kill_at", "work_s")
-
-
-def makespan_floor(floors: Sequence[float], costs: Sequence[int], at_once: int, sessions: int | None) -> float:
-    """The least wall time in which trials lasting at least `floors` seconds can all finish, at most `at_once`
-    running together and, with `sessions`, their PostgreSQL sessions (`costs`) never over that budget.
-
-    Three things no schedule escapes: the longest trial; the trials' seconds shared among at_once workers;
-    and their session-seconds shared within the budget (a trial holds its sessions for all of its time)."""
-    if not floors:
-        return 0.0
-    bound = max(max(floors), sum(floors) / max(1, at_once))
-    if sessions:
-        bound = max(bound, sum(min(c, sessions) * f for c, f in zip(costs, floors)) / sessions)
-    return bound
 
 
 class Scenario(ABC):
@@ -245,11 +208,10 @@ class Scenario(ABC):
     requires: ClassVar[frozenset[Capability]] = frozenset()  # backend capabilities it needs
     params: ClassVar[dict[str, dict]]  # profile -> parameters; 'full' falls back to 'default'
     variants: ClassVar[tuple[str, ...]] = ("default",)
-    # Where its trials run, which decides what may run beside it (lab/runner/lanes.py):
-    # SHARED: on the run's servers, one such scenario after another;
-    # OWN_SERVERS: only on servers each trial starts itself, so beside the SHARED ones;
-    # ALONE: its figures are times or throughputs another scenario's work would skew, so with nothing beside it.
-    lane: ClassVar[str] = SHARED
+    # How its trials are paced (lab/pacing.py): its lane, floor, exclusivity and repetitions, one value the runner
+    # reads (lab/runner/pacing.py). What it names as the scenario's own is a hook below (own_floor, exclusive,
+    # still_needed); a class that defines one of those hooks declares it, or the class is refused when defined.
+    pacing: ClassVar[Pacing] = Pacing()
     # The fault it injects, as the report shows it (lab/columns.py): a title, and the variants that are
     # columns of the matrix with their headings and legends. A scenario without columns is in no matrix.
     title: ClassVar[str] = ""
@@ -261,11 +223,6 @@ class Scenario(ABC):
     # Whether `lab run` without --scenario runs it: the post's core experiments, about 90 s on 2 cores. The
     # rest (restarts, failovers, the cost table, the kill-point search) take minutes: --scenario all or by name.
     default_run: ClassVar[bool] = False
-    # The sequential rule (DESIGN.md, "Strength"): how many more trials a cell may run when its profile's trials
-    # disagree (kinds or exercised differ) and none failed. 0: every cell runs its profile's trials, no more.
-    # A trial beyond them starts only once the cell's first ones have finished (later()), and is dropped when they
-    # agree or one failed (needed()): a failure found stands, and an agreeing cell is settled.
-    extra_trials_when_varied: ClassVar[int] = 0
     # Whether the lock's connection driver changes what this fault does to it (the idle guards, the detector, a
     # paused or cut holder): only such a scenario runs the driver axis (--driver) beside the default driver.
     driver_axis: ClassVar[bool] = False
@@ -284,6 +241,12 @@ class Scenario(ABC):
         super().__init_subclass__(**kwargs)
         if "variants" not in cls.__dict__ and "columns" in cls.__dict__:  # its columns are its variants
             cls.variants = tuple(c.variant for c in cls.columns)
+        for hook, declared in (("own_floor", cls.pacing.floor is Floor.OWN),
+                               ("exclusive", cls.pacing.exclusive is Exclusive.PER_TRIAL),
+                               ("still_needed", cls.pacing.repeats is Repeats.UNTIL_PRECISE)):
+            if (getattr(cls, hook) is not getattr(Scenario, hook)) != declared:
+                raise TypeError(f"{cls.__name__}: its pacing and its {hook}() disagree: a scenario declares the "
+                                f"hooks it defines (lab/pacing.py), and defines the ones it declares")
 
     def profile_params(self, profile: str) -> dict:
         return dict(self.params.get(profile) or self.params["default"])
@@ -352,7 +315,7 @@ class Scenario(ABC):
                     for v in self.variants_in_profile(cls, profile) if self.variant_skip(v, cls) is None]
         # The sequential rule adds trials per cell; an event serves every backend's cell at once, so a scenario of
         # shared events runs its profile's count and no more.
-        extra = self.extra_trials_when_varied if self.fault_reach is FaultReach.ONE_TRIAL else 0
+        extra = self.pacing.extra_trials_when_varied if self.fault_reach is FaultReach.ONE_TRIAL else 0
         counts = {variant: self.variant_trials(variant, trials) + extra for _, variant in runnable}
         for index in range(max(counts.values(), default=0)):
             specs.extend(TrialSpec(self.name, backend, variant, index) for backend, variant in runnable
@@ -372,27 +335,9 @@ class Scenario(ABC):
         return (1.0 + 2 * p.get("ttl_s", 0) + p.get("timeout_s", 0) * 5 / 3 + p.get("hold_s", 0)
                 + p.get("kill_at", 0) + p.get("give_up", 0) + p.get("work_s", 0))
 
-    def estimate_seconds(self, profile: str, trials: int, at_once: int, alone: int = 0) -> float:
-        """About how long trials trials take, at_once at a time, `alone` of them one after another (exclusive());
-        a scenario with a wall budget takes that."""
-        budget = self.wall_budget(profile)
-        if budget is not None:
-            return budget
-        together = max(0, trials - alone)
-        return (alone + -(-together // max(1, at_once))) * self.trial_seconds(profile)
-
     def wall_budget(self, profile: str) -> float | None:
         """Seconds the whole scenario should take when its trials overlap (None: no such bound)."""
         return None
-
-    def trial_floor(self, profile: str) -> float:
-        """Seconds one trial cannot take less than, declared: the profile's timers a trial sits through once
-        (FLOOR_TIMERS). After the run a trial seen to wait longer on its timers counts that (TrialEnv.waited),
-        and one that ended sooner than this (a backend that let the contender in at once) counts its own
-        duration (lab/runner/trials.py finished_floor), so the bound never claims more than happened. A
-        scenario whose trials wait on nothing of the sort overrides this, saying why."""
-        p = self.profile_params(profile)
-        return sum(float(p.get(name, 0)) for name in FLOOR_TIMERS)
 
     def measured_seconds(self, measures: dict) -> float:
         """Seconds of a finished trial spent inside its own measurement (a timed rebuild, a throughput window):
@@ -400,84 +345,30 @@ class Scenario(ABC):
         scenario whose trials time work says how much from their measures."""
         return 0.0
 
-    def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
-        """Whether a planned trial must still run, given the ok records of the trials finished so far: False once
-        the figures it would repeat are precise enough (lab/harness/precision.py). By default every trial of the
-        profile's count runs, and one of the sequential rule's extra trials only while its cell is unsettled
-        (settled()); a scenario whose repetitions are trials of their own (the cost table) overrides it."""
-        floor = self.floor_trials(profile, spec.variant)
-        if spec.index < floor:
-            return True
-        records = cell_records(spec, done)
-        return len(records) < floor or not settled(records)  # undecided until the cell's first trials are in
-
-    def floor_trials(self, profile: str, variant: str) -> int:
-        """The trials every cell of a variant runs before the sequential rule may add more."""
-        return self.variant_trials(variant, self.profile_params(profile)["trials"])
-
-    def later(self, profile: str, spec: TrialSpec, finished: int) -> bool:
-        """Whether a trial must wait before it starts: one of the sequential rule's extra trials waits until its
-        cell's first `floor_trials` have finished (any status), since only they tell whether it is needed."""
-        return spec.index >= self.floor_trials(profile, spec.variant) and finished < self.floor_trials(
-            profile, spec.variant)
-
-    def reads_finished(self) -> bool:
-        """Whether the runner must hand needed() the finished records: it stops early by precision, or the
-        sequential rule may add trials."""
-        return type(self).needed is not Scenario.needed or (self.extra_trials_when_varied > 0
-                                                             and self.fault_reach is FaultReach.ONE_TRIAL)
-
     def precision(self, profile: str, done: list[dict]) -> dict | None:
         """What the run records about how its repetitions ended (the rule's outcome), for the report; None: nothing."""
         return None
 
-    def at_once(self, profile: str, costs: Sequence[int], sessions: int | None) -> int:
-        """The most trials that can run together: parallelism(), and no more than fit in the sessions the
-        server allows the scenario (lab/waves.py), the cheapest first."""
-        limit = max(1, self.parallelism(profile))
-        if sessions is None:
-            return limit
-        fits, used = 0, 0
-        for cost in sorted(costs):
-            if fits == limit or used + min(cost, sessions) > sessions:
-                break
-            fits, used = fits + 1, used + min(cost, sessions)
-        return max(1, fits)
-
-    def lower_bound(self, profile: str, floors: Sequence[float], costs: Sequence[int],
-                    sessions: int | None = None, alone: Sequence[bool] = ()) -> float:
-        """The wall time no scheduler could beat for trials whose floors are given (each at least its declared
-        trial_floor's part it really waited, plus its measured_seconds), under this scenario's declarations:
-        the trials that run alone (`alone`, from exclusive()) one after another, the others as many at once as
-        at_once() allows and their sessions within the budget (makespan_floor).
-
-        Before a run the floors are trial_floor() for every runnable trial (declared_bound); after it, each
-        finished trial's own, so a scenario gets a bound from what it already declares and its trials do."""
-        alone = list(alone) or [False] * len(floors)
-        one_by_one = sum(floor for floor, by_itself in zip(floors, alone) if by_itself)
-        together = [(floor, cost) for floor, cost, by_itself in zip(floors, costs, alone) if not by_itself]
-        shared_costs = [cost for _, cost in together]
-        return one_by_one + makespan_floor([floor for floor, _ in together], shared_costs,
-                                           self.at_once(profile, shared_costs or costs, sessions), sessions)
-
-    def declared_bound(self, profile: str, costs: Sequence[int], sessions: int | None = None,
-                       alone: Sequence[bool] = ()) -> float:
-        """lower_bound() from the declarations alone: every runnable trial lasting its trial_floor, and no less
-        than the scenario's own wall budget (the window that must be waited out once)."""
-        floor = self.trial_floor(profile)
-        bound = self.lower_bound(profile, [floor] * len(costs), costs, sessions, alone)
-        return max(bound, self.wall_budget(profile) or 0.0) if costs else 0.0
-
     def exclusive(self, spec: TrialSpec, services) -> bool:
-        """Whether this trial must run with none of the scenario's other trials beside it: it acts on a server
-        they share (a restart of the run's PostgreSQL reaches every session on it), or times what they would
-        skew. The runner starts it only when nothing else of the scenario runs, and nothing beside it; the
-        others run as many at once as parallelism() allows. False by default: parallelism() alone decides."""
-        return False
+        """Pacing(exclusive=Exclusive.PER_TRIAL): whether this trial must run with none of the scenario's other
+        trials beside it: it acts on a server they share (a restart of the run's PostgreSQL reaches every session
+        on it), or times what they would skew."""
+        raise NotImplementedError(f"{self.name} declares no exclusive trials")
+
+    def own_floor(self, profile: str) -> float:
+        """Pacing(floor=Floor.OWN): seconds one trial cannot take less than, from the scenario's own parameters,
+        for a scenario whose trials wait on timers other than the profile's (a server's keepalives)."""
+        raise NotImplementedError(f"{self.name} declares its floor from the profile's timers")
+
+    def still_needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
+        """Pacing(repeats=Repeats.UNTIL_PRECISE): whether a planned trial must still run, given the ok records of
+        the trials finished so far: False once the figures it would repeat are precise enough
+        (lab/measures/precision.py)."""
+        raise NotImplementedError(f"{self.name} repeats its profile's count")
 
     def pg_sessions(self, backend_cls: type[Backend], profile: str) -> int:
         """PostgreSQL sessions one trial of this backend holds at most: its lock's, its runs' writes, the
-        observer's. The runner fits trials at once to what the server allows (lab/waves.py); a run
+        observer's. The runner fits trials at once to what the server allows (lab/runner/waves.py); a run
         records the peak it saw beside this, so an estimate too low shows in meta.json."""
         return 4 if backend_cls.lock_service == "postgres" else 2
 
@@ -501,7 +392,7 @@ class Scenario(ABC):
         raise NotImplementedError(f"{self.name} strikes its fault once per trial (fault_reach {self.fault_reach.value})")
 
     def judge(self, measures: dict, backend_cls: type[Backend]) -> Verdict | None:
-        """The trial's typed verdict from the one set of checkers (lab/harness/judge.py): a scenario whose
+        """The trial's typed verdict from the one set of checkers (lab/checkers/judge.py): a scenario whose
         measures carry a `history` and a `final` table returns judged(measures, backend_cls); None for one
         that measures cost or throughput, not safety, and words its own outcome in verdict()."""
         return None

@@ -5,21 +5,22 @@ from __future__ import annotations
 import time
 
 from lab.capabilities import Capability
+from lab.checkers import ops
+from lab.checkers.judge import detection
+from lab.checkers.ops import F, Recorder, Type
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.faults import TerminateSession
-from lab.harness import ops
-from lab.harness.judge import detection
-from lab.harness.ops import F, Recorder, Type
-from lab.harness.verdict import Verdict
+from lab.pacing import Lane, Pacing
 from lab.servers import sessions
-from scenarios.base import ALONE, Scenario, TrialEnv, judged
+from scenarios.base import Scenario, TrialEnv, judged
 
 
 class Calibrate(Scenario):
     name = "calibrate"
     driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
-    lane = ALONE  # how soon a poller got in, timed: nothing beside it
+    pacing = Pacing(lane=Lane.ALONE)  # how soon a poller got in, timed: nothing beside it
     summary = "detector check: holder's session killed at 2.00 s, a second session polls every 50 ms"
     requires = frozenset({Capability.SESSION_LOCK})
     variants = ("terminate",)

@@ -20,12 +20,12 @@ from typing import Callable
 import backends
 from backends.base import Backend, describe_error
 from lab.capabilities import Capability
+from lab.checkers import ops
+from lab.checkers.ops import F, Recorder, Type
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.exposure import ON, Trait, when
 from lab.faults import SessionTimeout, idle_in_transaction_timeout, idle_session_timeout, mariadb_guard
-from lab.harness import ops
-from lab.harness.ops import F, Recorder, Type
-from lab.harness.verdict import Verdict
 from lab.post_role import PostRole
 from lab.servers import pg, sessions
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER

@@ -14,8 +14,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from lab.capabilities import Capability
-from lab.harness.checkers import company_whole
-from scenarios.base import ALONE, Scenario, TrialEnv
+from lab.checkers.measure_level import company_whole
+from lab.pacing import Lane, Pacing
+from scenarios.base import Scenario, TrialEnv
 
 DESIGNS = ("no_index", "adjacent_ids", "spread_ids")
 CONCURRENT = 8
@@ -23,7 +24,7 @@ CONCURRENT = 8
 
 class Conflicts(Scenario):
     name = "conflicts"
-    lane = ALONE  # its cost figures want the machine
+    pacing = Pacing(lane=Lane.ALONE)  # its cost figures want the machine
     summary = "SERIALIZABLE false conflicts on 8 different companies (3 table designs); 10 companies vs the lock"
     variants = (*DESIGNS, "ten_companies")
     params = {

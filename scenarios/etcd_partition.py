@@ -43,12 +43,13 @@ from pathlib import Path
 from lab import faults
 from lab.columns import Column, FaultFamily
 from lab.exposure import YES, Trait, when
+from lab.pacing import Lane
 from lab.servers.etcd_cluster import EtcdCluster
-from lab.servers.ready_ahead import ReadyAhead
 from lab.servers.owner import mark_owner
+from lab.servers.ready_ahead import ReadyAhead
 from lab.servers.services import Services
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
-from scenarios.base import ALONE, TrialEnv
+from scenarios.base import TrialEnv
 
 # One cluster starting ahead while `parallel` trials run. For the reference's 26 backends, one ahead: 76.8 s
 # (82.7 s without), every verdict as before, though the median trial still waited 1.4 s of its cluster's 1.7 s
@@ -63,7 +64,7 @@ class EtcdPartition(LeaseFaultScenario):
     name = "etcd_partition"
     # Its cluster elects on 100 ms heartbeats against 2 s leases: another scenario's load on the machine
     # moves elections and renewals, so it runs with nothing beside it.
-    lane = ALONE
+    pacing = replace(LeaseFaultScenario.pacing, lane=Lane.ALONE)
     fault = "etcd_partition"
     summary = ("a three-member etcd mid-hold: the holder's member partitioned, the leader (the holder's) "
                "partitioned, the leader killed")

@@ -29,20 +29,21 @@ from sqlalchemy import text
 
 import backends
 from lab import faults
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.errors import LabError
 from lab.exposure import Trait, when
-from lab.harness.holder import HolderProcess
-from lab.harness.promotion import PromotionProbe, create_probe_table
-from lab.harness.verdict import Verdict
-from lab.harness.workload import ensure_schema
+from lab.holder.process import HolderProcess
+from lab.measures.promotion import PromotionProbe, create_probe_table
+from lab.pacing import Lane
 from lab.servers.cluster import PostgresPair
 from lab.servers.pg import dispose, trial_engines
 from lab.servers.pg_template import template_for
+from lab.workload.table import ensure_schema
 from scenarios._failover_trial import NEVER_ACKNOWLEDGED, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
-from scenarios.base import OWN_SERVERS, FaultReach, Skip, TrialEnv
+from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, trial_of_event
 
 __all__ = ["Failover", "NEVER_ACKNOWLEDGED"]
@@ -56,10 +57,11 @@ GUARD_S = 120.0
 
 class Failover(LeaseFaultScenario):
     """Each event records, as its managed counterpart `patroni` does, how long the promotion took and what a probe
-    client writing to the old primary got acknowledged after the crash (lab/harness/promotion.py)."""
+    client writing to the old primary got acknowledged after the crash (lab/measures/promotion.py)."""
 
     name = "failover"
-    lane = OWN_SERVERS  # a primary and a standby of each event's own: runs beside the run's other scenarios
+    # A primary and a standby of each event's own: runs beside the run's other scenarios.
+    pacing = replace(LeaseFaultScenario.pacing, lane=Lane.OWN_SERVERS)
     fault_reach = FaultReach.ONE_EVENT  # one crash of the primary serves every backend, each judged on its own
     fault = "failover"
     summary = "the lock's PostgreSQL crashed and its standby promoted mid-hold: async, async lagging, sync lagging"

@@ -107,7 +107,7 @@ class HolderClockBack(GradedFault):
         deadline = time.monotonic() + CONFIRM_WITHIN_S
         last = None
         while time.monotonic() < deadline:
-            target.holder.proc.send_signal(signal.SIGUSR1)  # the holder reports its clocks (lab/harness/holder.py)
+            target.holder.proc.send_signal(signal.SIGUSR1)  # the holder reports its clocks (lab/holder/process.py)
             try:
                 last = target.holder.wait_for("clock", min(1.0, max(0.05, deadline - time.monotonic())))
             except TimeoutError:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.faults import terminate_confirmed
-from lab.harness.verdict import Verdict
+from lab.pacing import Pacing
 from lab.servers import sessions
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged
@@ -19,7 +20,8 @@ from scenarios.base import Scenario, TrialEnv, judged
 
 class Kill(Scenario):
     name = "kill"
-    extra_trials_when_varied = 3  # the sequential rule: a cell whose trials disagree runs up to three more
+    # The sequential rule: a cell whose trials disagree runs up to three more.
+    pacing = Pacing(extra_trials_when_varied=3)
     default_run = True
     summary = "run1's write session terminated after its delete, before its commit, while run2 waits"
     variants = ("after_delete",)

@@ -29,17 +29,17 @@ from hypothesis.errors import Flaky
 import backends
 from lab import faults
 from lab.capabilities import Capability
+from lab.checkers import ops
+from lab.checkers.history import History
+from lab.checkers.judge import judge, search_verdict
+from lab.checkers.outcomes import Safety
+from lab.checkers.verdict import SAFETY_OF, Valid, Verdict
 from lab.columns import Column, FaultFamily
 from lab.faults import FaultNotConfirmed, Target
-from lab.harness import ops
-from lab.harness.history import History
-from lab.harness.judge import judge, search_verdict
-from lab.harness.outcomes import Safety
-from lab.harness.verdict import SAFETY_OF, Valid, Verdict
-from lab.harness.job import run_job
-from lab.harness.workload import COMPANY_SIZE, Observer
 from lab.servers import sessions
 from lab.servers.stores import SQL_STORES, writes_engine
+from lab.workload.job import run_job
+from lab.workload.table import COMPANY_SIZE, Observer
 from scenarios.base import Scenario, TrialEnv
 
 POINTS = ("after_acquire", "after_delete", "mid_insert", "before_commit", "after_commit", "before_release")

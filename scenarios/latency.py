@@ -24,12 +24,13 @@ from sqlalchemy import text
 
 from backends import load as load_backend
 from backends.base import Backend, NoRunLock
-from lab.harness.precision import Rule, repeat
-from lab.harness.workload import SCHEMA
+from lab.measures.precision import Rule, repeat
+from lab.pacing import Lane, Pacing
 from lab.servers.clients import etcd_client, is_sentinel_url, pg_engine, redis_client
 from lab.servers.mariadb_sql import mariadb_engine
 from lab.servers.proxy import BlackholeProxy
-from scenarios.base import ALONE, Scenario, Skip, TrialEnv
+from lab.workload.table import SCHEMA
+from scenarios.base import Scenario, Skip, TrialEnv
 
 WORKERS = (1, 2, 8)  # throughput: k workers on one key, and k workers on k keys
 COUNTED = 10  # acquire/release pairs sent through the counting proxy
@@ -48,7 +49,7 @@ BARE_GOAL = 1.2
 # spread a verdict must clear, as repetitions are for the cost table (a block of 6 at the quick profile).
 BARE_BLOCKS = 5
 
-# The precision rule each repeated figure stops by (lab/harness/precision.py); the profile's count is the cap.
+# The precision rule each repeated figure stops by (lab/measures/precision.py); the profile's count is the cap.
 # Acquire + release: blocks of a tenth of the iterations, each giving the lock over its floor (and over its bare
 # call) paired within the block; within +-10% after three blocks. Handoffs: blocks of a fifth, each block's
 # median; handoffs are scheduling-bound, so +-15%. Throughput: the window in five slices, grants per second in
@@ -81,7 +82,7 @@ def _timed(call) -> float:
 
 class Latency(Scenario):
     name = "latency"
-    lane = ALONE  # microsecond figures: nothing else may run beside it
+    pacing = Pacing(lane=Lane.ALONE)  # microsecond figures: nothing else may run beside it
     summary = "what each lock costs: acquire+release, handoff and throughput against its server's floor"
     params = {
         "quick": {"iterations": 30, "handoffs": 15, "window_s": 0.3, "trials": 1, "parallel": 1},

@@ -1,6 +1,6 @@
 """The safety margin of each lease: the largest fault it survived and the smallest that broke it, in TTLs.
 
-Each trial of this scenario is a whole search (lab/harness/margin.py): for one backend and one graded fault,
+Each trial of this scenario is a whole search (lab/measures/margin.py): for one backend and one graded fault,
 a bounded bisection over the fault's strength in which every step is a real lease-fault trial
 (scenarios/_lease_faults.py) judged by the one set of checkers. The record keeps every step (its strength,
 its typed verdict, its history and evidence), so the report computes the bounds again from the run folder
@@ -21,12 +21,12 @@ from typing import Callable
 
 import backends
 from lab.capabilities import Capability
+from lab.checkers.judge import margin_verdict
+from lab.checkers.outcomes import DoesNotRun
+from lab.checkers.verdict import Verdict
 from lab.faults import GradedFault, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
 from lab.faults.slow_network import NetDelay, SlowNetworkFault
-from lab.harness.margin import Outcome, Plan, bounds, outcome_of, search
-from lab.harness.outcomes import DoesNotRun
-from lab.harness.judge import margin_verdict
-from lab.harness.verdict import Verdict
+from lab.measures.margin import Outcome, Plan, bounds, outcome_of, search
 from scenarios._lease_faults import first_applicable, lease_fault_trial
 from scenarios.base import Scenario, TrialEnv, judged
 from scenarios.slow_network import slow_network_trial
@@ -115,7 +115,7 @@ class Margin(Scenario):
                 "shown_step": shown, "final": {}}
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
-        """The search as one verdict: its steps' verdicts composed (lab/harness/judge.py), the margin quoted."""
+        """The search as one verdict: its steps' verdicts composed (lab/checkers/judge.py), the margin quoted."""
         return margin_verdict([Verdict.from_json(s["judgement"]) for s in measures["steps"]],
                               measures["shown_step"], measures["margin"])
 

@@ -30,26 +30,27 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
+from lab.checkers.history import History
+from lab.checkers.keepalive import ends_as_estimated
+from lab.checkers.outcomes import DoesNotRun
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.errors import Interrupted, LabError
 from lab.faults import Target
 from lab.faults.net_drop import NetDrop as DropFault
-from lab.harness.history import History
-from lab.harness.holder import HolderProcess
-from lab.harness.job import run_job
-from lab.harness.keepalive import ends_as_estimated
-from lab.harness.measures import NetDropMeasures
-from lab.harness.outcomes import DoesNotRun
-from lab.harness.verdict import Verdict
-from lab.harness.workload import COMPANY_SIZE, ensure_schema
+from lab.holder.process import HolderProcess
+from lab.measures.shapes import NetDropMeasures
+from lab.pacing import Floor, Lane, Pacing
 from lab.servers import pg
 from lab.servers.embedded import EmbeddedPostgres
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
 from lab.servers.pg import KEEPALIVE_SQL, dispose, keepalive_estimate, trial_engines
 from lab.servers.pg_template import template_for
+from lab.workload.job import run_job
+from lab.workload.table import COMPANY_SIZE, ensure_schema
 from scenarios._lease_faults import COMPANY, holder_measures
-from scenarios.base import OWN_SERVERS, Scenario, Skip, TrialEnv, judged
+from scenarios.base import Scenario, Skip, TrialEnv, judged
 
 GUARDS_OFF = {"idle_in_transaction_session_timeout": "0", "idle_session_timeout": "0"}  # only the network ends it
 WAIT_MARGIN_S = 5.0  # past the doctor's figure (and two probe intervals), the wait for the session's end gives up
@@ -78,7 +79,9 @@ def server_settings(variant: str, params: dict) -> dict[str, int]:
 
 class NetDrop(Scenario):
     name = "netdrop"
-    lane = OWN_SERVERS  # a server of each trial's own, in its own namespace: runs beside the others
+    # A server of each trial's own, in its own namespace: runs beside the others. Its floor is its own: its timers
+    # are the server's keepalives, from its parameters (own_floor).
+    pacing = Pacing(lane=Lane.OWN_SERVERS, floor=Floor.OWN)
     fault = "net_drop"
     summary = ("the holder's lock connection dropped on the network (no FIN, no RST): when the server's keepalives "
                "free the lock, against lab doctor's figure, and what client keepalives or tcp_user_timeout tell it")
@@ -115,8 +118,9 @@ class NetDrop(Scenario):
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # every session of a trial is on the trial's own server
 
-    def trial_floor(self, profile: str) -> float:
-        """Its timers are the server's keepalives: a trial waits at least until the server can have noticed the
+    def own_floor(self, profile: str) -> float:
+        """The floor its pacing declares as its own (Floor.OWN), a hook because it reads the keepalive parameters:
+        its timers are the server's keepalives, so a trial waits at least until the server can have noticed the
         dropped client (idle + interval x count), the soonest of its variants."""
         p = self.profile_params(profile)
         return float(min(keepalive_estimate(server_settings(v, p))[0] for v in p["variants"]))

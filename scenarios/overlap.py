@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import backends
 from lab.capabilities import Capability
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
-from lab.harness.verdict import Verdict
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged
 

@@ -8,7 +8,7 @@ writes on the cluster) and stops at its fault point; the fault strikes once (lab
 confirmed by Patroni's view and the servers'; each contender asks once a new primary answers; each holder goes on
 and writes; then the fault heals, Patroni settles the cluster (a demoted primary rewound by pg_rewind), and each
 company is read on the primary that survived. Each backend's trial is judged on its own history. A probe client
-writes to the old primary from the moment of the fault (lab/harness/promotion.py), so every trial records, as
+writes to the old primary from the moment of the fault (lab/measures/promotion.py), so every trial records, as
 the scripted control does, how long the promotion took and what the old primary accepted.
 
 Clients reach the cluster as libpq users do, with one multi-host URL and target_session_attrs=read-write:
@@ -57,28 +57,29 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 import backends
+from lab.checkers.outcomes import DoesNotRun
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.errors import LabError
-from lab.exposure import OFF, ON, Trait, when
 from lab.errors import Interrupted, LabError
+from lab.exposure import OFF, ON, Trait, when
 from lab.faults import load as load_fault
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
-from lab.harness.outcomes import DoesNotRun
-from lab.harness.promotion import PromotionProbe, create_probe_table
-from lab.harness.promotion import connect as promotion_connect
-from lab.harness.verdict import Verdict
-from lab.harness.workload import ensure_schema
+from lab.measures.promotion import PromotionProbe, create_probe_table
+from lab.measures.promotion import connect as promotion_connect
+from lab.pacing import Lane
 from lab.servers.clients import pg_hosts
 from lab.servers.health_router import PrimaryRouter
 from lab.servers.identity import primary_identity
 from lab.servers.patroni import PatroniCluster, PatroniNode, PatroniSettings
 from lab.servers.patroni_runtime import Unavailable, runtime
 from lab.servers.pg import dispose, trial_engines
+from lab.workload.table import ensure_schema
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
-from scenarios.base import OWN_SERVERS, FaultReach, Skip, TrialEnv
+from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_event
 
 SETTLE_WITHIN_S = 60.0  # after the heal: the old primary demoted, rewound and streaming again
@@ -100,7 +101,8 @@ ASYNC_SPLIT_BRAIN = SPLIT_BRAIN + (when(Trait.SYNCHRONOUS_MODE, OFF), when(Trait
 
 class Patroni(LeaseFaultScenario):
     name = "patroni"
-    lane = OWN_SERVERS  # a Patroni cluster of each event's own: runs beside the run's other scenarios
+    # A Patroni cluster of each event's own: runs beside the run's other scenarios.
+    pacing = replace(LeaseFaultScenario.pacing, lane=Lane.OWN_SERVERS)
     fault_reach = FaultReach.ONE_EVENT  # one split brain (or crash, cut, switchover) serves every backend
     control = "failover"  # its scripted counterpart, which the report puts beside it
     summary = ("the lock's PostgreSQL under Patroni: its postgres crashed, its agent paused past the ttl (split "

@@ -19,10 +19,11 @@ from typing import cast
 from sqlalchemy import text
 
 from backends.base import BatchRebuilder
-from lab.harness.precision import Rule
-from lab.harness.workload import CompanyTable, table_name
+from lab.measures.precision import Rule
+from lab.pacing import Lane, Pacing, Repeats
 from lab.post_role import PostRole
-from scenarios.base import ALONE, Scenario, TrialEnv, TrialSpec
+from lab.workload.table import CompanyTable, table_name
+from scenarios.base import Scenario, TrialEnv, TrialSpec
 
 ROWS = 220  # rows per company in the post's cost runs
 BASE = "one_transaction_for_all"  # what each configuration's ratio is paired with, as the report pairs it
@@ -46,7 +47,9 @@ CONFIGS = {
 
 class Perf(Scenario):
     name = "perf"
-    lane = ALONE  # seconds per configuration, compared with each other: nothing beside it
+    # Seconds per configuration, compared with each other: nothing beside it. Its repetitions stop once their
+    # paired ratios are precise enough (still_needed).
+    pacing = Pacing(lane=Lane.ALONE, repeats=Repeats.UNTIL_PRECISE)
     summary = "cost table: companies x 220 rows rebuilt per transaction, lock, batch, workers, COPY"
     variants = tuple(CONFIGS)
     params = {
@@ -106,9 +109,10 @@ class Perf(Scenario):
         series = [[rep[v] / rep[BASE] for rep in complete] for v in sorted(variants - {BASE})]
         return series, len(complete) < len(by_rep)
 
-    def needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
-        """A repetition under way completes; a new one starts only while some configuration's paired ratios are
-        not yet within the rule."""
+    def still_needed(self, profile: str, spec: TrialSpec, done: list[dict]) -> bool:
+        """Its pacing's Repeats.UNTIL_PRECISE, a hook because it reads the finished trials' measures: a repetition
+        under way completes; a new one starts only while some configuration's paired ratios are not yet within the
+        rule."""
         if any(record["index"] == spec.index for record in done):
             return True
         series, under_way = self.paired(done)

@@ -18,18 +18,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 import backends
+from lab.checkers import ops
+from lab.checkers.history import History
+from lab.checkers.outcomes import DoesNotRun, NotRun
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.errors import LabError
 from lab.exposure import Trait, when
-from lab.harness import ops
-from lab.harness.history import History
-from lab.harness.job import run_job
-from lab.harness.outcomes import DoesNotRun, NotRun
-from lab.harness.verdict import Verdict
-from lab.harness.workload import COMPANY_SIZE, Observer
+from lab.pacing import Pacing
 from lab.servers.clients import pg_engine
 from lab.servers.pgbouncer import MISSING, PgBouncer, find_pgbouncer
 from lab.servers.pooler_settings import refusal
+from lab.workload.job import run_job
+from lab.workload.table import COMPANY_SIZE, Observer
 from scenarios._pool_evidence import PoolView, Probes, bystander_unlock_all, sessions_moved
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
@@ -45,7 +46,8 @@ EXTERNAL = ("needs a PostgreSQL the lab started: its own PgBouncer keeps the ser
 
 class Pooler(Scenario):
     name = "pooler"
-    extra_trials_when_varied = 3  # the sequential rule: a cell whose trials disagree runs up to three more
+    # The sequential rule: a cell whose trials disagree runs up to three more.
+    pacing = Pacing(extra_trials_when_varied=3)
     summary = ("every PostgreSQL lock and its writes through the lab's own PgBouncer, session and transaction "
                "pooling, more clients than server sessions")
     variants = tuple(MODES)

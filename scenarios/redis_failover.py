@@ -24,14 +24,14 @@ from pathlib import Path
 
 from lab import faults
 from lab.capabilities import Capability
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redis_failover import RedisFailover as RedisFailoverFault
-from lab.harness.holder import HolderProcess
+from lab.holder.process import HolderProcess
 from lab.servers.redis_promotion import straight_to
 from lab.servers.redis_replica import RedisWithReplica
-from lab.harness.verdict import Verdict
 from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import Skip, TrialEnv

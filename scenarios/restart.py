@@ -11,10 +11,13 @@ server the lab was given (restarted by your command) reaches every trial on it, 
 (exclusive).
 """
 
+from dataclasses import replace
+
 import backends
 from lab.columns import Column, FaultFamily
 from lab.exposure import Trait, when
 from lab.faults.restart import Restart as RestartFault
+from lab.pacing import Exclusive
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._own_postgres import can_have_own_postgres, own_postgres
 from scenarios.base import TrialEnv, TrialSpec
@@ -48,9 +51,13 @@ class Restart(LeaseFaultScenario):
         "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},
     }
 
+    # A trial on a server the run's trials share runs with none of them beside it (exclusive).
+    pacing = replace(LeaseFaultScenario.pacing, exclusive=Exclusive.PER_TRIAL)
+
     def exclusive(self, spec: TrialSpec, services) -> bool:
-        """Alone unless the trial restarts a server of its own (a Redis, etcd or PostgreSQL lock where the lab
-        started the run's): a restart of a server the run's trials share reaches all of theirs."""
+        """Its pacing's Exclusive.PER_TRIAL, a hook because it depends on the backend and the servers: alone unless
+        the trial restarts a server of its own (a Redis, etcd or PostgreSQL lock where the lab started the run's): a
+        restart of a server the run's trials share reaches all of theirs."""
         cls = backends.load(spec.backend)
         return not (RestartFault.own_server(cls, services) or _on_own_postgres(cls, services))
 

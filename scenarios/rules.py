@@ -10,7 +10,7 @@ deadlock detector has to abort one of them.
 from __future__ import annotations
 
 from lab.capabilities import Capability
-from lab.harness.outcomes import NotRun
+from lab.checkers.outcomes import NotRun
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv
 

@@ -41,22 +41,23 @@ from pathlib import Path
 
 import backends
 from lab import faults
+from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
-from lab.exposure import OFF, ON, YES, Trait, when
 from lab.errors import Interrupted
+from lab.exposure import OFF, ON, YES, Trait, when
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
-from lab.harness.verdict import Verdict
-from lab.harness.workload import ensure_schema
+from lab.pacing import Lane
 from lab.servers.clients import parse_pg_dsn
 from lab.servers.embedded import EmbeddedPostgres
+from lab.servers.owner import mark_owner
 from lab.servers.pg import dispose, trial_engines
 from lab.servers.sentinel import SENTINELS, SentinelRedis, SentinelSettings
-from lab.servers.owner import mark_owner
+from lab.workload.table import ensure_schema
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
-from scenarios.base import OWN_SERVERS, FaultReach, Skip, TrialEnv
+from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_event
 
 MIN_REPLICAS = "_min1"
@@ -69,7 +70,8 @@ WATCHED_BY_SENTINEL, ON_REDIS = (when(Trait.REDIS_SENTINEL, YES),), ("redis",)
 
 class Sentinel(LeaseFaultScenario):
     name = "sentinel"
-    lane = OWN_SERVERS  # each event's servers are its own, a PostgreSQL for its writes included
+    # Each event's servers are its own, a PostgreSQL for its writes included.
+    pacing = replace(LeaseFaultScenario.pacing, lane=Lane.OWN_SERVERS)
     fault_reach = FaultReach.ONE_EVENT  # one Sentinel failover serves every lock on that Redis
     control = "redis_failover"  # the scripted failover the report sets it beside
     summary = ("the lock's Redis failed over by three Sentinels mid-hold: primary paused, primary cut off (the "

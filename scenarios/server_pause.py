@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import signal
 import time
+from dataclasses import replace
 
 import psutil
 
 import backends
+from lab.checkers.outcomes import NotRun
 from lab.columns import Column, FaultFamily
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.faults.own_server import OwnLockServer
-from lab.harness.outcomes import NotRun
+from lab.pacing import Exclusive
 from lab.servers.abilities import Pausable, RedlockMasters
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import TrialSpec
@@ -112,9 +114,13 @@ class ServerPause(LeaseFaultScenario):
                "SIGCONTed; confirmed by every server process in state T (stopped)",
                family=FaultFamily.PAUSES, happens_when=()),
     )
+    # A trial on a server the run's trials share runs with none of them beside it (exclusive).
+    pacing = replace(LeaseFaultScenario.pacing, exclusive=Exclusive.PER_TRIAL)
+
     def exclusive(self, spec: TrialSpec, services) -> bool:
-        """Alone unless the trial stops a server of its own (a Redis, etcd or ZooKeeper lock where the lab started
-        the run's): stopping a server the run's trials share reaches all of theirs."""
+        """Its pacing's Exclusive.PER_TRIAL, a hook because it depends on the backend and the servers: alone unless
+        the trial stops a server of its own (a Redis, etcd or ZooKeeper lock where the lab started the run's):
+        stopping a server the run's trials share reaches all of theirs."""
         return not ServerPauseFault.own_server(backends.load(spec.backend), services)
 
     params = {  # each trial stops a server of its own (lab/faults/own_server.py): several at once

@@ -23,20 +23,21 @@ from dataclasses import replace
 from pathlib import Path
 
 import backends
+from lab.checkers.outcomes import DoesNotRun
 from lab.columns import Column, FaultFamily
 from lab.errors import LabError
 from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, SlowNetworkFault
-from lab.harness.measures import LeaseFaultMeasures
-from lab.harness.outcomes import DoesNotRun
-from lab.harness.workload import ensure_schema
+from lab.measures.shapes import LeaseFaultMeasures
+from lab.pacing import Lane
 from lab.servers.clients import parse_pg_dsn
 from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters
 from lab.servers.netns import Bridge, NamespaceUnavailable, NetNamespace
 from lab.servers.pg import dispose, trial_engines
 from lab.servers.services import SERVICE_NAMES, Services
 from lab.servers.slow_link import LinkUnavailable, SlowLink, unavailable_reason
+from lab.workload.table import ensure_schema
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
-from scenarios.base import OWN_SERVERS, Skip, TrialEnv
+from scenarios.base import Skip, TrialEnv
 
 EXTERNAL = ("slows the network only around servers the lab starts, in a namespace of its own; it never touches "
             "your network")
@@ -49,7 +50,8 @@ def fault_of(variant: str) -> SlowNetworkFault:
 
 class SlowNetwork(LeaseFaultScenario):
     name = "slow_network"
-    lane = OWN_SERVERS  # servers of each trial's own, in its own namespace: runs beside the others
+    # Servers of each trial's own, in its own namespace: runs beside the others.
+    pacing = replace(LeaseFaultScenario.pacing, lane=Lane.OWN_SERVERS)
     fault = NetDelay
     summary = ("the holder's lock connection slowed (round trip +TTL/3, +TTL) or losing 30 % of its packets, in a "
                "private network namespace with servers of the trial's own; a contender tries meanwhile")

@@ -20,13 +20,14 @@ from sqlalchemy.engine import Engine
 import backends
 from backends.base import Backend
 from lab.capabilities import Capability
-from lab.harness import ops
-from lab.harness.ops import F, Recorder, Type
-from lab.harness.verdict import Verdict
-from lab.harness.workload import COMPANY_SIZE, CompanyTable
+from lab.checkers import ops
+from lab.checkers.ops import F, Recorder, Type
+from lab.checkers.verdict import Verdict
+from lab.pacing import Lane, Pacing
 from lab.servers import sessions
 from lab.servers.stores import SQL_STORES, idle_transaction_guard, store_engine
-from scenarios.base import ALONE, Scenario, TrialEnv, judged
+from lab.workload.table import COMPANY_SIZE, CompanyTable
+from scenarios.base import Scenario, TrialEnv, judged
 
 COMPANY = 1
 # In units of the timeout / 10, the post's proportions: 10 s timeout, 5 s cron, 1 s events, 30 s window.
@@ -52,7 +53,7 @@ def attempt_times(trigger: str, scale: float, rng: random.Random) -> list[float]
 class Timing(Scenario):
     name = "timing"
     default_run = True
-    lane = ALONE  # when a short run got in, against guard timers: nothing beside it
+    pacing = Pacing(lane=Lane.ALONE)  # when a short run got in, against guard timers: nothing beside it
     summary = "the post's timing runs: lock held under a timeout, short runs on a 5 s cron grid or ~1/s events"
     variants = ("cron", "event")
     params = {

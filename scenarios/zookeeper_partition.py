@@ -27,17 +27,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from lab.checkers.outcomes import DoesNotRun
 from lab.columns import Column, FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
-from lab.harness.outcomes import DoesNotRun
+from lab.pacing import Lane
 from lab.servers import zookeeper
 from lab.servers.abilities import PartitionsMembers
 from lab.servers.owner import mark_owner
 from lab.servers.services import Services
 from lab.servers.zookeeper_ensemble import ZooKeeperEnsemble
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
-from scenarios.base import ALONE, Skip, TrialEnv
+from scenarios.base import Skip, TrialEnv
 
 CONFIRM_WITHIN = 5.0  # seconds for the cut-off server to give up its leader (syncLimit is 1 s)
 
@@ -147,7 +148,7 @@ class ZooKeeperPartition(LeaseFaultScenario):
     name = "zookeeper_partition"
     # Its ensemble elects and expires sessions on 100 ms ticks, and three JVMs start per trial: another
     # scenario's load would move those timers, so it runs with nothing beside it.
-    lane = ALONE
+    pacing = replace(LeaseFaultScenario.pacing, lane=Lane.ALONE)
     fault = ZooKeeperPartitionFault
     summary = "a three-server ZooKeeper ensemble mid-hold: the holder's server partitioned from the other two"
     title = "ZooKeeper server partitioned"

@@ -69,8 +69,8 @@ def _session_servers_still_run(request):
 @pytest.fixture(scope="session")
 def engines(services):
     import backends
-    from lab.harness.workload import drop_schema, ensure_schema
     from lab.servers import pg
+    from lab.workload.table import drop_schema, ensure_schema
 
     monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
     ensure_schema(monitor)
@@ -86,8 +86,8 @@ def store_engines(services):
     """store -> (monitor, writes) on a SQL server besides PostgreSQL that company rows live on (MariaDB), made at
     the first ask, with the lab's schema and what every backend writing there keeps in it; dropped at the end."""
     import backends
-    from lab.harness.workload import drop_schema, ensure_schema
     from lab.servers.stores import run_engines
+    from lab.workload.table import drop_schema, ensure_schema
 
     opened: dict = {}
 

@@ -37,8 +37,8 @@ from backends._writes import write_transaction
 from backends.base import Backend, Point, RebuildResult, describe_error, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
-from lab.harness.workload import SCHEMA, ensure_schema
 from lab.servers.clients import known_settings, pg_hosts
+from lab.workload.table import SCHEMA, ensure_schema
 
 TASK = "locklab_rebuild"
 DEFAULT_TTL_S = 2.0

@@ -1,5 +1,5 @@
 // The lab's holder protocol, for a Node.js program: one JSON request a line on stdin, one answer a line on
-// stdout (lab/harness/holder_protocol.py describes it whole). A holder program hands serve() one async
+// stdout (lab/holder/protocol.py describes it whole). A holder program hands serve() one async
 // function per request it implements; each returns ok(value) or fail(error), and an exception becomes an
 // `info` answer (nobody knows) with what the library threw.
 'use strict';

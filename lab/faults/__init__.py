@@ -44,7 +44,7 @@ FAULTS: dict[str, type[Fault]] = {"pause": Pause, "cut": Cut, "restart": Restart
 def load(fault: str | type[Fault] | Fault) -> Fault:
     """A fresh instance of a fault: one registered here by name, or a fault class a scenario declares
     in its own module (a new fault is then that one file plus its scenario's registry line); an instance
-    is used as it is (a fault of a chosen strength: lab/faults/slow_network.py, lab/harness/margin.py)."""
+    is used as it is (a fault of a chosen strength: lab/faults/slow_network.py, lab/measures/margin.py)."""
     if isinstance(fault, Fault):
         return fault
     return FAULTS[fault]() if isinstance(fault, str) else fault()

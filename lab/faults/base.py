@@ -21,7 +21,7 @@ class FaultNotConfirmed(LabError):
     """The fault was injected but nothing shows it reached its target."""
 
 
-# Faults sit below the harness and the backends, so what they read of those is declared here.
+# Faults sit below the workload, the holder and the backends, so what they read of those is declared here.
 class LockClass(Protocol):
     """What a fault reads of a backend's class (a backends.base.Backend subclass)."""
 
@@ -53,7 +53,7 @@ class HolderProc(Protocol):
 
 
 class HolderHandle(Protocol):
-    """What a fault may do to the holder (a harness HolderProcess): act on its process, read what it reports."""
+    """What a fault may do to the holder (a lab.holder HolderProcess): act on its process, read what it reports."""
 
     @property
     def proc(self) -> HolderProc: ...
@@ -69,7 +69,7 @@ class Target:
     services: Services
     monitor: Engine
     backend_cls: LockClass
-    holder: HolderHandle | None = None  # a harness HolderProcess, for faults that act on the process
+    holder: HolderHandle | None = None  # a lab.holder HolderProcess, for faults that act on the process
     lock_pid: int | None = None  # PostgreSQL pid of the lock's own session, when there is one
     write_pid: int | None = None  # PostgreSQL pid of the write transaction the holder is inside, if any
     evidence: dict = field(default_factory=dict)
@@ -162,7 +162,7 @@ class Fault:
 
 class GradedFault(Fault):
     """A fault whose size is one number, strength, in TTLs of the lease it strikes (a clock jump of strength x TTL,
-    a delay of strength x TTL): what the margin search (lab/harness/margin.py) varies. A subclass declares the
+    a delay of strength x TTL): what the margin search (lab/measures/margin.py) varies. A subclass declares the
     strength its plain instance has (its matrix column's)."""
 
     default_strength: ClassVar[float]

@@ -12,7 +12,7 @@ answering, makes the trial an error. Every lock service reads the same way, so o
 Patroni, Sentinel, an etcd cluster or Kubernetes alike; the scenario decides which lock it strikes.
 
 For a Redis lock a PromotionWatch records the promotion measures, its probe writing straight to the
-old primary's address with the service's credentials (a PostgreSQL lock's scenario runs the harness's
+old primary's address with the service's credentials (a PostgreSQL lock's scenario runs lab/measures/promotion.py's
 PromotionProbe itself). A failover of the user's service reaches every trial on it, so each scenario
 runs these trials one at a time, under ONE_AT_A_TIME.
 """

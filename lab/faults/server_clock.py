@@ -115,7 +115,7 @@ class ServerClock(GradedFault):
     """Base: servers of the trial's own on fake clocks, one of them struck; its readings kept for the history.
 
     strength: the fault's size in TTLs (a jump of strength x TTL, a rate of 1 + strength): the one number the
-    margin search (lab/harness/margin.py) varies. Subclasses say which servers to start and how to move a clock.
+    margin search (lab/measures/margin.py) varies. Subclasses say which servers to start and how to move a clock.
     """
 
     ask_after_ttls = 0.0

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from lab.checkers.outcomes import SCHEMAS, latest_per_trial, schema_of
 from lab.errors import LabError
-from lab.harness.outcomes import SCHEMAS, latest_per_trial, schema_of
 from lab.report.meta import commit_of
 from lab.report.sections import MAIN, RunView, render_files
 from lab.report.session import case_lines

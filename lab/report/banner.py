@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lab.harness.outcomes import latest_per_trial
+from lab.checkers.outcomes import latest_per_trial
 from lab.report.matrix import UNSTABLE, matrix_rows
 from lab.report.sections import RunView, section
 

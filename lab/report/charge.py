@@ -1,5 +1,5 @@
 """A failure charged to what failed: the lock, or the store (the database or its manager), read from each trial's
-three answers (lab/harness/verdict.py: lock, company, store) and the no-lock control beside it.
+three answers (lab/checkers/verdict.py: lock, company, store) and the no-lock control beside it.
 
 A trial that lost an acknowledged write while the lock kept its promise says something about the store, not the
 lock; when the control, which takes no lock, lost acknowledged writes under the same fault the same way, the loss
@@ -9,8 +9,8 @@ merged although the lock held is still its failure to keep the company whole).
 
 from __future__ import annotations
 
-from lab.harness.outcomes import Safety, judgement_of, safety_of
-from lab.harness.verdict import Question, Valid, answers_of
+from lab.checkers.outcomes import Safety, judgement_of, safety_of
+from lab.checkers.verdict import Question, Valid, answers_of
 
 
 def answers(record: dict) -> dict[Question, Valid] | None:

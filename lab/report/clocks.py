@@ -2,7 +2,7 @@
 margin of every lease against a server clock that jumps or runs fast.
 
 Read from the run's files alone: the server_clock, holder_clock and margin trials, their typed verdicts and
-histories. A margin is computed again here from the steps each search recorded (lab/harness/margin.py's
+histories. A margin is computed again here from the steps each search recorded (lab/measures/margin.py's
 `bounds`, over each step's verdict as the checkers gave it), never taken from the summary the scenario wrote.
 """
 
@@ -12,11 +12,11 @@ import statistics
 
 import pandas as pd
 
-from lab.harness import ops
-from lab.harness.margin import Margin, Step, bounds, outcome_of
-from lab.harness.outcomes import does_not_run, judgement_of
-from lab.harness.verdict import Kind, Valid, Verdict
-from lab.harness.words import WORDS
+from lab.checkers import ops
+from lab.checkers.outcomes import does_not_run, judgement_of
+from lab.checkers.verdict import Kind, Valid, Verdict
+from lab.checkers.words import WORDS
+from lab.measures.margin import Margin, Step, bounds, outcome_of
 from lab.report.common import FLAG, md_table, ordered_backends
 from lab.report.sections import RunView, section
 from lab.report.timelines import history_picture, slug

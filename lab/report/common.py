@@ -8,7 +8,7 @@ from enum import Enum
 import pandas as pd
 
 from lab.capabilities import Capability
-from lab.harness.outcomes import RunOrder, latest_per_trial
+from lab.checkers.outcomes import RunOrder, latest_per_trial
 from lab.post_role import PostRole
 from lab.report.declared import post_roles
 

@@ -7,9 +7,9 @@ import statistics
 
 import pandas as pd
 
-from lab.harness.outcomes import outcome_text
-from lab.report import published
+from lab.checkers.outcomes import outcome_text
 from lab.post_role import PostRole
+from lab.report import published
 from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side
 from lab.report.sections import RunView, section
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from lab.harness.outcomes import exercised_of, findings, outcome_groups, outcome_text
-from lab.harness.precision import spread
+from lab.checkers.outcomes import exercised_of, findings, outcome_groups, outcome_text
+from lab.measures.precision import spread
 from lab.report.common import md_table
 from lab.results import RunFolder
 
@@ -54,7 +54,7 @@ def compare(a: RunFolder, b: RunFolder) -> str:
 
 
 # The precision rules hold each repeated figure's paired ratios within +-10% of their median
-# (lab/harness/precision.py; scenarios/perf.py, scenarios/whynot/throughput.py, scenarios/latency.py).
+# (lab/measures/precision.py; scenarios/perf.py, scenarios/whynot/throughput.py, scenarios/latency.py).
 FIGURE_TOLERANCE = 0.10
 PERF_BASE = "one_transaction_for_all"
 

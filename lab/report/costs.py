@@ -6,10 +6,10 @@ import statistics
 
 import pandas as pd
 
-from lab.report import published
-from lab.harness.precision import Rule, describe
-from lab.report.charts import ratio_chart
+from lab.measures.precision import Rule, describe
 from lab.post_role import PostRole
+from lab.report import published
+from lab.report.charts import ratio_chart
 from lab.report.common import (Verdict, backend_with_role, md_table, ok_trials, seconds_summary, verdict_mark,
                                with_role)
 from lab.report.sections import RunView, section

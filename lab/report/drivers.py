@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lab.harness.outcomes import lock_lost
+from lab.checkers.outcomes import lock_lost
 from lab.post_role import PostRole
 from lab.report.common import md_table, ok_trials
 from lab.report.declared import post_roles

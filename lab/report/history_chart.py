@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.harness.ops import F, Op, Type
+from lab.checkers.ops import F, Op, Type
 
 COMPLETION_COLOUR = {Type.OK: "#1565c0", Type.FAIL: "#c62828", Type.INFO: "#9e9e9e"}
 FENCED_COLOUR = "#ef6c00"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from lab.harness.ops import F, Type
-from lab.harness.outcomes import judgement_of
+from lab.checkers.ops import F, Type
+from lab.checkers.outcomes import judgement_of
 from lab.report.history_chart import (COMPLETION_COLOUR, FAULT_COLOUR, FENCED_COLOUR, LEASE_COLOUR, RIGHT_COLOUR,
                                       bars_of, clock_series, lanes_of)
 from lab.report.matrix import Mark, MatrixCell

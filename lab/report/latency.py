@@ -9,7 +9,7 @@ from pathlib import Path
 import matplotlib.ticker
 import pandas as pd
 
-from lab.harness.precision import Rule
+from lab.measures.precision import Rule
 from lab.report.charts import plt
 from lab.report.common import md_table, ok_trials
 from lab.report.sections import RunView, section
@@ -88,7 +88,7 @@ def _precision_lines(trials: list[tuple[str, dict]]) -> list[str]:
         return Rule(outcome["tolerance"], outcome["floor"], outcome["cap"]).describe()
 
     slices = first["throughput"][0]["precision"]
-    lines = [f"Each figure is repeated until precise enough (lab/harness/precision.py): acquire + release in blocks, "
+    lines = [f"Each figure is repeated until precise enough (lab/measures/precision.py): acquire + release in blocks, "
              f"each block's ratio to the floor (and to the bare call) paired within it, "
              f"{rule(first['precision']['acquire_release'])}; handoffs in blocks, each block's median, "
              f"{rule(first['precision']['handoff'])}; throughput in slices of the window, each slice's grants per "

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 
-from lab.harness.told import CHANNELS, first_after
+from lab.checkers.told import CHANNELS, first_after
 from lab.report.common import md_table, ordered_backends
 from lab.report.declared import control_of, faults_of
 from lab.report.sections import RunView, section

@@ -11,9 +11,9 @@ from enum import Enum
 import pandas as pd
 
 from lab.capabilities import Capability
+from lab.checkers.outcomes import Safety, SkipKind, exercised_of, judgement_of, safety_of, skip_of
+from lab.checkers.verdict import Kind
 from lab.columns import Column, FaultColumns
-from lab.harness.outcomes import Safety, SkipKind, exercised_of, judgement_of, safety_of, skip_of
-from lab.harness.verdict import Kind
 from lab.post_role import PostRole
 from lab.report.charge import charged_to_store, lock_broke_with_store
 from lab.report.charts import matrix_chart

@@ -12,8 +12,8 @@ import statistics
 
 import pandas as pd
 
+from lab.checkers.keepalive import ends_as_estimated
 from lab.report.common import md_table, ok_trials
-from lab.harness.keepalive import ends_as_estimated
 from lab.report.sections import RunView, section
 
 VARIANT_LABELS = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lab.harness.outcomes import detection_of, outcome_text
-from lab.report import published
+from lab.checkers.outcomes import detection_of, outcome_text
 from lab.post_role import PostRole
+from lab.report import published
 from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side, with_role
 from lab.report.matrix import CALIBRATION_WORDS as LOST_WORDS
 from lab.report.sections import RunView, section

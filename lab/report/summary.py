@@ -11,9 +11,9 @@ import statistics
 import pandas as pd
 
 from lab.capabilities import Capability
-from lab.harness.outcomes import lock_lost, outcome_text
-from lab.report import whynot
+from lab.checkers.outcomes import lock_lost, outcome_text
 from lab.post_role import PostRole
+from lab.report import whynot
 from lab.report.common import md_table, ok_trials, with_capability, with_role
 from lab.report.matrix import lease_faults_run
 from lab.report.sections import WHYNOT, RunView, section

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from lab.harness import ops
-from lab.harness.outcomes import Safety, judgement_of, safety_of
+from lab.checkers import ops
+from lab.checkers.outcomes import Safety, judgement_of, safety_of
 from lab.report.history_chart import history_chart
 from lab.report.matrix import Mark, matrix_rows
 from lab.report.sections import TIMELINES, RunView, section

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lab.capabilities import Capability
-from lab.harness.outcomes import Safety, handover_of
+from lab.checkers.outcomes import Safety, handover_of
 from lab.post_role import PostRole
 from lab.report import published
 from lab.report.charts import timing_chart
@@ -25,7 +25,7 @@ def row_label(backend: str, role: PostRole | None, trigger: str) -> str:
 
 
 def row_stats(firsts: list[float | None], timeout: float, handovers: list | None = None) -> dict:
-    """A timing row's figures; handovers (Safety or None per trial, as lab.harness.outcomes.handover_of) split the overlaps."""
+    """A timing row's figures; handovers (Safety or None per trial, as lab.checkers.outcomes.handover_of) split overlaps."""
     got = sorted(f for f in firsts if f is not None)
     unit = timeout / 10  # the post's "1 s", scaled with the timeout
     handovers = [h for h in (handovers or []) if h is not None]

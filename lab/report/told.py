@@ -13,10 +13,10 @@ from collections import Counter
 
 import pandas as pd
 
-from lab.harness.measures import LeaseFaultMeasures
-from lab.harness.outcomes import judgement_of
-from lab.harness.told import CHANNELS, first_after
-from lab.harness.verdict import Kind
+from lab.checkers.outcomes import judgement_of
+from lab.checkers.told import CHANNELS, first_after
+from lab.checkers.verdict import Kind
+from lab.measures.shapes import LeaseFaultMeasures
 from lab.report.common import md_table, ordered_backends
 from lab.report.matrix import lease_faults_run
 from lab.report.sections import RunView, section

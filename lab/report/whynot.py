@@ -13,7 +13,7 @@ import statistics
 
 import pandas as pd
 
-from lab.harness.outcomes import outcome_text
+from lab.checkers.outcomes import outcome_text
 from lab.post_role import PostRole
 from lab.report.common import ok_trials, with_role
 
@@ -282,7 +282,7 @@ def _rows(ms: list[dict]) -> str:
 
 def _precision(ms: list[dict]) -> str:
     """How the repetitions were ended, where the run recorded it (older runs repeated a fixed count): each trial's
-    repetitions, and the rule (lab/harness/precision.py) on the speedups."""
+    repetitions, and the rule (lab/measures/precision.py) on the speedups."""
     if not all(m.get("precision") for m in ms):
         return ""
     first = ms[0]["precision"]

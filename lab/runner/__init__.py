@@ -9,6 +9,9 @@ This package is split by job, and this module is its front door (the cli and tes
 - trials.py: one scenario's trials on a pool under the server's session budget, each finished one kept;
 - records.py: the one record a trial leaves in trials.jsonl, and its verdict;
 - context.py: RunContext, what every scenario and trial of a run shares, as one object.
+- pacing.py: from a scenario's declared Pacing, which trials still run, its floors, bounds and estimates;
+- waves.py: how many trials fit at once in the server's session budget, and in how many waves;
+- progress.py: a scenario's progress line or bar, its estimate, and its wall time against its bound.
 """
 
 from lab.runner.context import RunContext

@@ -17,9 +17,9 @@ from sqlalchemy.engine import Engine
 
 from lab.results import RunFolder
 from lab.runner.plan import Plan
+from lab.runner.waves import Wave
 from lab.servers.capacity import SessionSampler
 from lab.servers.services import Services
-from lab.waves import Wave
 from scenarios.base import Scenario, TrialEnv, TrialSpec
 
 

@@ -13,21 +13,21 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import backends
-from lab import waves as capacity_plan
 from lab.errors import Interrupted
-from lab.harness.contract import describe_error
-from lab.progress import ScenarioProgress
-from lab.runner import records
+from lab.runner import waves as capacity_plan
+from lab.runner import pacing, records
 from lab.runner.context import RunContext
+from lab.runner.progress import ScenarioProgress
 from lab.runner.records import Started, TrialRecord
 from lab.runner.trials import WAIT_POLL_S, Finished, TrialFloor, let_stop, record_skipped
+from lab.workload.contract import describe_error
 from scenarios.base import Scenario, Skip
 from scenarios.events import EventEnv, EventOutcome, EventSpec, SubjectOutcome, event_record_fields, plan_events
 
 
 def event_alone(scenario: Scenario, event: EventSpec, services) -> bool:
-    """An event runs with nothing beside it when any of its subjects would (Scenario.exclusive)."""
-    return any(scenario.exclusive(spec, services) for spec in event.subjects)
+    """An event runs with nothing beside it when any of its subjects would (lab/runner/pacing.py exclusive)."""
+    return any(pacing.exclusive(scenario, spec, services) for spec in event.subjects)
 
 
 def event_cost(ctx: RunContext, scenario: Scenario, event: EventSpec) -> int:
@@ -48,7 +48,7 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     queue = capacity_plan.Dispatch([(event, event_cost(ctx, scenario, event)) for event in events], budget,
                                    scarce_first=wave is not None and wave.limited)
     alone = {event.id: event_alone(scenario, event, ctx.services) for event in events}
-    declared = scenario.trial_floor(ctx.profile)
+    declared = pacing.trial_floor(scenario, ctx.profile)
     finished_events = Finished()
     in_flight: dict[Future, tuple[EventEnv, int]] = {}
     try:

@@ -10,7 +10,8 @@ import threading
 import time
 from typing import Callable
 
-from scenarios.base import ALONE, OWN_SERVERS, Scenario
+from lab import pacing as declared  # its Lane: where a scenario declares its trials run
+from scenarios.base import Scenario
 
 LANE_WIND_DOWN_S = 30.0  # after a stop, how long the other lanes' trials get to see it and clean up
 # Scenarios on servers of each trial's (or event's) own share no server with one another, so they run in this many
@@ -23,13 +24,13 @@ Lane = list[Scenario]
 
 def schedule(chosen: list[Scenario], estimates: dict[str, float] | None = None) -> list[list[Lane]]:
     """Phases of lanes, by each scenario's declared lane: first the run's-server scenarios one after another
-    beside those on servers of their own, then each ALONE scenario by itself. The own-server scenarios are dealt
+    beside those on servers of their own, then each Lane.ALONE scenario by itself. The own-server scenarios are dealt
     into OWN_SERVER_LANES lanes, the longest by its estimate first into the lane with the least so far (in plan
     order without estimates); plan order within a lane."""
-    shared = [s for s in chosen if s.lane not in (OWN_SERVERS, ALONE)]
-    own = [s for s in chosen if s.lane == OWN_SERVERS]
+    shared = [s for s in chosen if s.pacing.lane not in (declared.Lane.OWN_SERVERS, declared.Lane.ALONE)]
+    own = [s for s in chosen if s.pacing.lane is declared.Lane.OWN_SERVERS]
     phases = [[lane for lane in (shared, *_deal(own, estimates or {})) if lane]]
-    phases += [[[s]] for s in chosen if s.lane == ALONE]
+    phases += [[[s]] for s in chosen if s.pacing.lane is declared.Lane.ALONE]
     return [phase for phase in phases if phase]
 
 

@@ -13,11 +13,11 @@ from rich.console import Console
 
 import backends
 import scenarios
-from lab import waves as capacity_plan
-from lab.harness.contract import describe_error
-from lab.harness.outcomes import DoesNotRun
+from lab.checkers.outcomes import DoesNotRun
+from lab.runner import waves as capacity_plan
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import ExternalAddresses, Services
+from lab.workload.contract import describe_error
 from scenarios.base import FaultReach, Scenario, TrialSpec
 from scenarios.events import plan_events
 
@@ -67,7 +67,7 @@ class Plan:
         return scenario.pg_sessions(backends.load(spec.backend), profile)
 
     def demands(self, profile: str) -> list[capacity_plan.Demand]:
-        """What each scenario's runnable trials ask of the server, for lab/waves.py."""
+        """What each scenario's runnable trials ask of the server, for lab/runner/waves.py."""
         return [capacity_plan.Demand(s.name, tuple(self.cost(s, spec, profile) for spec in self.pending[s.name]
                                                    if spec.skip is None), max(1, s.parallelism(profile)))
                 for s in self.scenarios]

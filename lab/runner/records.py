@@ -10,9 +10,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TypedDict, cast
 
-from lab.harness import ops
-from lab.harness.outcomes import SkipKind, skip_kind_of
-from lab.harness.words import verdict_text
+from lab.checkers import ops
+from lab.checkers.outcomes import SkipKind, skip_kind_of
+from lab.checkers.words import verdict_text
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios.base import Scenario, TrialSpec
 

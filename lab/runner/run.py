@@ -16,25 +16,27 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 import backends
 from lab import host_cpu
-from lab import waves as capacity_plan
-from lab.harness import holder_forks
-from lab.harness.workload import drop_schema, ensure_schema
-from lab.progress import ScenarioProgress, wall_over_bound
+from lab.holder import forks
+from lab.pacing import Lane
 from lab.provenance import run_meta
 from lab.quiet import LibraryNoise
 from lab.results import RunFolder
+from lab.runner import pacing
+from lab.runner import waves as capacity_plan
 from lab.runner.context import RunContext
+from lab.runner.events import event_alone, event_cost, run_events
 from lab.runner.lanes import composed, run_lanes, schedule
 from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
+from lab.runner.progress import ScenarioProgress, wall_over_bound
 from lab.runner.resume import resumed
-from lab.runner.events import event_alone, event_cost, run_events
 from lab.runner.stores import close_stores, open_stores
 from lab.runner.trials import run_trials
 from lab.servers import pg
 from lab.servers.capacity import Capacity, SessionSampler, read_capacity
 from lab.servers.clients import redact
 from lab.servers.services import SERVICE_NAMES, Services, start_services
-from scenarios.base import OWN_SERVERS, FaultReach, Scenario, TrialSpec
+from lab.workload.table import drop_schema, ensure_schema
+from scenarios.base import FaultReach, Scenario, TrialSpec
 from scenarios.events import plan_events
 
 
@@ -101,7 +103,7 @@ class Runner:
         stores = open_stores(plan, services, self.request.backends)
         sampler = SessionSampler(services.pg())
         # Holders forked from one process that imported once, their backends' libraries too.
-        holder_forks.open_server([backends.entry(name) for name in self.request.backends])
+        forks.open_server([backends.entry(name) for name in self.request.backends])
         try:
             with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
@@ -116,7 +118,7 @@ class Runner:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
                 _record_run_bound(folder, phases, time.monotonic() - started, host.stolen(), self.console)
         finally:
-            holder_forks.close_server()
+            forks.close_server()
             sampler.close()
             if not self.stop.is_set():
                 drop_schema(monitor)
@@ -132,8 +134,8 @@ def _estimates(ctx: RunContext) -> dict[str, float]:
     for scenario in ctx.plan.scenarios:
         runnable = [spec for spec in ctx.plan.pending[scenario.name] if spec.skip is None]
         units = Units.of(ctx, scenario, runnable)
-        out[scenario.name] = scenario.estimate_seconds(ctx.profile, len(units.costs), scenario.parallelism(ctx.profile),
-                                                       sum(units.alone))
+        out[scenario.name] = pacing.estimate_seconds(scenario, ctx.profile, len(units.costs),
+                                                     scenario.parallelism(ctx.profile), sum(units.alone))
     return out
 
 
@@ -154,7 +156,7 @@ class Units:
             return cls([event_cost(ctx, scenario, e) for e in events],
                        [event_alone(scenario, e, ctx.services) for e in events], len(events))
         return cls([ctx.plan.cost(scenario, spec, ctx.profile) for spec in runnable],
-                   [scenario.exclusive(spec, ctx.services) for spec in runnable])
+                   [pacing.exclusive(scenario, spec, ctx.services) for spec in runnable])
 
 
 def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
@@ -168,12 +170,12 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     if wave is not None and wave.limited:
         at_once = max(1, -(-at_once // wave.waves))
     shown = ScenarioProgress(ctx.progress.console, ctx.progress, scenario.name, len(specs),
-                             scenario.estimate_seconds(ctx.profile, len(units.costs), at_once, sum(units.alone))
+                             pacing.estimate_seconds(scenario, ctx.profile, len(units.costs), at_once, sum(units.alone))
                              if runnable else None,
                              at_once, events=units.events)
     # The run's PostgreSQL sessions are sampled for the scenarios that use them; a scenario on servers
     # of its own runs beside one that does, and must not take that one's peak.
-    samples = scenario.lane != OWN_SERVERS
+    samples = scenario.pacing.lane is not Lane.OWN_SERVERS
     if samples:
         ctx.sampler.take_peak()
     host = host_cpu.Window()  # the whole machine's: beside another lane, what both lanes had
@@ -185,16 +187,17 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
     stolen = host.stolen()
     sessions = wave.budget if wave is not None else None
     floors, costs = [f.seconds for f in finished.floors], [f.sessions for f in finished.floors]
-    bound = scenario.lower_bound(ctx.profile, floors, costs, sessions, [f.alone for f in finished.floors]) \
+    bound = pacing.lower_bound(scenario, ctx.profile, floors, costs, sessions, [f.alone for f in finished.floors]) \
         if floors else None
     wall = shown.finish(bound, stolen)
     if runnable and not ctx.stop.is_set():  # a resumed run's scenario with nothing left to run is not timed
         _record_bound(ctx.folder, scenario.name, {
-            "lane": scenario.lane, "wall_s": round(wall, 1), "bound_s": round(bound or 0.0, 1),
-            "declared_bound_s": round(scenario.declared_bound(ctx.profile, units.costs, sessions, units.alone), 1),
+            "lane": scenario.pacing.lane.value, "wall_s": round(wall, 1), "bound_s": round(bound or 0.0, 1),
+            "declared_bound_s": round(pacing.declared_bound(scenario, ctx.profile, units.costs, sessions, units.alone),
+                                      1),
             "trials_alone": sum(units.alone),
-            "trials_finished": len(floors), "at_once": scenario.at_once(ctx.profile, units.costs, sessions),
-            "trial_floor_s": scenario.trial_floor(ctx.profile),
+            "trials_finished": len(floors), "at_once": pacing.at_once(scenario, ctx.profile, units.costs, sessions),
+            "trial_floor_s": pacing.trial_floor(scenario, ctx.profile),
             **({} if units.events is None else {"events": units.events, "subjects": len(runnable)}),
             **({} if stolen is None else {"cpu_stolen": round(stolen, 3)})})
         precision = scenario.precision(ctx.profile, finished.records)

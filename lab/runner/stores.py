@@ -7,10 +7,10 @@ backends writing there keep in it; dropped and closed when the run ends, as Post
 from __future__ import annotations
 
 import backends
-from lab.harness.workload import drop_schema, ensure_schema
 from lab.runner.plan import Plan
 from lab.servers.services import Services
 from lab.servers.stores import run_engines
+from lab.workload.table import drop_schema, ensure_schema
 
 Stores = dict  # store -> (monitor, writes)
 

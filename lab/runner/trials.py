@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import backends
-from lab import waves as capacity_plan
 from lab.errors import Interrupted
-from lab.harness.contract import describe_error
-from lab.progress import ScenarioProgress
-from lab.runner import records
+from lab.runner import waves as capacity_plan
+from lab.runner import pacing, records
 from lab.runner.context import RunContext
+from lab.runner.progress import ScenarioProgress
 from lab.runner.records import Started, TrialRecord
+from lab.workload.contract import describe_error
 from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
 
 WAIT_POLL_S = 0.2  # a short wait keeps the main thread responsive to Ctrl-C
@@ -31,7 +31,7 @@ TRIAL_WIND_DOWN_S = 30.0  # after a stop, how long the trials in flight get to s
 @dataclass(frozen=True)
 class TrialFloor:
     """A finished trial's part in the scenario's lower bound: the seconds it could not take less, the PostgreSQL
-    sessions it held, and whether it ran alone (Scenario.exclusive)."""
+    sessions it held, and whether it ran alone (pacing.exclusive)."""
 
     seconds: float
     sessions: int
@@ -53,7 +53,7 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
     its session budget allow. An error or Ctrl-C sets the stop (waking every waiting trial) and is raised;
     what was in flight is not recorded.
 
-    A trial not yet started that the scenario no longer needs (Scenario.needed: its figures are precise enough)
+    A trial not yet started that the scenario no longer needs (pacing.needed: its figures are precise enough)
     is dropped, unrecorded. Returns each finished trial's floor and session cost (finished_floor) and the records."""
     runnable = record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
     params = scenario.profile_params(ctx.profile)
@@ -63,20 +63,20 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=scenario.name)
     queue = capacity_plan.Dispatch([(spec, ctx.plan.cost(scenario, spec, ctx.profile)) for spec in runnable],
                                    budget, scarce_first=wave is not None and wave.limited)
-    declared = scenario.trial_floor(ctx.profile)
-    if alone is None:  # which trials run with nothing beside them (Scenario.exclusive), by trial id
-        alone = {spec.id: scenario.exclusive(spec, ctx.services) for spec in runnable}
+    declared = pacing.trial_floor(scenario, ctx.profile)
+    if alone is None:  # which trials run with nothing beside them (pacing.exclusive), by trial id
+        alone = {spec.id: pacing.exclusive(scenario, spec, ctx.services) for spec in runnable}
     # Only a scenario that can stop early reads its records (a resumed run's earlier ones first): others keep none.
-    repeats = scenario.reads_finished()
+    repeats = pacing.reads_finished(scenario)
     # Finished trials per cell, whatever their status: a sequential-rule trial waits for its cell's first ones.
     finished_in_cell = Counter((r.get("backend"), r.get("variant")) for r in ctx.folder.trials()
                                if r.get("scenario") == scenario.name) if repeats else Counter()
 
     def later(spec: TrialSpec) -> bool:
-        return repeats and scenario.later(ctx.profile, spec, finished_in_cell[(spec.label, spec.variant)])
+        return repeats and pacing.later(scenario, ctx.profile, spec, finished_in_cell[(spec.label, spec.variant)])
 
     def drop_unneeded() -> None:
-        shown.drop(queue.drop(lambda spec: not scenario.needed(ctx.profile, spec, finished_trials.records)))
+        shown.drop(queue.drop(lambda spec: not pacing.needed(scenario, ctx.profile, spec, finished_trials.records)))
 
     finished_trials = Finished(records=[r for r in ctx.folder.trials() if repeats and r.get("scenario") == scenario.name
                                         and r.get("status") == "ok"])

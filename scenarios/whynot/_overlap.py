@@ -3,7 +3,7 @@ held inside its write while run2 starts, and the table two_runs made for the tri
 
 from __future__ import annotations
 
-from lab.harness.workload import table_name
+from lab.workload.table import table_name
 from scenarios.base import TrialEnv
 
 

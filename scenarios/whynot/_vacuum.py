@@ -8,7 +8,7 @@ import time
 
 from sqlalchemy import text
 
-from lab.harness.workload import COMPANY_SIZE, CompanyTable
+from lab.workload.table import COMPANY_SIZE, CompanyTable
 from scenarios.base import TrialEnv
 
 _TUPLES = re.compile(r"tuples: (\d+) removed, (\d+) remain, (\d+) are dead but not yet removable")

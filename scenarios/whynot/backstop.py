@@ -13,9 +13,9 @@ from sqlalchemy import text
 
 import backends
 from lab.capabilities import Capability
-from lab.harness.checkers import company_state, company_whole
-from lab.harness.outcomes import Safety
-from lab.harness.workload import COMPANY_SIZE, CompanyTable
+from lab.checkers.measure_level import company_state, company_whole
+from lab.checkers.outcomes import Safety
+from lab.workload.table import COMPANY_SIZE, CompanyTable
 from scenarios._two_runs import COMPANY, two_runs
 from scenarios.base import TrialEnv
 from scenarios.whynot._overlap import hold_run1_at, two_runs_table

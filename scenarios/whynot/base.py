@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from backends.base import Backend
 from lab.capabilities import Capability
-from lab.harness.outcomes import Safety
+from lab.checkers.outcomes import Safety
 from scenarios.base import TrialEnv
 
 
@@ -29,8 +29,9 @@ class Experiment(ABC):
     # How many trials a cell runs: None, the profile's count; an experiment that repeats its own measurement
     # to a stated precision inside one trial declares 1, since more trials would repeat that figure.
     trials: ClassVar[int | None] = None
-    # Whether its trials run with none of the scenario's other trials beside them (Scenario.exclusive): True for
-    # one that reads the database's VACUUM horizon, sets a guard on the whole database, or times the machine;
+    # Whether its trials run with none of the scenario's other trials beside them (WhyNot.exclusive, which its
+    # Pacing declares as Exclusive.PER_TRIAL): True for one that reads the database's VACUUM horizon, sets a guard
+    # on the whole database, or times the machine;
     # an experiment whose two runs only wait on each other's locks declares False and runs beside its like.
     alone: ClassVar[bool] = True
 

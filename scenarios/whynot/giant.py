@@ -17,10 +17,10 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from lab.capabilities import Capability
+from lab.checkers.outcomes import NotRun, Safety
 from lab.faults import FaultNotConfirmed, terminate_confirmed
-from lab.harness.outcomes import NotRun, Safety
-from lab.harness.workload import COMPANY_SIZE, CompanyTable
 from lab.servers import pg
+from lab.workload.table import COMPANY_SIZE, CompanyTable
 from scenarios.base import TrialEnv
 from scenarios.whynot._vacuum import fresh_table, others_held, session_horizon, vacuum
 from scenarios.whynot.base import Experiment

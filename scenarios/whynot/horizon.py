@@ -17,9 +17,9 @@ import time
 from sqlalchemy import text
 
 import backends
-from lab.harness.workload import COMPANY_SIZE
 from lab.post_role import PostRole
 from lab.servers.clients import pg_engine
+from lab.workload.table import COMPANY_SIZE
 from scenarios.base import TrialEnv, release_said
 from scenarios.whynot._vacuum import fresh_table, others_held, session_horizon, vacuum
 from scenarios.whynot.base import Experiment, is_session_lock_on_postgres

@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from lab.capabilities import Capability
-from lab.harness.workload import COMPANY_SIZE
+from lab.workload.table import COMPANY_SIZE
 from scenarios._two_runs import COMPANY, two_runs
 from scenarios.base import TrialEnv
 from scenarios.whynot._overlap import hold_run1_at, two_runs_table

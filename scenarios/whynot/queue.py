@@ -18,9 +18,9 @@ from typing import cast
 from backends.base import QueueWorker
 
 from lab.capabilities import Capability
-from lab.harness.checkers import company_state, company_whole
-from lab.harness.outcomes import Safety
-from lab.harness.workload import COMPANY_SIZE
+from lab.checkers.measure_level import company_state, company_whole
+from lab.checkers.outcomes import Safety
+from lab.workload.table import COMPANY_SIZE
 from scenarios._two_runs import two_runs
 from scenarios.base import TrialEnv
 from scenarios.whynot._overlap import hold_run1_at

@@ -21,10 +21,10 @@ from sqlalchemy.exc import SQLAlchemyError
 import backends
 from backends.base import describe_error
 from lab.capabilities import Capability
-from lab.harness.checkers import company_state, company_whole
-from lab.harness.outcomes import Safety
-from lab.harness.workload import COMPANY_SIZE, table_name
+from lab.checkers.measure_level import company_state, company_whole
+from lab.checkers.outcomes import Safety
 from lab.servers import pg
+from lab.workload.table import COMPANY_SIZE, table_name
 from scenarios._two_runs import COMPANY, two_runs
 from scenarios.base import TrialEnv
 from scenarios.whynot._overlap import hold_run1_at

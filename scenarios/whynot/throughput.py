@@ -11,7 +11,7 @@ measured against xact with the same workers in the same trial. A backend that ha
 configuration is repeated, each repetition in its own shuffled order, so a loaded or warming machine spreads
 over all of them; speedups (4 workers over 1) pair within a repetition, and the verdict calls two locks apart
 only when their ranges of speedups do not overlap. The repetitions stop by the precision rule (RULE, on both
-locks' speedups: lab/harness/precision.py) rather than at a fixed count; the profile's throughput_reps is its cap,
+locks' speedups: lab/measures/precision.py) rather than at a fixed count; the profile's throughput_reps is its cap,
 and a backend runs one trial of it (Experiment.trials), its repetitions being the measurement. They also stop,
 from the floor on, once the verdict is settled (verdict_settled): the two ranges overlap, which more repetitions
 only widen, and every worker's writes were in flight at once for both locks, which no repetition can raise.
@@ -28,9 +28,9 @@ from typing import cast
 
 import backends
 from backends.base import QueueWorker
-from lab.harness.precision import Rule, repeat
-from lab.harness.workload import COMPANY_SIZE
+from lab.measures.precision import Rule, repeat
 from lab.post_role import PostRole
+from lab.workload.table import COMPANY_SIZE
 from scenarios.base import TrialEnv
 from scenarios.whynot.base import Experiment, hands_out, is_session_lock_on_postgres
 

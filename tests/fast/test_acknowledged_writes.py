@@ -11,11 +11,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.harness.judge import acknowledged_writes, facts_of, judge
-from lab.harness.ops import F, Op, Type
-from lab.harness.outcomes import Safety
-from lab.harness.verdict import Kind, Valid
-from lab.harness.words import verdict_text
+from lab.checkers.judge import acknowledged_writes, facts_of, judge
+from lab.checkers.ops import F, Op, Type
+from lab.checkers.outcomes import Safety
+from lab.checkers.verdict import Kind, Valid
+from lab.checkers.words import verdict_text
 
 I, OK, FAIL, INFO = Type.INVOKE, Type.OK, Type.FAIL, Type.INFO
 SIZE = 250

@@ -10,11 +10,14 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
-from lab.progress import ScenarioProgress
+from lab.pacing import Lane, Pacing
 from lab.report.meta import bound_rows
+from lab.runner import pacing
 from lab.runner.lanes import composed, schedule
+from lab.runner.pacing import makespan_floor
+from lab.runner.progress import ScenarioProgress
 from lab.runner.trials import finished_floor
-from scenarios.base import ALONE, OWN_SERVERS, SHARED, Scenario, TrialEnv, TrialSpec, makespan_floor
+from scenarios.base import Scenario, TrialEnv, TrialSpec
 
 
 class Planted(Scenario):
@@ -36,29 +39,29 @@ class Windowed(Planted):
 
 
 def test_a_trial_floor_is_the_timers_it_sits_through_not_its_ceilings():
-    assert Planted().trial_floor("default") == 2.5  # ttl_s + hold_s; give_up is a ceiling
+    assert pacing.trial_floor(Planted(), "default") == 2.5  # ttl_s + hold_s; give_up is a ceiling
 
 
 def test_the_declared_bound_shares_the_floors_among_the_trials_at_once():
     # 10 trials of 2.5 s, 4 at once: 25 s of trials over 4 workers
-    assert Planted().declared_bound("default", [4] * 10) == pytest.approx(6.25)
+    assert pacing.declared_bound(Planted(), "default", [4] * 10) == pytest.approx(6.25)
 
 
 def test_the_servers_sessions_can_be_what_bounds_it():
     # 8 sessions for the scenario, 4 a trial: two at once, so 10 trials take at least 5 x 2.5 s
     planted = Planted()
-    assert planted.at_once("default", [4] * 10, 8) == 2
-    assert planted.declared_bound("default", [4] * 10, 8) == pytest.approx(12.5)
+    assert pacing.at_once(planted, "default", [4] * 10, 8) == 2
+    assert pacing.declared_bound(planted, "default", [4] * 10, 8) == pytest.approx(12.5)
     # trials needing no session (a Redis lock's) fill the workers the sessions leave: 4 at once
-    assert planted.at_once("default", [0] * 10, 8) == 4
+    assert pacing.at_once(planted, "default", [0] * 10, 8) == 4
 
 
 def test_trials_that_run_alone_add_up_and_the_others_share_the_workers():
     # 2 trials alone (2.5 s each, one after another) and 8 beside each other, 4 at once: 5 + 8 x 2.5 / 4
     alone = [True, True] + [False] * 8
-    assert Planted().declared_bound("default", [4] * 10, alone=alone) == pytest.approx(5 + 5)
-    assert Planted().lower_bound("default", [1.0, 2.0, 3.0], [4, 4, 4], alone=[True, True, True]) == 6.0
-    assert Planted().lower_bound("default", [1.0, 2.0, 3.0], [4, 4, 4]) == 3.0  # none alone: the longest
+    assert pacing.declared_bound(Planted(), "default", [4] * 10, alone=alone) == pytest.approx(5 + 5)
+    assert pacing.lower_bound(Planted(), "default", [1.0, 2.0, 3.0], [4, 4, 4], alone=[True, True, True]) == 6.0
+    assert pacing.lower_bound(Planted(), "default", [1.0, 2.0, 3.0], [4, 4, 4]) == 3.0  # none alone: the longest
 
 
 def test_one_long_trial_bounds_it_whatever_the_parallelism():
@@ -66,8 +69,8 @@ def test_one_long_trial_bounds_it_whatever_the_parallelism():
 
 
 def test_a_wall_budget_is_waited_out_at_least_once():
-    assert Windowed().declared_bound("default", [2] * 4) == 30.0
-    assert Windowed().declared_bound("default", []) == 0.0  # nothing to run: nothing to wait for
+    assert pacing.declared_bound(Windowed(), "default", [2] * 4) == 30.0
+    assert pacing.declared_bound(Windowed(), "default", []) == 0.0  # nothing to run: nothing to wait for
 
 
 def test_a_finished_trial_counts_its_longer_waits_and_its_measurement_but_never_more_than_it_took():
@@ -106,11 +109,12 @@ def test_waits_on_several_threads_of_one_trial_count_once():
 
 class Laned:
     def __init__(self, name, lane):
-        self.name, self.lane = name, lane
+        self.name, self.pacing = name, Pacing(lane=lane)
 
 
 def test_the_runs_bound_puts_the_shared_and_own_server_lanes_side_by_side_and_the_alone_ones_after():
-    chosen = [Laned("a", SHARED), Laned("b", SHARED), Laned("c", OWN_SERVERS), Laned("d", ALONE), Laned("e", ALONE)]
+    chosen = [Laned("a", Lane.SHARED), Laned("b", Lane.SHARED), Laned("c", Lane.OWN_SERVERS), Laned("d", Lane.ALONE),
+              Laned("e", Lane.ALONE)]
     bounds = {"a": 10.0, "b": 5.0, "c": 20.0, "d": 3.0, "e": 4.0}
     assert composed(schedule(chosen), bounds) == 20.0 + 3.0 + 4.0  # own lane (20) outlasts a + b (15)
     assert composed(schedule(chosen), {**bounds, "c": 1.0}) == 15.0 + 3.0 + 4.0
@@ -118,7 +122,8 @@ def test_the_runs_bound_puts_the_shared_and_own_server_lanes_side_by_side_and_th
 
 
 def test_scenarios_on_servers_of_their_own_run_in_two_lanes_beside_the_shared_one():
-    chosen = [Laned("a", SHARED), Laned("c", OWN_SERVERS), Laned("f", OWN_SERVERS), Laned("g", OWN_SERVERS)]
+    chosen = [Laned("a", Lane.SHARED), Laned("c", Lane.OWN_SERVERS), Laned("f", Lane.OWN_SERVERS),
+              Laned("g", Lane.OWN_SERVERS)]
     assert [[s.name for s in lane] for lane in schedule(chosen)[0]] == [["a"], ["c", "g"], ["f"]]
     assert composed(schedule(chosen), {"a": 5.0, "c": 10.0, "f": 12.0, "g": 10.0}) == 20.0  # c + g outlast f and a
     # By their estimates, the longest first into the lighter lane: f (30) alone, c and g (10 + 12) beside it.

@@ -1,6 +1,6 @@
 """Checkers: each planted violation is caught, and a clean trial passes."""
 
-from lab.harness.checkers import (
+from lab.checkers.measure_level import (
     company_state,
     detected_within,
 )

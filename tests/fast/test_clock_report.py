@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from lab.harness import ops
-from lab.harness.judge import judge
-from lab.harness.margin import Margin
-from lab.harness.ops import F, Op, Type
-from lab.harness.verdict import Kind, Valid, Verdict
+from lab.checkers import ops
+from lab.checkers.judge import judge
+from lab.checkers.ops import F, Op, Type
+from lab.checkers.verdict import Kind, Valid, Verdict
+from lab.measures.margin import Margin
 from lab.report.clocks import holder_finding, section_holder_clock, section_kleppmann, section_margins
 from lab.report.history_chart import clock_series, history_chart
 from lab.report.sections import RunView
@@ -48,7 +48,7 @@ def lease_history(contender_in: bool, clock_offset: float = 2.0) -> list[Op]:
 
 def judged_record(id_: str, scenario: str, backend: str, variant: str, history: list[Op], **measures) -> dict:
     verdict = judge(history, FINAL_WHOLE, 250, True, lease_ttl=1.0)
-    from lab.harness.words import verdict_text
+    from lab.checkers.words import verdict_text
 
     return {"id": id_, "scenario": scenario, "backend": backend, "variant": variant, "index": 0, "status": "ok",
             "verdict": verdict_text(verdict), "judgement": verdict.to_json(), "history": ops.to_json(history),
@@ -209,7 +209,7 @@ def test_an_empty_library_variable_is_a_machine_without_libfaketime(monkeypatch)
 
 
 def test_the_verdict_of_a_search_is_its_shown_steps_and_quotes_the_margin():
-    from lab.harness.judge import margin_verdict
+    from lab.checkers.judge import margin_verdict
 
     broke, held = judge(lease_history(True), FINAL_WHOLE, 250), judge(lease_history(False), FINAL_WHOLE, 250)
     verdict = margin_verdict([held, broke], 1, Margin(0.5, 1.0, 1, 1, 2).to_json())

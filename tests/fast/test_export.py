@@ -6,8 +6,8 @@ import re
 import subprocess
 import sys
 
-from lab.harness import ops
-from lab.harness.judge import judge
+from lab.checkers import ops
+from lab.checkers.judge import judge
 from lab.results import RunFolder
 from lab.runner import records
 from scenarios.base import TrialSpec

@@ -1,10 +1,10 @@
 """The checkers on the kill-point histories of schema 1: each planted violation is caught through the same
 judge every scenario uses (its events read as operations), and a clean history passes."""
 
-from lab.harness import ops
-from lab.harness.judge import facts_of, false_releases, judge, overlapping_writes, stale_writes
-from lab.harness.outcomes import Safety
-from lab.harness.verdict import Kind, Valid
+from lab.checkers import ops
+from lab.checkers.judge import facts_of, false_releases, judge, overlapping_writes, stale_writes
+from lab.checkers.outcomes import Safety
+from lab.checkers.verdict import Kind, Valid
 
 
 def ev(t, run, event, **fields):

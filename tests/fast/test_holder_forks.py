@@ -1,4 +1,4 @@
-"""The holder fork server (lab/harness/holder_forks.py, holder_zygote.py): a forked holder is a process of its own
+"""The holder fork server (lab/holder/forks.py, zygote.py): a forked holder is a process of its own
 that the lab can signal, stop and wait for as it would a fresh one, and none outlives the server."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 import psutil
 import pytest
 
-from lab.harness import holder_forks
-from lab.harness.holder_forks import ForkServer
+from lab.holder import forks
+from lab.holder.forks import ForkServer
 
 
 @pytest.fixture
@@ -69,19 +69,19 @@ def test_closing_the_server_ends_every_holder_it_forked(server):
 
 
 def test_when_the_server_is_gone_holders_start_fresh_and_the_lab_says_so_once(capsys):
-    holder_forks.open_server()
+    forks.open_server()
     try:
-        running = holder_forks._server
+        running = forks._server
         assert running is not None
-        first = holder_forks.fork()
+        first = forks.fork()
         assert first is not None
         first.stdin.close()
         assert first.wait(30) == 0
         running.proc.kill()
         running.proc.wait(10)
-        assert holder_forks.fork() is None and holder_forks.fork() is None
+        assert forks.fork() is None and forks.fork() is None
         said = capsys.readouterr().err
         assert said.count("holders start fresh from now on") == 1
     finally:
-        holder_forks.close_server()
-    assert holder_forks.fork() is None  # no server open: the caller starts one
+        forks.close_server()
+    assert forks.fork() is None  # no server open: the caller starts one

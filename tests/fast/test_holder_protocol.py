@@ -1,4 +1,4 @@
-"""The holder protocol's parsing and its child process (lab/harness/holder_protocol.py), without a server.
+"""The holder protocol's parsing and its child process (lab/holder/protocol.py), without a server.
 
 A child that writes a bad line, answers what nobody asked, exits or stays silent gives one clear error
 naming it, at once or at the request's timeout: never a hang, never a traceback from the reader. The
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.harness.holder_protocol import (
+from lab.holder.protocol import (
     Answer,
     HolderProgram,
     LibraryError,
@@ -60,7 +60,7 @@ def test_a_long_bad_line_is_quoted_short():
 
 
 def test_a_library_error_is_named_after_the_librarys_own_type():
-    from lab.harness.contract import describe_error
+    from lab.workload.contract import describe_error
 
     error = LibraryError.of(Said("LockError", "Cannot extend lock"))
     assert isinstance(error, LibraryError) and type(error).__name__ == "LockError"
@@ -225,7 +225,7 @@ def test_the_docs_show_the_node_redlock_declaration_as_it_is():
 
 def test_what_a_program_says_is_kept_without_its_passwords():
     """A library may print its own address (ioredis' errors name the URL): the lab keeps the line password-free."""
-    from lab.harness.holder_protocol import _first_line
+    from lab.holder.protocol import _first_line
 
     kept = _first_line("Error: connect ECONNREFUSED redis://:hunter2@127.0.0.1:6379/0\n    at stack")
     assert "hunter2" not in kept and kept.startswith("Error: connect ECONNREFUSED redis://:***@127.0.0.1")

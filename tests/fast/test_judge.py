@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from lab.harness.judge import judge
-from lab.harness.ops import F, Op, Type
-from lab.harness.outcomes import Safety
-from lab.harness.verdict import Kind, Valid, Verdict
-from lab.harness.words import verdict_text
+from lab.checkers.judge import judge
+from lab.checkers.ops import F, Op, Type
+from lab.checkers.outcomes import Safety
+from lab.checkers.verdict import Kind, Valid, Verdict
+from lab.checkers.words import verdict_text
 
 I, OK, FAIL, INFO = Type.INVOKE, Type.OK, Type.FAIL, Type.INFO
 SIZE = 250
@@ -183,7 +183,7 @@ def test_a_verdict_survives_json():
 
 
 def test_detection_is_read_from_the_pollers_operations():
-    from lab.harness.judge import detection
+    from lab.checkers.judge import detection
 
     def polls(*pairs):  # (start, ok?) after a kill at 2.0 s
         out = [op(2.0, "fault", OK, F.FAULT, name="terminate")]

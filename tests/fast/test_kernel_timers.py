@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.harness.keepalive import ends_as_estimated
+from lab.checkers.keepalive import ends_as_estimated
 from lab.servers.kernel_timers import WORST_FRACTION, granularity_s, keepalive_lateness_s
 
 

@@ -14,23 +14,31 @@ LAYERS = {
     "base": ("lab", "lab.errors", "lab.registry", "lab.results"),
     "servers": ("lab.servers",),
     "faults": ("lab.faults",),
-    "harness": ("lab.harness",),
+    "checkers": ("lab.checkers",),
+    "measures": ("lab.measures",),
+    "workload": ("lab.workload",),
+    "holder": ("lab.holder",),
     "backends": ("backends",),
     "scenarios": ("scenarios",),
     "report": ("lab.report",),
     "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.doctor_mariadb", "lab.provenance",
-            "lab.contract", "lab.waves", "lab.quiet", "lab.progress", "lab.reference", "lab.survey"),
+            "lab.contract", "lab.quiet", "lab.reference", "lab.survey"),
 }
-# Which layers each may import. The report reads results and the harness's vocabulary, never a
-# server, a backend or a scenario: a saved run renders from its folder alone.
+# Which layers each may import. The checkers are pure functions of what a trial recorded: the lab's base and
+# nothing else. The measures' shapes and rules read the checkers' vocabulary; the workload and the holder reach
+# servers, never a fault, a backend or the report. The report reads results, the checkers' vocabulary and the
+# measures, never a server, a holder, a backend or a scenario: a saved run renders from its folder alone.
 ALLOWED = {
     "base": {"base"},
     "servers": {"base", "servers"},
     "faults": {"base", "servers", "faults"},
-    "harness": {"base", "servers", "faults", "harness"},
-    "backends": {"base", "servers", "harness", "backends"},
-    "scenarios": {"base", "servers", "faults", "harness", "backends", "scenarios"},
-    "report": {"base", "harness", "report"},
+    "checkers": {"base", "checkers"},
+    "measures": {"base", "checkers", "measures"},
+    "workload": {"base", "servers", "checkers", "workload"},
+    "holder": {"base", "servers", "checkers", "workload", "holder"},
+    "backends": {"base", "servers", "checkers", "workload", "holder", "backends"},
+    "scenarios": {"base", "servers", "faults", "checkers", "measures", "workload", "holder", "backends", "scenarios"},
+    "report": {"base", "checkers", "measures", "report"},
     "top": set(LAYERS),
 }
 
@@ -102,9 +110,41 @@ def test_a_planted_upward_import_is_caught(tmp_path):
     (tmp_path / "lab" / "report").mkdir()
     (tmp_path / "lab" / "servers" / "proxy.py").write_text("def f():\n    import backends.redis_lock\n")
     (tmp_path / "lab" / "report" / "matrix.py").write_text("from scenarios import REGISTRY\nfrom lab import pg\n")
-    (tmp_path / "backends" / "x.py").write_text("from lab.servers import pg\nfrom lab.harness.workload import no_point\n")
+    (tmp_path / "backends" / "x.py").write_text("from lab.servers import pg\nfrom lab.workload.table import no_point\n")
     assert violations(tmp_path) == [
         "lab.report.matrix (report) imports scenarios (scenarios)",
         "lab.report.matrix (report) imports scenarios.REGISTRY (scenarios)",
         "lab.servers.proxy (servers) imports backends.redis_lock (backends)",
+    ]
+
+
+def test_planted_imports_across_the_rooms_are_caught(tmp_path):
+    """The rooms keep apart: a checker reaches no holder, runner or report; a holder no
+    report; the measures no workload; the report no holder or workload."""
+    for folder in ("checkers", "holder", "measures", "report"):
+        (tmp_path / "lab" / folder).mkdir(parents=True)
+    for package in ("backends", "scenarios"):
+        (tmp_path / package).mkdir()
+    (tmp_path / "lab" / "checkers" / "judge.py").write_text(
+        "from lab.holder import process\nfrom lab.runner import plan\nfrom lab.report import matrix\n"
+        "from lab.checkers.ops import Op\n")
+    (tmp_path / "lab" / "holder" / "process.py").write_text(
+        "def main():\n    from lab.report.told import told_rows\n    from lab.workload.table import CompanyTable\n")
+    (tmp_path / "lab" / "measures" / "margin.py").write_text(
+        "from lab.workload.job import run_job\nfrom lab.checkers.verdict import Kind\n")
+    (tmp_path / "lab" / "report" / "told.py").write_text(
+        "from lab.holder.forks import fork\nfrom lab.measures import shapes\nfrom lab.checkers import told\n")
+    assert violations(tmp_path) == [
+        "lab.checkers.judge (checkers) imports lab.holder (holder)",
+        "lab.checkers.judge (checkers) imports lab.holder.process (holder)",
+        "lab.checkers.judge (checkers) imports lab.report (report)",
+        "lab.checkers.judge (checkers) imports lab.report.matrix (report)",
+        "lab.checkers.judge (checkers) imports lab.runner (top)",
+        "lab.checkers.judge (checkers) imports lab.runner.plan (top)",
+        "lab.holder.process (holder) imports lab.report.told (report)",
+        "lab.holder.process (holder) imports lab.report.told.told_rows (report)",
+        "lab.measures.margin (measures) imports lab.workload.job (workload)",
+        "lab.measures.margin (measures) imports lab.workload.job.run_job (workload)",
+        "lab.report.told (report) imports lab.holder.forks (holder)",
+        "lab.report.told (report) imports lab.holder.forks.fork (holder)",
     ]

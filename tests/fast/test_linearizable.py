@@ -8,9 +8,9 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.harness.linearizable import CHECKER, Linearization, check_mutex, mutex_finding, mutex_ops
-from lab.harness.ops import F, Op, Type
-from lab.harness.verdict import Kind, Valid
+from lab.checkers.linearizable import CHECKER, Linearization, check_mutex, mutex_finding, mutex_ops
+from lab.checkers.ops import F, Op, Type
+from lab.checkers.verdict import Kind, Valid
 
 I, OK, FAIL, INFO = Type.INVOKE, Type.OK, Type.FAIL, Type.INFO
 TTL = 2.0
@@ -328,7 +328,7 @@ def test_a_holder_told_of_its_loss_before_another_is_granted_is_a_mutex():
 
 
 def test_a_grant_while_the_holder_still_believed_it_held_is_no_mutex_and_judge_calls_it_lost():
-    from lab.harness.judge import judge
+    from lab.checkers.judge import judge
 
     history = timed([*grant(0.0, "holder"), *grant(2.0, "contender"), op(3.0, "holder", OK, F.TOLD, how="held")])
     finding = mutex_finding(history)

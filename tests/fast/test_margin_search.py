@@ -1,4 +1,4 @@
-"""The margin search (lab/harness/margin.py) on planted outcomes: no server, every property over many thresholds."""
+"""The margin search (lab/measures/margin.py) on planted outcomes: no server, every property over many thresholds."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.harness.margin import Margin, Outcome, Plan, Step, bounds, outcome_of, search
-from lab.harness.verdict import Finding, Kind, Valid, Verdict
-from lab.harness.words import margin_text
+from lab.checkers.verdict import Finding, Kind, Valid, Verdict
+from lab.checkers.words import margin_text
+from lab.measures.margin import Margin, Outcome, Plan, Step, bounds, outcome_of, search
 
 RANGE = (0.0, 1.5)
 

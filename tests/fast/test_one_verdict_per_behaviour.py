@@ -1,23 +1,23 @@
 """One behaviour, planted in the history shape of every scenario that can show it, gets one verdict.
 
 Each shape is built the way its scenario builds it: the two-run, pooler and kill-point shapes from
-run_job's events (lab/harness/history.py read by ops.from_events), the lease-fault shape (pause, cut,
+run_job's events (lab/checkers/history.py read by ops.from_events), the lease-fault shape (pause, cut,
 restart, failover) from a holder process's reported events through scenarios._lease_faults.lease_history,
 and the timing, calibrate and cases shapes as the operations those scenarios record. All are judged by
-lab/harness/judge.py, so a column can no longer word or mark the same thing its own way.
+lab/checkers/judge.py, so a column can no longer word or mark the same thing its own way.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from lab.harness import ops
-from lab.harness.history import History
-from lab.harness.judge import judge
-from lab.harness.ops import F, Op, Type
-from lab.harness.outcomes import Safety
-from lab.harness.verdict import Kind
-from lab.harness.words import verdict_text
+from lab.checkers import ops
+from lab.checkers.history import History
+from lab.checkers.judge import judge
+from lab.checkers.ops import F, Op, Type
+from lab.checkers.outcomes import Safety
+from lab.checkers.verdict import Kind
+from lab.checkers.words import verdict_text
 from scenarios._lease_faults import lease_history
 
 SIZE = 250

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from lab.harness.precision import Rule, describe, repeat
+from lab.measures.precision import Rule, describe, repeat
+from lab.runner import pacing
 from scenarios.base import TrialSpec
 
 RULE = Rule(tolerance=0.05, floor=3, cap=8)
@@ -84,13 +85,13 @@ def test_the_cost_table_stops_repeating_once_every_configurations_paired_ratio_i
 
     def enough(records):  # the next repetition's first trial is no longer needed
         spec = TrialSpec("perf", "none", "one_transaction_for_all", 1 + max(r["index"] for r in records))
-        return not perf.needed("default", spec, records)
+        return not pacing.needed(perf, "default", spec, records)
 
     tight = {"one_transaction_for_all": 1.0, "per_company_lock": 2.0}
     assert not enough(perf_records([tight, tight]))  # below the floor of three
     assert enough(perf_records([tight, tight, tight]))
     assert not enough(perf_records([tight, tight, tight])[:-1])  # the third still under way
-    assert perf.needed("default", TrialSpec("perf", "xact", "per_company_lock", 2),
+    assert pacing.needed(perf, "default", TrialSpec("perf", "xact", "per_company_lock", 2),
                        perf_records([tight, tight, tight])[:-1])  # and its last configuration runs
     # a machine that slows down alike for both keeps the paired ratio: still tight
     slowed = {"one_transaction_for_all": 2.0, "per_company_lock": 4.1}

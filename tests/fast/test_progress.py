@@ -6,7 +6,8 @@ from rich.console import Console
 from rich.progress import Progress, TextColumn
 
 import scenarios
-from lab.progress import ScenarioProgress
+from lab.runner import pacing
+from lab.runner.progress import ScenarioProgress
 
 
 def plain_progress(total, estimate, at_once=1):
@@ -37,10 +38,11 @@ def test_estimates_come_from_the_profile_timers_and_the_trials_at_once():
     pause = scenarios.load("pause")
     one = pause.trial_seconds("default")
     assert one == 1.0 + 2 * pause.profile_params("default")["ttl_s"]
-    assert pause.estimate_seconds("default", 24, 12) == 2 * one
-    assert pause.estimate_seconds("default", 24, 12, alone=12) == (12 + 1) * one  # 12 one after another, 12 at once
+    assert pacing.estimate_seconds(pause, "default", 24, 12) == 2 * one
+    # 12 one after another, 12 at once
+    assert pacing.estimate_seconds(pause, "default", 24, 12, alone=12) == (12 + 1) * one
     timing = scenarios.load("timing")
-    assert timing.estimate_seconds("default", 500, 120) == timing.wall_budget("default")  # one window, not 500
+    assert pacing.estimate_seconds(timing, "default", 500, 120) == timing.wall_budget("default")  # one window, not 500
 
 
 def test_a_scenario_of_shared_fault_events_counts_its_events_and_their_subjects():

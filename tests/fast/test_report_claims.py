@@ -3,12 +3,12 @@ each test plants a figure that contradicts the sentence and sees the sentence ch
 
 import matplotlib.image
 
-from lab.harness.outcomes import RunOrder, Safety, exercised_of, lock_lost, safety_of
-from lab.report.sections import RunView
+from lab.checkers.outcomes import RunOrder, Safety, exercised_of, lock_lost, safety_of
 from lab.report import published, render
 from lab.report.common import trials_frame
-from lab.report.matrix import cell, section_matrix, section_why_not_leases
 from lab.report.decide import section_decide
+from lab.report.matrix import cell, section_matrix, section_why_not_leases
+from lab.report.sections import RunView
 from lab.report.summary import _heartbeat, _perf_ratio, _timing_range
 from tests.fast.test_report import META
 
@@ -245,7 +245,7 @@ def test_timing_rows_compare_every_figure_with_the_posts_within_the_stated_toler
 
 
 def test_timing_overlaps_are_split_by_handover_and_coloured_so():
-    from lab.harness.outcomes import handover_of
+    from lab.checkers.outcomes import handover_of
     from lab.report.timing import chart_kind, row_stats
 
     safe = render(META, timing("xact", "cron", [10.1, 10.4], handover="safe"), "r")

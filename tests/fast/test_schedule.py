@@ -1,4 +1,4 @@
-"""The runner's phases follow each scenario's declared lane: nothing runs beside an ALONE scenario, and a
+"""The runner's phases follow each scenario's declared lane: nothing runs beside a Lane.ALONE scenario, and a
 scenario on servers of its own runs beside the run's-server ones and holds none of that server's sessions.
 run_lanes keeps plan order within a lane, runs the lanes side by side, and an error in one stops them all."""
 
@@ -9,12 +9,12 @@ import pytest
 import backends
 import scenarios
 from lab.runner import run_lanes, schedule
-from scenarios.base import ALONE, LANES, OWN_SERVERS, SHARED
+from lab.pacing import Lane, Pacing
 
 
 def test_every_scenario_declares_a_known_lane():
     for name in scenarios.names():
-        assert scenarios.load(name).lane in LANES, name
+        assert isinstance(scenarios.load(name).pacing.lane, Lane), name
 
 
 def test_alone_scenarios_run_with_nothing_beside_them_and_own_server_ones_beside_the_rest():
@@ -23,11 +23,11 @@ def test_alone_scenarios_run_with_nothing_beside_them_and_own_server_ones_beside
     assert sorted(s.name for phase in phases for lane in phase for s in lane) == sorted(scenarios.names())
     for phase in phases:
         members = [s for lane in phase for s in lane]
-        if any(s.lane == ALONE for s in members):
+        if any(s.pacing.lane is Lane.ALONE for s in members):
             assert len(members) == 1, [s.name for s in members]
     first = phases[0]
-    assert all({s.lane for s in lane} == {OWN_SERVERS} for lane in first[1:]) and len(first) == 3
-    assert OWN_SERVERS not in {s.lane for s in first[0]}
+    assert all({s.pacing.lane for s in lane} == {Lane.OWN_SERVERS} for lane in first[1:]) and len(first) == 3
+    assert Lane.OWN_SERVERS not in {s.pacing.lane for s in first[0]}
     own = [s.name for lane in first[1:] for s in lane]
     assert "failover" in own and "netdrop" in own
 
@@ -35,7 +35,7 @@ def test_alone_scenarios_run_with_nothing_beside_them_and_own_server_ones_beside
 def test_a_scenario_on_its_own_servers_asks_nothing_of_the_runs_postgres():
     for name in scenarios.names():
         scenario = scenarios.load(name)
-        if scenario.lane == OWN_SERVERS:
+        if scenario.pacing.lane is Lane.OWN_SERVERS:
             for backend in backends.names():
                 assert scenario.pg_sessions(backends.load(backend), "default") == 0, (name, backend)
 
@@ -46,13 +46,14 @@ def test_a_run_of_only_alone_scenarios_runs_them_one_by_one():
 
 
 class Planned:
-    """A stand-in scenario: the scheduler reads only its name and lane."""
+    """A stand-in scenario: the scheduler reads only its name and its pacing's lane."""
 
     def __init__(self, name, lane):
-        self.name, self.lane = name, lane
+        self.name, self.pacing = name, Pacing(lane=lane)
 
 
-TWO_LANES = [[Planned("a", SHARED), Planned("b", SHARED)], [Planned("f", OWN_SERVERS), Planned("g", OWN_SERVERS)]]
+TWO_LANES = [[Planned("a", Lane.SHARED), Planned("b", Lane.SHARED)],
+             [Planned("f", Lane.OWN_SERVERS), Planned("g", Lane.OWN_SERVERS)]]
 
 
 def names(phases):
@@ -60,10 +61,11 @@ def names(phases):
 
 
 def test_plan_order_is_kept_within_each_lane_and_alone_ones_come_last_in_plan_order():
-    chosen = [Planned("a", SHARED), Planned("x", ALONE), Planned("f", OWN_SERVERS), Planned("b", SHARED),
-              Planned("y", ALONE), Planned("g", OWN_SERVERS), Planned("c", SHARED)]
+    chosen = [Planned("a", Lane.SHARED), Planned("x", Lane.ALONE), Planned("f", Lane.OWN_SERVERS),
+              Planned("b", Lane.SHARED), Planned("y", Lane.ALONE), Planned("g", Lane.OWN_SERVERS),
+              Planned("c", Lane.SHARED)]
     assert names(schedule(chosen)) == [[["a", "b", "c"], ["f"], ["g"]], [["x"]], [["y"]]]  # two own-server lanes
-    assert names(schedule([Planned("f", OWN_SERVERS)])) == [[["f"]]]
+    assert names(schedule([Planned("f", Lane.OWN_SERVERS)])) == [[["f"]]]
     assert schedule([]) == []
 
 
@@ -100,4 +102,4 @@ def test_an_error_in_another_lane_stops_every_lane_and_is_raised_on_the_main_thr
 def test_a_stop_set_before_a_lane_starts_runs_nothing():
     stop = threading.Event()
     stop.set()
-    run_lanes([[Planned("a", SHARED)], [Planned("f", OWN_SERVERS)]], lambda s: pytest.fail(s.name), stop)
+    run_lanes([[Planned("a", Lane.SHARED)], [Planned("f", Lane.OWN_SERVERS)]], lambda s: pytest.fail(s.name), stop)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab import waves
-from scenarios.base import TrialSpec, settled
+from lab.runner import pacing, waves
+from lab.runner.pacing import settled
+from scenarios.base import TrialSpec
 from scenarios.pause import Pause
 
 SAFE_KINDS = ("held", "stale write rejected", "rolled back", "intact")
@@ -26,48 +27,48 @@ def test_agreeing_trials_settle_the_cell_and_the_extra_trials_are_dropped():
     scenario = Pause()
     done = [record(i, "rolled back", True) for i in range(3)]
     assert settled(done)
-    assert scenario.needed("default", spec(2), done)  # the profile's own trials always run
-    assert not scenario.needed("default", spec(3), done)
+    assert pacing.needed(scenario, "default", spec(2), done)  # the profile's own trials always run
+    assert not pacing.needed(scenario, "default", spec(3), done)
 
 
 def test_disagreeing_trials_ask_for_more():
     scenario = Pause()
     done = [record(0, "rolled back", True), record(1, "held", False), record(2, "rolled back", True)]
     assert not settled(done)
-    assert scenario.needed("default", spec(3), done) and scenario.needed("default", spec(5), done)
+    assert pacing.needed(scenario, "default", spec(3), done) and pacing.needed(scenario, "default", spec(5), done)
 
 
 def test_a_failure_found_stands_and_settles_the_cell():
     done = [record(0, "held", False), record(1, "stale write accepted", True, safety="unsafe"), record(2, "held", False)]
     assert settled(done)
-    assert not Pause().needed("default", spec(3), done)
+    assert not pacing.needed(Pause(), "default", spec(3), done)
 
 
 def test_another_cells_records_do_not_decide_this_one():
     done = [record(i, "held", False) for i in range(3)] + [record(3, "rolled back", True, backend="session")]
-    assert not Pause().needed("default", spec(3), done)
+    assert not pacing.needed(Pause(), "default", spec(3), done)
 
 
 def test_an_extra_trial_is_kept_while_its_cells_first_trials_are_not_all_in():
     """Dropped only once the cell's first trials settle it: with none or some of them finished, it is still needed."""
     scenario = Pause()
-    assert scenario.needed("default", spec(3), [])
-    assert scenario.needed("default", spec(3), [record(0, "held", False), record(1, "held", False)])
-    assert not scenario.needed("default", spec(3), [record(i, "held", False) for i in range(3)])
+    assert pacing.needed(scenario, "default", spec(3), [])
+    assert pacing.needed(scenario, "default", spec(3), [record(0, "held", False), record(1, "held", False)])
+    assert not pacing.needed(scenario, "default", spec(3), [record(i, "held", False) for i in range(3)])
 
 
 def test_an_extra_trial_waits_until_its_cells_first_trials_finished():
     scenario = Pause()
-    assert scenario.later("default", spec(3), finished=2)
-    assert not scenario.later("default", spec(3), finished=3)
-    assert not scenario.later("default", spec(1), finished=0)  # the profile's own never wait
+    assert pacing.later(scenario, "default", spec(3), finished=2)
+    assert not pacing.later(scenario, "default", spec(3), finished=3)
+    assert not pacing.later(scenario, "default", spec(1), finished=0)  # the profile's own never wait
 
 
 def test_the_plan_holds_the_extra_trials_after_every_first_one():
     from backends import load
 
     specs = [s for s in Pause().plan([load("xact"), load("session")], "default") if s.skip is None]
-    assert max(s.index for s in specs) == 2 + Pause.extra_trials_when_varied
+    assert max(s.index for s in specs) == 2 + Pause.pacing.extra_trials_when_varied
     first_extra = next(i for i, s in enumerate(specs) if s.index == 3)
     assert all(s.index < 3 for s in specs[:first_extra])  # repetition by repetition: the extras come last
 

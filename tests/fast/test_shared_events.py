@@ -13,10 +13,10 @@ from rich.progress import Progress, TextColumn
 import backends
 import scenarios
 from lab.errors import LabError
-from lab.progress import ScenarioProgress
 from lab.results import RunFolder
 from lab.runner import RunContext, RunRequest, make_plan, resumed
 from lab.runner.events import run_events
+from lab.runner.progress import ScenarioProgress
 from scenarios.base import FaultReach, Scenario
 from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, plan_events
 

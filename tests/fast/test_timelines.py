@@ -56,7 +56,7 @@ def test_a_history_is_drawn_as_intervals_not_points():
 
 
 def test_an_operation_that_never_completed_is_open_to_the_end():
-    from lab.harness.ops import F, Op, Type
+    from lab.checkers.ops import F, Op, Type
     from lab.report.history_chart import bars_of
 
     history = [Op("r0", Type.INVOKE, F.WRITE, 0.1, {"company": 1}), Op("r1", Type.OK, F.OBSERVE, 0.5, {"count": 250})]

@@ -1,6 +1,6 @@
 """What a holder was told: signals read from planted holder events, and the report's cells built from them."""
 
-from lab.harness.told import first_after, signals
+from lab.checkers.told import first_after, signals
 from lab.report.told import callbacks_cell, plain, release_cell, told_cell
 
 T0 = 100.0
@@ -30,7 +30,7 @@ def test_each_channel_becomes_a_signal_in_time_order():
 def test_a_librarys_callback_is_a_signal_of_its_own_and_the_holder_process_reports_it():
     """kazoo's state listener: what the backend passes to told.callback() reaches the holder's events, then the
     table, as a callback (a contender in the lab's own process has no listener: it goes nowhere)."""
-    from lab.harness import told
+    from lab.checkers import told
 
     heard = []
     told.callback("its state listener", "SUSPENDED")  # nobody listening: nothing happens

@@ -39,7 +39,7 @@ def test_the_scan_catches_a_planted_prefix_match(tmp_path):
 
 
 def test_a_judged_scenario_words_nothing_itself():
-    """A scenario judged by the checkers leaves its words to lab/harness/words.py: it overrides no verdict()."""
+    """A scenario judged by the checkers leaves its words to lab/checkers/words.py: it overrides no verdict()."""
     judged = []
     for name in scenarios.names():
         cls = type(scenarios.load(name))

@@ -9,7 +9,7 @@ import pytest
 
 from backends.base import Backend
 from lab.capabilities import Capability
-from lab.harness.outcomes import Safety
+from lab.checkers.outcomes import Safety
 from scenarios.whynot import EXPERIMENTS, WhyNot, experiment_of
 
 # The order meta.json records and the report shows, as the committed reference runs have it.

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import psutil
 
-from lab.harness.workload import CompanyTable, table_name
 from lab.servers import pg
+from lab.workload.table import CompanyTable, table_name
 from scenarios.base import TrialEnv, TrialSpec
 
 

@@ -80,7 +80,7 @@ def test_the_checks_leave_a_schema_they_did_not_create(services, engines, capsys
     tests fail with `schema "locklab" does not exist` after the checks ran on the session's servers)."""
     from sqlalchemy import text
 
-    from lab.harness.workload import SCHEMA
+    from lab.workload.table import SCHEMA
 
     monitor, _ = engines
     assert check_backend("none", services) == 0, capsys.readouterr().out

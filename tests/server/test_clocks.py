@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lab.harness import ops
-from lab.harness.margin import Outcome, Step, bounds
+from lab.checkers import ops
+from lab.measures.margin import Outcome, Step, bounds
 from lab.servers import fake_clock
 from lab.servers.clients import etcd_client
 from lab.servers.embedded import EmbeddedEtcd, EmbeddedRedis

@@ -1,11 +1,11 @@
-"""A run's holders are forked from one process (lab/harness/holder_forks.py): a trial with a forked holder reaches
+"""A run's holders are forked from one process (lab/holder/forks.py): a trial with a forked holder reaches
 the same verdicts, by the same events, as one with a holder started fresh."""
 
 from __future__ import annotations
 
 import pytest
 
-from lab.harness import holder_forks
+from lab.holder import forks
 from tests.server.helpers import trial_env, verdict_of
 
 pytestmark = pytest.mark.server
@@ -18,14 +18,14 @@ def test_a_paused_forked_holder_gives_the_verdict_a_fresh_one_gives(services, en
     scenario = Pause()
     params = scenario.profile_params("quick")
     fresh = scenario.run_trial(trial_env(services, engines, "pause", backend, "sigstop", params))
-    holder_forks.open_server()
+    forks.open_server()
     try:
-        server = holder_forks._server
+        server = forks._server
         assert server is not None
         forked = scenario.run_trial(trial_env(services, engines, "pause", backend, "sigstop", params))
         assert server.forked == 1  # this trial's holder came from the server
     finally:
-        holder_forks.close_server()
+        forks.close_server()
     assert verdict_of(scenario, fresh, backend) == verdict_of(scenario, forked, backend) == expected
     assert forked["evidence"]["process_state"] == "T"
     for key in ("granted", "write", "held_after", "release"):  # the holder's own report, step by step

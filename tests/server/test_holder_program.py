@@ -17,7 +17,7 @@ from backends.base import BackendContext
 from backends.external import IDLE, ExternalLock
 from lab.capabilities import Capability
 from lab.contract import check_backend
-from lab.harness.holder_protocol import ProtocolError
+from lab.holder.protocol import ProtocolError
 from tests.server.helpers import alive, seeded_table, trial_env, verdict_of
 
 pytestmark = pytest.mark.server

@@ -31,7 +31,7 @@ def no_holder_left() -> bool:
     left = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if child.status() != psutil.STATUS_ZOMBIE and "lab.harness.holder" in " ".join(child.cmdline()):
+            if child.status() != psutil.STATUS_ZOMBIE and "lab.holder.process" in " ".join(child.cmdline()):
                 left.append(child.pid)
         except psutil.Error:
             continue

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.harness.outcomes import does_not_run as cannot_work_here
+from lab.checkers.outcomes import does_not_run as cannot_work_here
 
 from lab.servers.pgbouncer import SEARCH_PATH_VARIABLE
 from tests import os_packages

@@ -3,7 +3,7 @@
 import psutil
 import pytest
 
-from lab.harness import ops
+from lab.checkers import ops
 from scenarios.server_pause import ServerPause
 from tests.server.test_lease_faults import run
 
@@ -28,7 +28,7 @@ def test_a_lock_on_postgresql_is_not_run_here_never_n_a():
     """The fault would reach such a lock; the lab only will not pause the server every trial writes to: *not run*,
     which every decision counts as unknown, not n/a."""
     from backends import load
-    from lab.harness.outcomes import SkipKind, skip_kind_of
+    from lab.checkers.outcomes import SkipKind, skip_kind_of
 
     reason = ServerPause().fault().applies_to(load("lease_row"))
     assert skip_kind_of(reason) is SkipKind.NOT_RUN and "every other trial" in reason

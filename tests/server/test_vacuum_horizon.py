@@ -4,7 +4,7 @@ session is said to be another's, and with it gone the measured session's own hol
 import pytest
 from sqlalchemy import text
 
-from lab.harness.workload import COMPANY_SIZE
+from lab.workload.table import COMPANY_SIZE
 from scenarios.whynot import _vacuum
 from scenarios.whynot._vacuum import fresh_table, others_held, session_horizon, vacuum
 from tests.server.helpers import trial_env

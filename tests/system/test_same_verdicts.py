@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.harness.outcomes import Safety, exercised_of
-from lab.harness.verdict import SAFETY_OF, Kind
+from lab.checkers.outcomes import Safety, exercised_of
+from lab.checkers.verdict import SAFETY_OF, Kind
 from tests.server.helpers import shared_tmp
 from tests.system.conftest import DATABASE_GUARDS, MAX_CONNECTIONS
 

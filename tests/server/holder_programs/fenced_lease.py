@@ -1,7 +1,7 @@
 """A lock client outside the lab, for the holder protocol's server test: a Redis lease with a fencing token.
 
 It imports nothing of the lab (only redis-py), reads requests on stdin and answers on stdout as
-lab/harness/holder_protocol.py says, as a program in any language would: SET NX PX with a random value,
+lab/holder/protocol.py says, as a program in any language would: SET NX PX with a random value,
 a counter INCRed in the same script as the token, PEXPIRE and DEL only while the value is still its own.
 """
 

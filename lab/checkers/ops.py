@@ -1,8 +1,8 @@
 """One history per trial, in Jepsen's shape: ordered operations {process, type, f, value, time}.
 
-Every judged scenario records its trial as a list of `Op`s; the checkers (lab/harness/judge.py)
+Every judged scenario records its trial as a list of `Op`s; the checkers (lab/checkers/judge.py)
 read nothing else, so the same behaviour gets the same verdict whichever scenario shows it. The
-kill-point event vocabulary of schema 1 (lab/harness/history.py) maps onto these operations one for
+kill-point event vocabulary of schema 1 (lab/checkers/history.py) maps onto these operations one for
 one (`from_events`), so it is the seed of this format rather than a second one.
 """
 

@@ -1,5 +1,5 @@
 """Measure-level checkers of schema 1's scenarios and the measures scenarios still word themselves (cost,
-netdrop); the history checkers every judged scenario uses are lab/harness/judge.py."""
+netdrop); the history checkers every judged scenario uses are lab/checkers/judge.py."""
 
 from __future__ import annotations
 

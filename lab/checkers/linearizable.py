@@ -41,8 +41,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lab.harness.ops import F, Op, Type
-from lab.harness.verdict import Finding, Kind, Valid
+from lab.checkers.ops import F, Op, Type
+from lab.checkers.verdict import Finding, Kind, Valid
 
 CHECKER = "linearizable (mutex)"
 FREE = -1  # the model's state when nobody holds the lock
@@ -93,7 +93,7 @@ def mutex_ops(history: list[Op]) -> list[MutexOp]:
     alone at its own time, and an invoke left open is indeterminate with no upper bound. Only a process
     that was granted a run-level right takes part: the releases of one whose locks lived inside its writes
     are no mutex operations (they released nothing the model holds). A hold ends, as the holder's belief does
-    (lab/harness/judge.py), when it asks to release (a release that failed because the lock was gone still
+    (lab/checkers/judge.py), when it asks to release (a release that failed because the lock was gone still
     ends it), hears the lock is gone (told, held() false, a failed renewal) or is killed by the fault: the model
     then releases at that instant, so a history is a mutex exactly when nobody was granted while a holder still believed it held.
     """

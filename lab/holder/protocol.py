@@ -2,7 +2,7 @@
 
 A program that holds a lock with its own language's library becomes a backend (backends/external.py)
 by answering a few requests, one JSON object per line. The lab starts it as a child process of the
-process that holds the lock (the lab's, or a holder process of its own, lab/harness/holder.py), so a
+process that holds the lock (the lab's, or a holder process of its own, lab/holder/process.py), so a
 pause stops it with its holder, a kill ends it, and a cut reaches its connections through the
 addresses it is given. The lab does the writes itself, through its own workload, with the token the
 program reports. This docstring is the protocol's one description; README's "A holder in another

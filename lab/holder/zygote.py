@@ -4,13 +4,13 @@ Why: a holder started fresh spends about half a CPU-second importing SQLAlchemy 
 acquire, and in a run's first phase, where two cores are saturated, hundreds of holders paid it (about 120
 CPU-seconds of pause, cut and failover together). A fork shares those imports and costs a few milliseconds.
 
-The lab (lab/harness/holder_forks.py) sends `fork` on a Unix socket with three pipe ends (SCM_RIGHTS); this
+The lab (lab/holder/forks.py) sends `fork` on a Unix socket with three pipe ends (SCM_RIGHTS); this
 server forks, and the child makes them its stdin, stdout and stderr, takes a process group of its own, asks to
-die with this server (which dies with the lab) and runs lab.harness.holder.main(), as a fresh holder would. The
+die with this server (which dies with the lab) and runs lab.holder.process.main(), as a fresh holder would. The
 server answers `forked PID`, and `exited PID CODE` when it reaps the child (CODE as Popen's returncode:
 negative for a signal). It stops when the lab closes the socket; its children then die with it.
 
-Usage: python -m lab.harness.holder_zygote FD [MODULE:CLASS ...]
+Usage: python -m lab.holder.zygote FD [MODULE:CLASS ...]
 (FD: this end of the lab's socket, passed open; then the backends whose modules to import first)
 """
 
@@ -26,20 +26,20 @@ import sys
 import threading
 import traceback
 
-# What every holder imports before it can acquire (lab/harness/holder.py's main), imported once here. No
+# What every holder imports before it can acquire (lab/holder/process.py's main), imported once here. No
 # library that starts threads or holds connections at import (gRPC, used by etcd3) may be imported before a fork.
 import psycopg2  # noqa: F401
 import sqlalchemy  # noqa: F401
 
 from lab.errors import LockLost  # noqa: F401
-from lab.harness import holder
-from lab.harness.contract import BackendContext, describe_error  # noqa: F401
-from lab.harness.workload import CompanyTable  # noqa: F401
+from lab.holder import process
 from lab.registry import import_entry  # noqa: F401
 from lab.servers import pg  # noqa: F401
 from lab.servers.clients import pg_engine  # noqa: F401
 from lab.servers.processes import die_with_parent
 from lab.servers.services import Services  # noqa: F401
+from lab.workload.contract import BackendContext, describe_error  # noqa: F401
+from lab.workload.table import CompanyTable  # noqa: F401
 
 PIPES = 3  # the child's stdin, stdout and stderr, in that order
 
@@ -92,7 +92,7 @@ def _become_holder(fds: list[int], closing: list[int]) -> None:
         sys.stdin = open(0, "r", closefd=False)
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
-        holder.main()
+        process.main()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

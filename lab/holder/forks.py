@@ -1,4 +1,4 @@
-"""Holders forked from one process that imported once (lab/harness/holder_zygote.py), while a run is open.
+"""Holders forked from one process that imported once (lab/holder/zygote.py), while a run is open.
 
 A fresh holder spends about half a CPU-second on its imports; a forked one shares them. The lab talks to the
 fork server over a Unix socket, and each holder it gets back wears Popen's face (ForkedHolder): its pid, its
@@ -36,7 +36,7 @@ class ForkedHolder:
 
     def __init__(self, pid: int, stdin, stdout, stderr):
         self.pid, self.stdin, self.stdout, self.stderr = pid, stdin, stdout, stderr
-        self.args = ["lab.harness.holder", "(forked)"]
+        self.args = ["lab.holder.process", "(forked)"]
         self.returncode: int | None = None
         self._ended = threading.Event()
 
@@ -76,7 +76,7 @@ class ForkServer:
         """preload: the backends ("module:Class") whose modules the server imports before its first fork."""
         self._socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = popen([sys.executable, "-m", "lab.harness.holder_zygote", str(theirs.fileno()), *preload],
+            self.proc = popen([sys.executable, "-m", "lab.holder.zygote", str(theirs.fileno()), *preload],
                               pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE)
         finally:

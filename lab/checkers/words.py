@@ -7,7 +7,7 @@ lock was detected); counts across trials are the report's business.
 
 from __future__ import annotations
 
-from lab.harness.verdict import SAFETY_OF, Kind, Verdict
+from lab.checkers.verdict import SAFETY_OF, Kind, Verdict
 
 # Calibration's detection, from the poller's view of a killed lock session.
 DETECTION = {"within one poll": "lost within one poll", "late": "lost, detected late",
@@ -82,7 +82,7 @@ def _search_text(verdict: Verdict) -> str:
 
 def margin_text(margin: dict, verdict: Verdict | None = None) -> str:
     """'survived 0.94 TTL (2 trials), broke at 0.97 TTL (2 trials: stale write accepted)': a margin search's bounds
-    (lab/harness/margin.py), each with the trials behind it; a bound from one trial says so."""
+    (lab/measures/margin.py), each with the trials behind it; a bound from one trial says so."""
     def trials(n: int) -> str:
         return "1 trial" if n == 1 else f"{n} trials"
 

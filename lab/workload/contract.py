@@ -1,7 +1,7 @@
 """What a backend and the lab exchange: its context, the hook at named points, and how a rebuild ended.
 
-These types sit below the backends so that the harness (a run's job, a holder process) can
-use any backend without importing one. Plugin authors get them from backends.api.
+These types sit below the backends so that a run's job (lab/workload/job.py) and a holder process (lab/holder/)
+can use any backend without importing one. Plugin authors get them from backends.api.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Callable
 from sqlalchemy.engine import Connection, Engine
 
 from lab.errors import LabError
-from lab.harness.workload import CompanyTable
 from lab.servers.services import Services
+from lab.workload.table import CompanyTable
 
 # The named moments of a rebuild, in order, at which a scenario or a fault may act. "after_lock" comes
 # once a lock or fence inside the write holds the company; "mid_insert" only when the insert is split.

@@ -92,8 +92,8 @@ class ScenarioProgress:
 
     def finish(self, bound: float | None = None, stolen: float | None = None) -> float:
         """The end line (without a terminal), with wall / bound when the scenario's lower bound is known
-        (Scenario.lower_bound) and the CPU the host took meanwhile (lab/host_cpu.py); on a terminal the bar stays
-        and only wall / bound is printed. Returns the wall."""
+        (lab/runner/pacing.py lower_bound) and the CPU the host took meanwhile (lab/host_cpu.py); on a terminal the
+        bar stays and only wall / bound is printed. Returns the wall."""
         wall = time.monotonic() - self.started
         ratio = "" if bound is None else f"; wall / bound {wall_over_bound(wall, bound)}{host_cpu.describe(stolen)}"
         if self.plain:

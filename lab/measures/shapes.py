@@ -22,7 +22,7 @@ class HolderMeasures(TypedDict):
     held_after: bool | None
     noticed_loss_at: float | None
     release: str | None
-    signals: list[dict]  # what its process heard, in order (lab/harness/told.py)
+    signals: list[dict]  # what its process heard, in order (lab/checkers/told.py)
 
 
 class ContenderMeasures(TypedDict):
@@ -38,7 +38,7 @@ class ContenderMeasures(TypedDict):
 class LeaseFaultMeasures(TypedDict):
     """A lease-fault trial (scenarios/_lease_faults.py): a holder hit mid-hold, a contender, then the write."""
 
-    history: list[dict]  # the trial's operations (lab/harness/ops.py), judged by lab/harness/judge.py
+    history: list[dict]  # the trial's operations (lab/checkers/ops.py), judged by lab/checkers/judge.py
     final: dict[str, dict]  # company -> rows and runs it ended with
     fault: str
     point: str  # where the holder stopped: before_write, after_delete

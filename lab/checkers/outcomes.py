@@ -91,7 +91,7 @@ def does_not_run(record: dict) -> bool:
 
 
 # Trial-record schemas this code reads: 1 (no `schema` field: verdicts written by each scenario, in words)
-# and 2 (lab/harness/ops.py: a history and a typed judgement on every judged trial).
+# and 2 (lab/checkers/ops.py: a history and a typed judgement on every judged trial).
 SCHEMAS = (1, 2)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from lab.checkers.history import History
 from lab.errors import LockLost
-from lab.harness.contract import Point, RebuildResult, describe_error
-from lab.harness.history import History
-from lab.harness.workload import no_point
+from lab.workload.contract import Point, RebuildResult, describe_error
+from lab.workload.table import no_point
 
 
 @dataclass

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lab.harness.checkers import detected_within
-from lab.harness.linearizable import mutex_finding
-from lab.harness.ops import F, Op, Type
-from lab.harness.verdict import RANK, Finding, Kind, Valid, Verdict, worst
+from lab.checkers.linearizable import mutex_finding
+from lab.checkers.measure_level import detected_within
+from lab.checkers.ops import F, Op, Type
+from lab.checkers.verdict import RANK, Finding, Kind, Valid, Verdict, worst
 
 RUN, COMPANY = "run", "company"
 
@@ -410,7 +410,7 @@ def _first_holder(facts: Facts) -> str:
 
 
 def linearizability(ops: list[Op], lease_ttl: float | None) -> list[Finding]:
-    """The bounded Wing-Gong search (lab/harness/linearizable.py): is the history of run-level holds a mutex,
+    """The bounded Wing-Gong search (lab/checkers/linearizable.py): is the history of run-level holds a mutex,
     each hold ending when its holder stopped believing in it? That is the exclusion checker's question asked
     Jepsen's way, with indeterminate operations ordered or left out as they may have been, so it decides: a
     history that is no mutex is a lost lock (Kind.LOST), with the operations that prove it. For a lease, the
@@ -499,7 +499,7 @@ def search_verdict(counterexample: Verdict | None, struck: int, flaky: bool = Fa
 
 
 def margin_verdict(steps: list[Verdict], shown: int, margin: dict) -> Verdict:
-    """A margin search (lab/harness/margin.py) as one verdict: the verdict of the step it shows (the first that broke
+    """A margin search (lab/measures/margin.py) as one verdict: the verdict of the step it shows (the first that broke
     at the smallest broken strength, else its last), quoting the margin; exercised when any step was."""
     chosen = steps[shown]
     return Verdict(chosen.kind, chosen.lock, any(v.exercised for v in steps), chosen.findings,

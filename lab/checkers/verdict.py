@@ -1,6 +1,6 @@
 """A trial's typed verdict: what the checkers found, as values, never as words.
 
-The checkers (lab/harness/judge.py) return a `Verdict`; lab/harness/words.py is the one place that
+The checkers (lab/checkers/judge.py) return a `Verdict`; lab/checkers/words.py is the one place that
 turns it into text. Safety asks one question, the mission's: did the company stay one run's whole
 rebuild? Whether the *lock* was held by two at once is asked apart (`lock`), because a fenced lock
 can lose its lock and still keep the company whole, and a trial that never writes can show the
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from lab.harness.outcomes import Safety
+from lab.checkers.outcomes import Safety
 
 
 class Valid(str, Enum):

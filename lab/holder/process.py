@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from lab.harness import holder_forks
+from lab.holder import forks
 from lab.servers.clients import first_line
 from lab.servers.fake_clock import real_monotonic, real_wall
 
@@ -63,7 +63,7 @@ def _relay_thread_exception(args) -> None:
 
 
 def _listen_to_libraries() -> None:
-    from lab.harness import told
+    from lab.checkers import told
 
     logging.getLogger().addHandler(_LogRelay())
     threading.excepthook = _relay_thread_exception
@@ -96,12 +96,12 @@ def _offset(own, real, tries: int = 5) -> float:
 def main() -> None:
     """The holder process: everything it does is reported, nothing is decided here."""
     from lab.errors import LockLost
-    from lab.harness.contract import BackendContext, describe_error
-    from lab.harness.workload import CompanyTable
     from lab.registry import import_entry
     from lab.servers import sessions
     from lab.servers.services import Services
     from lab.servers.stores import holder_engines
+    from lab.workload.contract import BackendContext, describe_error
+    from lab.workload.table import CompanyTable
 
     _listen_to_libraries()
     line = sys.stdin.readline()
@@ -164,7 +164,7 @@ def start_holder(netns: int | None = None, env: dict[str, str] | None = None) ->
     """A holder process, started now: it does its imports and waits for its spec on stdin."""
     from lab.servers.processes import popen
 
-    return popen([sys.executable, "-m", "lab.harness.holder"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    return popen([sys.executable, "-m", "lab.holder.process"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                  stderr=subprocess.PIPE, text=True, netns=netns, env=None if env is None else {**os.environ, **env})
 
 
@@ -177,7 +177,7 @@ class HolderProcess:
         missing = [k for k in _SPEC_KEYS if k not in spec]
         if missing:
             raise ValueError(f"holder spec lacks {missing}")
-        forked = holder_forks.fork() if netns is None and env is None else None
+        forked = forks.fork() if netns is None and env is None else None
         self.proc = forked or start_holder(netns, env)
         if self.proc.stdin is None or self.proc.stdout is None or self.proc.stderr is None:
             raise RuntimeError("the holder process started without its pipes")

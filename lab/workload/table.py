@@ -23,7 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from lab.errors import LabError
-from lab.harness.statements import Statement
+from lab.workload.statements import Statement
 
 SCHEMA = "locklab"
 _SCHEMA_MARK = "created by locklab; dropped by locklab"

@@ -12,7 +12,7 @@ The interface, for any fault whose size is one number:
   `ServerClockFast(strength=1.0)` runs it at twice the real rate. A delay fault fits the same way: hold
   each packet of the holder's lock connection strength x TTL.
 - A *step* is one real trial of that fault at one strength, judged by the one set of checkers
-  (lab/harness/judge.py): `outcome_of(verdict)` is the one rule that calls it survived or broke. A step
+  (lab/checkers/judge.py): `outcome_of(verdict)` is the one rule that calls it survived or broke. A step
   broke when the checkers found the lock held by two at once (`verdict.lock` false), the company
   unsafe, or the lease taken from its holder (its write refused by a fence or rolled back); it survived when they found neither and the trial tested something; anything else (an
   indeterminate commit, a holder that never got the lock) is unknown and ends the search where it is.
@@ -38,8 +38,8 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Callable, Iterable
 
-from lab.harness.outcomes import Safety
-from lab.harness.verdict import Kind, Valid, Verdict
+from lab.checkers.outcomes import Safety
+from lab.checkers.verdict import Kind, Valid, Verdict
 
 PLACES = 4  # strengths are rounded to this many decimals, so that a repeated strength is the same key
 
