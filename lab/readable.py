@@ -1,7 +1,7 @@
 """Whether a file or socket has something to read within a timeout, for any descriptor number.
 
 select.select() refuses descriptors above 1023 ("filedescriptor out of range"), and a full run's process holds
-more than that at its busiest (a slow_network trial failed so in the reference run); poll() has no such limit.
+more than that at its busiest (a slow_network trial of a full run failed so); poll() has no such limit.
 """
 
 from __future__ import annotations
