@@ -46,6 +46,7 @@ from lab.servers.clients import SENTINEL_SCHEME, no_retry, redis_client
 from lab.servers.embedded import EmbeddedRedis, _package_dir, new_password
 from lab.servers.etcd_cluster import PeerProxy
 from lab.servers.processes import free_port, on_a_free_port, spawn, stop, wait_ready
+from lab.servers.redis_replica import wait_caught_up
 
 SERVICE = "locklab"  # the master name the Sentinels monitor
 SENTINELS = 3
@@ -434,28 +435,8 @@ class SentinelRedis:
 
     def wait_in_sync(self, within: float = SYNC_WITHIN) -> None:
         """Until the replica's link is up and it has every byte the primary had written when asked (both read on
-        their real ports). The target is read once: locks that renew keep the primary writing, and a replica
-        that streams through the lab's proxy under load can trail each newer offset for the whole wait."""
-        deadline = time.monotonic() + within
-        primary, replica = self.client(self.first), self.client(self.second)
-        target, info = None, {}
-        try:
-            while time.monotonic() < deadline:
-                try:
-                    if target is None:
-                        target = primary.info("replication")["master_repl_offset"]
-                    info = replica.info("replication")
-                except Exception:  # a server still starting
-                    info = {}
-                if target is not None and info.get("master_link_status") == "up" and \
-                        info.get("slave_repl_offset", -1) >= target:
-                    return
-                time.sleep(0.02)  # nothing announces that a replica caught up: ask again
-        finally:
-            primary.close()
-            replica.close()
-        raise ServiceError(f"the Redis replica did not catch up with its primary within {within:.0f} s (link "
-                           f"{info.get('master_link_status')}, at {info.get('slave_repl_offset')} of {target})")
+        their real ports)."""
+        wait_caught_up(self.client(self.first), self.client(self.second), within)
 
     def wait_settled(self, within: float = READY_WITHIN) -> None:
         """Until every Sentinel names the first primary, sees it up, and knows the replica and the other
