@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.servers.fake_clock import is_elf
+
 LIST = Path(__file__).resolve().parents[1] / ".ci" / "os-packages"
 SEARCH_AFTER_PATH = "/usr/sbin"  # where Debian puts pgbouncer and tc, outside an unprivileged user's PATH
 REQUIRED = "LAB_REQUIRE_SYSTEM_SERVERS"  # set by .ci/run: there every package is installed
@@ -43,7 +45,9 @@ def _executable(binary: str) -> bool:
     library (libfaketime's, which a process preloads and nobody executes) by its file alone."""
     if os.path.isabs(binary):
         library = ".so" in os.path.basename(binary)
-        return os.path.isfile(binary) and (library or os.access(binary, os.X_OK))
+        if library:  # as the lab finds it (lab/servers/fake_clock.py): a whole ELF file, not merely a path
+            return is_elf(Path(binary))
+        return os.path.isfile(binary) and os.access(binary, os.X_OK)
     search = os.pathsep.join(p for p in (os.environ.get("PATH", ""), SEARCH_AFTER_PATH) if p)
     return shutil.which(binary, path=search) is not None
 

@@ -48,7 +48,7 @@ def find_libfaketime() -> Path | None:
     given = os.environ.get(LIBRARY_VARIABLE)
     candidates = [given] if given is not None else [p.format(multiarch=_multiarch()) for p in SEARCHED]
     for candidate in candidates:
-        if candidate and _is_elf(Path(candidate)):
+        if candidate and is_elf(Path(candidate)):
             return Path(candidate)
     return None
 
@@ -59,7 +59,7 @@ def _multiarch() -> str:
     return sysconfig.get_config_var("MULTIARCH") or f"{platform.machine()}-linux-gnu"
 
 
-def _is_elf(path: Path) -> bool:
+def is_elf(path: Path) -> bool:
     """An ELF file (a shared library is not executable, so its magic number shows it is there and whole)."""
     try:
         with open(path, "rb") as handle:
