@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from lab.checkers.outcomes import exercised_of, findings, outcome_groups, outcome_text
+from lab.checkers.outcomes import Safety, exercised_of, findings, outcome_groups, outcome_text
 from lab.measures.precision import spread
 from lab.report.common import md_table
 from lab.results import RunFolder
@@ -40,7 +40,8 @@ def compare(a: RunFolder, b: RunFolder) -> str:
     if changed:
         out += [md_table(["scenario", "backend", "variant", f"A ({a.run_id})", f"B ({b.run_id})"], changed), ""]
     out += [f"{len(flipped)} safety verdicts flipped (cells run in both whose trials' safety differs; a change of "
-            f"words or figures alone is not a flip, nor a safe trial whose fault never took the lock away).", ""]
+            f"words or figures alone is not a flip, nor a trial that decided nothing: untested, unknown, or safe while its "
+            f"fault never took the lock away).", ""]
     if flipped:
         out += [md_table(["scenario", "backend", "variant", "A: safety", "B: safety"], flipped), ""]
     moved = figure_moves(left, right)
@@ -60,12 +61,17 @@ PERF_BASE = "one_transaction_for_all"
 
 
 def safety_set(records: list[dict]) -> frozenset[str]:
-    """The safety of a cell's finished trials (safe, unsafe, untested...), as the records typed it. A safe trial
-    whose fault never took the lock away (exercised false: a contender too slow to get in while it struck) is no
-    pass, as the matrix shows it (not exercised), so it is left out: a cell of only such trials flips nothing.
-    A failure found stands whatever the fault did."""
-    return frozenset(r["safety"] for r in records if r["status"] == "ok" and r.get("safety")
-                     and not (r["safety"] == "safe" and exercised_of(r) is False))
+    """The decided safety of a cell's finished trials (safe, unsafe), as the records typed it: what two runs can
+    contradict each other on. A trial that decided nothing is left out: untested (the lock was lost but nothing
+    was written after it), unknown (an indeterminate outcome), or safe while its fault never took the lock away
+    (exercised false: no pass, as the matrix shows it). A cell of only such trials flips nothing; a failure
+    found stands whatever the fault did."""
+    return frozenset(r["safety"] for r in records if r["status"] == "ok" and r.get("safety") in DECIDED
+                     and not (r["safety"] == Safety.SAFE.value and exercised_of(r) is False))
+
+
+# The safeties a trial can decide; the others (untested, unknown) say that it did not.
+DECIDED = frozenset({Safety.SAFE.value, Safety.UNSAFE.value})
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ def test_several_runs_merge_with_the_later_trial_winning(tmp_path):
 
 
 def test_compare_counts_safety_flips_apart_from_changed_words(tmp_path):
-    lost = {**case_trial("A", "session", "idle_in_transaction"), "safety": "unsafe"}
+    lost = {**case_trial("A", "session", "idle_in_transaction"), "verdict": "stale write accepted", "safety": "unsafe"}
     reworded = {**lost, "verdict": "lost, in other words"}
     held = {**lost, "verdict": "held", "safety": "safe"}
     a = make_run(tmp_path, "a", [lost])
@@ -80,6 +80,10 @@ def test_compare_counts_safety_flips_apart_from_changed_words(tmp_path):
     text = compare(a, make_run(tmp_path, "d", [{**held, "exercised": False}]))
     assert "1 outcomes differ" in text and "0 safety verdicts flipped" in text
     assert "1 safety verdicts flipped" in compare(a, make_run(tmp_path, "e", [{**held, "exercised": True}]))
+    # Lost with nothing written after it (untested), or indeterminate (unknown): no verdict to contradict.
+    for name, verdict, decided_nothing in (("f", "lost", "untested"), ("g", "lost, holder write indeterminate", "unknown")):
+        text = compare(a, make_run(tmp_path, name, [{**lost, "verdict": verdict, "safety": decided_nothing}]))
+        assert "1 outcomes differ" in text and "0 safety verdicts flipped" in text
 
 
 def perf_trial(variant, index, seconds):

@@ -81,6 +81,20 @@ def exercised(folder: Path) -> set[tuple[str, str, str]]:
     return {cell for cell, ts in _cells(folder).items() if all(exercised_of(t) is True for t in ts)}
 
 
+def lost_deciding_nothing(folder: Path) -> set[tuple[str, str, str]]:
+    """The cells whose every finished trial lost the lock and decided no safety (untested: nothing the holder
+    wrote came after the newer holder's; unknown: its write indeterminate)."""
+    return {cell for cell, ts in _cells(folder).items()
+            if all((t.get("judgement") or {}).get("lock") == "false" and t.get("safety") in ("untested", "unknown") for t in ts)}
+
+
+def lost_on_both(a: Path, b: Path) -> set[tuple[str, str, str]]:
+    """The cells whose every finished trial, in both runs, says the lock was lost."""
+    def lost(folder):
+        return {cell for cell, ts in _cells(folder).items() if all((t.get("judgement") or {}).get("lock") == "false" for t in ts)}
+    return lost(a) & lost(b)
+
+
 def only_safe(cell: str) -> bool:
     """Whether a compare cell ('rolled back 2/3, held 1/3', 'intact (250 rows) 1/3') names safe outcomes only."""
     words = [re.sub(r"( \(.*\))? \d+/\d+$", "", part.strip(" |")) for part in cell.split(", ")]
@@ -128,6 +142,12 @@ def test_every_verdict_matches_the_embedded_run(two_runs, tmp_path):
     # --compare counts no flip for it either; a safety that differs between exercised trials still fails.
     one_sided = (passed_unexercised(embedded) & exercised(dba)) | (passed_unexercised(dba) & exercised(embedded))
     allowed += [row for row in differing if tuple(part.strip(" |") for part in row[:3]) in one_sided]
+    # A lock lost on both sides, where one side's holder wrote nothing the newer holder's commit came before: on a
+    # busy machine the contender's rebuild can end after the holder's resumed write (measured in CI: pause/session
+    # read 'lost' on the embedded servers and 'stale write accepted' on the DBA's). The lock's answer matches;
+    # the safety of an untested trial decides nothing, and --compare counts no flip for it.
+    undecided = (lost_deciding_nothing(embedded) | lost_deciding_nothing(dba)) & lost_on_both(embedded, dba)
+    allowed += [row for row in differing if tuple(part.strip(" |") for part in row[:3]) in undecided]
     assert [row for row in differing if row not in allowed] == [], compared.stdout
 
 
