@@ -26,3 +26,13 @@ def test_mypy_reports_no_error(monkeypatch):
     assert checked and int(checked.group(1)) > 100, f"mypy checked too little: {out.strip().splitlines()[-1:]}"
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert not errors, f"{len(errors)} mypy errors:\n" + "\n".join(errors)
+
+
+def test_the_checkers_report_and_runner_have_every_body_checked():
+    """Their functions' bodies are type-checked whether annotated or not: the override stays in the config."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    checked = {module for override in config.get("overrides", []) if override.get("check_untyped_defs")
+               for module in override["module"]}
+    assert {"lab.checkers.*", "lab.report.*", "lab.runner.*"} <= checked or config.get("check_untyped_defs")
