@@ -71,6 +71,9 @@ class Backend(ABC):
     # it, with no fix of ours: an adapter. Empty for the lab's own strategies. The run records it, so the
     # report can tell the libraries apart without knowing a backend's name.
     library: ClassVar[str] = ""
+    # The other PyPI packages its lock client runs on (a library's own client, its framework): their installed
+    # versions go into meta.json beside its library's, so a verdict can be traced to the code that produced it.
+    packages: ClassVar[tuple[str, ...]] = ()
     # The libpq connection parameters its PostgreSQL lock connection takes from its address (keepalives_idle,
     # tcp_user_timeout...); None: every one (a driver built on libpq). A scenario that tunes one it does not
     # take is n/a for it (netdrop's client keepalives), never run with the parameter silently left out.

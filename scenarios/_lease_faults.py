@@ -59,15 +59,7 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault, step: int
     ttl = env.params["ttl_s"]
     table = env.table() if step is None else env.table(f"rows{step}")
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
-    spec = {"backend": cls.name, "backend_entry": backends.entry(cls.name),
-            "key": env.key() if step is None else env.key(f"lock{step}"),
-            "options": env.options({"ttl_s": ttl}),
-            # a lock on another service than SQL (Redis, etcd) has no session to guard: it gets PostgreSQL's, unused
-            "lock_settings": idle_transaction_guard(cls.lock_service if cls.lock_service in SQL_STORES else "postgres",
-                                                    ttl),
-            "write_settings": idle_transaction_guard(cls.writes_to, ttl), **env.services.to_addresses(),
-            "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
-            "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}
+    spec = holder_spec(env, cls, table, ttl, step)
     contender = None
     pool = ThreadPoolExecutor(1)
     holder, target = None, None
@@ -128,6 +120,20 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault, step: int
     measures["evidence"] = evidence
     measures["contender"]["token"] = contender.token
     return measures
+
+
+def holder_spec(env: TrialEnv, cls, table, ttl: float, step: int | None) -> dict:
+    """What the holder process is told: its backend, lock key and options, the post's guard of one TTL on its
+    SQL sessions, the servers' addresses, its table and company, and the point where it stops for the fault."""
+    return {"backend": cls.name, "backend_entry": backends.entry(cls.name),
+            "key": env.key() if step is None else env.key(f"lock{step}"),
+            "options": env.options({"ttl_s": ttl}),
+            # a lock on another service than SQL (Redis, etcd) has no session to guard: it gets PostgreSQL's, unused
+            "lock_settings": idle_transaction_guard(cls.lock_service if cls.lock_service in SQL_STORES else "postgres",
+                                                    ttl),
+            "write_settings": idle_transaction_guard(cls.writes_to, ttl), **env.services.to_addresses(),
+            "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
+            "fault_point": "before_write" if cls.holds_across_writes() else "after_delete"}
 
 
 def _contender_window(fault: Fault, ttl: float, t_fault: float, t_grant: float) -> tuple[float, float]:

@@ -19,9 +19,8 @@ from typing import Iterator
 from sqlalchemy.engine import make_url
 
 import backends
-from lab.servers.embedded import EmbeddedPostgres
+from lab.servers.embedded import EmbeddedPostgres, template_for
 from lab.servers.pg import dispose, trial_engines
-from lab.servers.pg_template import template_for
 from lab.servers.services import Services
 from lab.workload.table import ensure_schema
 from scenarios.base import TrialEnv

@@ -11,6 +11,7 @@ from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.faults import TerminateSession
+from lab.measures.kinds import Measured
 from lab.pacing import Lane, Pacing
 from lab.servers import sessions
 from scenarios.base import Scenario, TrialEnv, judged
@@ -18,6 +19,7 @@ from scenarios.base import Scenario, TrialEnv, judged
 
 class Calibrate(Scenario):
     name = "calibrate"
+    measured = Measured.CALIBRATION
     driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
     pacing = Pacing(lane=Lane.ALONE)  # how soon a poller got in, timed: nothing beside it

@@ -26,6 +26,7 @@ from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.exposure import ON, Trait, when
 from lab.faults import SessionTimeout, idle_in_transaction_timeout, idle_session_timeout, mariadb_guard
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.servers import pg, sessions
 from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
@@ -59,6 +60,7 @@ PROBE_FRACTIONS = (1 / 3, 5 / 3)
 
 class Cases(Scenario):
     name = "cases"
+    measured = Measured.POST_CASE
     driver_axis = True  # the driver decides whether the lock connection sits in a transaction
     default_run = True
     summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lab.capabilities import Capability
 from lab.checkers.measure_level import company_whole
+from lab.measures.kinds import Measured
 from lab.pacing import Lane, Pacing
 from scenarios.base import Scenario, TrialEnv
 
@@ -24,6 +25,7 @@ CONCURRENT = 8
 
 class Conflicts(Scenario):
     name = "conflicts"
+    measured = Measured.CONFLICT_COST
     pacing = Pacing(lane=Lane.ALONE)  # its cost figures want the machine
     summary = "SERIALIZABLE false conflicts on 8 different companies (3 table designs); 10 companies vs the lock"
     variants = (*DESIGNS, "ten_companies")

@@ -37,8 +37,8 @@ from lab.holder.process import HolderProcess
 from lab.measures.promotion import PromotionProbe, create_probe_table
 from lab.pacing import Lane
 from lab.servers.cluster import PostgresPair
+from lab.servers.embedded import template_for
 from lab.servers.pg import dispose, trial_engines
-from lab.servers.pg_template import template_for
 from lab.workload.table import ensure_schema
 from scenarios._failover_trial import NEVER_ACKNOWLEDGED, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario

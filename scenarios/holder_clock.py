@@ -28,6 +28,7 @@ from typing import ClassVar
 from lab.capabilities import Capability
 from lab.columns import Column, FaultFamily
 from lab.faults.base import FaultNotConfirmed, GradedFault, Route, Target
+from lab.measures.kinds import Measured
 from lab.servers import fake_clock
 from lab.servers.fake_clock import FakeClock
 from lab.servers.services import Services
@@ -143,6 +144,7 @@ class HolderClockControl(HolderClockBack):
 
 class HolderClock(LeaseFaultScenario):
     name = "holder_clock"
+    measured = Measured.HOLDER_CLOCK
     fault = HolderClockBack
     faults = {"wall_back": HolderClockBack, "all_back": HolderAllClocksBack, "control": HolderClockControl}
     summary = ("the holder process's own wall clock (and then its monotonic clock too) jumps back ten TTLs while it "

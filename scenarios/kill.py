@@ -12,6 +12,7 @@ import time
 from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.faults import terminate_confirmed
+from lab.measures.kinds import Measured
 from lab.pacing import Pacing
 from lab.servers import sessions
 from scenarios._two_runs import two_runs
@@ -20,6 +21,7 @@ from scenarios.base import Scenario, TrialEnv, judged
 
 class Kill(Scenario):
     name = "kill"
+    measured = Measured.RUN_KILLED
     # The sequential rule: a cell whose trials disagree runs up to three more.
     pacing = Pacing(extra_trials_when_varied=3)
     default_run = True

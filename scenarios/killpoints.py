@@ -36,6 +36,7 @@ from lab.checkers.outcomes import Safety
 from lab.checkers.verdict import SAFETY_OF, Valid, Verdict
 from lab.columns import Column, FaultFamily
 from lab.faults import FaultNotConfirmed, Target
+from lab.measures.kinds import Measured
 from lab.servers import sessions
 from lab.servers.stores import SQL_STORES, writes_engine
 from lab.workload.job import run_job
@@ -106,27 +107,43 @@ _example_ids = itertools.count()
 
 def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
     """One schedule, for real: returns its history, the final table, the violations and whether it struck."""
-    cls = backends.load(env.spec.backend)
-    table = env.table(f"kp{next(_example_ids)}")
-    if schedule["point"] == "mid_insert":
-        table.split_insert_at = schedule["split_at"]
-    companies = list(range(1, schedule["companies"] + 1))
-    table.fill(env.writes, companies, COMPANY_SIZE)
-    history, key = History(), env.key(f"kp{next(_example_ids)}")
-    cut = faults.load("cut") if schedule["kind"] == "cut" else None
-    route = cut.route(env.services, cls) if cut is not None else faults.Route()
-    victim_writes = writes_engine(env.services, cls.writes_to, {}, route.writes_url, pool_size=2, pool_pre_ping=True) \
-        if route.writes_url else None
-    victim = env.backend(table=table, options={"ttl_s": ttl}, key=key, writes=victim_writes,
-                         routed=route.lock_services)
-    others = [env.backend(table=table, options={"ttl_s": ttl}, key=key) for _ in range(schedule["runs"] - 1)]
-    fired, contending = threading.Event(), threading.Event()
-    struck: dict = {}
-    outcome: dict = {}
+    example = Example(env, schedule, ttl)
+    try:
+        example.contest()
+    finally:
+        example.close()
+    return example.judged()
 
-    def strike(name, conn) -> dict:
+
+class Example:
+    """One kill-point schedule while it runs, in its phases: its parts made (the table, run r0 and the others),
+    the contest (r0's job with the fault at its point, the others contending), the fault's strike and heal,
+    then the judgement of the history and the final table."""
+
+    def __init__(self, env: TrialEnv, schedule: dict, ttl: float):
+        self.env, self.schedule, self.ttl = env, schedule, ttl
+        self.cls = cls = backends.load(env.spec.backend)
+        self.table = table = env.table(f"kp{next(_example_ids)}")
+        if schedule["point"] == "mid_insert":
+            table.split_insert_at = schedule["split_at"]
+        self.companies = list(range(1, schedule["companies"] + 1))
+        table.fill(env.writes, self.companies, COMPANY_SIZE)
+        self.history, key = History(), env.key(f"kp{next(_example_ids)}")
+        self.cut = faults.load("cut") if schedule["kind"] == "cut" else None
+        route = self.cut.route(env.services, cls) if self.cut is not None else faults.Route()
+        self.victim_writes = writes_engine(env.services, cls.writes_to, {}, route.writes_url, pool_size=2,
+                                           pool_pre_ping=True) if route.writes_url else None
+        self.victim = env.backend(table=table, options={"ttl_s": ttl}, key=key, writes=self.victim_writes,
+                                  routed=route.lock_services)
+        self.others = [env.backend(table=table, options={"ttl_s": ttl}, key=key) for _ in range(schedule["runs"] - 1)]
+        self.fired, self.contending = threading.Event(), threading.Event()
+        self.struck: dict = {}
+        self.outcome: dict = {}
+
+    def strike(self, name, conn) -> dict:
         """The fault, at its point; evidence that it struck, or FaultNotConfirmed."""
-        kind, pid = schedule["kind"], sessions.session_id(conn) if conn is not None else victim.lock_pid
+        env, cls, victim, cut = self.env, self.cls, self.victim, self.cut
+        kind, pid = self.schedule["kind"], sessions.session_id(conn) if conn is not None else victim.lock_pid
         if kind == "terminate":
             return faults.terminate_confirmed(env.monitor, pid)
         if not (conn is not None or cls.holds_across_writes()):
@@ -137,8 +154,8 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
             victim.abandon()
             return {"fault": "kill", "pid": pid}
         if kind == "stall":
-            victim.suspend(schedule["duration"] * ttl)
-            return {"fault": "stall", "seconds": schedule["duration"] * ttl}
+            victim.suspend(self.schedule["duration"] * self.ttl)
+            return {"fault": "stall", "seconds": self.schedule["duration"] * self.ttl}
         if cut is None:  # the one kind left is the cut, made above for it
             raise ValueError(f"a kill-point schedule of kind {kind!r} has no fault")
         target = Target(env.services, env.monitor, cls, lock_pid=victim.lock_pid,
@@ -150,89 +167,103 @@ def run_example(env: TrialEnv, schedule: dict, ttl: float) -> dict:
             cut.heal(target)
             raise
 
-    def fault(name, conn):
-        if name == "after_acquire" and cls.holds_across_writes():
-            contending.set()  # r0 holds the run-level right: the other runs start polling for it now
-        if outcome.get("r0") == "killed":
+    def at_point(self, name, conn) -> None:
+        """Run r0's hook at each of its job's points: the others start contending, and the fault strikes at the
+        schedule's point (once), lasts its duration and heals."""
+        if name == "after_acquire" and self.cls.holds_across_writes():
+            self.contending.set()  # r0 holds the run-level right: the other runs start polling for it now
+        if self.outcome.get("r0") == "killed":
             raise RunKilled()  # a killed run does nothing more, whatever its driver said about the rollback
-        if name != schedule["point"] or fired.is_set():
+        if name != self.schedule["point"] or self.fired.is_set():
             return
         try:
-            struck.update(strike(name, conn), struck=True)
+            self.struck.update(self.strike(name, conn), struck=True)
         except FaultNotConfirmed as exc:
-            struck.update(struck=False, why=str(exc))
-        history.add("injector", "fault_fired", kind=schedule["kind"], point=name, struck=struck["struck"])
-        fired.set()
-        contending.set()  # no run-level right to wait for: the other runs start once the fault has struck
-        if schedule["kind"] == "kill":
-            outcome["r0"] = "killed"
+            self.struck.update(struck=False, why=str(exc))
+        self.history.add("injector", "fault_fired", kind=self.schedule["kind"], point=name,
+                         struck=self.struck["struck"])
+        self.fired.set()
+        self.contending.set()  # no run-level right to wait for: the other runs start once the fault has struck
+        if self.schedule["kind"] == "kill":
+            self.outcome["r0"] = "killed"
             raise RunKilled()
-        if schedule["kind"] in ("stall", "cut") and struck["struck"]:
-            try:
-                env.pause(schedule["duration"] * ttl)
-            finally:
-                # Healed even when a stop cuts the pause short: a dark proxy would hold r0's rollback, and the
-                # trial's close() waiting on the same connection, for ever.
-                if cut is not None:
-                    struck.update(cut.heal(Target(env.services, env.monitor, cls)))
-            history.add("injector", "fault_healed", kind=schedule["kind"])
+        if self.schedule["kind"] in ("stall", "cut") and self.struck["struck"]:
+            self.heal_after(self.schedule["duration"] * self.ttl)
 
-    observers = [Observer(env.monitor, table, c, on_change=lambda c, n: history.add("observer", "observed",
-                                                                                   company=c, count=n))
-                 for c in companies]
-
-    def victim_run():
+    def heal_after(self, seconds: float) -> None:
+        """The fault lasts its duration, then heals: even when a stop cuts the pause short, since a dark proxy
+        would hold r0's rollback, and the trial's close() waiting on the same connection, for ever."""
         try:
-            run_job(victim, companies, COMPANY_SIZE, "r0", fault, history=history)
-        except RunKilled:
-            outcome["r0"] = "killed"
+            self.env.pause(seconds)
         finally:
-            fired.set()  # a run that never reached the point lets the others go
-            contending.set()
+            if self.cut is not None:
+                self.struck.update(self.cut.heal(Target(self.env.services, self.env.monitor, self.cls)))
+        self.history.add("injector", "fault_healed", kind=self.schedule["kind"])
 
-    # The others poll for the right as long as the longest fault lasts, so whoever gets in after a loss
-    # gets in at once, as a contender already waiting would.
-    patience = max(DURATIONS) * ttl + 1.0
-    threads = []
-    try:
-        for observer in observers:
-            observer.__enter__()
-        thread = threading.Thread(target=victim_run, name="killpoint-r0", daemon=True)
-        thread.start()
-        contending.wait(30)
-        # The other runs contend with r0 and with each other: all start at once, once r0 holds the right.
-        threads = [threading.Thread(target=run_job, args=(other, companies, COMPANY_SIZE, f"r{i}"),
-                                    kwargs={"history": history, "patience": patience, "retry_every": POLL_S},
-                                    name=f"killpoint-r{i}", daemon=True)
-                   for i, other in enumerate(others, start=1)]
-        for t in threads:
-            t.start()
-        for t in [*threads, thread]:
-            t.join(30 + 3 * ttl)
-    finally:
-        for observer in observers:
-            observer.__exit__(None, None, None)
-        for backend in [victim, *others]:
+    def victim_run(self) -> None:
+        try:
+            run_job(self.victim, self.companies, COMPANY_SIZE, "r0", self.at_point, history=self.history)
+        except RunKilled:
+            self.outcome["r0"] = "killed"
+        finally:
+            self.fired.set()  # a run that never reached the point lets the others go
+            self.contending.set()
+
+    def contest(self) -> None:
+        """r0's job, then the others all at once once r0 holds the right (or the fault struck), each polling for
+        the right as long as the longest fault lasts, so whoever gets in after a loss gets in at once, as a
+        contender already waiting would; observers record every company's row count as it changes."""
+        history = self.history
+        observers = [Observer(self.env.monitor, self.table, c,
+                              on_change=lambda c, n: history.add("observer", "observed", company=c, count=n))
+                     for c in self.companies]
+        patience = max(DURATIONS) * self.ttl + 1.0
+        try:
+            for observer in observers:
+                observer.__enter__()
+            thread = threading.Thread(target=self.victim_run, name="killpoint-r0", daemon=True)
+            thread.start()
+            self.contending.wait(30)
+            threads = [threading.Thread(target=run_job, args=(other, self.companies, COMPANY_SIZE, f"r{i}"),
+                                        kwargs={"history": history, "patience": patience, "retry_every": POLL_S},
+                                        name=f"killpoint-r{i}", daemon=True)
+                       for i, other in enumerate(self.others, start=1)]
+            for t in threads:
+                t.start()
+            for t in [*threads, thread]:
+                t.join(30 + 3 * self.ttl)
+        finally:
+            for observer in observers:
+                observer.__exit__(None, None, None)
+
+    def close(self) -> None:
+        for backend in [self.victim, *self.others]:
             backend.close()
-        if cut is not None:
-            cut.close()
-        if victim_writes is not None:
-            victim_writes.dispose()
-    with env.writes.connect() as conn:
-        final = {c: {"rows": table.count(conn, c), "runs": table.runs_in(conn, c)} for c in companies}
-    events = history.to_list()
-    verdict = judge(ops.from_events(events), final, COMPANY_SIZE, Capability.EXCLUSION in cls.capabilities,
-                    lease_ttl=ttl if Capability.LEASE_EXPIRY in cls.capabilities else None)
-    # An example fails when the company paid: an unknown commit or a lock lost with no write after it does not.
-    violations = [{"kind": f.kind.value, "detail": f.detail} for f in verdict.findings
-                  if f.valid is Valid.FALSE and f.kind is not None and SAFETY_OF[f.kind] is Safety.UNSAFE]
-    return {"schedule": schedule, "events": events, "final": {str(c): v for c, v in final.items()},
-            "violations": violations, "verdict": verdict.to_json(), "struck": bool(struck.get("struck")),
-            "evidence": struck}
+        if self.cut is not None:
+            self.cut.close()
+        if self.victim_writes is not None:
+            self.victim_writes.dispose()
+
+    def judged(self) -> dict:
+        """The example's record: its history and final table judged by the one set of checkers. It fails when
+        the company paid: an unknown commit or a lock lost with no write after it does not."""
+        with self.env.writes.connect() as conn:
+            final = {c: {"rows": self.table.count(conn, c), "runs": self.table.runs_in(conn, c)}
+                     for c in self.companies}
+        events = self.history.to_list()
+        cls = self.cls
+        verdict = judge(ops.from_events(events), final, COMPANY_SIZE, Capability.EXCLUSION in cls.capabilities,
+                        lease_ttl=self.ttl if Capability.LEASE_EXPIRY in cls.capabilities else None)
+        violations = [{"kind": f.kind.value, "detail": f.detail} for f in verdict.findings
+                      if f.valid is Valid.FALSE and f.kind is not None and SAFETY_OF[f.kind] is Safety.UNSAFE]
+        return {"schedule": self.schedule, "events": events, "final": {str(c): v for c, v in final.items()},
+                "violations": violations, "verdict": verdict.to_json(), "struck": bool(self.struck.get("struck")),
+                "evidence": self.struck}
 
 
 class Killpoints(Scenario):
     name = "killpoints"
+    measured = Measured.KILL_POINT_SEARCH
     summary = "hypothesis searches kill points x faults x runs x companies; shrinks any schedule that breaks a backend"
     variants = ("search",)
     title = "kill points searched by hypothesis"

@@ -24,6 +24,7 @@ from sqlalchemy import text
 
 from backends import load as load_backend
 from backends.base import Backend, NoRunLock
+from lab.measures.kinds import Measured
 from lab.measures.precision import Rule, repeat
 from lab.pacing import Lane, Pacing
 from lab.servers.clients import etcd_client, is_sentinel_url, pg_engine, redis_client
@@ -82,6 +83,7 @@ def _timed(call) -> float:
 
 class Latency(Scenario):
     name = "latency"
+    measured = Measured.LATENCY
     pacing = Pacing(lane=Lane.ALONE)  # microsecond figures: nothing else may run beside it
     summary = "what each lock costs: acquire+release, handoff and throughput against its server's floor"
     params = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.servers import pg
 from lab.servers.clients import pg_engine
@@ -23,6 +24,7 @@ _PID_AND_KEY = text("select pg_backend_pid(), hashtextextended(:k, 0)")
 
 class Lookalikes(Scenario):
     name = "lookalikes"
+    measured = Measured.LOOKALIKE
     default_run = True
     summary = "lookalike timers ruled out: idle_session_timeout in a transaction, pool_recycle, close() vs invalidate()"
     variants = ("idle_session_in_transaction", "pool_recycle_checked_out", "close_keeps_lock")

@@ -26,6 +26,7 @@ from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.verdict import Verdict
 from lab.faults import GradedFault, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
 from lab.faults.slow_network import NetDelay, SlowNetworkFault
+from lab.measures.kinds import Measured
 from lab.measures.margin import Outcome, Plan, bounds, outcome_of, search
 from scenarios._lease_faults import first_applicable, lease_fault_trial
 from scenarios.base import Scenario, TrialEnv, judged
@@ -68,6 +69,7 @@ GRADED: dict[str, Graded] = {
 
 class Margin(Scenario):
     name = "margin"
+    measured = Measured.MARGIN_SEARCH
     summary = ("per lease backend and graded fault (a server clock that jumps or runs fast, a slow lock connection): "
                "the largest strength it survived and the smallest that broke it, in TTLs, by a bisection of real trials")
     requires = frozenset({Capability.LEASE_EXPIRY})

@@ -39,14 +39,14 @@ from lab.errors import Interrupted, LabError
 from lab.faults import Target
 from lab.faults.net_drop import NetDrop as DropFault
 from lab.holder.process import HolderProcess
+from lab.measures.kinds import Measured
 from lab.measures.shapes import NetDropMeasures
 from lab.pacing import Floor, Lane, Pacing
 from lab.servers import pg
-from lab.servers.embedded import EmbeddedPostgres
+from lab.servers.embedded import EmbeddedPostgres, template_for
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
 from lab.servers.pg import KEEPALIVE_SQL, dispose, keepalive_estimate, trial_engines
-from lab.servers.pg_template import template_for
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, ensure_schema
 from scenarios._lease_faults import COMPANY, holder_measures
@@ -79,6 +79,7 @@ def server_settings(variant: str, params: dict) -> dict[str, int]:
 
 class NetDrop(Scenario):
     name = "netdrop"
+    measured = Measured.KEEPALIVE_DROP
     # A server of each trial's own, in its own namespace: runs beside the others. Its floor is its own: its timers
     # are the server's keepalives, from its parameters (own_floor).
     pacing = Pacing(lane=Lane.OWN_SERVERS, floor=Floor.OWN)
@@ -224,9 +225,19 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
             contender.close()
         dispose(monitor, writes)
         server.stop()
-    t_last = acquired["t"]  # the lock connection's last use before the drop: its grant
+    keepalive = _keepalive_measures(values, estimate, interval, hz, late, within, t_gone, t_drop,
+                                    t_last=acquired["t"])  # the lock connection's last use before the drop: its grant
+    client_seen = {"settings": client, **learned, "asked_after_drop_s": round(t_go - t_drop, 3)}
+    measures: NetDropMeasures = {**base, "evidence": evidence, "keepalive": keepalive, "client": client_seen}
+    return dict(measures)  # its shape: NetDropMeasures
+
+
+def _keepalive_measures(values: dict, estimate: float, interval: float, hz: int | None, late: float, within: float,
+                        t_gone: float | None, t_drop: float, t_last: float) -> dict:
+    """What the server's keepalives did: its settings, doctor's estimate, and when the lock's session ended after
+    its last use and after the drop (None: it never did), against the estimate within one probe interval."""
     ended = None if t_gone is None else round(t_gone - t_last, 3)
-    measures: NetDropMeasures = {**base, "evidence": evidence, "keepalive": {
+    return {
         "server": {"idle": values.get("tcp_keepalives_idle"), "interval": values.get("tcp_keepalives_interval"),
                    "count": values.get("tcp_keepalives_count")},
         "doctor_estimate_s": estimate, "probe_interval_s": interval,
@@ -236,8 +247,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
         "drop_after_last_use_s": round(t_drop - t_last, 3),
         "agrees_within_interval": None if ended is None else ends_as_estimated(ended, estimate, interval, late),
         "waited_s": round(within, 1),
-    }, "client": {"settings": client, **learned, "asked_after_drop_s": round(t_go - t_drop, 3)}}
-    return dict(measures)  # its shape: NetDropMeasures
+    }
 
 
 @functools.cache

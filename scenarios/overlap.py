@@ -10,6 +10,7 @@ import backends
 from lab.capabilities import Capability
 from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
+from lab.measures.kinds import Measured
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged
 
@@ -19,6 +20,7 @@ ISOLATION = {"two_runs": "READ COMMITTED", "repeatable_read": "REPEATABLE READ"}
 
 class Overlap(Scenario):
     name = "overlap"
+    measured = Measured.OVERLAP
     default_run = True
     summary = "one 250-row company rebuilt by two runs at once, READ COMMITTED (and REPEATABLE READ with the lock)"
     variants = ("two_runs", "repeatable_read")

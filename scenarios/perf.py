@@ -19,6 +19,7 @@ from typing import cast
 from sqlalchemy import text
 
 from backends.base import BatchRebuilder
+from lab.measures.kinds import Measured
 from lab.measures.precision import Rule
 from lab.pacing import Lane, Pacing, Repeats
 from lab.post_role import PostRole
@@ -47,6 +48,7 @@ CONFIGS = {
 
 class Perf(Scenario):
     name = "perf"
+    measured = Measured.COST
     # Seconds per configuration, compared with each other: nothing beside it. Its repetitions stop once their
     # paired ratios are precise enough (still_needed).
     pacing = Pacing(lane=Lane.ALONE, repeats=Repeats.UNTIL_PRECISE)

@@ -17,6 +17,7 @@ import backends
 from lab.columns import Column, FaultFamily
 from lab.exposure import Trait, when
 from lab.faults.restart import Restart as RestartFault
+from lab.measures.kinds import Measured
 from lab.pacing import Exclusive
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._own_postgres import can_have_own_postgres, own_postgres
@@ -29,6 +30,7 @@ NOT_ALWAYS = ("off", "no", "everysec")
 
 class Restart(LeaseFaultScenario):
     name = "restart"
+    measured = Measured.SERVER_RESTART
     fault = "restart"
     summary = "the lock's server (PostgreSQL, Redis or etcd) restarted mid-hold; yours only with --fault-command restart=CMD"
     variants = ("server_restart", "aof_always")

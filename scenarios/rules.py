@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from lab.capabilities import Capability
 from lab.checkers.outcomes import NotRun
+from lab.measures.kinds import Measured
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv
 
@@ -19,6 +20,7 @@ DEADLOCK_DETECTED = "40P01"
 
 class Rules(Scenario):
     name = "rules"
+    measured = Measured.WRITE_RULES
     default_run = True
     summary = "lock_timeout retries the company; sorted vs opposite lock order and deadlocks"
     requires = frozenset({Capability.IN_TRANSACTION})

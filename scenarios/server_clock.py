@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from lab.columns import Column, FaultFamily
 from lab.faults import GradedFault, RedlockClockControl, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
+from lab.measures.kinds import Measured
 from scenarios._lease_faults import LeaseFaultScenario, first_applicable
 
 
 class ServerClock(LeaseFaultScenario):
     name = "server_clock"
+    measured = Measured.SERVER_CLOCK
     fault = ServerClockJump
     summary = ("the lock's server (its own, on a fake clock) jumps forward past the TTL or runs fast mid-hold; Redlock "
                "with one granting master of five jumped (Kleppmann's case) and the same with no jump")

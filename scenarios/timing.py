@@ -23,6 +23,7 @@ from lab.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.verdict import Verdict
+from lab.measures.kinds import Measured
 from lab.pacing import Lane, Pacing
 from lab.servers import sessions
 from lab.servers.stores import SQL_STORES, idle_transaction_guard, store_engine
@@ -52,6 +53,7 @@ def attempt_times(trigger: str, scale: float, rng: random.Random) -> list[float]
 
 class Timing(Scenario):
     name = "timing"
+    measured = Measured.GUARD_TIMING
     default_run = True
     pacing = Pacing(lane=Lane.ALONE)  # when a short run got in, against guard timers: nothing beside it
     summary = "the post's timing runs: lock held under a timeout, short runs on a 5 s cron grid or ~1/s events"

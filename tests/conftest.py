@@ -12,13 +12,15 @@ logging.getLogger("sqlalchemy.pool").propagate = False
 
 
 def pytest_configure(config):
-    """The lab's fault declarations, as `lab report` installs them, for saved runs that did not record theirs."""
+    """The lab's fault declarations, post roles and measured kinds, as `lab report` installs them, for saved runs
+    that did not record theirs."""
     import backends
     import scenarios
     from lab.report import declared
 
     declared.install(scenarios.fault_columns())
     declared.install_roles(backends.post_roles())
+    declared.install_measured(scenarios.measured())
 
 
 def pytest_runtest_setup(item):

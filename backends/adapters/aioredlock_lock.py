@@ -41,6 +41,7 @@ class AioredlockLock(LeaseBackend):
     summary = "aioredlock 0.7 (aioredis 1.3) over 3 Redis masters, lock() auto-extended by its own watchdog; no fencing"
     capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     library = "aioredlock"
+    packages = ("aioredis",)
     services = ("postgres", "redlock")
     renews = False  # its watchdog does, every 0.6 TTL
 

@@ -48,6 +48,7 @@ class PglockSession(Backend):
     summary = "django-pglock advisory(timeout=0) on Django's autocommit connection: a session lock held for the run"
     capabilities = frozenset({Capability.SESSION_LOCK, Capability.EXCLUSION})
     library = "django-pglock"
+    packages = ("django", "psycopg")
 
     def __init__(self, ctx: BackendContext, key: str):
         super().__init__(ctx, key)
@@ -157,6 +158,7 @@ class PglockXact(LockInWrite):
     summary = "django-pglock advisory(xact=True) inside each company's write transaction (transaction.atomic())"
     capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD})
     library = "django-pglock"
+    packages = ("django", "psycopg")
 
     def __init__(self, ctx: BackendContext, key: str):
         super().__init__(ctx, key)

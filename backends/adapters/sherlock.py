@@ -91,6 +91,7 @@ class SherlockRedisLock(_SherlockLease):
 class SherlockEtcdLock(_SherlockLease):
     name = "sherlock_etcd"
     summary = "sherlock EtcdLock (etcd v2 API, key TTL), renew() every TTL/3; no fencing"
+    packages = ("python-etcd",)
     services = ("postgres", "etcd")
 
     @classmethod

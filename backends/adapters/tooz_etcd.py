@@ -15,6 +15,7 @@ from backends.adapters._tooz import ToozLease
 class ToozEtcdLock(ToozLease):
     name = "tooz_etcd"
     summary = "OpenStack tooz etcd3gw lock (coordinator heartbeat refreshes its lease); no fencing"
+    packages = ("etcd3gw",)
     services = ("postgres", "etcd")
 
     def _coordinator_url(self) -> str:

@@ -16,6 +16,7 @@ from lab.checkers import ops
 from lab.checkers.outcomes import does_not_run, judgement_of
 from lab.checkers.verdict import Kind, Valid, Verdict
 from lab.checkers.words import WORDS
+from lab.measures.kinds import Measured
 from lab.measures.margin import Margin, Step, bounds, outcome_of
 from lab.report.common import FLAG, md_table, ordered_backends
 from lab.report.sections import RunView, section
@@ -46,7 +47,7 @@ def _counts(records: list[dict]) -> str:
 @section(162)
 def section_kleppmann(run: RunView) -> str | None:
     frame = run.frame
-    trials = frame[(frame.scenario == "server_clock") & frame.variant.isin([KLEPPMANN, CONTROL])]
+    trials = frame[(frame.measured == Measured.SERVER_CLOCK) & frame.variant.isin([KLEPPMANN, CONTROL])]
     if trials.empty:
         return None
     lines = ["## Kleppmann's clock case on real Redlock masters", "",
@@ -163,7 +164,7 @@ def holder_finding(control: tuple[int, int], wall_back: tuple[int, int]) -> str:
 @section(164)
 def section_holder_clock(run: RunView) -> str | None:
     frame = run.frame
-    trials = frame[frame.scenario == "holder_clock"]
+    trials = frame[frame.measured == Measured.HOLDER_CLOCK]
     if trials.empty:
         return None
     not_leases = [b for b in ordered_backends(trials) if (trials[trials.backend == b].status == "skipped").all()
@@ -249,7 +250,7 @@ def _kinds_at(record: dict) -> dict[float, str]:
 @section(166)
 def section_margins(run: RunView) -> str | None:
     frame = run.frame
-    trials = frame[frame.scenario == "margin"]
+    trials = frame[frame.measured == Measured.MARGIN_SEARCH]
     if trials.empty:
         return None
     variants = list(dict.fromkeys(trials.variant[trials.variant != "-"]))

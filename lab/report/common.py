@@ -10,7 +10,8 @@ import pandas as pd
 from lab.capabilities import Capability
 from lab.checkers.outcomes import RunOrder, latest_per_trial
 from lab.post_role import PostRole
-from lab.report.declared import post_roles
+from lab.measures.kinds import Measured
+from lab.report.declared import measured_of, post_roles
 
 COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict", "reason", "runs_here", "skip",
            "measures", "run", "safety", "exercised", "schema", "judgement", "history"]
@@ -19,9 +20,10 @@ COLUMNS = ["id", "scenario", "backend", "variant", "index", "status", "verdict",
 def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
     """One row per trial (latest record per id), with its measures as a dict column.
 
-    Three columns carry what the run's meta.json says (nothing known, for a run whose meta does not):
-    `backend_pos`, the backend's place in the run's order, `capabilities`, what the backend declares, and
-    `post_role`, which of the post's methods it is (lab/report/declared.post_roles), or None.
+    Four columns carry what the run's meta.json says (nothing known, for a run whose meta does not):
+    `backend_pos`, the backend's place in the run's order, `capabilities`, what the backend declares,
+    `post_role`, which of the post's methods it is (lab/report/declared.post_roles), or None, and `measured`,
+    what its scenario's trials measure (lab/measures/kinds.py; lab/report/declared.measured_of), or None.
     A field an older run did not write (safety, exercised, runs_here; schema, judgement and history before schema 2)
     is None.
     """
@@ -35,6 +37,8 @@ def trials_frame(trials: list[dict], meta: dict | None = None) -> pd.DataFrame:
     frame["capabilities"] = [tuple(sorted(order.capabilities_of(b))) for b in frame.backend]
     roles = post_roles(meta or {})
     frame["post_role"] = [roles.get(b) for b in frame.backend]
+    kinds = measured_of(meta or {})
+    frame["measured"] = [kinds.get(s) for s in frame.scenario]
     return frame.reset_index(drop=True)
 
 
@@ -60,8 +64,14 @@ def backend_with_role(frame: pd.DataFrame, role: PostRole) -> str | None:
     return names[0] if names else None
 
 
-def ok_trials(frame: pd.DataFrame, scenario: str) -> pd.DataFrame:
-    return frame[(frame.scenario == scenario) & (frame.status == "ok")]
+def measuring(frame: pd.DataFrame, kind: Measured) -> pd.DataFrame:
+    """The rows of the scenarios whose trials measure this kind (lab/measures/kinds.py), whatever their status."""
+    return frame[frame.measured == kind]
+
+
+def ok_trials(frame: pd.DataFrame, kind: Measured) -> pd.DataFrame:
+    """The finished trials of the scenarios that measure this kind: what a section renders."""
+    return frame[(frame.measured == kind) & (frame.status == "ok")]
 
 
 def md_table(headers: list[str], rows: list[list[str]]) -> str:

@@ -8,6 +8,7 @@ import statistics
 import pandas as pd
 
 from lab.checkers.outcomes import outcome_text
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import published
 from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side
@@ -64,7 +65,7 @@ def repeatable_read_failures(ok: pd.DataFrame) -> dict[str, tuple[int, int, list
 @section(100)
 def section_overlap(run: RunView) -> str | None:
     frame = run.frame
-    ok = ok_trials(frame, "overlap")
+    ok = ok_trials(frame, Measured.OVERLAP)
     if ok.empty:
         return None
     rows, blocks = [], []
@@ -115,7 +116,7 @@ def kill_lines(measures: dict) -> list[str]:
 @section(110)
 def section_kill(run: RunView) -> str | None:
     frame = run.frame
-    ok = ok_trials(frame, "kill")
+    ok = ok_trials(frame, Measured.RUN_KILLED)
     if ok.empty:
         return None
     rows, blocks = [], []
@@ -144,7 +145,7 @@ def deadlocks_of(ok: pd.DataFrame, variant: str) -> tuple[int, int]:
 @section(120)
 def section_rules(run: RunView) -> str | None:
     frame = run.frame
-    ok = ok_trials(frame, "rules")
+    ok = ok_trials(frame, Measured.WRITE_RULES)
     if ok.empty:
         return None
     rows = []

@@ -6,8 +6,10 @@ import statistics
 from dataclasses import dataclass
 
 from lab.checkers.outcomes import Safety, exercised_of, findings, outcome_groups, outcome_text
+from lab.measures.kinds import Measured
 from lab.measures.precision import spread
 from lab.report.common import md_table
+from lab.report.declared import measured_of
 from lab.results import RunFolder
 
 
@@ -40,11 +42,11 @@ def compare(a: RunFolder, b: RunFolder) -> str:
     if changed:
         out += [md_table(["scenario", "backend", "variant", f"A ({a.run_id})", f"B ({b.run_id})"], changed), ""]
     out += [f"{len(flipped)} safety verdicts flipped (cells run in both whose trials' safety differs; a change of "
-            f"words or figures alone is not a flip, nor a trial that decided nothing: untested, unknown, or safe while its "
-            f"fault never took the lock away).", ""]
+            f"words or figures alone is not a flip, nor a trial that decided nothing: untested, unknown, or safe "
+            f"while its fault never took the lock away).", ""]
     if flipped:
         out += [md_table(["scenario", "backend", "variant", "A: safety", "B: safety"], flipped), ""]
-    moved = figure_moves(left, right)
+    moved = figure_moves(left, right, measured_of(a.meta()), measured_of(b.meta()))
     if moved:
         out += [f"Repeated figures in both runs, B against A (*within*: B's median moved by no more than the "
                 f"tolerance it was measured to: the rules' {FIGURE_TOLERANCE:.0%}, or, where a figure's repetitions "
@@ -83,36 +85,40 @@ class Figure:
     spread: float
 
 
-def _figures(groups: dict[tuple, list[dict]]) -> dict[str, Figure]:
+def _figures(groups: dict[tuple, list[dict]], kinds: dict[str, Measured]) -> dict[str, Figure]:
     """The repeated figures of a run by name: the cost table's paired ratios to one transaction for all, whynot's
     speedups from 1 to 4 workers, and each lock's acquire + release over its server's floor (its blocks' spread,
-    where the run recorded it)."""
+    where the run recorded it). kinds: what each scenario measures (lab/report/declared.measured_of)."""
     figures: dict[str, Figure] = {}
-    perf = {v: {r["index"]: r["measures"]["seconds"] for r in records if r["status"] == "ok"}
-            for (scenario, _, v), records in groups.items() if scenario == "perf"}
-    base = perf.get(PERF_BASE, {})
-    for variant, seconds in perf.items():
+    costs: dict[tuple[str, str], dict] = {}
+    for (scenario, _, v), records in groups.items():
+        if kinds.get(scenario) is Measured.COST:
+            costs[scenario, v] = {r["index"]: r["measures"]["seconds"] for r in records if r["status"] == "ok"}
+    for (scenario, variant), seconds in costs.items():
+        base = costs.get((scenario, PERF_BASE), {})
         ratios = [s / base[i] for i, s in seconds.items() if base.get(i)]
         if variant != PERF_BASE and ratios:
-            figures[f"perf {variant} / {PERF_BASE}"] = Figure(statistics.median(ratios), spread(ratios) or 0.0)
+            figures[f"{scenario} {variant} / {PERF_BASE}"] = Figure(statistics.median(ratios), spread(ratios) or 0.0)
     for (scenario, backend, variant), records in groups.items():
         ok = [r["measures"] for r in records if r["status"] == "ok" and r.get("measures")]
-        if scenario == "whynot" and variant == "throughput" and ok:
+        kind = kinds.get(scenario)
+        if kind is Measured.ALTERNATIVES and variant == "throughput" and ok:
             speedups = [s for m in ok for s in m["speedups"]]
-            figures[f"whynot throughput {backend}: speedup 1 to 4 workers"] = Figure(statistics.median(speedups),
-                                                                                     spread(speedups) or 0.0)
-        if scenario == "latency" and ok and ok[0].get("ratio"):
+            figures[f"{scenario} throughput {backend}: speedup 1 to 4 workers"] = Figure(
+                statistics.median(speedups), spread(speedups) or 0.0)
+        if kind is Measured.LATENCY and ok and ok[0].get("ratio"):
             spreads = [m.get("precision", {}).get("acquire_release", {}).get("spread", 0.0) for m in ok]
-            figures[f"latency {backend}: acquire + release / floor"] = Figure(
+            figures[f"{scenario} {backend}: acquire + release / floor"] = Figure(
                 statistics.median(m["ratio"] for m in ok), max(spreads))
     return figures
 
 
-def figure_moves(left: dict[tuple, list[dict]], right: dict[tuple, list[dict]]) -> list[list[str]]:
+def figure_moves(left: dict[tuple, list[dict]], right: dict[tuple, list[dict]], left_kinds: dict[str, Measured],
+                 right_kinds: dict[str, Measured]) -> list[list[str]]:
     """One row per repeated figure both runs have: its two medians, how far B moved from A, the tolerance it is
     held to (FIGURE_TOLERANCE, or the wider of its two spreads where either run measured it less precisely), and
     within or beyond."""
-    a, b = _figures(left), _figures(right)
+    a, b = _figures(left, left_kinds), _figures(right, right_kinds)
     rows = []
     for name in [n for n in a if n in b]:
         moved = b[name].median / a[name].median - 1 if a[name].median else float("inf")

@@ -6,6 +6,7 @@ import statistics
 
 import pandas as pd
 
+from lab.measures.kinds import Measured
 from lab.measures.precision import Rule, describe
 from lab.post_role import PostRole
 from lab.report import published
@@ -48,7 +49,7 @@ def ten_companies_ratio(ten: dict[PostRole, list[dict]]) -> tuple[float, list[fl
 @section(130)
 def section_conflicts(run: RunView) -> str | None:
     frame = run.frame
-    ok = ok_trials(frame, "conflicts")
+    ok = ok_trials(frame, Measured.CONFLICT_COST)
     if ok.empty:
         return None
     rows = []
@@ -167,10 +168,16 @@ def ratio_flag(variant: str, ratios: list[float], post_ratio: float | None) -> s
     return f"within noise: ours spans {min(ratios):.2f}-{max(ratios):.2f}, no verdict"
 
 
+def _recorded_precision(meta: dict, scenarios: set[str]) -> dict | None:
+    """How precise the run recorded the cost figures to (meta.json `precision`, by the scenario that measured them)."""
+    recorded = meta.get("precision", {})
+    return next((recorded[name] for name in sorted(scenarios) if name in recorded), None)
+
+
 @section(140)
 def section_perf(run: RunView) -> str | None:
     frame, charts = run.frame, run.charts
-    ok = ok_trials(frame, "perf")
+    ok = ok_trials(frame, Measured.COST)
     if ok.empty:
         return None
     by_variant = {v: g for v, g in ok.groupby("variant", sort=False)}
@@ -202,7 +209,7 @@ def section_perf(run: RunView) -> str | None:
                       f"than {RATIO_TOLERANCE:.0%} away, on the same side; *within noise*: neither, so no verdict. "
                       f"Reproduce: `lab run --backend none,xact --scenario perf` "
                       f"(`--profile full` for the post's size).", "",
-                      *_precision(run.meta.get("precision", {}).get("perf")),
+                      *_precision(_recorded_precision(run.meta, set(ok.scenario))),
                       md_table(["configuration", "post", "post ratio", "ours", "our ratio", ""], rows), "",
                       "Our INSERT generates each company's rows on the server (insert ... select generate_series); "
                       "the COPY row sends them from the client, so it measures the transfer the INSERT rows skip.",

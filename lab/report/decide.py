@@ -22,6 +22,7 @@ from typing import Callable
 import pandas as pd
 
 from lab.capabilities import Capability
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report.common import backend_with_role, declaration
 from lab.report.declared import matrix_columns
@@ -156,7 +157,7 @@ def compare(rows: dict[str, list[MatrixCell]], candidates: list[str], meta: dict
 
 def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
     """Its acquire + release, median, from the latency scenario when this run measured it."""
-    rows = frame[(frame.scenario == "latency") & (frame.status == "ok") & (frame.backend == backend)]
+    rows = frame[(frame.measured == Measured.LATENCY) & (frame.status == "ok") & (frame.backend == backend)]
     figures = [m["acquire_release"].get("p50") for m in rows.measures if (m.get("acquire_release") or {}).get("p50")]
     return None if not figures else f"{figures[-1] * 1000:.2f} ms"
 
@@ -164,7 +165,7 @@ def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
 def company_seconds(frame: pd.DataFrame, backend: str) -> tuple[float, int, int] | None:
     """A backend's one-worker, one-transaction-per-company rebuild from the cost table: (median seconds per
     company, companies, repetitions), or None when the run did not time it."""
-    rows = frame[(frame.scenario == "perf") & (frame.status == "ok") & (frame.backend == backend)]
+    rows = frame[(frame.measured == Measured.COST) & (frame.status == "ok") & (frame.backend == backend)]
     per_company = [m for m in rows.measures
                    if m.get("workers") == 1 and m.get("transactions") == m.get("companies") and not m.get("failed")
                    and "COPY" not in str(m.get("config"))]

@@ -12,10 +12,12 @@ from enum import Enum
 
 from lab.columns import Column, FaultColumns, from_meta
 from lab.exposure import When
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 
 _installed: dict[str, FaultColumns] = {}
 _installed_roles: dict[str, str] = {}
+_installed_measured: dict[str, str] = {}
 
 
 def install(declared: list[FaultColumns]) -> None:
@@ -91,6 +93,21 @@ def conditions_of(scenario: str, column: Column) -> Happening:
     if same is not None and same.happens_when is not None:
         return Happening(same.happens_when, same.strikes, Declared.LAB, column.same_fault_as or same.same_fault_as)
     return Happening(None, None, Declared.NOWHERE, column.same_fault_as)
+
+
+def install_measured(measured: dict[str, str]) -> None:
+    """What the lab's scenarios measure by name (scenarios.measured), for runs that did not record it."""
+    _installed_measured.clear()
+    _installed_measured.update(measured)
+
+
+def measured_of(meta: dict) -> dict[str, Measured]:
+    """Scenario name -> what its trials measure (lab/measures/kinds.py): the run's record over the installed
+    declarations (a run recorded before meta.json kept them reads the lab's). A kind this lab does not know is
+    left out, so no section reads its trials."""
+    merged = {**_installed_measured, **(meta.get("measured") or {})}
+    known = {kind.value: kind for kind in Measured}
+    return {name: known[kind] for name, kind in merged.items() if kind in known}
 
 
 def install_roles(roles: dict[str, str]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from lab.checkers.outcomes import lock_lost
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report.common import md_table, ok_trials
 from lab.report.declared import post_roles
@@ -57,7 +58,7 @@ def _told(records: list[dict]) -> str:
 @section(50)
 def section_drivers(run: RunView) -> str | None:
     frame = run.frame
-    cases = ok_trials(frame, "cases")
+    cases = ok_trials(frame, Measured.POST_CASE)
     if not cases.backend.str.contains("@").any():
         return None  # no run of these chose --driver
     roles = post_roles(run.meta)  # a label's driver aside, the backend that declares the post's method 1
@@ -69,7 +70,8 @@ def section_drivers(run: RunView) -> str | None:
         by_guard = [mine[mine.variant == variant].to_dict("records") for variant, _ in GUARDS]
         everything = [r for group in by_guard for r in group]
         rows.append([driver, *[_guard_cell(group) for group in by_guard], _truthful(everything), _told(everything)])
-    skipped = frame[(frame.scenario == "cases") & (frame.status == "skipped") & (frame.backend.str.contains("@"))]
+    skipped = frame[(frame.measured == Measured.POST_CASE) & (frame.status == "skipped")
+                    & (frame.backend.str.contains("@"))]
     notes = sorted({f"`{b}`: {reason}" for b, reason in zip(skipped.backend, skipped.reason)})
     return "\n".join([
         "## Which defaults land you in case A", "",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from lab.measures.kinds import Measured
 from lab.report.common import md_table, ok_trials
 from lab.report.timelines import slug
 from lab.report.sections import RunView, section
@@ -22,7 +23,7 @@ def passed(m: dict) -> str:
 @section(180)
 def section_killpoints(run: RunView) -> str | None:
     frame, run_id = run.frame, run.run_id
-    ok = ok_trials(frame, "killpoints")
+    ok = ok_trials(frame, Measured.KILL_POINT_SEARCH)
     if ok.empty:
         return None
     rows = []

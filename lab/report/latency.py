@@ -9,6 +9,7 @@ from pathlib import Path
 import matplotlib.ticker
 import pandas as pd
 
+from lab.measures.kinds import Measured
 from lab.measures.precision import Rule
 from lab.report.charts import plt
 from lab.report.common import md_table, ok_trials
@@ -113,7 +114,7 @@ def _medians(figures: list[dict]) -> str:
 @section(150)
 def section_latency(run: RunView) -> str | None:
     frame, charts = run.frame, run.charts
-    ok = ok_trials(frame, "latency")
+    ok = ok_trials(frame, Measured.LATENCY)
     if ok.empty:
         return None
     ok = ok.sort_values(["backend_pos", "index"], kind="stable").drop_duplicates("backend", keep="last")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from lab.checkers.outcomes import outcome_text
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import published
 from lab.report.common import backend_with_role, md_table, ok_trials
@@ -39,11 +40,12 @@ def analogue_of(meta: dict, role: PostRole) -> str | None:
     return found[0] if found else None
 
 
-def cell(frame: pd.DataFrame, scenario: str, backend: str | None, variant: str) -> list[dict]:
-    """The trial records of one cell (every status: an n/a or an error shows as such)."""
+def cell(frame: pd.DataFrame, kind: Measured, backend: str | None, variant: str) -> list[dict]:
+    """The trial records of one cell of the scenario measuring this kind (every status: an n/a or an error shows
+    as such)."""
     if backend is None:
         return []
-    return frame[(frame.scenario == scenario) & (frame.backend == backend) & (frame.variant == variant)].to_dict(
+    return frame[(frame.measured == kind) & (frame.backend == backend) & (frame.variant == variant)].to_dict(
         "records")
 
 
@@ -74,13 +76,13 @@ def lost_count(records: list[dict]) -> tuple[int, int]:
 def case_a_sentence(frame: pd.DataFrame, meta: dict) -> str | None:
     """Whether the post's case A reproduces on MariaDB, computed from the trials, with the figures beside it."""
     mine = analogue_of(meta, PostRole.METHOD_1)
-    plain = cell(frame, "cases", mine, "idle_in_transaction")
+    plain = cell(frame, Measured.POST_CASE, mine, "idle_in_transaction")
     lost, n = lost_count(plain)
     if not n:
         return None
-    after_read, read_n = lost_count(cell(frame, "cases", mine, "read_then_idle_in_transaction"))
+    after_read, read_n = lost_count(cell(frame, Measured.POST_CASE, mine, "read_then_idle_in_transaction"))
     theirs = backend_with_role(frame, PostRole.METHOD_1)
-    pg_lost, pg_n = lost_count(cell(frame, "cases", theirs, "idle_in_transaction"))
+    pg_lost, pg_n = lost_count(cell(frame, Measured.POST_CASE, theirs, "idle_in_transaction"))
     if lost == n:
         verdict = f"**Case A reproduces on MariaDB**: `{mine}` lost its lock in {lost} of {n} trials"
     elif lost == 0:
@@ -103,7 +105,7 @@ def timing_lines(frame: pd.DataFrame, meta: dict) -> list[str]:
     for role in METHODS:
         mine = analogue_of(meta, role)
         for trigger in ("cron", "event"):
-            records = [r for r in cell(frame, "timing", mine, trigger) if r["status"] == "ok"]
+            records = [r for r in cell(frame, Measured.GUARD_TIMING, mine, trigger) if r["status"] == "ok"]
             post = published.TIMING.get((role, trigger))
             if not records or post is None:
                 continue
@@ -116,24 +118,24 @@ def timing_lines(frame: pd.DataFrame, meta: dict) -> list[str]:
 @section(45)
 def section_mariadb_cases(run: RunView) -> str | None:
     frame = run.frame
-    ok = on_server(ok_trials(frame, "cases"), "mariadb")
+    ok = on_server(ok_trials(frame, Measured.POST_CASE), "mariadb")
     if ok.empty:
         return None
     rows = []
     for role in METHODS:
         mine, theirs = analogue_of(run.meta, role), backend_with_role(frame, role)
         for variant, words in ROWS.items():
-            ours = cell(frame, "cases", mine, variant)
+            ours = cell(frame, Measured.POST_CASE, mine, variant)
             if not ours:
                 continue
-            pg = cell(frame, "cases", theirs, variant)
+            pg = cell(frame, Measured.POST_CASE, theirs, variant)
             letter = next((r["measures"].get("case") for r in ours if r["status"] == "ok"), None)
             post = published.SAME_FAULTS.get(variant, {}).get(role, "-")
             rows.append([f"{role.method}{f' ({letter})' if letter else ''}", words, post, with_guard(pg),
                          with_guard(ours)])
-        killed = cell(frame, "calibrate", mine, "terminate")
+        killed = cell(frame, Measured.CALIBRATION, mine, "terminate")
         if killed:
-            pg = cell(frame, "calibrate", theirs, "terminate")
+            pg = cell(frame, Measured.CALIBRATION, theirs, "terminate")
             rows.append([str(role.method), "the lock's session killed (pg_terminate_backend / KILL CONNECTION)",
                          published.SAME_FAULTS["terminate"].get(role, "-"), outcome_text(pg) if pg else "not run",
                          outcome_text(killed)])

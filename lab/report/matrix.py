@@ -14,6 +14,7 @@ from lab.capabilities import Capability
 from lab.checkers.outcomes import Safety, SkipKind, exercised_of, judgement_of, safety_of, skip_of
 from lab.checkers.verdict import Kind
 from lab.columns import Column, FaultColumns
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report.charge import charged_to_store, lock_broke_with_store
 from lab.report.charts import matrix_chart
@@ -82,7 +83,7 @@ class Cell:
 
 def _verdict_word(record: dict) -> str:
     verdict = record["verdict"]
-    return CALIBRATION_WORDS.get(verdict, verdict) if record.get("scenario") == "calibrate" else verdict
+    return CALIBRATION_WORDS.get(verdict, verdict) if record.get("measured") == Measured.CALIBRATION else verdict
 
 
 def _acquired(record: dict) -> bool:
@@ -406,7 +407,7 @@ def section_why_not_leases(run: RunView) -> str | None:
 def _token_evidence(relevant: pd.DataFrame) -> list[str]:
     """What the fencing tokens were when a fenced backend's lock server restarted."""
     lines = []
-    restarted = with_capability(relevant[(relevant.scenario == "restart") & (relevant.status == "ok")],
+    restarted = with_capability(relevant[(relevant.measured == Measured.SERVER_RESTART) & (relevant.status == "ok")],
                                 Capability.FENCING)
     for backend in ordered_backends(restarted):
         group = restarted[restarted.backend == backend]

@@ -13,6 +13,7 @@ import statistics
 import pandas as pd
 
 from lab.checkers.keepalive import ends_as_estimated
+from lab.measures.kinds import Measured
 from lab.report.common import md_table, ok_trials
 from lab.report.sections import RunView, section
 
@@ -96,7 +97,7 @@ def _learned_cell(records: list[dict]) -> str:
 @section(170)
 def section_netdrop(run: RunView) -> str | None:
     frame = run.frame
-    trials = ok_trials(frame, "netdrop")
+    trials = ok_trials(frame, Measured.KEEPALIVE_DROP)
     if trials.empty:
         return None
     rows, endings = [], []
@@ -117,7 +118,7 @@ def section_netdrop(run: RunView) -> str | None:
                       if r["variant"].startswith("client_") and r["measures"]["client"].get("stuck_at")})
     agreed = sum(s["agreed"] for _, s in endings)
     total = sum(s["n"] for _, s in endings)
-    skipped = frame[(frame.scenario == "netdrop") & (frame.status == "skipped")]
+    skipped = frame[(frame.measured == Measured.KEEPALIVE_DROP) & (frame.status == "skipped")]
     reasons = sorted(set(skipped.reason.dropna()))
     return "\n".join([
         "## A real network drop", "",

@@ -14,13 +14,16 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lab.checkers.outcomes import detection_of, lock_lost, outcome_text
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import company, costs, netdrop, published, session, timing
 from lab.report.common import FLAG, Verdict, backend_with_role, md_table, ok_trials, verdict_mark, with_role
 from lab.report.sections import RunView, section
 
-SCENARIOS = ("cases", "calibrate", "timing", "lookalikes", "netdrop", "overlap", "kill", "perf", "rules",
-             "conflicts")
+# What the scenarios whose figures the scorecard sets beside the post's measure: with none of them run, no scorecard.
+MEASURED = (Measured.POST_CASE, Measured.CALIBRATION, Measured.GUARD_TIMING, Measured.LOOKALIKE,
+            Measured.KEEPALIVE_DROP, Measured.OVERLAP, Measured.RUN_KILLED, Measured.COST, Measured.WRITE_RULES,
+            Measured.CONFLICT_COST)
 
 # The tolerance of each kind of figure, in the words of the section that already judges it.
 LINES = "every trial, line for line"
@@ -111,20 +114,20 @@ def _versions(run: RunView) -> list[ScoreRow]:
 
 def _calibration(run: RunView) -> list[ScoreRow]:
     figure = "detector check: AUTOCOMMIT holder killed, second session polling for the lock"
-    rows = session.calibration_rows(ok_trials(run.frame, "calibrate"))
+    rows = session.calibration_rows(ok_trials(run.frame, Measured.CALIBRATION))
     poll = rows.measures.iloc[0]["poll"] if not rows.empty else 0.05  # the post polled every 50 ms
     post_gaps, post_within = session.post_calibration(poll)
     post = (f"{_of(post_within, len(post_gaps))} within one poll of {poll * 1000:g} ms; gaps "
             f"{_span(post_gaps, digits=3)} after a kill at {published.CALIBRATION_KILL_AT:.2f} s")
     autocommit = _played_by(run, PostRole.METHOD_3)
     if rows.empty:
-        return [ScoreRow("calibrate", "How I measured", figure, post, f"no calibrate trial of {autocommit}",
+        return [ScoreRow("calibration/poll", "How I measured", figure, post, f"no calibrate trial of {autocommit}",
                          Verdict.NOT_RUN, POLL)]
     _, _, within, n, same = session.calibration_against_post(rows, poll)
     gaps = [m["gap"] for m in rows.measures if m.get("gap") is not None]
     ours = (f"{_of(within, n)} within one poll"
             + (f"; gaps {_span(gaps, digits=3)} after the measured kill" if gaps else "") + f" ({autocommit})")
-    return [ScoreRow("calibrate", "How I measured", figure, post, ours, _agree(same), POLL)]
+    return [ScoreRow("calibration/poll", "How I measured", figure, post, ours, _agree(same), POLL)]
 
 
 # --- the cases, the timing runs, the lookalikes ------------------------------------------------------------
@@ -134,7 +137,7 @@ CASE_WHERE = {"A": "Method 1 result", "B": "Method 3 result", "C": "Method 2 res
 
 
 def _case(run: RunView, letter: str) -> ScoreRow:
-    ok = ok_trials(run.frame, "cases")
+    ok = ok_trials(run.frame, Measured.POST_CASE)
     expected = published.CASE_LINES[letter]
     figure = f"case {letter}, {published.CASE_TITLES[letter]}: what reproduce_cases.py printed"
     measured = session.case_measured(ok, letter)
@@ -180,7 +183,7 @@ def _timing_row(frame: pd.DataFrame, role: PostRole, trigger: str) -> tuple[list
                    SECONDS),
                   ("within", f"timing runs, {label}: first grants within 1 s of the timeout",
                    f"{within} of {overlapped}", SHARE)]
-    ok = ok_trials(frame, "timing")
+    ok = ok_trials(frame, Measured.GUARD_TIMING)
     group = ok[(ok.post_role == role) & (ok.variant == trigger)]
     failed = timing.errored_trials(frame, backend, trigger)
     if group.empty or not failed.empty:  # a partly errored row is not a result (the timing section's rule)
@@ -230,7 +233,7 @@ LOOKALIKE_WHERE = {"idle_session_in_transaction": "How to tell it from a lookali
 
 
 def _lookalikes(run: RunView) -> list[ScoreRow]:
-    ok = ok_trials(run.frame, "lookalikes")
+    ok = ok_trials(run.frame, Measured.LOOKALIKE)
     rows = []
     for check, (name, post) in timing.LOOKALIKES.items():
         agree, n = timing.lookalike_agreement(ok, check)
@@ -245,7 +248,7 @@ def _lookalikes(run: RunView) -> list[ScoreRow]:
 
 
 def _keepalives(run: RunView) -> list[ScoreRow]:
-    ok = ok_trials(run.frame, "netdrop")
+    ok = ok_trials(run.frame, Measured.KEEPALIVE_DROP)
     rows = []
     for (idle, interval, count), end in published.KEEPALIVE_ENDS.items():
         figure = (f"host loses its network: server keepalives {idle} s / {interval} s / {count} probes, "
@@ -276,7 +279,7 @@ def _played_by(run: RunView, role: PostRole) -> str:
 
 
 def _overlap(run: RunView) -> list[ScoreRow]:
-    ok = ok_trials(run.frame, "overlap")
+    ok = ok_trials(run.frame, Measured.OVERLAP)
     rows = []
     for role in (PostRole.NO_LOCK, PostRole.METHOD_4):
         backend = _played_by(run, role)
@@ -316,7 +319,7 @@ def _rows_afterwards(ok: pd.DataFrame, backend: str, variant: str, post: int, wh
 
 
 def _kill(run: RunView) -> list[ScoreRow]:
-    ok = ok_trials(run.frame, "kill")
+    ok = ok_trials(run.frame, Measured.RUN_KILLED)
     group = with_role(ok, PostRole.METHOD_4)
     lock = _played_by(run, PostRole.METHOD_4)
     figure = f"{lock}: a run killed after its delete, before its commit, a second run waiting"
@@ -332,7 +335,7 @@ def _kill(run: RunView) -> list[ScoreRow]:
 
 
 def _repeatable_read(run: RunView) -> list[ScoreRow]:
-    rr = company.repeatable_read_failures(ok_trials(run.frame, "overlap"))
+    rr = company.repeatable_read_failures(ok_trials(run.frame, Measured.OVERLAP))
     lock = _played_by(run, PostRole.METHOD_4)
     figure = "rule 1: the lock under REPEATABLE READ, the waiting run"
     post = f"fails the delete after the wait with *{published.REPEATABLE_READ_ERROR}*"
@@ -346,7 +349,7 @@ def _repeatable_read(run: RunView) -> list[ScoreRow]:
 
 
 def _sorted_order(run: RunView) -> list[ScoreRow]:
-    deadlocks, n = company.deadlocks_of(ok_trials(run.frame, "rules"), "sorted_batches")
+    deadlocks, n = company.deadlocks_of(ok_trials(run.frame, Measured.WRITE_RULES), "sorted_batches")
     figure = "rule 4: several companies locked in sorted order, runs aborted by deadlock"
     post = f"{published.SORTED_DEADLOCKS} (\"two runs cannot deadlock\")"
     if not n:
@@ -383,7 +386,7 @@ def _same_faults(run: RunView) -> list[ScoreRow]:
 # --- costs -----------------------------------------------------------------------------------------------
 
 def _perf(run: RunView) -> list[ScoreRow]:
-    ok = ok_trials(run.frame, "perf")
+    ok = ok_trials(run.frame, Measured.COST)
     seconds = published.PERF_SECONDS
     pairs = [(v, costs.PERF_BASE) for v in seconds if v != costs.PERF_BASE]
     pairs.append(("per_company_lock", "transaction_per_company"))  # "The lock adds no measurable cost"
@@ -407,7 +410,7 @@ def _perf(run: RunView) -> list[ScoreRow]:
 
 
 def _conflicts(run: RunView) -> list[ScoreRow]:
-    ok = ok_trials(run.frame, "conflicts")
+    ok = ok_trials(run.frame, Measured.CONFLICT_COST)
     rows = []
     for design, label in costs.DESIGN_LABELS.items():
         post = published.CONFLICT_FAILURES[design]
@@ -470,7 +473,7 @@ def counts_line(rows: list[ScoreRow]) -> str:
 
 @section(15)
 def section_scorecard(run: RunView) -> str | None:
-    if not run.frame.scenario.isin(SCENARIOS).any():
+    if not run.frame.measured.isin(MEASURED).any():
         return None
     rows = scorecard_rows(run)
     return "\n".join([

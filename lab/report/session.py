@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from lab.checkers.outcomes import detection_of, outcome_text
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import published
 from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side, with_role
@@ -67,7 +68,7 @@ def case_matching(measured: list[list[str]], letter: str) -> int:
 @section(40)
 def section_cases(run: RunView) -> str | None:
     frame = run.frame
-    ok = on_server(ok_trials(frame, "cases"), "postgres")  # MariaDB's: lab/report/mariadb.py
+    ok = on_server(ok_trials(frame, Measured.POST_CASE), "postgres")  # MariaDB's: lab/report/mariadb.py
     if ok.empty:
         return None
     intro = ["## The post's cases A to E", "",
@@ -97,7 +98,7 @@ def section_cases(run: RunView) -> str | None:
 
 def same_faults_trials(frame: pd.DataFrame) -> pd.DataFrame:
     """The cases and calibrate trials of the three session locks: the post's same-faults table, measured."""
-    return frame[frame.scenario.isin(["cases", "calibrate"]) & frame.post_role.isin(SESSION_ROLES)
+    return frame[frame.measured.isin([Measured.POST_CASE, Measured.CALIBRATION]) & frame.post_role.isin(SESSION_ROLES)
                  & (frame.variant != "-")]
 
 
@@ -109,7 +110,7 @@ def same_fault_cell(relevant: pd.DataFrame, variant: str, backend: str) -> list[
 def same_fault_records(relevant: pd.DataFrame, variant: str, backend: str) -> list[dict]:
     """One cell's trial records, calibration verdicts in the matrix's words (for outcome_text)."""
     return [{**r, "verdict": LOST_WORDS.get(r["verdict"], r["verdict"])}
-            if r["scenario"] == "calibrate" else r for r in same_fault_cell(relevant, variant, backend)]
+            if r["measured"] == Measured.CALIBRATION else r for r in same_fault_cell(relevant, variant, backend)]
 
 
 @section(60)
@@ -157,7 +158,7 @@ def post_calibration(poll: float) -> tuple[list[float], int]:
 @section(70)
 def section_calibration(run: RunView) -> str | None:
     frame = run.frame
-    ok = ok_trials(frame, "calibrate")
+    ok = ok_trials(frame, Measured.CALIBRATION)
     if ok.empty:
         return None
     poll = ok.measures.iloc[0]["poll"]

@@ -12,6 +12,7 @@ import pandas as pd
 
 from lab.capabilities import Capability
 from lab.checkers.outcomes import lock_lost, outcome_text
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import whynot
 from lab.report.common import md_table, ok_trials, with_capability, with_role
@@ -20,7 +21,7 @@ from lab.report.sections import WHYNOT, RunView, section
 
 
 def _timing_range(frame) -> str | None:
-    group = ok_trials(frame, "timing")
+    group = ok_trials(frame, Measured.GUARD_TIMING)
     group = with_role(group, PostRole.METHOD_1)
     firsts = [m["first_got_at"] for m in group.measures if m["first_got_at"] is not None]
     if not firsts:
@@ -43,7 +44,7 @@ PERF_TOLERANCE = ("a configuration counts as faster only when its median is belo
 
 def perf_ranking(frame) -> list[tuple[str, float, float, float, int]]:
     """(variant, median, min, max, n) of every perf configuration, fastest median first (ties by name)."""
-    group = ok_trials(frame, "perf")
+    group = ok_trials(frame, Measured.COST)
     stats = []
     for variant, g in group.groupby("variant"):
         seconds = [m["seconds"] for m in g.measures]
@@ -83,11 +84,11 @@ def _perf_ratio(frame) -> str | None:
 
 def _serializable(frame) -> str | None:
     parts = []
-    overlap = ok_trials(frame, "overlap")
+    overlap = ok_trials(frame, Measured.OVERLAP)
     rows = [m["rows_final"] for m in with_capability(overlap, Capability.SERIALIZABLE).measures]
     if rows:
         parts.append(f"two rebuilds at once end at {', '.join(map(str, rows))} rows")
-    conflicts = ok_trials(frame, "conflicts")
+    conflicts = ok_trials(frame, Measured.CONFLICT_COST)
     for design in ("no_index", "adjacent_ids", "spread_ids"):
         counts = [m["failed"] for m in conflicts[conflicts.variant == design].measures]
         if counts:
@@ -108,7 +109,7 @@ def _leases(run: RunView) -> str | None:
 
 
 def _heartbeat(frame) -> str | None:
-    group = ok_trials(frame, "cases")
+    group = ok_trials(frame, Measured.POST_CASE)
     group = with_role(group[group.variant == "query_then_idle_in_transaction"], PostRole.METHOD_2)
     if group.empty:
         return None

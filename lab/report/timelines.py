@@ -12,6 +12,7 @@ import re
 
 from lab.checkers import ops
 from lab.checkers.outcomes import Safety, judgement_of, safety_of
+from lab.measures.kinds import Measured
 from lab.report.history_chart import history_chart
 from lab.report.matrix import Mark, matrix_rows
 from lab.report.sections import TIMELINES, RunView, section
@@ -118,14 +119,15 @@ def failing_trials(run: RunView) -> list[tuple[str, dict]]:
     """(what it explains, record) for the first unsafe trial of every ✗ matrix cell, then every kill-point
     counterexample, in the report's order."""
     frame = run.frame
+    searches = set(frame[frame.measured == Measured.KILL_POINT_SEARCH].scenario)  # their counterexamples follow
     found = []
     for _, cells in matrix_rows(run):
         for c in cells:
-            if c.cell.mark is Mark.FAILED and c.scenario != "killpoints":
+            if c.cell.mark is Mark.FAILED and c.scenario not in searches:
                 first = first_unsafe(c.records)
                 assert first is not None  # a ✗ cell is one with an unsafe trial: judge() marks it so
                 found.append((f"`{c.backend}` under *{c.label}*: {first['verdict']}", first))
-    for record in frame[(frame.scenario == "killpoints") & (frame.status == "ok")].to_dict("records"):
+    for record in frame[(frame.measured == Measured.KILL_POINT_SEARCH) & (frame.status == "ok")].to_dict("records"):
         if (record["measures"] or {}).get("minimal"):
             found.append((f"`{record['backend']}`: kill-point counterexample, {record['verdict']}", record))
     return found

@@ -9,6 +9,7 @@ import pandas as pd
 
 from lab.capabilities import Capability
 from lab.checkers.outcomes import Safety, handover_of
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import published
 from lab.report.charts import timing_chart
@@ -128,7 +129,7 @@ def chart_kind(s: dict) -> str:
 
 
 def errored_trials(frame: pd.DataFrame, backend: str, trigger: str) -> pd.DataFrame:
-    return frame[(frame.scenario == "timing") & (frame.status == "error") & (frame.backend == backend)
+    return frame[(frame.measured == Measured.GUARD_TIMING) & (frame.status == "error") & (frame.backend == backend)
                  & (frame.variant == trigger)]
 
 
@@ -147,7 +148,7 @@ def group_stats(group: pd.DataFrame, timeout: float) -> dict:
 @section(80)
 def section_timing(run: RunView) -> str | None:
     frame, charts = run.frame, run.charts
-    ok = ok_trials(frame, "timing")
+    ok = ok_trials(frame, Measured.GUARD_TIMING)
     if ok.empty:
         return None
     timeout = ok.measures.iloc[0]["timeout_s"]
@@ -217,7 +218,7 @@ def lookalike_agreement(ok: pd.DataFrame, check: str) -> tuple[int, int]:
 @section(90)
 def section_lookalikes(run: RunView) -> str | None:
     frame = run.frame
-    ok = ok_trials(frame, "lookalikes")
+    ok = ok_trials(frame, Measured.LOOKALIKE)
     if ok.empty:
         return None
     rows = []

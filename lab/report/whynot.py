@@ -14,6 +14,7 @@ import statistics
 import pandas as pd
 
 from lab.checkers.outcomes import outcome_text
+from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report.common import ok_trials, with_role
 
@@ -23,7 +24,7 @@ KAFKA = "Kafka partitioning: not measured: no Kafka server can run here"
 
 def _trials(frame: pd.DataFrame, variant: str, role: PostRole | None = None) -> pd.DataFrame:
     """The ok whynot trials of a variant: every backend's, or the one playing the post's role."""
-    group = ok_trials(frame, "whynot")
+    group = ok_trials(frame, Measured.ALTERNATIVES)
     group = group[group.variant == variant]
     return group if role is None else with_role(group, role)
 
@@ -122,7 +123,7 @@ def _guard_off_session(frame: pd.DataFrame) -> str | None:
 
 def _cases(frame: pd.DataFrame) -> str:
     """The cases trials of the guard-off lock under the idle-in-transaction guard, when the run has them."""
-    group = ok_trials(frame, "cases")
+    group = ok_trials(frame, Measured.POST_CASE)
     group = with_role(group[group.variant == "idle_in_transaction"], GUARD_OFF)
     if group.empty:
         return "no cases trials in this run"

@@ -25,13 +25,10 @@ import stat
 import subprocess
 import urllib.request
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lab.errors import ServiceError
+from lab.servers.pg_template import DataTemplate, made_once
 from lab.servers.processes import free_port, spawn, stop, wait_ready, with_environment
-
-if TYPE_CHECKING:
-    from lab.servers.pg_template import DataTemplate
 
 # SCRAM's key stretching protects weak passwords whose verifier leaks; a run's password is 192 random
 # bits, so stretching adds nothing there, while the default 4096 rounds made a connection cost 14 ms
@@ -229,6 +226,17 @@ class EmbeddedPostgres(_OneProcess):
         """Stop and start on the same port and data: every session ends, as in a failover."""
         self.stop()
         self.start()
+
+
+def template_for(bin_dir: Path, tmp: Path) -> DataTemplate:
+    """The run's initdb'd data directory for these binaries in its temp dir `tmp` (lab/servers/pg_template.py),
+    made once by the first caller: servers a trial starts copy it instead of running initdb."""
+    def make(name: str) -> DataTemplate:
+        server = EmbeddedPostgres(tmp, bin_dir=bin_dir, name=name)
+        server.initdb()
+        return DataTemplate(server.data, server.password)
+
+    return made_once(bin_dir, tmp, make)
 
 
 class EmbeddedRedis(_OneProcess):

@@ -48,6 +48,7 @@ from typing import Callable, TypeVar, cast
 
 from lab.errors import ServiceError
 from lab.servers.embedded import _package_dir
+from lab.servers.peer_partition import PeerPartition
 from lab.servers.processes import free_port, spawn, stop, wait_ready
 from lab.servers.proxy import _TICK, BlackholeProxy, Relayed
 
@@ -162,11 +163,15 @@ class EtcdMember:
         return f"127.0.0.1:{self.client_port}"
 
     @property
+    def peer_proxies(self) -> list[PeerProxy]:
+        return [self.peer_proxy] if self.peer_proxy is not None else []
+
+    @property
     def peer_url(self) -> str:
         return f"http://127.0.0.1:{_started(self.peer_proxy, self.name).port}"
 
 
-class EtcdCluster:
+class EtcdCluster(PeerPartition[EtcdMember]):
     """Three members; isolate(), kill() and heal() are the faults' levers, status() the members' own view."""
 
     name = "etcd"
@@ -327,48 +332,6 @@ class EtcdCluster:
         return int(response.header.revision)
 
     # --- the faults' levers --------------------------------------------------------------------------------
-
-    def _dialer(self, client_port: int, proxy_port: int) -> str | None:
-        """The member whose process owns the other end of a connection to proxy_port from client_port."""
-        import psutil
-
-        for member in self.members:
-            if member.proc is None:
-                continue
-            try:
-                conns = psutil.Process(member.proc.pid).net_connections(kind="tcp4")
-            except psutil.Error:
-                continue
-            if any(c.laddr and c.raddr and c.laddr.port == client_port and c.raddr.port == proxy_port
-                   for c in conns):
-                return member.name
-        return None
-
-    def _separated(self, dialer: str | None, member: str) -> bool:
-        return dialer is not None and (dialer in self.isolated) != (member in self.isolated)
-
-    def _set_isolated(self, names: frozenset[str]) -> None:
-        proxies = [m.peer_proxy for m in self.members if m.peer_proxy is not None]
-        for proxy in proxies:  # in a fixed order; no pump is between its check and its send while we change
-            proxy._gate.acquire()
-        try:
-            self.isolated = names
-        finally:
-            for proxy in proxies:
-                proxy._gate.release()
-
-    def isolate(self, member: EtcdMember) -> None:
-        """Cut every peer link between member and the others, both ways; its clients still reach it."""
-        self._set_isolated(frozenset({member.name}))
-
-    def heal(self) -> None:
-        """Every peer link flows again; idempotent."""
-        self._set_isolated(frozenset())
-
-    def peer_links(self) -> list[PeerConnection]:
-        """The peer connections still open (a closed one carries nothing, whoever dialed it)."""
-        return [c for m in self.members if m.peer_proxy is not None for c in m.peer_proxy.open_connections()
-                if not c.closed]
 
     def link_bytes(self, member: EtcdMember) -> dict:
         """Bytes relayed so far on the peer links between member and the others, and on the others' links."""

@@ -13,6 +13,7 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from lab.errors import ServiceError
 
@@ -37,15 +38,12 @@ class DataTemplate:
             raise ServiceError(f"copying the PostgreSQL data template failed: {result.stderr.strip()}")
 
 
-def template_for(bin_dir: Path, tmp: Path) -> DataTemplate:
-    """The run's template for these binaries in its temp dir `tmp`, made by the first caller (others wait)."""
-    from lab.servers.embedded import EmbeddedPostgres  # embedded uses this module
-
+def made_once(bin_dir: Path, tmp: Path, make: Callable[[str], DataTemplate]) -> DataTemplate:
+    """The run's template for these binaries in its temp dir `tmp`, made by the first caller (others wait):
+    make(name) initdb's one (lab/servers/embedded.py template_for), under a name of its own."""
     key = (bin_dir, tmp)
     with _making:
         made = _made.get(key)
         if made is None or not made.data.exists():
-            server = EmbeddedPostgres(tmp, bin_dir=bin_dir, name=f"pg-template-{len(_made)}")
-            server.initdb()
-            made = _made[key] = DataTemplate(server.data, server.password)
+            made = _made[key] = make(f"pg-template-{len(_made)}")
         return made

@@ -37,6 +37,7 @@ from typing import Callable
 from lab.errors import ServiceError
 from lab.servers import zookeeper
 from lab.servers.etcd_cluster import PeerConnection, PeerProxy
+from lab.servers.peer_partition import PeerPartition
 from lab.servers.processes import free_port, spawn, stop, wait_ready
 from lab.servers.proxy import BlackholeProxy
 
@@ -151,7 +152,7 @@ class ZooKeeperMember:
         return f"server.{self.sid}=127.0.0.1:{quorum.port}:{election.port}"
 
 
-class ZooKeeperEnsemble:
+class ZooKeeperEnsemble(PeerPartition[ZooKeeperMember]):
     """Three members; isolate() and heal() are the partition's levers, mode() a member's own view."""
 
     name = "zookeeper"
@@ -283,47 +284,6 @@ class ZooKeeperEnsemble:
         member = next((m for m in self.members if m.sid == sid), None)
         return member.election_proxy.port if member is not None and member.election_proxy is not None else None
 
-    def _dialer(self, client_port: int, proxy_port: int) -> str | None:
-        """The member whose process owns the other end of a connection to proxy_port from client_port."""
-        import psutil
-
-        for member in self.members:
-            if member.proc is None:
-                continue
-            try:
-                conns = psutil.Process(member.proc.pid).net_connections(kind="tcp4")
-            except psutil.Error:
-                continue
-            if any(c.laddr and c.raddr and c.laddr.port == client_port and c.raddr.port == proxy_port
-                   for c in conns):
-                return member.name
-        return None
-
-    def _separated(self, dialer: str | None, member: str) -> bool:
-        return dialer is not None and (dialer in self.isolated) != (member in self.isolated)
-
-    def _set_isolated(self, names: frozenset[str]) -> None:
-        proxies = [p for m in self.members for p in m.peer_proxies]
-        for proxy in proxies:  # in a fixed order; no pump is between its check and its send while we change
-            proxy._gate.acquire()
-        try:
-            self.isolated = names
-        finally:
-            for proxy in proxies:
-                proxy._gate.release()
-
-    def isolate(self, member: ZooKeeperMember) -> None:
-        """Cut every peer link between member and the others, both ways; its clients still reach it."""
-        self._set_isolated(frozenset({member.name}))
-
-    def heal(self) -> None:
-        """Every peer link flows again; idempotent."""
-        self._set_isolated(frozenset())
-
-    def peer_links(self) -> list[PeerConnection]:
-        """The peer connections still open (a closed one carries nothing, whoever dialed it)."""
-        return [c for m in self.members for p in m.peer_proxies for c in p.open_connections() if not c.closed]
-
     def link_bytes(self, member: ZooKeeperMember) -> int:
         """Bytes relayed so far on the peer links between member and the others."""
         crossing = 0
@@ -340,13 +300,7 @@ class ZooKeeperEnsemble:
 
         real = {port: m.name for m in self.members for port in (m.quorum_port, m.election_port)}
         found = []
-        for member in self.members:
-            if member.proc is None:
-                continue
-            try:
-                conns = psutil.Process(member.proc.pid).net_connections(kind="tcp4")
-            except psutil.Error:
-                continue
+        for member, conns in self.member_connections():
             for c in conns:
                 if c.raddr and c.status == psutil.CONN_ESTABLISHED and real.get(c.raddr.port) not in (None, member.name):
                     found.append(f"{member.name} -> {real[c.raddr.port]} (port {c.raddr.port})")

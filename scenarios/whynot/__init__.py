@@ -25,6 +25,7 @@ other's locks, three at once.
 from __future__ import annotations
 
 from lab.checkers.outcomes import Safety
+from lab.measures.kinds import Measured
 from lab.pacing import Exclusive, Floor, Lane, Pacing
 from scenarios.base import Scenario, TrialEnv, TrialSpec
 from scenarios.whynot.backstop import Backstop
@@ -51,6 +52,7 @@ def experiment_of(variant: str) -> Experiment:
 
 class WhyNot(Scenario):
     name = "whynot"
+    measured = Measured.ALTERNATIVES
     # Throughput wants the machine, and VACUUM's horizon is the whole server's: nothing beside it. No floor is
     # declared: the experiments wait on different timers (the horizon two guard timeouts, throughput none), so
     # each trial's floor is the waits it was seen to sit through and its measured seconds. Some experiments run

@@ -85,6 +85,22 @@ def test_meta_json_records_its_declaration(planted):
     assert meta["faults"]["planted"]["breaks_leases"] is True
 
 
+def test_meta_json_records_what_each_scenario_measures(planted):
+    meta = declarations(["redis"], ["planted", "perf"])
+    assert meta["measured"] == {"planted": "matrix_cell", "perf": "cost"}
+
+
+def test_a_section_finds_its_trials_by_what_they_measure_never_by_name():
+    """A scenario renamed (or a second one measuring the same) is read by the kind its run recorded."""
+    from lab.measures.kinds import Measured
+    from lab.report.common import ok_trials, trials_frame
+
+    record = {**_failed_trial("costs_renamed", "none", "one_transaction_for_all"), "verdict": "completed"}
+    frame = trials_frame([record], {"measured": {"costs_renamed": "cost"}})
+    assert list(ok_trials(frame, Measured.COST).id) == [record["id"]]
+    assert ok_trials(trials_frame([record], {}), Measured.COST).empty  # the lab declares no such scenario
+
+
 def _failed_trial(scenario, backend, variant):
     return {"id": f"{scenario}/{backend}/{variant}/0", "scenario": scenario, "backend": backend, "variant": variant,
             "index": 0, "status": "ok", "verdict": "stale write accepted", "safety": "unsafe", "exercised": True,
@@ -129,3 +145,13 @@ def test_a_slow_network_is_na_for_a_lock_service_its_namespace_does_not_start():
 
     assert "does not start inside the slow network's namespace" in NetDelay(0.5).applies_to(ElsewhereLease)
     assert NetDelay(0.5).applies_to(RedisLock) is None and RedisLock.lock_service in NAMESPACED_SERVICES
+
+
+def test_meta_json_records_the_versions_of_what_each_backend_stands_on():
+    """Declared on the backend (its library and packages), never in a list of the lab's: a run of Redlock records
+    pottery's version, one of xact alone does not name it."""
+    from lab.provenance import package_versions
+
+    redlock = package_versions([backends.load("redlock")])
+    assert redlock["pottery"] and redlock["sqlalchemy"]
+    assert "pottery" not in package_versions([backends.load("xact")])

@@ -148,3 +148,41 @@ def test_planted_imports_across_the_rooms_are_caught(tmp_path):
         "lab.report.told (report) imports lab.holder.forks (holder)",
         "lab.report.told (report) imports lab.holder.forks.fork (holder)",
     ]
+
+
+def scenario_names_in_report(root: Path, names: set[str]) -> list[str]:
+    """Where report code uses a scenario's name as a value: compared with (== or !=), passed to a call, or listed.
+    A name that is only a measures key (r["kill"], "events" in entry) is the record's vocabulary, not a scenario."""
+    found = []
+    for path in sorted((root / "lab" / "report").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            values: list[ast.expr] = []
+            if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
+                values = [node.left, *node.comparators]
+            elif isinstance(node, ast.Call):
+                values = [*node.args, *(k.value for k in node.keywords)]
+            elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+                values = list(node.elts)
+            for value in values:
+                if isinstance(value, ast.Constant) and value.value in names:
+                    found.append(f"{path.relative_to(root)}:{value.lineno} names {value.value!r}")
+    return found
+
+
+def test_report_code_never_names_a_scenario():
+    """A section selects its trials by what their scenario measured (lab/measures/kinds.py, recorded in meta.json),
+    never by the scenario's name."""
+    import scenarios
+
+    assert scenario_names_in_report(ROOT, set(scenarios.names())) == []
+
+
+def test_a_planted_scenario_name_in_report_code_is_caught(tmp_path):
+    (tmp_path / "lab" / "report").mkdir(parents=True)
+    (tmp_path / "lab" / "report" / "costs.py").write_text(
+        'ok = ok_trials(frame, "perf")\nrows = frame[frame.scenario == "latency"]\nseen = r["kill"]\n'
+        'wanted = frame.scenario.isin(["cases", "other"])\n')
+    assert scenario_names_in_report(tmp_path, {"perf", "latency", "kill", "cases"}) == [
+        "lab/report/costs.py:1 names 'perf'", "lab/report/costs.py:2 names 'latency'",
+        "lab/report/costs.py:4 names 'cases'"]

@@ -6,6 +6,7 @@ import matplotlib.image
 from lab.checkers.outcomes import RunOrder, Safety, exercised_of, lock_lost, safety_of
 from lab.report import published, render
 from lab.report.common import trials_frame
+from lab.report.declared import measured_of
 from lab.report.decide import section_decide
 from lab.report.matrix import cell, section_matrix, section_why_not_leases
 from lab.report.sections import RunView
@@ -27,7 +28,7 @@ def trial(scenario, backend, variant, verdict, measures=None, index=0, status="o
             top.update(schema=2, judgement={"lock": "false", "safety": top["safety"], "findings": []})
     return {"id": f"{scenario}/{backend}/{variant}/{index}", "scenario": scenario, "backend": backend,
             "variant": variant, "index": index, "status": status, "verdict": verdict,
-            "measures": measures or {}, **top}
+            "measures": measures or {}, "measured": measured_of({}).get(scenario), **top}
 
 
 def untyped(record):
