@@ -16,7 +16,7 @@ from enum import Enum
 class Lane(Enum):
     """Where a scenario's trials run, which decides what may run beside it (lab/runner/lanes.py)."""
 
-    SHARED = "shared"  # on the run's servers, one such scenario after another
+    SHARED = "shared"  # on the run's servers: in two lanes where none reaches the others' servers, else one
     OWN_SERVERS = "own servers"  # only on servers each trial starts itself, so beside the SHARED ones
     ALONE = "alone"  # its figures are times or throughputs another scenario's work would skew: nothing beside it
 

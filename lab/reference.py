@@ -211,8 +211,9 @@ def render() -> str:
                      for r in backend_rows()])
     lines += ["## Scenarios", "",
               "In the order a run executes them. *Default*: run by `lab run` without `--scenario`. *Lane*: what may",
-              "run beside it (shared: the run's servers, one after another; own servers: servers each trial starts,",
-              "beside the shared ones; alone: nothing beside it, because it times things).", ""]
+              "run beside it (shared: the run's servers, in two lanes where none reaches the others' servers; own",
+              "servers: servers each trial starts, beside the shared ones; alone: nothing beside it, because it times",
+              "things).", ""]
     lines += _table(["scenario", "what it does", "default", "lane"],
                     [[f"`{name}`", cls.summary, "yes" if cls.default_run else "", cls.pacing.lane.value]
                      for name in scenarios.names() for cls in [scenarios.load(name)]])

@@ -17,29 +17,36 @@ LANE_WIND_DOWN_S = 30.0  # after a stop, how long the other lanes' trials get to
 # Scenarios on servers of each trial's (or event's) own share no server with one another, so they run in this many
 # lanes side by side; a machine of 2 cores spends most of their time waiting on timers and promotions.
 OWN_SERVER_LANES = 2
+# The run's-server scenarios run in this many lanes side by side where none of their trials acts on a server the
+# others share (an exclusive trial: a restart of a server the lab was given) and their sessions fit the server's
+# budget together (lab/runner/run.py shared_lanes); one lane otherwise. Most of them wait on TTLs, restarts and
+# bisection steps: measured on the reference, the machine sat 80-90 % idle through the second half of the phase.
+SHARED_LANES = 2
 JOIN_POLL_S = 0.2  # a short join keeps the main thread responsive to Ctrl-C
 
 Lane = list[Scenario]
 
 
-def schedule(chosen: list[Scenario], estimates: dict[str, float] | None = None) -> list[list[Lane]]:
-    """Phases of lanes, by each scenario's declared lane: first the run's-server scenarios one after another
-    beside those on servers of their own, then each Lane.ALONE scenario by itself. The own-server scenarios are dealt
-    into OWN_SERVER_LANES lanes, the longest by its estimate first into the lane with the least so far (in plan
-    order without estimates); plan order within a lane."""
+def schedule(chosen: list[Scenario], estimates: dict[str, float] | None = None,
+             shared_lanes: int = 1) -> list[list[Lane]]:
+    """Phases of lanes, by each scenario's declared lane: first the run's-server scenarios beside those on servers
+    of their own, then each Lane.ALONE scenario by itself. The own-server scenarios are dealt into OWN_SERVER_LANES
+    lanes and the run's-server ones into `shared_lanes`, the longest by its estimate first into the lane with the
+    least so far (in plan order without estimates); plan order within a lane."""
     shared = [s for s in chosen if s.pacing.lane not in (declared.Lane.OWN_SERVERS, declared.Lane.ALONE)]
     own = [s for s in chosen if s.pacing.lane is declared.Lane.OWN_SERVERS]
-    phases = [[lane for lane in (shared, *_deal(own, estimates or {})) if lane]]
+    phases = [[lane for lane in (*_deal(shared, estimates or {}, shared_lanes),
+                                 *_deal(own, estimates or {}, OWN_SERVER_LANES)) if lane]]
     phases += [[[s]] for s in chosen if s.pacing.lane is declared.Lane.ALONE]
     return [phase for phase in phases if phase]
 
 
-def _deal(scenarios: list[Scenario], estimates: dict[str, float]) -> list[Lane]:
-    """The scenarios in OWN_SERVER_LANES lanes, each lane's total estimate as even as a greedy deal makes it."""
-    lanes: list[Lane] = [[] for _ in range(OWN_SERVER_LANES)]
-    loads = [0.0] * OWN_SERVER_LANES
+def _deal(scenarios: list[Scenario], estimates: dict[str, float], count: int) -> list[Lane]:
+    """The scenarios in `count` lanes, each lane's total estimate as even as a greedy deal makes it."""
+    lanes: list[Lane] = [[] for _ in range(count)]
+    loads = [0.0] * count
     for scenario in sorted(scenarios, key=lambda s: -estimates.get(s.name, 0.0)):  # stable: plan order among equals
-        lightest = min(range(OWN_SERVER_LANES), key=lambda i: (loads[i], len(lanes[i]), i))
+        lightest = min(range(count), key=lambda i: (loads[i], len(lanes[i]), i))
         lanes[lightest].append(scenario)
         loads[lightest] += estimates.get(scenario.name, 0.0)
     order = {s.name: i for i, s in enumerate(scenarios)}

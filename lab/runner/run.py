@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 import backends
 from lab import host_cpu
 from lab.holder import forks
-from lab.pacing import Lane
+from lab.pacing import Exclusive, Lane
 from lab.provenance import run_meta
 from lab.quiet import LibraryNoise
 from lab.results import RunFolder
@@ -25,7 +25,7 @@ from lab.runner import pacing
 from lab.runner import waves as capacity_plan
 from lab.runner.context import RunContext
 from lab.runner.events import event_alone, event_cost, run_events
-from lab.runner.lanes import composed, run_lanes, schedule
+from lab.runner.lanes import SHARED_LANES, composed, run_lanes, schedule
 from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
 from lab.runner.progress import ScenarioProgress, wall_over_bound
 from lab.runner.resume import resumed
@@ -112,7 +112,8 @@ class Runner:
                 ctx = RunContext(profile=self.request.profile, plan=plan, services=services, monitor=monitor,
                                  writes=writes, folder=folder, progress=progress, sampler=sampler, stop=self.stop,
                                  waves=self.waves, stores=stores)
-                phases = schedule(plan.scenarios, _estimates(ctx))
+                phases = schedule(plan.scenarios, _estimates(ctx),
+                                  shared_lanes(plan.scenarios, plan.pending, services, self.waves))
                 started, host = time.monotonic(), host_cpu.Window()
                 for phase in phases:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
@@ -125,6 +126,22 @@ class Runner:
             monitor.dispose()
             writes.dispose()
             close_stores(stores, dropping=not self.stop.is_set())
+
+
+def shared_lanes(scenarios: list[Scenario], pending: dict[str, list[TrialSpec]], services: Services,
+                 waves: dict[str, capacity_plan.Wave]) -> int:
+    """SHARED_LANES for the run's-server scenarios, or one lane when they would reach one another: one of their
+    trials acts on a server the others share (it declares itself exclusive: a restart of a server the lab was
+    given), or the two that would hold the most PostgreSQL sessions could not hold them together."""
+    shared = [s for s in scenarios if s.pacing.lane is Lane.SHARED]
+    for scenario in shared:
+        if scenario.pacing.exclusive is Exclusive.PER_TRIAL and any(
+                scenario.exclusive(spec, services) for spec in pending.get(scenario.name, []) if spec.skip is None):
+            return 1
+    fitted = sorted((waves[s.name] for s in shared if s.name in waves), key=lambda w: -w.would_use)
+    if len(fitted) >= 2 and fitted[0].would_use + fitted[1].would_use > fitted[0].budget:
+        return 1
+    return SHARED_LANES
 
 
 def _estimates(ctx: RunContext) -> dict[str, float]:

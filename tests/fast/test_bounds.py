@@ -2,6 +2,7 @@
 finished trial's floor from its waits and its measurement, the run's composed over the lanes, and the end line
 and Provenance that show them beside the wall time."""
 
+from dataclasses import replace
 import io
 import threading
 import time
@@ -10,10 +11,10 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
-from lab.pacing import Lane, Pacing
+from lab.pacing import Exclusive, Lane, Pacing
 from lab.report.meta import bound_rows
 from lab.runner import pacing
-from lab.runner.lanes import composed, schedule
+from lab.runner.lanes import SHARED_LANES, composed, schedule
 from lab.runner.pacing import makespan_floor
 from lab.runner.progress import ScenarioProgress
 from lab.runner.trials import finished_floor
@@ -170,3 +171,40 @@ def test_a_wait_on_a_fault_or_a_contenders_patience_counts_in_the_floor_once_bes
         threading.Event().wait(0.3)  # the wait itself: what a fault's confirm or a contender's patience takes
     other.join()
     assert 0.29 <= env.waited <= time.monotonic() - started + 0.01
+
+
+def test_the_runs_server_scenarios_are_dealt_into_the_lanes_the_run_allows():
+    chosen = [Laned("a", Lane.SHARED), Laned("b", Lane.SHARED), Laned("h", Lane.SHARED), Laned("c", Lane.OWN_SERVERS)]
+    assert [[s.name for s in lane] for lane in schedule(chosen)[0]] == [["a", "b", "h"], ["c"]]
+    dealt = schedule(chosen, {"a": 30.0, "b": 10.0, "h": 12.0}, shared_lanes=2)[0]
+    assert [[s.name for s in lane] for lane in dealt] == [["a"], ["b", "h"], ["c"]]
+    assert composed([dealt], {"a": 30.0, "b": 10.0, "h": 12.0, "c": 5.0}) == 30.0
+
+
+class Restarting(Laned):
+    """A run's-server scenario whose trials restart the server they are handed unless it is one of their own."""
+
+    def __init__(self, name, given_server: bool):
+        super().__init__(name, Lane.SHARED)
+        self.pacing = Pacing(lane=Lane.SHARED, exclusive=Exclusive.PER_TRIAL)
+        self.given_server = given_server
+
+    def exclusive(self, spec, services) -> bool:
+        return self.given_server
+
+
+def test_the_runs_server_scenarios_share_one_lane_where_one_would_reach_the_others():
+    from lab.runner.run import shared_lanes
+    from lab.runner.waves import Wave
+
+    spec = TrialSpec("r", "redis", "server_restart", 0)
+    mine, given = Restarting("r", given_server=False), Restarting("r", given_server=True)
+    assert shared_lanes([Laned("a", Lane.SHARED), mine], {"r": [spec]}, None, {}) == SHARED_LANES
+    assert shared_lanes([Laned("a", Lane.SHARED), given], {"r": [spec]}, None, {}) == 1  # it restarts yours
+    assert shared_lanes([Laned("a", Lane.SHARED), given], {"r": [replace(spec, skip="n/a")]}, None, {}) == SHARED_LANES
+
+    def wave(name, sessions):
+        return Wave(name, 10, 4, 100, sessions, 1)
+
+    assert shared_lanes([Laned("a", Lane.SHARED), mine], {}, None, {"a": wave("a", 50), "r": wave("r", 50)}) == 2
+    assert shared_lanes([Laned("a", Lane.SHARED), mine], {}, None, {"a": wave("a", 60), "r": wave("r", 50)}) == 1
