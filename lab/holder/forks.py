@@ -6,8 +6,9 @@ three pipes, poll(), wait(), send_signal(), kill(). The server, not the lab, is 
 it; it reports each exit, and the handle learns its return code from that report. A run opens the server and
 closes it (lab/runner/run.py); with none open, or one that cannot fork, every holder starts fresh, as before.
 
-Only a holder in the lab's own environment and network is forked: one that runs in a network namespace or
-under a fake clock is started for its trial.
+A holder in the lab's own environment is forked, in the lab's network or in a trial's network namespace (the child
+enters it first, as a fresh holder's preexec would); one under a fake clock is started for its trial, since
+libfaketime must be preloaded when its process starts.
 """
 
 from __future__ import annotations
@@ -113,15 +114,17 @@ class ForkServer:
             child._exited(-signal.SIGKILL)
         self._answers.put(("ended", "the holder fork server ended"))
 
-    def fork(self) -> ForkedHolder:
-        """A new holder process; ForkServerError if the server cannot give one."""
+    def fork(self, netns: int | None = None) -> ForkedHolder:
+        """A new holder process, in the network namespace `netns` names when given (lab/servers/netns.py: the
+        child enters it before anything else); ForkServerError if the server cannot give one."""
         with self._lock:
             if self._ended:
                 raise ForkServerError("the holder fork server ended")
             ends = [os.pipe() for _ in range(3)]
             theirs = [ends[0][0], ends[1][1], ends[2][1]]  # the child reads stdin, writes stdout and stderr
+            request, sent = (b"fork", theirs) if netns is None else (b"fork-netns", [*theirs, netns])
             try:
-                self._socket.sendmsg([b"fork"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", theirs))])
+                self._socket.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", sent))])
             except OSError as exc:
                 raise ForkServerError(f"the holder fork server is gone: {exc}") from None
             finally:
@@ -185,8 +188,9 @@ def close_server() -> None:
         server.close()
 
 
-def fork() -> ForkedHolder | None:
-    """A forked holder when a server is open and works, else None (the caller starts one fresh). Once the server
+def fork(netns: int | None = None) -> ForkedHolder | None:
+    """A forked holder (in the network namespace `netns` names, when given) when a server is open and works, else
+    None (the caller starts one fresh). Once the server
     failed to give one it is not asked again: a silent server would cost every later holder FORK_TIMEOUT_S, and
     its late answer would be read as the next request's."""
     global _broken
@@ -195,7 +199,7 @@ def fork() -> ForkedHolder | None:
     if server is None or _broken is not None:
         return None
     try:
-        return server.fork()
+        return server.fork(netns)
     except ForkServerError as exc:
         if _broken is None:
             _broken = str(exc)

@@ -177,7 +177,7 @@ class HolderProcess:
         missing = [k for k in _SPEC_KEYS if k not in spec]
         if missing:
             raise ValueError(f"holder spec lacks {missing}")
-        forked = forks.fork() if netns is None and env is None else None
+        forked = forks.fork(netns) if env is None else None
         self.proc = forked or start_holder(netns, env)
         if self.proc.stdin is None or self.proc.stdout is None or self.proc.stderr is None:
             raise RuntimeError("the holder process started without its pipes")

@@ -4,8 +4,9 @@ Why: a holder started fresh spends about half a CPU-second importing SQLAlchemy 
 acquire, and in a run's first phase, where two cores are saturated, hundreds of holders paid it (about 120
 CPU-seconds of pause, cut and failover together). A fork shares those imports and costs a few milliseconds.
 
-The lab (lab/holder/forks.py) sends `fork` on a Unix socket with three pipe ends (SCM_RIGHTS); this
-server forks, and the child makes them its stdin, stdout and stderr, takes a process group of its own, asks to
+The lab (lab/holder/forks.py) sends `fork` on a Unix socket with three pipe ends (SCM_RIGHTS), or `fork-netns`
+with a network namespace's descriptor after them; this server forks, and the child enters that namespace when
+given, makes the pipes its stdin, stdout and stderr, takes a process group of its own, asks to
 die with this server (which dies with the lab) and runs lab.holder.process.main(), as a fresh holder would. The
 server answers `forked PID`, and `exited PID CODE` when it reaps the child (CODE as Popen's returncode:
 negative for a signal). It stops when the lab closes the socket; its children then die with it.
@@ -36,7 +37,7 @@ from lab.holder import process
 from lab.registry import import_entry  # noqa: F401
 from lab.servers import pg  # noqa: F401
 from lab.servers.clients import pg_engine  # noqa: F401
-from lab.servers.processes import die_with_parent
+from lab.servers.processes import die_with_parent, enter_netns
 from lab.servers.services import Services  # noqa: F401
 from lab.workload.contract import BackendContext, describe_error  # noqa: F401
 from lab.workload.table import CompanyTable  # noqa: F401
@@ -67,7 +68,7 @@ def _cannot_fork() -> str | None:
 def _receive(control: socket.socket) -> tuple[bytes, list[int]]:
     """One request and the descriptors that came with it; b"" when the lab has closed its end."""
     fds = array.array("i")
-    message, ancillary, _flags, _addr = control.recvmsg(64, socket.CMSG_SPACE(PIPES * fds.itemsize))
+    message, ancillary, _flags, _addr = control.recvmsg(64, socket.CMSG_SPACE((PIPES + 1) * fds.itemsize))
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
@@ -75,9 +76,15 @@ def _receive(control: socket.socket) -> tuple[bytes, list[int]]:
 
 
 def _become_holder(fds: list[int], closing: list[int]) -> None:
-    """In the child: the received pipes as its standard streams, then a holder's life; never returns."""
+    """In the child: into the network namespace received after the pipes (when one was), the received pipes as its
+    standard streams, then a holder's life; never returns."""
     code = 1
     try:
+        if len(fds) > PIPES:
+            netns = fds.pop()
+            if not enter_netns(netns):
+                os._exit(126)  # as a fresh holder's preexec does: it must never run in the lab's network
+            os.close(netns)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in closing:
@@ -141,7 +148,8 @@ def serve(control: socket.socket) -> None:
         message, fds = _receive(control)
         if not message:
             return  # the lab closed its end: this server's children die with it
-        why = _cannot_fork() if message == b"fork" and len(fds) == PIPES else f"bad request {message[:20]!r}"
+        wanted = {b"fork": PIPES, b"fork-netns": PIPES + 1}.get(message)
+        why = _cannot_fork() if wanted is not None and len(fds) == wanted else f"bad request {message[:20]!r}"
         if why is not None:
             for fd in fds:
                 os.close(fd)

@@ -85,13 +85,19 @@ def popen(argv: Sequence[str], death_signal: int = signal.SIGKILL, *, netns: int
     uid = None if user is None else pwd.getpwnam(user).pw_uid  # looked up before the fork, never in it
 
     def enter_then_drop() -> None:
-        if _libc.setns(netns, _CLONE_NEWNET) != 0:
+        if not enter_netns(netns):
             os._exit(126)
         if uid is not None:
             os.setreuid(uid, uid)
         die_with_parent(death_signal)  # after setreuid, which clears the parent-death signal
 
     return _launcher.run(subprocess.Popen, list(argv), preexec_fn=enter_then_drop, **kwargs)
+
+
+def enter_netns(netns: int) -> bool:
+    """Move the calling process (single-threaded: a child just forked) into the network namespace the descriptor
+    names (lab/servers/netns.py); False when the kernel refused."""
+    return _libc.setns(netns, _CLONE_NEWNET) == 0
 
 
 def die_with_parent(death_signal: int = signal.SIGKILL) -> None:

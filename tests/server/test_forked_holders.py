@@ -30,3 +30,34 @@ def test_a_paused_forked_holder_gives_the_verdict_a_fresh_one_gives(services, en
     assert forked["evidence"]["process_state"] == "T"
     for key in ("granted", "write", "held_after", "release"):  # the holder's own report, step by step
         assert forked["holder"][key] == fresh["holder"][key], key
+
+
+def test_a_holder_forked_for_a_network_namespace_runs_inside_it():
+    """A trial's holder in a namespace of its own (slow_network, netdrop) is forked too, and lives in that
+    namespace from its first instruction, as a fresh one started there does: the kernel names the same one."""
+    import os
+    import time
+
+    from lab.servers.netns import NamespaceUnavailable, NetNamespace
+
+    try:
+        namespace = NetNamespace()
+    except NamespaceUnavailable as exc:
+        pytest.skip(f"no network namespace here: {exc}")
+    forks.open_server()
+    try:
+        holder = forks.fork(namespace.fd)
+        assert holder is not None, "the fork server refused a namespace"
+        try:
+            wanted, seen = os.readlink(f"/proc/self/fd/{namespace.fd}"), None
+            deadline = time.monotonic() + 10  # the child enters first thing; the answer may come before it runs
+            while time.monotonic() < deadline and (seen := os.readlink(f"/proc/{holder.pid}/ns/net")) != wanted:
+                time.sleep(0.01)
+            assert seen == wanted != os.readlink("/proc/self/ns/net")
+            assert holder.poll() is None  # alive, waiting for its spec
+        finally:
+            holder.kill()
+            holder.wait(5)
+    finally:
+        forks.close_server()
+        namespace.close()
