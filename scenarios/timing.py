@@ -31,6 +31,9 @@ from lab.workload.table import COMPANY_SIZE, CompanyTable
 from scenarios.base import Scenario, TrialEnv, judged
 
 COMPANY = 1
+# How often the long run asks for its fresh key before the trial is an error: aioredlock refused a free key once in
+# a full run (its validity check, with the machine's two cores busy), which had made that trial an error.
+FRESH_TRIES = 3
 # In units of the timeout / 10, the post's proportions: 10 s timeout, 5 s cron, 1 s events, 30 s window.
 CRON_PERIOD, EVENT_GAP, WINDOW = 5.0, 1.0, 30.0
 
@@ -160,11 +163,13 @@ class LongRun:
         """Take the lock, recorded in the history as process "long"; returns the monotonic time it was taken."""
         if not self.in_transaction:
             self._backend = backend = self.env.backend(lock_settings=self.guard, options={"ttl_s": self.timeout})
-            history.add("long", Type.INVOKE, F.ACQUIRE)
-            if not backend.acquire():
-                raise RuntimeError("the long run could not take a fresh lock")
-            history.add("long", Type.OK, F.ACQUIRE, scope="run", token=backend.token)
-            return time.monotonic()
+            for _ in range(FRESH_TRIES):  # a fresh key is free: a refusal is the library's, on a busy machine
+                history.add("long", Type.INVOKE, F.ACQUIRE)
+                if backend.acquire():
+                    history.add("long", Type.OK, F.ACQUIRE, scope="run", token=backend.token)
+                    return time.monotonic()
+                history.add("long", Type.FAIL, F.ACQUIRE)
+            raise RuntimeError(f"the long run could not take a fresh lock in {FRESH_TRIES} tries")
         history.add("long", Type.INVOKE, F.WRITE, company=COMPANY)
         # Method 4 holds its lock inside an open write transaction: idle in it, under the same guard.
         self.table = table = self.env.table()

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import parse_qsl, unquote
 
+# SQLAlchemy imports its ORM lazily, from whichever thread first needs it (an engine's error path inspects with it):
+# two trials' threads doing so at once once met a half-initialised sqlalchemy.orm.exc (AttributeError, measured in
+# a full run). Imported here, once, before any trial's thread exists.
+import sqlalchemy.orm  # noqa: F401
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
