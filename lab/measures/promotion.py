@@ -21,6 +21,9 @@ from sqlalchemy.engine import URL
 PROBE_EVERY_S = 0.1
 CONNECT_TIMEOUT_S = 1
 PROBE_TABLE = "locklab.promotion_probe"
+# The watcher's question to a node ends within this, answered or not: a node that accepted the connection and then
+# went silent (restarting, rewinding) must not stop it asking the others, which is how it sees a promotion.
+WATCH_QUESTION_MS = 2000
 
 
 class PromotionMeasures(TypedDict):
@@ -65,6 +68,8 @@ class PromotionProbe:
         self.acknowledged: list[tuple[int, float]] = []  # (n, seconds after the fault)
         self.refused: str | None = None
         self.primary_since: dict[str, float] = {}  # node -> first time after the fault it answered as primary
+        self.watch_rounds = 0  # how many times the watcher asked every node
+        self.watch_errors: dict[str, str] = {}  # node -> the last error asking it
         self._stop = threading.Event()
         self._conn = connect(nodes[old_primary])  # opened before the fault, as a client already connected is
         self._threads: list[threading.Thread] = []
@@ -102,20 +107,17 @@ class PromotionProbe:
                 pass
 
     def _watch(self) -> None:
-        """Each node's answer to pg_is_in_recovery(), on a fresh session each time (a node may restart)."""
+        """Each node's answer to pg_is_in_recovery(), on a fresh session each time (a node may restart); a question
+        is bounded (WATCH_QUESTION_MS), and whatever one node does, the watcher goes on asking every node."""
         while not self._stop.is_set():
+            self.watch_rounds += 1
             for name, url in self.nodes.items():
                 try:
-                    conn = connect(url)
-                    try:
-                        with conn.cursor() as cur:
-                            cur.execute("select pg_is_in_recovery()")
-                            row = cur.fetchone()
-                    finally:
-                        conn.close()
-                except psycopg2.Error:
+                    in_recovery = _in_recovery(url)
+                except Exception as exc:  # a node between roles, or gone: asked again next round
+                    self.watch_errors[name] = f"{type(exc).__name__}: {str(exc).strip()[:160]}"
                     continue
-                if row is not None and row[0] is False:
+                if in_recovery is False:
                     self.primary_since.setdefault(name, self._since())
             self._stop.wait(PROBE_EVERY_S)
 
@@ -159,4 +161,18 @@ class PromotionProbe:
 
     def details(self) -> dict:
         """Beside the contract's measures: how the probe ended, and when each node was first seen as primary."""
-        return {"probe_refused": self.refused, "primary_since": dict(self.primary_since)}
+        return {"probe_refused": self.refused, "primary_since": dict(self.primary_since),
+                "watch_rounds": self.watch_rounds, "watch_errors": dict(self.watch_errors)}
+
+
+def _in_recovery(url: URL) -> bool | None:
+    """One node's pg_is_in_recovery() on a session of its own, within WATCH_QUESTION_MS."""
+    conn = connect(url, options=f"-c statement_timeout={WATCH_QUESTION_MS}", keepalives=1, keepalives_idle=1,
+                   keepalives_interval=1, keepalives_count=2)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("select pg_is_in_recovery()")
+            row = cur.fetchone()
+    finally:
+        conn.close()
+    return None if row is None else bool(row[0])

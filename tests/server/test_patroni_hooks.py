@@ -160,7 +160,8 @@ def test_your_commands_fail_over_your_patroni(your_patroni, tmp_path):
             assert e["primary_after_heal"]["primaries"] == [e["primary_after_heal"]["address"]]
         promotion = m["promotion"]
         assert promotion["manager"] == f"your cluster manager ({hook} command)"
-        assert promotion["promote_s"] is not None and promotion["old_primary_accepted"] >= 0
+        assert promotion["promote_s"] is not None and promotion["old_primary_accepted"] >= 0, (
+            backend, variant, e.get("probe"), e.get("new_primary_after_s"))
         assert trial["verdict"] and trial["judgement"]["findings"]  # the checkers' verdict
         if backend == "lease_row":  # the fence must never accept a stale write, on your servers as on the lab's
             assert trial["verdict"] != "stale write accepted"
