@@ -4,9 +4,9 @@ Variant aof_always restarts a Redis that keeps an append-only file fsynced on ev
 configuration that keeps the lock and the fence counter across a restart.
 
 A restart reaches every session on the server, so each trial restarts a server of its own where the lab
-started the run's: a Redis or etcd lock's (lab/faults/restart.py), and a PostgreSQL lock's trial runs whole
-(its lock, its writes, the contender and the monitor) on a PostgreSQL of its own (scenarios/_own_postgres.py),
-as the lock and the writes shared the run's. Those run side by side. A restart of Redlock's masters or of a
+started the run's: a Redis, etcd, ZooKeeper or Redlock lock's (lab/faults/own_server.py), and a PostgreSQL or
+MariaDB lock's trial runs whole (its lock, its writes, the contender and the monitor) on a server of its own
+(scenarios/_own_store.py), as the lock and the writes shared the run's. Those run side by side. A restart of a
 server the lab was given (restarted by your command) reaches every trial on it, so such a trial runs alone
 (exclusive).
 """
@@ -20,15 +20,15 @@ from lab.faults.restart import Restart as RestartFault
 from lab.measures.kinds import Measured
 from lab.pacing import Exclusive
 from scenarios._lease_faults import LeaseFaultScenario
-from scenarios._own_postgres import can_have_own_postgres, own_postgres
-from scenarios.base import TrialEnv, TrialSpec
+from scenarios._own_store import OnOwnStore, on_own_store
+from scenarios.base import TrialSpec
 
 
 # A Redis (or Redlock master) that fsyncs its append-only file on every write is aof_always's column: its own.
 NOT_ALWAYS = ("off", "no", "everysec")
 
 
-class Restart(LeaseFaultScenario):
+class Restart(OnOwnStore, LeaseFaultScenario):
     name = "restart"
     measured = Measured.SERVER_RESTART
     fault = "restart"
@@ -58,22 +58,7 @@ class Restart(LeaseFaultScenario):
 
     def exclusive(self, spec: TrialSpec, services) -> bool:
         """Its pacing's Exclusive.PER_TRIAL, a hook because it depends on the backend and the servers: alone unless
-        the trial restarts a server of its own (a Redis, etcd or PostgreSQL lock where the lab started the run's): a
-        restart of a server the run's trials share reaches all of theirs."""
+        the trial restarts a server of its own (any lock on a server the lab started for the run): a restart of a
+        server the run's trials share reaches all of theirs."""
         cls = backends.load(spec.backend)
-        return not (RestartFault.own_server(cls, services) or _on_own_postgres(cls, services))
-
-    def run_trial(self, env: TrialEnv) -> dict:
-        if not _on_own_postgres(backends.load(env.spec.backend), env.services):
-            return super().run_trial(env)
-        with own_postgres(env, "restart-postgres") as inside:
-            measures = super().run_trial(inside)
-        measures["evidence"]["server"] = "the trial's own"  # the fault restarted the server it was handed
-        return measures
-
-
-def _on_own_postgres(backend_cls, services) -> bool:
-    """Whether a trial of this backend runs whole on a PostgreSQL of its own: its lock is on PostgreSQL, which
-    the lab started (a server it was given is restarted only by your command, and is the run's)."""
-    return backend_cls.lock_service == "postgres" and can_have_own_postgres(services)
-
+        return not (RestartFault.own_server(cls, services) or on_own_store(cls, services))

@@ -23,6 +23,7 @@ from lab.faults.own_server import OwnLockServer
 from lab.pacing import Exclusive
 from lab.servers.abilities import Pausable, RedlockMasters
 from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._own_store import OnOwnStore, on_own_store
 from scenarios.base import TrialSpec
 
 
@@ -32,7 +33,8 @@ class ServerPauseFault(OwnLockServer, Fault):
     It strikes one lock server the lab started (Pausable: the lab knows its pids) that is not the run's
     PostgreSQL, which also takes the writes; independent masters (Redlock's) are not one server. Where the lab
     started the run's Redis, etcd or ZooKeeper, the trial's lock is on a server of its own (lab/faults/own_server.py),
-    so the pause reaches no other trial, a shared fault event's subjects in another lane included."""
+    and a MariaDB lock's trial runs whole on a MariaDB of its own (scenarios/_own_store.py), so the pause reaches no
+    other trial, a shared fault event's subjects in another lane included."""
 
     name = "server_pause"
     label = "lock server paused past the TTL"
@@ -101,7 +103,7 @@ def _state(pid: int) -> str:
         return "gone"
 
 
-class ServerPause(LeaseFaultScenario):
+class ServerPause(OnOwnStore, LeaseFaultScenario):
     name = "server_pause"
     fault = ServerPauseFault
     summary = ("the lock's own server (Redis, etcd, ZooKeeper) SIGSTOPped past the TTL mid-hold, then SIGCONTed; a "
@@ -119,9 +121,11 @@ class ServerPause(LeaseFaultScenario):
 
     def exclusive(self, spec: TrialSpec, services) -> bool:
         """Its pacing's Exclusive.PER_TRIAL, a hook because it depends on the backend and the servers: alone unless
-        the trial stops a server of its own (a Redis, etcd or ZooKeeper lock where the lab started the run's):
-        stopping a server the run's trials share reaches all of theirs."""
-        return not ServerPauseFault.own_server(backends.load(spec.backend), services)
+        the trial stops a server of its own (a Redis, etcd or ZooKeeper lock where the lab started the run's, or a
+        MariaDB lock's whole trial on a MariaDB of its own, scenarios/_own_store.py): stopping a server the run's
+        trials share reaches all of theirs."""
+        cls = backends.load(spec.backend)
+        return not (ServerPauseFault.own_server(cls, services) or on_own_store(cls, services))
 
     params = {  # each trial stops a server of its own (lab/faults/own_server.py): several at once
         "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},

@@ -1,26 +1,52 @@
 """A lock server of the trial's own, for a fault that stops or restarts the server its lock lives on.
 
-Such a fault on the run's Redis, etcd or ZooKeeper would reach every other trial using it at that moment, the
-subjects of a shared fault event in another lane included (a Patroni split brain's Redis-lock subjects timed out
-while server_pause stopped the run's Redis). Where the lab started the run's server, the trial takes its lock on a
-server it starts for itself instead (prepare(), in the run's temp dir; close() stops it), so the fault reaches that
-trial's lock alone; the trial's writes stay on the run's PostgreSQL, which such a fault never touches.
+Such a fault on the run's Redis, etcd, ZooKeeper or Redlock masters would reach every other trial using them at
+that moment, the subjects of a shared fault event in another lane included (a Patroni split brain's Redis-lock
+subjects timed out while server_pause stopped the run's Redis). Where the lab started the run's server, the trial
+takes its lock on a server it starts for itself instead (prepare(), in the run's temp dir; close() stops it), so
+the fault reaches that trial's lock alone; the trial's writes stay on the run's PostgreSQL, which such a fault
+never touches. A lock whose writes share its server (PostgreSQL, MariaDB) gets a whole store of its own instead
+(scenarios/_own_store.py).
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Callable
 
 from lab.faults.base import Route
-from lab.servers.embedded import EmbeddedEtcd, EmbeddedRedis
+from lab.servers.embedded import EmbeddedEtcd, EmbeddedRedis, EmbeddedRedlockMasters
 from lab.servers.services import Services
 from lab.servers.zookeeper import EmbeddedZooKeeper
 
-# The lock services whose server a trial can start for itself: one process each, holding nothing the writes need.
-OWN_SERVER_SERVICES = ("redis", "etcd", "zookeeper")
+
+@dataclass(frozen=True)
+class OwnKind:
+    """How a trial gets a server of its own for one lock service: started in a folder, and the services that
+    address it instead of the run's."""
+
+    start: Callable[[Path, Services], Any]  # (folder, the run's services) -> the server, not yet started
+    address: Callable[[Services, Any], Services]  # (the run's services, the started server) -> services using it
+
+
+OWN_KINDS: dict[str, OwnKind] = {
+    # the run's redis-server binary, whichever it is
+    "redis": OwnKind(lambda root, services: EmbeddedRedis(root, server=services.embedded["redis"].server),
+                     lambda services, own: replace(services, redis_url=own.url)),
+    "etcd": OwnKind(lambda root, services: EmbeddedEtcd(root),
+                    lambda services, own: replace(services, etcd_endpoint=own.endpoint)),
+    "zookeeper": OwnKind(lambda root, services: EmbeddedZooKeeper(root),
+                         lambda services, own: replace(services, zk_hosts=own.hosts)),
+    # as many masters as the run's, so the quorum a restart breaks is the one the run's trials meet
+    "redlock": OwnKind(lambda root, services: EmbeddedRedlockMasters(
+                           root, count=len(services.embedded["redlock"].masters)),
+                       lambda services, own: replace(services, redlock_urls=own.urls)),
+}
+# The lock services whose server a trial can start for itself: holding nothing the writes need.
+OWN_SERVER_SERVICES = tuple(OWN_KINDS)
 
 
 class OwnLockServer:
@@ -29,7 +55,7 @@ class OwnLockServer:
     own_services: tuple[str, ...] = OWN_SERVER_SERVICES
 
     def __init__(self) -> None:
-        self._own: EmbeddedRedis | EmbeddedEtcd | EmbeddedZooKeeper | None = None
+        self._own: Any = None  # the server OWN_KINDS started for this trial
         self._root: Path | None = None
 
     @classmethod
@@ -45,28 +71,17 @@ class OwnLockServer:
             return
         service = backend_cls.lock_service
         self._root = Path(tempfile.mkdtemp(prefix=f"own-{service}-", dir=services.tmp))
-        if service == "redis":  # the run's redis-server binary, whichever it is
-            self._own = EmbeddedRedis(self._root, server=services.embedded["redis"].server)
-        elif service == "etcd":
-            self._own = EmbeddedEtcd(self._root)
-        else:
-            self._own = EmbeddedZooKeeper(self._root)
+        self._own = OWN_KINDS[service].start(self._root, services)
         self._own.start()
 
     def own_route(self, services: Services, backend_cls) -> Route:
         """The addresses of the trial's own server, for the holder and the contender alike; the servers' own
         without one."""
-        own = self._own
-        if own is None:
+        if self._own is None:
             return Route()
         service = backend_cls.lock_service
-        if isinstance(own, EmbeddedRedis):
-            routed = replace(services, redis_url=own.url)
-        elif isinstance(own, EmbeddedEtcd):
-            routed = replace(services, etcd_endpoint=own.endpoint)
-        else:
-            routed = replace(services, zk_hosts=own.hosts)
-        return Route(lock_services=replace(routed, embedded={service: own}, tmp=None), own_servers=True)
+        routed = OWN_KINDS[service].address(services, self._own)
+        return Route(lock_services=replace(routed, embedded={service: self._own}, tmp=None), own_servers=True)
 
     def stop_own(self) -> None:
         if self._own is not None:

@@ -19,6 +19,7 @@ from scenarios.cut import Cut
 from scenarios.kill import Kill
 from scenarios.overlap import Overlap
 from scenarios.pause import Pause
+from scenarios.base import TrialSpec
 from scenarios.restart import Restart
 from tests.server.helpers import outcome_of, shared_tmp, trial_env
 from tests.server.test_lease_faults import no_holder_left
@@ -146,12 +147,32 @@ def test_a_cut_lock_connection_is_carried_by_the_proxy_and_decided_by_the_sessio
 def test_a_restart_takes_every_get_lock_and_the_holder_writes_on(services, maria):
     """A restart ends the lock's session: a contender takes the lock and the holder, which never hears, writes on.
     The row lock's transaction dies with the server and the write rolls back."""
+    run_pids = list(services.embedded["mariadb"].pids)
     for backend in ALL:
         measures, outcome = run(services, maria, Restart(), backend)
         before, after = measures["evidence"]["pids_before"], measures["evidence"]["pids_after"]
         assert before and after and not set(before) & set(after)
         expected = "rolled back" if backend == "mariadb_row_lock" else "stale write accepted"
         assert outcome["verdict"] == expected, measures
+        # The whole trial ran on a MariaDB of its own, so the restart reached no other trial: it runs beside them.
+        assert measures["evidence"]["server"] == "the trial's own" and not set(before) & set(run_pids)
+        assert not Restart().exclusive(TrialSpec("restart", backend, "server_restart", 0), services)
+    assert list(services.embedded["mariadb"].pids) == run_pids  # the run's MariaDB was never restarted
+
+
+@needs_mariadb
+def test_a_paused_mariadb_stops_no_other_trial(services, maria):
+    """server_pause on a MariaDB lock stops a MariaDB of the trial's own (its lock and its writes there), never the
+    run's, so it runs beside the other trials; the run's MariaDB answers throughout."""
+    from scenarios.server_pause import ServerPause
+
+    run_pids = list(services.embedded["mariadb"].pids)
+    measures, _ = run(services, maria, ServerPause(), "mariadb_session_autocommit")
+    evidence = measures["evidence"]
+    assert evidence["process_state"] == "T" and not set(evidence["pids"]) & set(run_pids), evidence
+    assert evidence["server"] == "the trial's own"
+    assert not ServerPause().exclusive(TrialSpec("server_pause", "mariadb_session", "sigstop", 0), services)
+    assert list(services.embedded["mariadb"].pids) == run_pids
 
 
 def test_without_mariadb_every_cell_says_it_does_not_run_and_the_run_goes_on(tmp_path):
