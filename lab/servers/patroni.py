@@ -418,8 +418,14 @@ class PatroniCluster:
 
 
 def _last_line(path: Path) -> str:
+    """The agent's last word in its log, with its keeper's line on how it ended: the keeper's own line alone ("pid
+    8320 ended (1)") said nothing of why, in a full run's only Patroni error."""
     try:
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
         return "(no log)"
-    return lines[-1][:300] if lines else "(empty log)"
+    if not lines:
+        return "(empty log)"
+    agent = [ln for ln in lines if not ln.startswith("subreaper:")]
+    said = [agent[-1][:300]] if agent else []
+    return " / ".join(said + ([lines[-1][:120]] if lines[-1].startswith("subreaper:") else []))

@@ -10,6 +10,7 @@ import ctypes
 import os
 import pwd
 import queue
+import random
 import signal
 import socket
 import subprocess
@@ -25,11 +26,62 @@ _CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+# Where free_port() looks: below the kernel's ephemeral range. An outgoing connection takes its local port from that
+# range, so a port handed out there could be taken by any client's connection between free_port() and the server's
+# bind (a full run lost a Patroni event of 38 subjects and a trial's Redis that way). Below it only another listener
+# can take one. Each process starts at a random place and walks on, so it never hands out the same port twice in a
+# row and two processes rarely meet.
+LISTEN_PORTS_FROM = 10000
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_ports_lock = threading.Lock()
+_next_port: int | None = None
+
+
+def _listen_ports() -> range | None:
+    """The ports free_port() hands out: from LISTEN_PORTS_FROM to the ephemeral range's start; None when the
+    kernel's range leaves fewer than 1,000 below it (then the kernel chooses)."""
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return range(LISTEN_PORTS_FROM, low) if low - LISTEN_PORTS_FROM >= 1000 else None
+
+
+def _bindable(port: int) -> bool:
+    """Whether a listener could bind 127.0.0.1:port now (no SO_REUSEADDR: a port still in TIME_WAIT is passed over)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now, outside the range outgoing connections use."""
+    global _next_port
+    ports = _listen_ports()
+    if ports is None:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+    with _ports_lock:
+        if _next_port is None or _next_port not in ports:
+            _next_port = random.choice(ports)
+        for _ in range(len(ports)):
+            port, _next_port = _next_port, ports.start + (_next_port + 1 - ports.start) % len(ports)
+            if _bindable(port):
+                return port
+    raise ServiceError(f"no free TCP port on 127.0.0.1 between {ports.start} and {ports.stop - 1}")
+
+
+def _forget_next_port() -> None:
+    """In a forked child: start from a random place of its own, not where the parent was."""
+    global _next_port
+    _next_port = None
+
+
+os.register_at_fork(after_in_child=_forget_next_port)
 
 
 class _Launcher:
