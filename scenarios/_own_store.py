@@ -46,7 +46,8 @@ def _server(services: Services, store: str, root: Path, name: str):
                                                     services.embedded["mariadb"].install_db))
     run_server = services.embedded["postgres"]
     assert services.tmp is not None  # on_own_store() said so
-    return EmbeddedPostgres(root, bin_dir=run_server.bin, name=name, template=template_for(run_server.bin, services.tmp))
+    return EmbeddedPostgres(root, bin_dir=run_server.bin, name=name,
+                            template=template_for(run_server.bin, services.tmp))
 
 
 def _engines(store: str, services: Services) -> tuple[Engine, Engine]:

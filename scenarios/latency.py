@@ -18,17 +18,17 @@ import statistics
 import threading
 import time
 from typing import Callable, cast
-from urllib.parse import unquote, urlsplit
 
-from sqlalchemy import text
 
 from backends import load as load_backend
 from backends.base import Backend, NoRunLock
 from lab.measures.kinds import Measured
 from lab.measures.precision import Rule, repeat
 from lab.pacing import Lane, Pacing
-from lab.servers.clients import etcd_client, is_sentinel_url, pg_engine, redis_client
-from lab.servers.mariadb_sql import mariadb_engine
+from lab.checkers.outcomes import NotRun
+from lab.servers.clients import is_sentinel_url, redis_client
+from lab.servers.floors import PROBES, FloorProbe, probe_for
+from lab.servers.floors import timed as _timed
 from lab.servers.proxy import BlackholeProxy
 from lab.workload.table import SCHEMA
 from scenarios.base import Scenario, Skip, TrialEnv
@@ -39,9 +39,6 @@ HANDOFF_TIMEOUT_S = 10.0  # a waiter not granted by then is a failed handoff (a 
 WAITS = "a thread of the same process polling the backend's own acquire() in a tight loop, no sleep"
 # What a waiting process would otherwise sleep on is not the lab's: the handoff is the lock's own.
 
-# The floor each backend's ratio is taken to, by the service its lock lives on.
-FLOOR_OF = {"postgres": "select 1", "redis": "PING (redis-py)", "redlock": "PING (redis-py, one master)",
-            "etcd": "put", "zookeeper": "set (kazoo)", "mariadb": "select 1"}
 _COMMIT_TABLE = f"{SCHEMA}.latency_commits"
 
 # The goal: a backend's median acquire + release at most this many times its bare library call's.
@@ -75,12 +72,6 @@ def stats(values: list[float]) -> dict:
             "n": len(ordered)}
 
 
-def _timed(call) -> float:
-    start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
-
-
 class Latency(Scenario):
     name = "latency"
     measured = Measured.LATENCY
@@ -94,6 +85,8 @@ class Latency(Scenario):
     def applies_to(self, backend_cls: type[Backend]) -> str | None:
         if issubclass(backend_cls, NoRunLock):
             return "takes no run-level lock to time: its lock lives inside the write (the cost table measures it)"
+        if backend_cls.lock_service not in PROBES:  # the lock is reachable; the lab has no floor to time it against
+            return NotRun(f"no floor probe declares its lock service {backend_cls.lock_service} (lab/servers/floors/)")
         return None
 
     def trial_seconds(self, profile: str) -> float:
@@ -116,7 +109,7 @@ class Latency(Scenario):
         if service == "redis" and is_sentinel_url(env.services.redis_url):
             raise Skip("its round trips are counted by a proxy in the lock client's path, and a client behind "
                        "Sentinel connects wherever the Sentinels say")
-        floors = _Floors(env, service)
+        floors = probe_for(service)(env.services, env.key("floor"), _COMMIT_TABLE)
         try:
             cold, cycles, floor_samples, bare, cycle_precision = self._uncontended(env, floors)
             handoffs, tries, failed, not_kept_out, handoff_precision = self._handoffs(env)
@@ -126,11 +119,11 @@ class Latency(Scenario):
             floors.close()
         acquire_release = stats([a + r for a, r in cycles])
         floor = {name: stats(values) for name, values in floor_samples.items()}
-        main = floor[FLOOR_OF[service]]
+        main = floor[probe_for(service).main]
         bare_round_trips = round_trips.pop("bare", None)
         return {"lock_service": service, "iterations": len(cycles), "cold_acquire_s": round(cold, 6),
                 "acquire_release": acquire_release, "acquire": stats([a for a, _ in cycles]),
-                "release": stats([r for _, r in cycles]), "floors": floor, "floor": FLOOR_OF[service],
+                "release": stats([r for _, r in cycles]), "floors": floor, "floor": probe_for(service).main,
                 "ratio": round(acquire_release["p50"] / main["p50"], 2) if main.get("p50") else None,
                 "handoff": stats(handoffs), "handoff_tries": stats(tries), "handoffs_failed": failed,
                 "waiter_not_kept_out": not_kept_out,
@@ -141,7 +134,7 @@ class Latency(Scenario):
                                     + sum(t["seconds"] for t in throughput), 3)}
 
     @staticmethod
-    def _uncontended(env: TrialEnv, floors: "_Floors"):
+    def _uncontended(env: TrialEnv, floors: FloorProbe):
         """One instance acquiring and releasing N times, a floor sample of each kind before each pair, and
         its bare library call's pair beside its own (first on every other iteration, so order favours neither).
 
@@ -167,7 +160,7 @@ class Latency(Scenario):
                     _must(acquire())
                     release()
             size = max(1, env.params["iterations"] // BLOCKS)
-            main = FLOOR_OF[_service_of(env)]
+            main = probe_for(_service_of(env)).main
 
             def block(b: int) -> tuple[float, ...]:
                 for i in range(b * size, (b + 1) * size):
@@ -502,103 +495,3 @@ def _redis_commands(client) -> dict | None:
         command = name.removeprefix("cmdstat_").split("|")[0]  # client|setinfo counts as client
         calls[command] = calls.get(command, 0) + int(counts["calls"])
     return calls
-
-
-class _Floors:
-    """The physical floor of one lock service, on the same kind of connection its backends use."""
-
-    def __init__(self, env: TrialEnv, service: str):
-        self.calls: dict = {}
-        self._closers: list[Callable[[], object]] = []
-        if service == "postgres":
-            self._postgres(env)
-        elif service in ("redis", "redlock"):
-            self._redis(env.services.redis() if service == "redis" else env.services.redlock()[0], service)
-        elif service == "etcd":
-            self._etcd(env)
-        elif service == "zookeeper":
-            self._zookeeper(env)
-        elif service == "mariadb":
-            self._mariadb(env)
-
-    def sample(self) -> dict[str, float]:
-        return {name: _timed(call) for name, call in self.calls.items()}
-
-    def close(self) -> None:
-        for close in self._closers:
-            try:
-                close()
-            except Exception:
-                pass
-
-    def _postgres(self, env: TrialEnv) -> None:
-        engine = pg_engine(env.services.pg(), {}, isolation_level="AUTOCOMMIT", pool_size=1)
-        conn = engine.connect()
-        self._closers += [engine.dispose, conn.close]
-        one, row = text("select 1"), {"n": env.key("floor")}
-        conn.execute(text(f"create table if not exists {_COMMIT_TABLE} (name text primary key, n bigint not null)"))
-        upsert = text(f"insert into {_COMMIT_TABLE} values (:n, 1) on conflict (name) do update "
-                      f"set n = {_COMMIT_TABLE}.n + 1")
-        self.calls["select 1"] = lambda: conn.execute(one).scalar()
-        # What a lock that writes a row pays at least: one committed (WAL-flushed) one-row write.
-        self.calls["one-row commit"] = lambda: conn.execute(upsert, row)
-
-    def _mariadb(self, env: TrialEnv) -> None:
-        """A round trip and a committed one-row write on an AUTOCOMMIT PyMySQL connection, as the locks' own."""
-        engine = mariadb_engine(env.services.mariadb(), isolation_level="AUTOCOMMIT", pool_size=1)
-        conn = engine.connect()
-        self._closers += [engine.dispose, conn.close]
-        one, row = text("select 1"), {"n": env.key("floor")[-200:]}
-        conn.execute(text(f"create table if not exists {_COMMIT_TABLE} (name varchar(200) primary key, "
-                          f"n bigint not null) engine=InnoDB"))
-        upsert = text(f"insert into {_COMMIT_TABLE} values (:n, 1) on duplicate key update n = n + 1")
-        self.calls["select 1"] = lambda: conn.execute(one).scalar()
-        self.calls["one-row commit"] = lambda: conn.execute(upsert, row)
-
-    def _redis(self, url: str, service: str) -> None:
-        client = redis_client(url)
-        raw = _raw_redis(url)
-        self._closers += [client.close, raw.close]
-        self.calls[FLOOR_OF[service]] = client.ping
-
-        def raw_ping() -> None:
-            raw.sendall(b"PING\r\n")
-            if raw.recv(64) != b"+PONG\r\n":
-                raise RuntimeError("raw PING: no +PONG")
-
-        self.calls["PING (raw socket)"] = raw_ping
-
-    def _etcd(self, env: TrialEnv) -> None:
-        client = etcd_client(env.services.etcd())
-        self._closers.append(client.close)
-        key = f"locklab/{env.key('floor')}"
-        client.put(key, "0")
-        self.calls["range"] = lambda: client.get(key)
-        self.calls["put"] = lambda: client.put(key, "1")
-
-
-    def _zookeeper(self, env: TrialEnv) -> None:
-        """A read and a write (logged and synced like a lock node's create and delete) on a kazoo client."""
-        from kazoo.client import KazooClient  # the libraries extra: only ZooKeeper locks get here
-
-        client = KazooClient(hosts=env.services.zookeeper())
-        client.start()
-        self._closers += [client.stop, client.close]
-        path = f"/locklab-floor/{env.key('floor').replace('/', '|')}"
-        client.ensure_path(path)
-        self.calls["exists (kazoo)"] = lambda: client.exists(path)
-        self.calls["set (kazoo)"] = lambda: client.set(path, b"1")
-
-
-def _raw_redis(url: str) -> socket.socket:
-    """A plain TCP connection to Redis, authenticated as the URL says: PING with nothing in between."""
-    parts = urlsplit(url)
-    sock = socket.create_connection((parts.hostname, parts.port or 6379), timeout=5)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if parts.password:
-        words = [unquote(parts.username), unquote(parts.password)] if parts.username else [unquote(parts.password)]
-        command = [b"AUTH", *(w.encode() for w in words)]
-        sock.sendall(b"*%d\r\n" % len(command) + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in command))
-        if not sock.recv(64).startswith(b"+OK"):
-            raise RuntimeError("raw socket: Redis refused AUTH")
-    return sock

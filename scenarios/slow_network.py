@@ -29,9 +29,8 @@ from lab.errors import LabError
 from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, SlowNetworkFault
 from lab.measures.shapes import LeaseFaultMeasures
 from lab.pacing import Lane
-from lab.servers.clients import parse_pg_dsn
-from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters
 from lab.servers.netns import Bridge, NamespaceUnavailable, NetNamespace
+from lab.servers.own import OWN_SERVERS
 from lab.servers.pg import dispose, trial_engines
 from lab.servers.services import SERVICE_NAMES, Services
 from lab.servers.slow_link import LinkUnavailable, SlowLink, unavailable_reason
@@ -121,7 +120,9 @@ def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault, step: int | None 
     bridges: list[Bridge] = []
     monitor = writes = None
     try:
-        namespace.run(_start_inside, inside, cls.services, root, namespace, run_server.bin)
+        namespace.run(_start_inside, inside.embedded, cls.services, root, namespace, env.services)
+        for name, server in inside.embedded.items():  # the same embedded servers, now addressed
+            inside = OWN_SERVERS[name].address(inside, server)
         outside = _bridged(inside, namespace, bridges)  # the same servers as the lab reaches them
         monitor, writes = trial_engines(outside.pg())
         ensure_schema(monitor)
@@ -141,33 +142,17 @@ def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault, step: int | None 
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _start_inside(services: Services, needed: tuple[str, ...], root: Path, namespace: NetNamespace,
-                  bin_dir: Path) -> None:
-    """Start the servers a backend needs, on a thread inside the namespace (their readiness checks connect from it),
-    each recorded in services as it comes up, so that services.stop() stops whatever did start."""
+def _start_inside(embedded: dict, needed: tuple[str, ...], root: Path, namespace: NetNamespace,
+                  run: Services) -> None:
+    """Start the servers a backend needs, made like the run's (lab/servers/own.py), on a thread inside the namespace
+    (their readiness checks connect from it), each put in embedded as it comes up, so that stopping the services
+    that hold it stops whatever did start."""
     for name in (n for n in SERVICE_NAMES if n in needed):
         if name not in NAMESPACED_SERVICES:  # the fault declares these n/a (lab/faults/slow_network.py)
             raise LabError(f"{name} is not started inside the slow network's namespace")
-        if name == "postgres":
-            pg = EmbeddedPostgres(root, bin_dir=bin_dir, netns=namespace.fd, name="slownet")
-            services.embedded[name] = pg
-            pg.start()
-            services.pg_url = parse_pg_dsn(pg.dsn)
-        elif name == "redis":
-            redis = EmbeddedRedis(root, netns=namespace.fd)
-            services.embedded[name] = redis
-            redis.start()
-            services.redis_url = redis.url
-        elif name == "redlock":
-            masters = EmbeddedRedlockMasters(root, netns=namespace.fd)
-            services.embedded[name] = masters
-            masters.start()
-            services.redlock_urls = masters.urls
-        elif name == "etcd":
-            etcd = EmbeddedEtcd(root, netns=namespace.fd)
-            services.embedded[name] = etcd
-            etcd.start()
-            services.etcd_endpoint = etcd.endpoint
+        server = OWN_SERVERS[name].make(root, run, namespace.fd)
+        embedded[name] = server
+        server.start()
 
 
 def _bridged(inside: Services, namespace: NetNamespace, bridges: list[Bridge]) -> Services:

@@ -13,40 +13,18 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lab.faults.base import Route
-from lab.servers.embedded import EmbeddedEtcd, EmbeddedRedis, EmbeddedRedlockMasters
+from lab.servers.own import OWN_SERVERS
 from lab.servers.services import Services
-from lab.servers.zookeeper import EmbeddedZooKeeper
 
 
-@dataclass(frozen=True)
-class OwnKind:
-    """How a trial gets a server of its own for one lock service: started in a folder, and the services that
-    address it instead of the run's."""
-
-    start: Callable[[Path, Services], Any]  # (folder, the run's services) -> the server, not yet started
-    address: Callable[[Services, Any], Services]  # (the run's services, the started server) -> services using it
-
-
-OWN_KINDS: dict[str, OwnKind] = {
-    # the run's redis-server binary, whichever it is
-    "redis": OwnKind(lambda root, services: EmbeddedRedis(root, server=services.embedded["redis"].server),
-                     lambda services, own: replace(services, redis_url=own.url)),
-    "etcd": OwnKind(lambda root, services: EmbeddedEtcd(root),
-                    lambda services, own: replace(services, etcd_endpoint=own.endpoint)),
-    "zookeeper": OwnKind(lambda root, services: EmbeddedZooKeeper(root),
-                         lambda services, own: replace(services, zk_hosts=own.hosts)),
-    # as many masters as the run's, so the quorum a restart breaks is the one the run's trials meet
-    "redlock": OwnKind(lambda root, services: EmbeddedRedlockMasters(
-                           root, count=len(services.embedded["redlock"].masters)),
-                       lambda services, own: replace(services, redlock_urls=own.urls)),
-}
-# The lock services whose server a trial can start for itself: holding nothing the writes need.
-OWN_SERVER_SERVICES = tuple(OWN_KINDS)
+# The lock services whose server a trial can start for itself: holding nothing the writes need (PostgreSQL holds
+# them, and gets a whole store of its own instead: scenarios/_own_store.py).
+OWN_SERVER_SERVICES = ("redis", "etcd", "zookeeper", "redlock")
 
 
 class OwnLockServer:
@@ -55,7 +33,7 @@ class OwnLockServer:
     own_services: tuple[str, ...] = OWN_SERVER_SERVICES
 
     def __init__(self) -> None:
-        self._own: Any = None  # the server OWN_KINDS started for this trial
+        self._own: Any = None  # the server OWN_SERVERS made for this trial
         self._root: Path | None = None
 
     @classmethod
@@ -71,7 +49,7 @@ class OwnLockServer:
             return
         service = backend_cls.lock_service
         self._root = Path(tempfile.mkdtemp(prefix=f"own-{service}-", dir=services.tmp))
-        self._own = OWN_KINDS[service].start(self._root, services)
+        self._own = OWN_SERVERS[service].make(self._root, services, None)
         self._own.start()
 
     def own_route(self, services: Services, backend_cls) -> Route:
@@ -80,7 +58,7 @@ class OwnLockServer:
         if self._own is None:
             return Route()
         service = backend_cls.lock_service
-        routed = OWN_KINDS[service].address(services, self._own)
+        routed = OWN_SERVERS[service].address(services, self._own)
         return Route(lock_services=replace(routed, embedded={service: self._own}, tmp=None), own_servers=True)
 
     def stop_own(self) -> None:
