@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lab.servers.clients import parse_pg_dsn
-from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters
+from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters, template_for
 from lab.servers.services import Services
 from lab.servers.zookeeper import EmbeddedZooKeeper
 
@@ -30,8 +30,11 @@ class OwnServer:
 
 
 def _postgres(root: Path, run: Services, netns: int | None) -> EmbeddedPostgres:
-    """The run's PostgreSQL binaries (already where the server's user reaches them), fresh data."""
-    return EmbeddedPostgres(root, bin_dir=run.embedded["postgres"].bin, netns=netns, name="own-postgres")
+    """The run's PostgreSQL binaries (already where the server's user reaches them), its data a copy of the run's
+    initdb'd template (0.23 CPU-s to start here, against 0.67 with initdb of its own)."""
+    bin_dir = run.embedded["postgres"].bin
+    template = template_for(bin_dir, run.tmp) if run.tmp is not None else None
+    return EmbeddedPostgres(root, bin_dir=bin_dir, netns=netns, name="own-postgres", template=template)
 
 
 def _redis(root: Path, run: Services, netns: int | None) -> EmbeddedRedis:
