@@ -20,11 +20,12 @@ from typing import Any
 from lab.faults.base import Route
 from lab.servers.own import OWN_SERVERS
 from lab.servers.services import Services
+from lab.where import DATABASES
 
 
 # The lock services whose server a trial can start for itself: holding nothing the writes need (PostgreSQL holds
 # them, and gets a whole store of its own instead: scenarios/_own_store.py).
-OWN_SERVER_SERVICES = ("redis", "etcd", "zookeeper", "redlock")
+OWN_SERVER_SERVICES = tuple(service for service in OWN_SERVERS if service not in DATABASES)
 
 
 class OwnLockServer:

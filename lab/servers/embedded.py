@@ -28,7 +28,7 @@ from pathlib import Path
 
 from lab.errors import ServiceError
 from lab.servers.pg_template import DataTemplate, made_once
-from lab.servers.processes import free_port, spawn, stop, wait_ready, with_environment
+from lab.servers.processes import free_port, on_a_free_port, spawn, stop, wait_ready, with_environment
 
 # SCRAM's key stretching protects weak passwords whose verifier leaks; a run's password is 192 random
 # bits, so stretching adds nothing there, while the default 4096 rounds made a connection cost 14 ms
@@ -239,9 +239,8 @@ def template_for(bin_dir: Path, tmp: Path) -> DataTemplate:
     return made_once(bin_dir, tmp, make)
 
 
-# What redis-server logs when its port was taken, and how often a start tries another (measured: once in a full run
-# of 7,170 trials, a trial's own Redis lost its port to another process and the trial was an error).
-PORT_TAKEN = "Failed listening on port"
+# How often a Redis start tries another port when its own was taken (measured: once in a full run of 7,170 trials, a
+# trial's own Redis lost its port to another process and the trial was an error).
 PORT_TRIES = 3
 
 
@@ -282,19 +281,15 @@ class EmbeddedRedis(_OneProcess):
         argv = [str(server), "-", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", *persistence,
                 "--dir", str(self.root), "--daemonize", "no", "--logfile", ""]
         config = "".join(f"{line}\n" for line in [f"requirepass {self.password}", *self.config])
-        for attempt in range(PORT_TRIES):
+
+        def start_on_port() -> None:
+            argv[argv.index("--port") + 1] = str(self.port)
             self.proc = spawn(argv, self.log_path, cwd=self.root, stdin_text=config, netns=self.netns,
                               env=with_environment(self.environment))
-            try:
-                wait_ready(self._ping, self.proc, "embedded Redis", self.log_path)
-                return
-            except ServiceError as exc:
-                if attempt + 1 == PORT_TRIES or PORT_TAKEN not in str(exc):
-                    raise
-            # Another process took the free port between free_port() and the bind (a client's ephemeral port
-            # comes from the same range): a new one, once more.
-            self.port = free_port()
-            argv[argv.index("--port") + 1] = str(self.port)
+            wait_ready(self._ping, self.proc, "embedded Redis", self.log_path)
+
+        # Another process may take the free port before redis-server binds it ("Failed listening on port"): a new one.
+        on_a_free_port(self, start_on_port, attempts=PORT_TRIES)
 
     @property
     def binary(self) -> Path:
