@@ -14,6 +14,10 @@ The range of n paired ratios holds their median with probability 1 - 2 / 2^n wha
 A measurement that serves a verdict may also stop once that verdict is settled: after the floor, when no further
 repetition could change it (two ranges that overlap only widen as repetitions are added, so "within noise" is
 final). The outcome says so (`settled`), and its figure is as noisy as its range says.
+
+A measurement may also have a time budget: a repetition that cannot be cut short (a throughput slice ends when
+its workers' blocked acquires return) can take a hundred times its planned length, so after any repetition, the
+first included, the rule stops once the budget is spent, and the outcome says so (`out_of_time`).
 """
 
 from __future__ import annotations
@@ -57,14 +61,15 @@ class Rule:
             return False
         return all((self.spread(s) or 0.0) <= self.tolerance for s in series)
 
-    def outcome(self, *series: Sequence[float], settled: bool = False) -> dict:
+    def outcome(self, *series: Sequence[float], settled: bool = False, out_of_time: bool = False) -> dict:
         """What a measurement records of the rule: its parameters, the repetitions taken, and whether the spread
-        was reached, the verdict it serves settled first, or the cap stopped it (then the figure is as noisy as
-        its range says)."""
+        was reached, the verdict it serves settled first, its time budget ran out, or the cap stopped it (then the
+        figure is as noisy as its range says)."""
         n = min((len(s) for s in series), default=0)
         spreads = [self.spread(s) for s in series]
         reached = n >= self.floor and all((sp or 0.0) <= self.tolerance for sp in spreads)
         return {**self.as_dict(), "repetitions": n, "reached": reached, "settled": settled and not reached,
+                "out_of_time": out_of_time and not reached,
                 "spread": round(max((sp for sp in spreads if sp is not None), default=0.0), 4)}
 
     def as_dict(self) -> dict:
@@ -76,10 +81,12 @@ class Rule:
 
 
 def repeat(rule: Rule, once: Callable[[int], Sequence[float]],
-           settled: Callable[[], bool] | None = None) -> tuple[list[tuple[float, ...]], dict]:
+           settled: Callable[[], bool] | None = None,
+           out_of_time: Callable[[], bool] | None = None) -> tuple[list[tuple[float, ...]], dict]:
     """Call once(i) for repetition i until the rule is satisfied; once returns that repetition's paired ratios
     (one per figure). `settled`, if given, says whether the verdict these repetitions serve can no longer change;
-    it is asked only from the floor on. Returns every repetition's ratios and the rule's outcome."""
+    it is asked only from the floor on. `out_of_time`, if given, says whether the measurement's time budget is
+    spent; it is asked after every repetition. Returns every repetition's ratios and the rule's outcome."""
     done: list[tuple[float, ...]] = []
     while True:
         done.append(tuple(once(len(done))))
@@ -88,6 +95,8 @@ def repeat(rule: Rule, once: Callable[[int], Sequence[float]],
             return done, rule.outcome(*series)
         if settled is not None and len(done) >= rule.floor and settled():
             return done, rule.outcome(*series, settled=True)
+        if out_of_time is not None and out_of_time():
+            return done, rule.outcome(*series, out_of_time=True)
 
 
 def describe(outcome: dict | None) -> str:
@@ -97,6 +106,8 @@ def describe(outcome: dict | None) -> str:
     n, spread, tolerance = outcome["repetitions"], outcome["spread"], outcome["tolerance"]
     if outcome["reached"]:
         return f"{n} repetitions (spread +-{spread:.0%} within +-{tolerance:.0%})"
+    if outcome.get("out_of_time"):  # older runs did not record it
+        return f"{n} repetitions (its time budget ran out: spread +-{spread:.0%}, wider than +-{tolerance:.0%})"
     if outcome.get("settled"):  # older runs did not record it
         return f"{n} repetitions (the verdict settled: more could not change it; spread +-{spread:.0%})"
     return f"{n} repetitions (stopped at the cap: spread +-{spread:.0%}, wider than +-{tolerance:.0%})"

@@ -94,14 +94,26 @@ def _precision_lines(trials: list[tuple[str, dict]]) -> list[str]:
              f"{rule(first['precision']['acquire_release'])}; handoffs in blocks, each block's median, "
              f"{rule(first['precision']['handoff'])}; throughput in slices of the window, each slice's grants per "
              f"second, {rule(slices)}. Repetitions each took (blocks of pairs / blocks of handoffs / slices per "
-             f"throughput configuration), *cap* where the spread was still wider at the cap:", ""]
+             f"throughput configuration), *cap* where the spread was still wider at the cap"
+             + _out_of_time(recorded)
+             + ":", ""]
     for backend, m in recorded:
         def taken(outcome: dict) -> str:
-            return f"{outcome['repetitions']}{'' if outcome['reached'] else ' (cap)'}"
+            ended = "" if outcome["reached"] else " (time)" if outcome.get("out_of_time") else " (cap)"
+            return f"{outcome['repetitions']}{ended}"
         lines.append(f"- {backend}: {taken(m['precision']['acquire_release'])} / "
                      f"{taken(m['precision']['handoff'])} / "
                      + ", ".join(taken(t["precision"]) for t in m["throughput"]))
     return lines + [""]
+
+
+def _out_of_time(recorded: list[tuple[str, dict]]) -> str:
+    """The clause for throughput configurations whose slices stopped at their time budget ('' where none did)."""
+    budgets = [t.get("budget_s") for _, m in recorded for t in m["throughput"] if t["precision"].get("out_of_time")]
+    if not budgets:
+        return ""
+    return (f", *time* where the throughput slices stopped at their time budget ({max(budgets):g} s): a contended "
+            f"acquire that blocks holds its slice open, and the grants per second are over the seconds taken")
 
 
 def _medians(figures: list[dict]) -> str:

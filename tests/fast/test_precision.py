@@ -120,6 +120,20 @@ def test_an_unsettled_verdict_runs_to_the_cap_and_a_tight_one_is_reached_not_set
     assert len(done) == 3 and outcome["reached"] and not outcome["settled"]
 
 
+def test_a_spent_time_budget_stops_the_repetitions_even_before_the_floor_and_says_so():
+    """A repetition that ran long (a slice held open by a blocked acquire) spends the budget: the rule stops there,
+    below its floor, and the outcome says the budget ran out rather than calling the figure precise."""
+    spent = iter([False, True])
+    done, outcome = repeat(RULE, planted([1.0, 1.4, 0.7, 1.3, 0.8, 1.2, 0.9, 1.1]), out_of_time=lambda: next(spent))
+    assert len(done) == 2 < RULE.floor
+    assert outcome["out_of_time"] and not outcome["reached"] and not outcome["settled"]
+    assert describe(outcome).startswith("2 repetitions (its time budget ran out")
+    done, outcome = repeat(RULE, planted([1.0] * 8), out_of_time=lambda: True)
+    assert len(done) == 1 and outcome["out_of_time"]  # one repetition is always taken
+    done, outcome = repeat(RULE, planted([1.0] * 8), out_of_time=lambda: False)
+    assert len(done) == RULE.floor and outcome["reached"] and not outcome["out_of_time"]
+
+
 def test_throughputs_verdict_is_settled_only_when_no_repetition_could_change_it():
     """Overlapping ranges only widen and a peak of every worker cannot rise: settled. Disjoint ranges, or a peak
     below the workers, could still change with one more repetition: not settled."""
