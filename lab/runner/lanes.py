@@ -1,5 +1,10 @@
 """The lane scheduler: which scenarios run side by side, and how a stop, an error or Ctrl-C in one lane ends them all.
 
+A phase is a few pools, each a queue of scenarios and the number of lanes that take from it side by side: a lane
+that finishes a scenario takes the pool's next one, so a scenario that runs longer than its estimate delays only
+its own lane, and the others take up the rest of the queue. The queue is longest estimate first (plan order without
+estimates): the long ones start early, the short ones fill the ends.
+
 A module of its own because the wind-down is the delicate part: the other lanes' trials must see the stop
 and clean up before the servers are stopped under them, and the main thread must stay responsive to Ctrl-C.
 """
@@ -8,6 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Callable
 
 from lab import pacing as declared  # its Lane: where a scenario declares its trials run
@@ -24,75 +31,103 @@ OWN_SERVER_LANES = 2
 SHARED_LANES = 2
 JOIN_POLL_S = 0.2  # a short join keeps the main thread responsive to Ctrl-C
 
-Lane = list[Scenario]
+
+@dataclass(frozen=True)
+class Pool:
+    """Scenarios that up to `lanes` lanes run side by side, each lane taking the next in order once it is free."""
+
+    scenarios: tuple[Scenario, ...]
+    lanes: int = 1
+
+    def __post_init__(self):
+        if self.lanes < 1:
+            raise ValueError(f"a pool needs at least one lane, not {self.lanes}")
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.scenarios]
+
+
+Phase = list[Pool]
 
 
 def schedule(chosen: list[Scenario], estimates: dict[str, float] | None = None,
-             shared_lanes: int = 1) -> list[list[Lane]]:
-    """Phases of lanes, by each scenario's declared lane: first the run's-server scenarios beside those on servers
-    of their own, then each Lane.ALONE scenario by itself. The own-server scenarios are dealt into OWN_SERVER_LANES
-    lanes and the run's-server ones into `shared_lanes`, the longest by its estimate first into the lane with the
-    least so far (in plan order without estimates); plan order within a lane."""
+             shared_lanes: int = 1) -> list[Phase]:
+    """Phases of pools, by each scenario's declared lane: first the run's-server scenarios (in `shared_lanes`
+    lanes) beside those on servers of their own (in OWN_SERVER_LANES lanes), then each Lane.ALONE scenario by itself.
+    Within a pool the longest estimate comes first, plan order among equals (and without estimates)."""
     shared = [s for s in chosen if s.pacing.lane not in (declared.Lane.OWN_SERVERS, declared.Lane.ALONE)]
     own = [s for s in chosen if s.pacing.lane is declared.Lane.OWN_SERVERS]
-    phases = [[lane for lane in (*_deal(shared, estimates or {}, shared_lanes),
-                                 *_deal(own, estimates or {}, OWN_SERVER_LANES)) if lane]]
-    phases += [[[s]] for s in chosen if s.pacing.lane is declared.Lane.ALONE]
-    return [phase for phase in phases if phase]
+    first = [Pool(_longest_first(members, estimates or {}), lanes)
+             for members, lanes in ((shared, shared_lanes), (own, OWN_SERVER_LANES)) if members]
+    phases = [first] if first else []
+    phases += [[Pool((s,))] for s in chosen if s.pacing.lane is declared.Lane.ALONE]
+    return phases
 
 
-def _deal(scenarios: list[Scenario], estimates: dict[str, float], count: int) -> list[Lane]:
-    """The scenarios in `count` lanes, each lane's total estimate as even as a greedy deal makes it."""
-    lanes: list[Lane] = [[] for _ in range(count)]
-    loads = [0.0] * count
-    for scenario in sorted(scenarios, key=lambda s: -estimates.get(s.name, 0.0)):  # stable: plan order among equals
-        lightest = min(range(count), key=lambda i: (loads[i], len(lanes[i]), i))
-        lanes[lightest].append(scenario)
-        loads[lightest] += estimates.get(scenario.name, 0.0)
-    order = {s.name: i for i, s in enumerate(scenarios)}
-    return [sorted(lane, key=lambda s: order[s.name]) for lane in lanes]
+def _longest_first(scenarios: list[Scenario], estimates: dict[str, float]) -> tuple[Scenario, ...]:
+    return tuple(sorted(scenarios, key=lambda s: -estimates.get(s.name, 0.0)))  # stable: plan order among equals
 
 
-def composed(phases: list[list[Lane]], seconds: dict[str, float]) -> float:
+def dealt(pool: Pool, seconds: dict[str, float]) -> list[list[str]]:
+    """The pool's lanes as they would run if each scenario took `seconds` (missing: 0): the next scenario to the lane
+    that is free first (the lowest-numbered among equals)."""
+    lanes: list[list[str]] = [[] for _ in range(min(pool.lanes, max(1, len(pool.scenarios))))]
+    loads = [0.0] * len(lanes)
+    for scenario in pool.scenarios:
+        free = min(range(len(lanes)), key=lambda i: (loads[i], i))
+        lanes[free].append(scenario.name)
+        loads[free] += seconds.get(scenario.name, 0.0)
+    return lanes
+
+
+def composed(phases: list[Phase], seconds: dict[str, float]) -> float:
     """A run's seconds from its scenarios' (bounds or walls) as schedule() lays them out: within a phase the
-    lanes run side by side, so the longest lane counts; a lane's scenarios and the phases follow each other.
-    A scenario missing from `seconds` (not run) counts 0."""
-    return sum(max((sum(seconds.get(s.name, 0.0) for s in lane) for lane in phase), default=0.0)
+    pools run side by side and each pool's lanes take its queue in order (dealt()), so the longest lane counts; the
+    phases follow each other. A scenario missing from `seconds` (not run) counts 0."""
+    return sum(max((sum(seconds.get(name, 0.0) for name in lane) for pool in phase for lane in dealt(pool, seconds)),
+                   default=0.0)
                for phase in phases)
 
 
-def run_lanes(lanes: list[Lane], run: Callable[[Scenario], None], stop: threading.Event) -> None:
-    """Run each lane's scenarios one after another, the lanes side by side: the first on this thread,
-    the others on threads of their own. An error or Ctrl-C in any lane stops them all, and the other
-    lanes wind down (their trials see the stop) before the servers are stopped under them."""
+@dataclass
+class _Queue:
+    """A pool's scenarios not yet taken, shared by its lanes."""
+
+    waiting: deque = field(default_factory=deque)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def take(self) -> Scenario | None:
+        with self.lock:
+            return self.waiting.popleft() if self.waiting else None
+
+
+def run_lanes(phase: Phase, run: Callable[[Scenario], None], stop: threading.Event) -> None:
+    """Run each pool's scenarios in its lanes side by side, each lane on a thread of its own taking the pool's next
+    scenario once it is free; the main thread waits, responsive to Ctrl-C. An error or Ctrl-C in any lane stops them
+    all, and the lanes wind down (their trials see the stop) before the servers are stopped under them."""
     failures: list[BaseException] = []
-    others = [threading.Thread(target=_lane_thread, args=(lane, run, stop, failures), name=f"lane-{lane[0].name}",
-                               daemon=True)
-              for lane in lanes[1:]]
-    for thread in others:
+    threads = []
+    for pool in phase:
+        queue = _Queue(deque(pool.scenarios))
+        threads += [threading.Thread(target=_lane_thread, args=(queue, run, stop, failures),
+                                     name=f"lane-{pool.scenarios[0].name}-{i}", daemon=True)
+                    for i in range(min(pool.lanes, len(pool.scenarios)))]
+    for thread in threads:
         thread.start()
-    interrupted: BaseException | None = None
-    try:
-        for scenario in lanes[0]:
-            if stop.is_set():
-                break
-            run(scenario)
-    except BaseException as exc:
-        stop.set()
-        interrupted = exc
-    late = _wind_down(others, stop)
-    interrupted = interrupted or late
+    interrupted = _wind_down(threads, stop)
     if interrupted is not None:
         raise interrupted
     if failures:
         raise failures[0]
 
 
-def _lane_thread(lane: Lane, run: Callable[[Scenario], None], stop: threading.Event,
+def _lane_thread(queue: _Queue, run: Callable[[Scenario], None], stop: threading.Event,
                  failures: list[BaseException]) -> None:
     try:
-        for scenario in lane:
-            if stop.is_set():
+        while not stop.is_set():
+            scenario = queue.take()
+            if scenario is None:
                 return
             run(scenario)
     except BaseException as exc:  # raised again on the main thread
@@ -100,18 +135,18 @@ def _lane_thread(lane: Lane, run: Callable[[Scenario], None], stop: threading.Ev
         stop.set()
 
 
-def _wind_down(others: list[threading.Thread], stop: threading.Event) -> BaseException | None:
-    """Wait for the other lanes; once stopped, at most LANE_WIND_DOWN_S more. Returns a Ctrl-C that came
-    meanwhile (it stops the lanes and the wait goes on), None without one."""
+def _wind_down(threads: list[threading.Thread], stop: threading.Event) -> BaseException | None:
+    """Wait for the lanes; once stopped, at most LANE_WIND_DOWN_S more. Returns a Ctrl-C that came meanwhile (it
+    stops the lanes and the wait goes on), None without one."""
     interrupted: BaseException | None = None
     give_up = None
-    for thread in others:
+    for thread in threads:
         while thread.is_alive():
             if give_up is not None and time.monotonic() > give_up:
                 break  # a trial that ignores the stop: its children die with the lab
             try:
                 thread.join(JOIN_POLL_S)
-            except BaseException as exc:  # Ctrl-C while the other lanes run: stop them, and still wait
+            except BaseException as exc:  # Ctrl-C while the lanes run: stop them, and still wait
                 stop.set()
                 interrupted = interrupted or exc
             if stop.is_set() and give_up is None:

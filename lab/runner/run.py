@@ -145,8 +145,8 @@ def shared_lanes(scenarios: list[Scenario], pending: dict[str, list[TrialSpec]],
 
 
 def _estimates(ctx: RunContext) -> dict[str, float]:
-    """Each scenario's own guess of its seconds from its profile and its runnable trials (or events), for dealing the
-    own-server scenarios into lanes of about equal length."""
+    """Each scenario's own guess of its seconds from its profile and its runnable trials (or events): a pool's lanes
+    take the longest first (lab/runner/lanes.py)."""
     out = {}
     for scenario in ctx.plan.scenarios:
         runnable = [spec for spec in ctx.plan.pending[scenario.name] if spec.skip is None]
@@ -236,7 +236,7 @@ BOUND_RULE = ("a scenario's bound is the least wall time any schedule of its fin
               "longest trial's floor, the floors' sum over the trials it may run at once, and their session-seconds "
               "over the server's session budget; a trial's floor is its declared timers (or the longer waits it sat "
               "through) plus the seconds inside its own measurement, never more than it took. The run's bound adds "
-              "the phases, each as long as its longest lane.")
+              "the phases, each as long as its longest lane when each pool's lanes take its scenarios in order.")
 
 
 def _set_bounds_aside(folder) -> None:

@@ -1,6 +1,7 @@
 """The runner's phases follow each scenario's declared lane: nothing runs beside a Lane.ALONE scenario, and a
 scenario on servers of its own runs beside the run's-server ones and holds none of that server's sessions.
-run_lanes keeps plan order within a lane, runs the lanes side by side, and an error in one stops them all."""
+run_lanes runs each pool's lanes side by side, each taking the pool's next scenario once free, and an error in one
+stops them all."""
 
 import threading
 
@@ -9,6 +10,7 @@ import pytest
 import backends
 import scenarios
 from lab.runner import run_lanes, schedule
+from lab.runner.lanes import OWN_SERVER_LANES, Pool
 from lab.pacing import Lane, Pacing
 
 
@@ -20,16 +22,15 @@ def test_every_scenario_declares_a_known_lane():
 def test_alone_scenarios_run_with_nothing_beside_them_and_own_server_ones_beside_the_rest():
     chosen = [scenarios.load(name) for name in scenarios.names()]
     phases = schedule(chosen)
-    assert sorted(s.name for phase in phases for lane in phase for s in lane) == sorted(scenarios.names())
+    assert sorted(s.name for phase in phases for pool in phase for s in pool.scenarios) == sorted(scenarios.names())
     for phase in phases:
-        members = [s for lane in phase for s in lane]
+        members = [s for pool in phase for s in pool.scenarios]
         if any(s.pacing.lane is Lane.ALONE for s in members):
-            assert len(members) == 1, [s.name for s in members]
-    first = phases[0]
-    assert all({s.pacing.lane for s in lane} == {Lane.OWN_SERVERS} for lane in first[1:]) and len(first) == 3
-    assert Lane.OWN_SERVERS not in {s.pacing.lane for s in first[0]}
-    own = [s.name for lane in first[1:] for s in lane]
-    assert "failover" in own and "netdrop" in own
+            assert len(members) == 1 and phase[0].lanes == 1, [s.name for s in members]
+    shared, own = phases[0]
+    assert {s.pacing.lane for s in own.scenarios} == {Lane.OWN_SERVERS} and own.lanes == OWN_SERVER_LANES
+    assert Lane.OWN_SERVERS not in {s.pacing.lane for s in shared.scenarios} and shared.lanes == 1
+    assert "failover" in own.names and "netdrop" in own.names
 
 
 def test_a_scenario_on_its_own_servers_asks_nothing_of_the_runs_postgres():
@@ -42,7 +43,7 @@ def test_a_scenario_on_its_own_servers_asks_nothing_of_the_runs_postgres():
 
 def test_a_run_of_only_alone_scenarios_runs_them_one_by_one():
     chosen = [scenarios.load(n) for n in ("perf", "latency")]
-    assert [[[s.name for s in lane] for lane in phase] for phase in schedule(chosen)] == [[["perf"]], [["latency"]]]
+    assert names(schedule(chosen)) == [[["perf"]], [["latency"]]]
 
 
 class Planned:
@@ -52,21 +53,47 @@ class Planned:
         self.name, self.pacing = name, Pacing(lane=lane)
 
 
-TWO_LANES = [[Planned("a", Lane.SHARED), Planned("b", Lane.SHARED)],
-             [Planned("f", Lane.OWN_SERVERS), Planned("g", Lane.OWN_SERVERS)]]
+TWO_LANES = [Pool((Planned("a", Lane.SHARED), Planned("b", Lane.SHARED))),
+             Pool((Planned("f", Lane.OWN_SERVERS), Planned("g", Lane.OWN_SERVERS)))]
 
 
 def names(phases):
-    return [[[s.name for s in lane] for lane in phase] for phase in phases]
+    return [[pool.names for pool in phase] for phase in phases]
 
 
-def test_plan_order_is_kept_within_each_lane_and_alone_ones_come_last_in_plan_order():
+def test_plan_order_is_kept_within_each_pool_without_estimates_and_alone_ones_come_last_in_plan_order():
     chosen = [Planned("a", Lane.SHARED), Planned("x", Lane.ALONE), Planned("f", Lane.OWN_SERVERS),
               Planned("b", Lane.SHARED), Planned("y", Lane.ALONE), Planned("g", Lane.OWN_SERVERS),
               Planned("c", Lane.SHARED)]
-    assert names(schedule(chosen)) == [[["a", "b", "c"], ["f"], ["g"]], [["x"]], [["y"]]]  # two own-server lanes
+    assert names(schedule(chosen)) == [[["a", "b", "c"], ["f", "g"]], [["x"]], [["y"]]]
+    assert [pool.lanes for pool in schedule(chosen)[0]] == [1, OWN_SERVER_LANES]
     assert names(schedule([Planned("f", Lane.OWN_SERVERS)])) == [[["f"]]]
     assert schedule([]) == []
+
+
+def test_a_pool_takes_the_longest_estimate_first_and_plan_order_among_equals():
+    chosen = [Planned("a", Lane.SHARED), Planned("b", Lane.SHARED), Planned("c", Lane.SHARED)]
+    assert names(schedule(chosen, {"a": 5.0, "b": 50.0, "c": 5.0}, shared_lanes=2)) == [[["b", "a", "c"]]]
+
+
+def test_a_free_lane_takes_the_pools_next_scenario_so_a_long_one_holds_up_only_its_own_lane():
+    """Pool of two lanes, a first: a runs long, and the other lane takes b, c and d meanwhile (a fixed deal would
+    have given c to a's lane and waited for it)."""
+    ran, stop, a_may_end = [], threading.Event(), threading.Event()
+    lanes_of: dict[str, str] = {}
+
+    def run(scenario):
+        lanes_of[scenario.name] = threading.current_thread().name
+        if scenario.name == "a":
+            assert a_may_end.wait(5)
+        ran.append(scenario.name)
+        if scenario.name == "d":
+            a_may_end.set()
+
+    pool = Pool(tuple(Planned(n, Lane.SHARED) for n in "abcd"), lanes=2)
+    run_lanes([pool], run, stop)
+    assert ran == ["b", "c", "d", "a"]
+    assert lanes_of["b"] == lanes_of["c"] == lanes_of["d"] != lanes_of["a"]
 
 
 def test_run_lanes_runs_each_lane_in_order_the_lanes_side_by_side():
@@ -102,4 +129,5 @@ def test_an_error_in_another_lane_stops_every_lane_and_is_raised_on_the_main_thr
 def test_a_stop_set_before_a_lane_starts_runs_nothing():
     stop = threading.Event()
     stop.set()
-    run_lanes([[Planned("a", Lane.SHARED)], [Planned("f", Lane.OWN_SERVERS)]], lambda s: pytest.fail(s.name), stop)
+    run_lanes([Pool((Planned("a", Lane.SHARED),)), Pool((Planned("f", Lane.OWN_SERVERS),))],
+              lambda s: pytest.fail(s.name), stop)
