@@ -7,10 +7,12 @@ cleanup (SIGKILL, a crash), the kernel still ends the server.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import pwd
 import queue
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -123,27 +125,68 @@ class _Launcher:
 _launcher = _Launcher()
 
 
+# util-linux's setpriv and nsenter (Debian's essential util-linux), found once. Through them the child's parent-death
+# signal, user and network namespace are set by a program it execs first, so Python starts it with vfork instead of
+# a full fork of the lab, which a preexec_fn forces. With 300 MB and 150 threads, as the lab has in a run's first
+# phase, a fork took 85 ms, held the GIL for 11 of them and cost 26 ms of CPU; through setpriv, 11 ms and 2.2 ms
+# (benchmarks/bench_spawn.py). That phase starts 3 to 5 children a second, and the lab's threads wait on each fork.
+# A preload the child is given (libfaketime's) reaches it through env, not through setpriv and nsenter: loaded in
+# each program of the chain, libfaketime finds the semaphore its first load made for the same pid and exits.
+SETPRIV, NSENTER, ENV = shutil.which("setpriv"), shutil.which("nsenter"), shutil.which("env")
+
+
 def popen(argv: Sequence[str], death_signal: int = signal.SIGKILL, *, netns: int | None = None,
           **kwargs) -> subprocess.Popen:
-    """subprocess.Popen from the launcher thread, dying with the lab (see _Launcher).
+    """subprocess.Popen from the launcher thread, dying with the lab (see _Launcher), in a process group of its own.
 
     netns: a descriptor of a network namespace (lab/servers/netns.py) the child is born in. Entering
     one takes root, so the child enters first and only then becomes kwargs' user.
     """
-    if netns is None:
-        return _launcher.run(subprocess.Popen, list(argv), preexec_fn=lambda: die_with_parent(death_signal),
-                             **kwargs)
     user = kwargs.pop("user", None)
+    if SETPRIV is not None and (netns is None or NSENTER is not None):
+        runnable(str(argv[0]), kwargs.get("env"), kwargs.get("cwd"))
+        passed = tuple(kwargs.pop("pass_fds", ())) + (() if netns is None else (netns,))
+        env = kwargs.pop("env", None)
+        preload = None if env is None else env.get("LD_PRELOAD")
+        if preload is not None and ENV is not None:  # for argv alone: libfaketime loaded twice in one pid fails
+            env = {name: value for name, value in env.items() if name != "LD_PRELOAD"}
+            argv = [ENV, f"LD_PRELOAD={preload}", *argv]
+        return _launcher.run(subprocess.Popen, through_setpriv(argv, death_signal, netns, user), process_group=0,
+                             pass_fds=passed, env=env, **kwargs)
     uid = None if user is None else pwd.getpwnam(user).pw_uid  # looked up before the fork, never in it
 
     def enter_then_drop() -> None:
-        if not enter_netns(netns):
+        if netns is not None and not enter_netns(netns):
             os._exit(126)
         if uid is not None:
             os.setreuid(uid, uid)
         die_with_parent(death_signal)  # after setreuid, which clears the parent-death signal
 
     return _launcher.run(subprocess.Popen, list(argv), preexec_fn=enter_then_drop, **kwargs)
+
+
+def runnable(program: str, env: dict[str, str] | None, cwd) -> None:
+    """Raise as Popen would for a program that is missing (FileNotFoundError) or not executable (PermissionError):
+    behind setpriv, Popen itself would start and setpriv exit 127 or 126, and the caller's 'not installed' is lost."""
+    if "/" in program:
+        path: str | None = program if os.path.isabs(program) or cwd is None else os.path.join(str(cwd), program)
+    else:
+        path = shutil.which(program, mode=os.F_OK, path=(env if env is not None else os.environ).get("PATH"))
+    if path is None or not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+
+
+def through_setpriv(argv: Sequence[str], death_signal: int, netns: int | None, user: str | None) -> list[str]:
+    """argv behind the programs that set up its process before it runs: nsenter into the namespace (its descriptor
+    passed open), then setpriv to the user (the real and effective uid, as setreuid does) and the parent-death
+    signal, set last because a change of user clears it."""
+    prefix: list[str] = [] if netns is None else [str(NSENTER), f"--net=/proc/self/fd/{netns}", "--"]
+    assert SETPRIV is not None
+    prefix += [SETPRIV, *([] if user is None else [f"--reuid={user}"]),
+               "--pdeathsig", signal.Signals(death_signal).name.removeprefix("SIG"), "--"]
+    return [*prefix, *map(str, argv)]
 
 
 def enter_netns(netns: int) -> bool:
