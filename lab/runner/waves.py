@@ -121,6 +121,10 @@ class Dispatch(Generic[T]):
     def __bool__(self) -> bool:
         return bool(self._waiting)
 
+    def again(self, trial: T, cost: int) -> None:
+        """Put a trial back at the head of the queue, to start before the ones still waiting."""
+        self._waiting.insert(0, (trial, cost))
+
     def drop(self, unneeded: Callable[[T], bool]) -> int:
         """Drop the waiting trials the scenario no longer needs; returns how many."""
         kept = [trial for trial in self._waiting if not unneeded(trial[0])]

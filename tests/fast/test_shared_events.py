@@ -13,6 +13,7 @@ from rich.progress import Progress, TextColumn
 import backends
 import scenarios
 from lab.errors import LabError
+from lab.faults.base import FaultNotConfirmed
 from lab.results import RunFolder
 from lab.runner import RunContext, RunRequest, make_plan, resumed
 from lab.runner.events import run_events
@@ -103,9 +104,9 @@ class PlantedEvent(Scenario):
         return f"measured {measures['subject']}"
 
 
-def run_planted(tmp_path, stop: threading.Event | None = None):
+def run_planted(tmp_path, stop: threading.Event | None = None, planted: type[Scenario] = PlantedEvent):
     request = RunRequest(["session", "xact", "redis"], [], "default", tmp_path)
-    scenario = PlantedEvent()
+    scenario = planted()
     classes = [backends.load(name) for name in request.backends]
     from lab.runner import Plan
 
@@ -143,6 +144,37 @@ def test_a_stopped_run_keeps_no_record_of_an_event(tmp_path):
     stop.set()
     scenario, records, finished, _ = run_planted(tmp_path, stop)
     assert records == [] and scenario.runs == [] and finished.floors == []
+
+
+class UnconfirmedOnce(PlantedEvent):
+    """Events whose fault does not confirm: `late` the first time each event runs, `never` every time."""
+
+    name = "planted_unconfirmed"
+    variants = ("late", "never")
+    params = {"default": {"trials": 1, "parallel": 2, "ttl_s": 0.0}}
+
+    def run_event(self, env: EventEnv) -> EventOutcome:
+        self.runs.append(env.event.id)
+        if env.event.variant == "never" or self.runs.count(env.event.id) == 1:
+            raise FaultNotConfirmed("no failover within 30 s")
+        return EventOutcome([SubjectOutcome(e.spec, {"subject": e.spec.id}) for e in env.subjects], evidence={})
+
+
+def test_an_event_whose_fault_did_not_confirm_runs_once_more_and_both_attempts_stay_on_record(tmp_path):
+    """A fault that never struck is no trial: the event runs again on fresh trial envs, its first attempt's errors
+    stay in trials.jsonl, and each trial's latest record is its result. A fault that never confirms is an error
+    after its one retry; an event that broke another way (PlantedEvent's LabError) is not retried."""
+    from lab.checkers.outcomes import latest_per_trial
+
+    scenario, records, finished, _ = run_planted(tmp_path, planted=UnconfirmedOnce)
+    assert Counter(scenario.runs) == {"planted_unconfirmed/late/0": 2, "planted_unconfirmed/never/0": 2}
+    late = [r for r in records if r["id"] == "planted_unconfirmed/session/late/0"]
+    assert [r["status"] for r in late] == ["error", "ok"] and "no failover" in late[0]["reason"]
+    latest = {r["id"]: r["status"] for r in latest_per_trial(records)}
+    assert Counter(latest.values()) == {"ok": 3, "error": 3}  # late's three subjects ok, never's three errors
+    assert len(finished.floors) == 1
+    scenario, records, _, _ = run_planted(tmp_path / "other", planted=PlantedEvent)
+    assert Counter(scenario.runs)["planted_event/unconfirmed/0"] == 1
 
 
 @pytest.fixture(autouse=True)
