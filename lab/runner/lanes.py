@@ -3,7 +3,9 @@
 A phase is a few pools, each a queue of scenarios and the number of lanes that take from it side by side: a lane
 that finishes a scenario takes the pool's next one, so a scenario that runs longer than its estimate delays only
 its own lane, and the others take up the rest of the queue. The queue is longest estimate first (plan order without
-estimates): the long ones start early, the short ones fill the ends.
+estimates): the long ones start early, the short ones fill the ends. A lane whose pool has nothing left takes from
+another pool of the phase while that pool runs fewer than its ceiling: measured on the reference, the own-server
+scenarios were done 300 s before the run's-server ones, whose one remaining lane left the machine half idle.
 
 A module of its own because the wind-down is the delicate part: the other lanes' trials must see the stop
 and clean up before the servers are stopped under them, and the main thread must stay responsive to Ctrl-C.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from lab import pacing as declared  # its Lane: where a scenario declares its trials run
@@ -34,14 +36,22 @@ JOIN_POLL_S = 0.2  # a short join keeps the main thread responsive to Ctrl-C
 
 @dataclass(frozen=True)
 class Pool:
-    """Scenarios that up to `lanes` lanes run side by side, each lane taking the next in order once it is free."""
+    """Scenarios that `lanes` lanes run side by side, each lane taking the next in order once it is free. A lane of
+    another pool of the phase whose queue is empty may take this pool's next too, while fewer than `ceiling` of its
+    scenarios run (default: its own lanes, so none)."""
 
     scenarios: tuple[Scenario, ...]
     lanes: int = 1
+    ceiling: int = 0  # 0: as many as its lanes
 
     def __post_init__(self):
         if self.lanes < 1:
             raise ValueError(f"a pool needs at least one lane, not {self.lanes}")
+
+    @property
+    def at_most(self) -> int:
+        """How many of its scenarios may run at once, in its own lanes and others'."""
+        return max(self.lanes, self.ceiling)
 
     @property
     def names(self) -> list[str]:
@@ -52,14 +62,17 @@ Phase = list[Pool]
 
 
 def schedule(chosen: list[Scenario], estimates: dict[str, float] | None = None,
-             shared_lanes: int = 1) -> list[Phase]:
+             shared_lanes: int = 1, shared_ceiling: int = 0) -> list[Phase]:
     """Phases of pools, by each scenario's declared lane: first the run's-server scenarios (in `shared_lanes`
-    lanes) beside those on servers of their own (in OWN_SERVER_LANES lanes), then each Lane.ALONE scenario by itself.
-    Within a pool the longest estimate comes first, plan order among equals (and without estimates)."""
+    lanes, and up to `shared_ceiling` at once in lanes the others leave free) beside those on servers of their own
+    (in OWN_SERVER_LANES lanes, and in any lane the others leave free: they share no server), then each Lane.ALONE
+    scenario by itself. Within a pool the longest estimate comes first, plan order among equals (and without
+    estimates)."""
     shared = [s for s in chosen if s.pacing.lane not in (declared.Lane.OWN_SERVERS, declared.Lane.ALONE)]
     own = [s for s in chosen if s.pacing.lane is declared.Lane.OWN_SERVERS]
-    first = [Pool(_longest_first(members, estimates or {}), lanes)
-             for members, lanes in ((shared, shared_lanes), (own, OWN_SERVER_LANES)) if members]
+    first = [Pool(_longest_first(members, estimates or {}), lanes, ceiling)
+             for members, lanes, ceiling in ((shared, shared_lanes, shared_ceiling),
+                                            (own, OWN_SERVER_LANES, OWN_SERVER_LANES + shared_lanes)) if members]
     phases = [first] if first else []
     phases += [[Pool((s,))] for s in chosen if s.pacing.lane is declared.Lane.ALONE]
     return phases
@@ -69,73 +82,116 @@ def _longest_first(scenarios: list[Scenario], estimates: dict[str, float]) -> tu
     return tuple(sorted(scenarios, key=lambda s: -estimates.get(s.name, 0.0)))  # stable: plan order among equals
 
 
-def dealt(pool: Pool, seconds: dict[str, float]) -> list[list[str]]:
-    """The pool's lanes as they would run if each scenario took `seconds` (missing: 0): the next scenario to the lane
-    that is free first (the lowest-numbered among equals)."""
-    lanes: list[list[str]] = [[] for _ in range(min(pool.lanes, max(1, len(pool.scenarios))))]
-    loads = [0.0] * len(lanes)
-    for scenario in pool.scenarios:
-        free = min(range(len(lanes)), key=lambda i: (loads[i], i))
-        lanes[free].append(scenario.name)
-        loads[free] += seconds.get(scenario.name, 0.0)
+class _Queues:
+    """A phase's pools, what of each is still waiting and how many of each run: which scenario a free lane takes."""
+
+    def __init__(self, phase: Phase):
+        self.pools = phase
+        self.waiting = [deque(pool.scenarios) for pool in phase]
+        self.running = [0] * len(phase)
+
+    def lanes(self) -> list[int]:
+        """Each lane's own pool (by index), as many lanes as each pool has scenarios to fill, at most its lanes."""
+        return [i for i, pool in enumerate(self.pools) for _ in range(min(pool.lanes, len(pool.scenarios)))]
+
+    def take(self, home: int) -> tuple[int, Scenario] | None:
+        """The next scenario for a lane of pool `home`: its own pool's, else the first other pool's that may run
+        one more; None when none may start now."""
+        for i in [home] + [i for i in range(len(self.pools)) if i != home]:
+            if self.waiting[i] and self.running[i] < self.pools[i].at_most:
+                self.running[i] += 1
+                return i, self.waiting[i].popleft()
+        return None
+
+    def done(self, pool: int) -> None:
+        self.running[pool] -= 1
+
+    def empty(self) -> bool:
+        return not any(self.waiting)
+
+
+def laid_out(phase: Phase, seconds: dict[str, float]) -> list[list[str]]:
+    """The phase's lanes as run_lanes would run them if each scenario took `seconds` (missing: 0): the lane free
+    first (the lowest-numbered among equals) takes its pool's next, else another pool's while that one is under its
+    ceiling, else waits for a scenario to end."""
+    queues = _Queues(phase)
+    homes = queues.lanes()
+    free_at, lanes = [0.0] * len(homes), [[] for _ in homes]
+    ends: list[tuple[float, int]] = []  # (when, pool) of the scenarios taken and not yet counted as ended
+    while not queues.empty():
+        lane = min(range(len(homes)), key=lambda i: (free_at[i], i))
+        now = free_at[lane]
+        for when, pool in [e for e in ends if e[0] <= now]:
+            queues.done(pool)
+            ends.remove((when, pool))
+        taken = queues.take(homes[lane])
+        if taken is None:  # every pool with scenarios left is at its ceiling: wait for the next end
+            free_at[lane] = min(when for when, _ in ends)
+            continue
+        pool, scenario = taken
+        lanes[lane].append(scenario.name)
+        free_at[lane] = now + seconds.get(scenario.name, 0.0)
+        ends.append((free_at[lane], pool))
     return lanes
 
 
+def dealt(pool: Pool, seconds: dict[str, float]) -> list[list[str]]:
+    """One pool's lanes as they would run by themselves (laid_out)."""
+    return laid_out([pool], seconds)
+
+
 def composed(phases: list[Phase], seconds: dict[str, float]) -> float:
-    """A run's seconds from its scenarios' (bounds or walls) as schedule() lays them out: within a phase the
-    pools run side by side and each pool's lanes take its queue in order (dealt()), so the longest lane counts; the
-    phases follow each other. A scenario missing from `seconds` (not run) counts 0."""
-    return sum(max((sum(seconds.get(name, 0.0) for name in lane) for pool in phase for lane in dealt(pool, seconds)),
-                   default=0.0)
+    """A run's seconds from its scenarios' (bounds or walls) as schedule() lays them out and run_lanes runs them
+    (laid_out): within a phase the longest lane counts, and the phases follow each other. A scenario missing from
+    `seconds` (not run) counts 0."""
+    return sum(max((sum(seconds.get(name, 0.0) for name in lane) for lane in laid_out(phase, seconds)), default=0.0)
                for phase in phases)
 
 
-@dataclass
-class _Queue:
-    """A pool's scenarios not yet taken, shared by its lanes."""
-
-    waiting: deque = field(default_factory=deque)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def take(self) -> Scenario | None:
-        with self.lock:
-            return self.waiting.popleft() if self.waiting else None
-
-
 def run_lanes(phase: Phase, run: Callable[[Scenario], None], stop: threading.Event) -> None:
-    """Run each pool's scenarios in its lanes side by side, each lane on a thread of its own taking the pool's next
-    scenario once it is free; the main thread waits, responsive to Ctrl-C. An error or Ctrl-C in any lane stops them
-    all, and the lanes wind down (their trials see the stop) before the servers are stopped under them."""
+    """Run the phase's lanes side by side, each on a thread of its own taking its pool's next scenario once it is
+    free, or another pool's while that one is under its ceiling; the main thread waits, responsive to Ctrl-C. An
+    error or Ctrl-C in any lane stops them all, and the lanes wind down (their trials see the stop) before the
+    servers are stopped under them."""
     failures: list[BaseException] = []
-    threads = []
-    for pool in phase:
-        queue = _Queue(deque(pool.scenarios))
-        threads += [threading.Thread(target=_lane_thread, args=(queue, run, stop, failures),
-                                     name=f"lane-{pool.scenarios[0].name}-{i}", daemon=True)
-                    for i in range(min(pool.lanes, len(pool.scenarios)))]
+    queues, changed = _Queues(phase), threading.Condition()
+    threads = [threading.Thread(target=_lane_thread, args=(home, queues, changed, run, stop, failures),
+                                name=f"lane-{i}-{phase[home].scenarios[0].name}", daemon=True)
+               for i, home in enumerate(queues.lanes())]
     for thread in threads:
         thread.start()
-    interrupted = _wind_down(threads, stop)
+    interrupted = _wind_down(threads, stop, changed)
     if interrupted is not None:
         raise interrupted
     if failures:
         raise failures[0]
 
 
-def _lane_thread(queue: _Queue, run: Callable[[Scenario], None], stop: threading.Event,
-                 failures: list[BaseException]) -> None:
+def _lane_thread(home: int, queues: _Queues, changed: threading.Condition, run: Callable[[Scenario], None],
+                 stop: threading.Event, failures: list[BaseException]) -> None:
     try:
-        while not stop.is_set():
-            scenario = queue.take()
-            if scenario is None:
+        while True:
+            with changed:
+                taken = queues.take(home)
+                while taken is None and not queues.empty() and not stop.is_set():
+                    changed.wait(JOIN_POLL_S)  # every pool with scenarios left is at its ceiling
+                    taken = queues.take(home)
+            if taken is None or stop.is_set():
                 return
-            run(scenario)
+            pool, scenario = taken
+            try:
+                run(scenario)
+            finally:
+                with changed:
+                    queues.done(pool)
+                    changed.notify_all()
     except BaseException as exc:  # raised again on the main thread
         failures.append(exc)
         stop.set()
 
 
-def _wind_down(threads: list[threading.Thread], stop: threading.Event) -> BaseException | None:
+def _wind_down(threads: list[threading.Thread], stop: threading.Event,
+               changed: threading.Condition) -> BaseException | None:
     """Wait for the lanes; once stopped, at most LANE_WIND_DOWN_S more. Returns a Ctrl-C that came meanwhile (it
     stops the lanes and the wait goes on), None without one."""
     interrupted: BaseException | None = None
@@ -151,4 +207,6 @@ def _wind_down(threads: list[threading.Thread], stop: threading.Event) -> BaseEx
                 interrupted = interrupted or exc
             if stop.is_set() and give_up is None:
                 give_up = time.monotonic() + LANE_WIND_DOWN_S
+                with changed:
+                    changed.notify_all()  # a lane waiting for a pool under its ceiling sees the stop
     return interrupted

@@ -25,7 +25,7 @@ from lab.runner import pacing
 from lab.runner import waves as capacity_plan
 from lab.runner.context import RunContext
 from lab.runner.events import event_alone, event_cost, run_events
-from lab.runner.lanes import SHARED_LANES, composed, run_lanes, schedule
+from lab.runner.lanes import OWN_SERVER_LANES, SHARED_LANES, composed, run_lanes, schedule
 from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
 from lab.runner.progress import ScenarioProgress, wall_over_bound
 from lab.runner.resume import resumed
@@ -112,8 +112,9 @@ class Runner:
                 ctx = RunContext(profile=self.request.profile, plan=plan, services=services, monitor=monitor,
                                  writes=writes, folder=folder, progress=progress, sampler=sampler, stop=self.stop,
                                  waves=self.waves, stores=stores)
-                phases = schedule(plan.scenarios, _estimates(ctx),
-                                  shared_lanes(plan.scenarios, plan.pending, services, self.waves))
+                lanes = shared_lanes(plan.scenarios, plan.pending, services, self.waves)
+                phases = schedule(plan.scenarios, _estimates(ctx), lanes,
+                                  shared_ceiling(plan.scenarios, lanes, self.waves))
                 started, host = time.monotonic(), host_cpu.Window()
                 for phase in phases:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
@@ -142,6 +143,21 @@ def shared_lanes(scenarios: list[Scenario], pending: dict[str, list[TrialSpec]],
     if len(fitted) >= 2 and fitted[0].would_use + fitted[1].would_use > fitted[0].budget:
         return 1
     return SHARED_LANES
+
+
+def shared_ceiling(scenarios: list[Scenario], lanes: int, waves: dict[str, capacity_plan.Wave]) -> int:
+    """How many run's-server scenarios may run at once when the other lanes are free: none beyond their `lanes` where
+    those are one (a trial of theirs reaches the others' server), else as many as all of the phase's lanes while
+    the ones that would hold the most PostgreSQL sessions fit the server's budget together."""
+    if lanes <= 1:
+        return lanes
+    fitted = sorted((waves[s.name] for s in scenarios if s.pacing.lane is Lane.SHARED and s.name in waves),
+                    key=lambda w: -w.would_use)
+    ceiling = lanes
+    while ceiling < lanes + OWN_SERVER_LANES and (len(fitted) <= ceiling or sum(
+            w.would_use for w in fitted[:ceiling + 1]) <= fitted[0].budget):
+        ceiling += 1
+    return ceiling
 
 
 def _estimates(ctx: RunContext) -> dict[str, float]:

@@ -129,7 +129,8 @@ def test_scenarios_on_servers_of_their_own_run_in_two_lanes_beside_the_shared_on
     assert shared.names == ["a"] and own.names == ["c", "f", "g"] and own.lanes == 2
     # c and f start side by side, and g goes to the lane free first (c's): c + g outlast f and a.
     assert dealt(own, {"c": 10.0, "f": 12.0, "g": 10.0}) == [["c", "g"], ["f"]]
-    assert composed(schedule(chosen), {"a": 5.0, "c": 10.0, "f": 12.0, "g": 10.0}) == 20.0
+    # With its pool empty at 5, a's lane takes g (the own-server pool may run in any free lane): 5 + 10.
+    assert composed(schedule(chosen), {"a": 5.0, "c": 10.0, "f": 12.0, "g": 10.0}) == 15.0
     # By their estimates, the longest first: f (30) alone, c and g (10 + 12) beside it.
     _, own = schedule(chosen, {"c": 10.0, "f": 30.0, "g": 12.0})[0]
     assert own.names == ["f", "g", "c"] and dealt(own, {"c": 10.0, "f": 30.0, "g": 12.0}) == [["f"], ["g", "c"]]
@@ -211,3 +212,19 @@ def test_the_runs_server_scenarios_share_one_lane_where_one_would_reach_the_othe
 
     assert shared_lanes([Laned("a", Lane.SHARED), mine], {}, None, {"a": wave("a", 50), "r": wave("r", 50)}) == 2
     assert shared_lanes([Laned("a", Lane.SHARED), mine], {}, None, {"a": wave("a", 60), "r": wave("r", 50)}) == 1
+
+
+def test_the_runs_server_scenarios_take_free_lanes_only_while_their_sessions_fit_together():
+    from lab.runner.lanes import OWN_SERVER_LANES
+    from lab.runner.run import shared_ceiling
+    from lab.runner.waves import Wave
+
+    def wave(name, sessions):
+        return Wave(name, 10, 4, 100, sessions, 1)
+
+    chosen = [Laned(n, Lane.SHARED) for n in "abcd"] + [Laned("f", Lane.OWN_SERVERS)]
+    small = {n: wave(n, 20) for n in "abcd"}
+    assert shared_ceiling(chosen, 2, small) == 2 + OWN_SERVER_LANES  # 4 x 20 fit 100
+    assert shared_ceiling(chosen, 2, {**small, "a": wave("a", 50), "b": wave("b", 31)}) == 2  # 50 + 31 + 20 > 100
+    assert shared_ceiling(chosen, 2, {**small, "a": wave("a", 50)}) == 3  # 50 + 20 + 20 fit, a fourth does not
+    assert shared_ceiling(chosen, 1, small) == 1  # one lane: a trial of theirs reaches the others' server

@@ -96,6 +96,45 @@ def test_a_free_lane_takes_the_pools_next_scenario_so_a_long_one_holds_up_only_i
     assert lanes_of["b"] == lanes_of["c"] == lanes_of["d"] != lanes_of["a"]
 
 
+def test_a_lane_whose_pool_is_done_takes_another_pools_next_up_to_that_pools_ceiling():
+    """Own pool [f] and shared pool [a, b, c] of one lane, ceiling 2: once f is done its lane takes b while a runs,
+    and c waits for a lane to come free, as no more than two shared ones may run at once."""
+    ran, stop, release_a = [], threading.Event(), threading.Event()
+    running, most = [], [0]
+    lock = threading.Lock()
+
+    def run(scenario):
+        with lock:
+            running.append(scenario.name)
+            most[0] = max(most[0], sum(1 for n in running if n in "abc"))
+        if scenario.name == "a":
+            assert release_a.wait(5)
+        with lock:
+            running.remove(scenario.name)
+            ran.append(scenario.name)
+        if scenario.name == "c":
+            release_a.set()
+
+    shared = Pool(tuple(Planned(n, Lane.SHARED) for n in "abc"), lanes=1, ceiling=2)
+    own = Pool((Planned("f", Lane.OWN_SERVERS),), lanes=1)
+    run_lanes([shared, own], run, stop)
+    assert ran == ["f", "b", "c", "a"] or ran == ["b", "f", "c", "a"]
+    assert most[0] == 2  # a beside b, then beside c: never three
+    assert not stop.is_set()
+
+
+def test_laid_out_follows_the_lanes_and_ceilings_as_run_lanes_takes_them():
+    from lab.runner.lanes import laid_out
+
+    shared = Pool(tuple(Planned(n, Lane.SHARED) for n in "abc"), lanes=1, ceiling=2)
+    own = Pool((Planned("f", Lane.OWN_SERVERS), Planned("g", Lane.OWN_SERVERS)), lanes=2)
+    seconds = {"a": 100.0, "b": 30.0, "c": 30.0, "f": 10.0, "g": 50.0}
+    # f ends at 10 and its lane takes b beside a (two shared: the ceiling); b ends at 40 and that lane takes c;
+    # g's lane, free at 50, finds nothing left. Without the ceiling, the shared lane runs all three.
+    assert laid_out([shared, own], seconds) == [["a"], ["f", "b", "c"], ["g"]]
+    assert laid_out([Pool(shared.scenarios, lanes=1), own], seconds) == [["a", "b", "c"], ["f"], ["g"]]
+
+
 def test_run_lanes_runs_each_lane_in_order_the_lanes_side_by_side():
     ran, stop = [], threading.Event()
     both = threading.Barrier(2, timeout=5)  # each lane's first scenario waits for the other's: side by side
