@@ -116,7 +116,8 @@ def laid_out(phase: Phase, seconds: dict[str, float]) -> list[list[str]]:
     ceiling, else waits for a scenario to end."""
     queues = _Queues(phase)
     homes = queues.lanes()
-    free_at, lanes = [0.0] * len(homes), [[] for _ in homes]
+    free_at = [0.0] * len(homes)
+    lanes: list[list[str]] = [[] for _ in homes]
     ends: list[tuple[float, int]] = []  # (when, pool) of the scenarios taken and not yet counted as ended
     while not queues.empty():
         lane = min(range(len(homes)), key=lambda i: (free_at[i], i))
