@@ -108,8 +108,11 @@ class PromotionProbe:
 
     def _watch(self) -> None:
         """Each node's answer to pg_is_in_recovery(), on a fresh session each time (a node may restart); a question
-        is bounded (WATCH_QUESTION_MS), and whatever one node does, the watcher goes on asking every node."""
-        while not self._stop.is_set():
+        is bounded (WATCH_QUESTION_MS), and whatever one node does, the watcher goes on asking every node. Once
+        stopped it asks every node one last time, as an observer takes a last look: a promotion that came between
+        its last round and the stop is seen then, at that time (every figure here is when a role was first seen)."""
+        while True:
+            stopping = self._stop.is_set()
             self.watch_rounds += 1
             for name, url in self.nodes.items():
                 try:
@@ -119,6 +122,8 @@ class PromotionProbe:
                     continue
                 if in_recovery is False:
                     self.primary_since.setdefault(name, self._since())
+            if stopping:
+                return
             self._stop.wait(PROBE_EVERY_S)
 
     def stop(self) -> None:
@@ -129,7 +134,9 @@ class PromotionProbe:
             except psycopg2.Error:
                 pass
         for thread in self._threads:
-            thread.join(timeout=3)  # a probe commit still waiting stays behind, as a daemon, until the cluster stops
+            # the watcher's last round asks each node within WATCH_QUESTION_MS; a probe commit still waiting stays
+            # behind, as a daemon, until the cluster stops
+            thread.join(timeout=3 + len(self.nodes) * WATCH_QUESTION_MS / 1000)
 
     def promoted_at(self) -> float | None:
         """When a node other than the old primary first answered as primary."""
