@@ -29,7 +29,7 @@ OWN_SERVER_LANES = 2
 # The run's-server scenarios run in this many lanes side by side where none of their trials acts on a server the
 # others share (an exclusive trial: a restart of a server the lab was given) and their sessions fit the server's
 # budget together (lab/runner/run.py shared_lanes); one lane otherwise. Most of them wait on TTLs, restarts and
-# bisection steps: measured on the reference, the machine sat 80-90 % idle through the second half of the phase.
+# bisection steps; with the own-server lanes done, they take those lanes too (shared_ceiling).
 SHARED_LANES = 2
 JOIN_POLL_S = 0.2  # a short join keeps the main thread responsive to Ctrl-C
 
@@ -134,11 +134,6 @@ def laid_out(phase: Phase, seconds: dict[str, float]) -> list[list[str]]:
         free_at[lane] = now + seconds.get(scenario.name, 0.0)
         ends.append((free_at[lane], pool))
     return lanes
-
-
-def dealt(pool: Pool, seconds: dict[str, float]) -> list[list[str]]:
-    """One pool's lanes as they would run by themselves (laid_out)."""
-    return laid_out([pool], seconds)
 
 
 def composed(phases: list[Phase], seconds: dict[str, float]) -> float:

@@ -14,7 +14,7 @@ from rich.progress import Progress, TextColumn
 from lab.pacing import Exclusive, Lane, Pacing
 from lab.report.meta import bound_rows
 from lab.runner import pacing
-from lab.runner.lanes import SHARED_LANES, composed, dealt, schedule
+from lab.runner.lanes import SHARED_LANES, composed, laid_out, schedule
 from lab.runner.pacing import makespan_floor
 from lab.runner.progress import ScenarioProgress
 from lab.runner.trials import finished_floor
@@ -128,12 +128,12 @@ def test_scenarios_on_servers_of_their_own_run_in_two_lanes_beside_the_shared_on
     shared, own = schedule(chosen)[0]
     assert shared.names == ["a"] and own.names == ["c", "f", "g"] and own.lanes == 2
     # c and f start side by side, and g goes to the lane free first (c's): c + g outlast f and a.
-    assert dealt(own, {"c": 10.0, "f": 12.0, "g": 10.0}) == [["c", "g"], ["f"]]
+    assert laid_out([own], {"c": 10.0, "f": 12.0, "g": 10.0}) == [["c", "g"], ["f"]]
     # With its pool empty at 5, a's lane takes g (the own-server pool may run in any free lane): 5 + 10.
     assert composed(schedule(chosen), {"a": 5.0, "c": 10.0, "f": 12.0, "g": 10.0}) == 15.0
     # By their estimates, the longest first: f (30) alone, c and g (10 + 12) beside it.
     _, own = schedule(chosen, {"c": 10.0, "f": 30.0, "g": 12.0})[0]
-    assert own.names == ["f", "g", "c"] and dealt(own, {"c": 10.0, "f": 30.0, "g": 12.0}) == [["f"], ["g", "c"]]
+    assert own.names == ["f", "g", "c"] and laid_out([own], {"c": 10.0, "f": 30.0, "g": 12.0}) == [["f"], ["g", "c"]]
 
 
 def test_the_end_line_says_wall_over_bound():
@@ -181,7 +181,7 @@ def test_the_runs_server_scenarios_are_dealt_into_the_lanes_the_run_allows():
     chosen = [Laned("a", Lane.SHARED), Laned("b", Lane.SHARED), Laned("h", Lane.SHARED), Laned("c", Lane.OWN_SERVERS)]
     assert [(pool.names, pool.lanes) for pool in schedule(chosen)[0]] == [(["a", "b", "h"], 1), (["c"], 2)]
     shared, own = schedule(chosen, {"a": 30.0, "b": 10.0, "h": 12.0}, shared_lanes=2)[0]
-    assert shared.names == ["a", "h", "b"] and dealt(shared, {"a": 30.0, "b": 10.0, "h": 12.0}) == [["a"], ["h", "b"]]
+    assert shared.names == ["a", "h", "b"] and laid_out([shared], {"a": 30.0, "b": 10.0, "h": 12.0}) == [["a"], ["h", "b"]]
     assert composed([[shared, own]], {"a": 30.0, "b": 10.0, "h": 12.0, "c": 5.0}) == 30.0
 
 
