@@ -17,25 +17,26 @@ import socket
 import statistics
 import threading
 import time
-from typing import Callable, cast
+from typing import cast
 
 
 from backends import load as load_backend
 from backends.base import Backend, NoRunLock
 from lab.measures.kinds import Measured
-from lab.measures.precision import Rule, repeat
 from lab.pacing import Lane, Pacing
 from lab.checkers.outcomes import NotRun
 from lab.servers.clients import is_sentinel_url, redis_client
-from lab.servers.floors import PROBES, FloorProbe, probe_for
-from lab.servers.floors import timed as _timed
+from lab.servers.floors import PROBES, probe_for
 from lab.servers.proxy import BlackholeProxy
 from lab.workload.table import SCHEMA
+from scenarios._latency_handoffs import measure_handoffs
+from scenarios._latency_samples import stats
+from scenarios._latency_throughput import measure_throughput
+from scenarios._latency_uncontended import measure_uncontended
 from scenarios.base import Scenario, Skip, TrialEnv
 
 WORKERS = (1, 2, 8)  # throughput: k workers on one key, and k workers on k keys
 COUNTED = 10  # acquire/release pairs sent through the counting proxy
-HANDOFF_TIMEOUT_S = 10.0  # a waiter not granted by then is a failed handoff (a lease would have lapsed long before)
 WAITS = "a thread of the same process polling the backend's own acquire() in a tight loop, no sleep"
 # What a waiting process would otherwise sleep on is not the lab's: the handoff is the lock's own.
 
@@ -47,34 +48,8 @@ BARE_GOAL = 1.2
 # spread a verdict must clear, as repetitions are for the cost table (a block of 6 at the quick profile).
 BARE_BLOCKS = 5
 
-# The precision rule each repeated figure stops by (lab/measures/precision.py); the profile's count is the cap.
-# Acquire + release: blocks of a tenth of the iterations, each giving the lock over its floor (and over its bare
-# call) paired within the block; within +-10% after three blocks. Handoffs: blocks of a fifth, each block's
-# median; handoffs are scheduling-bound, so +-15%. Throughput: the window in five slices, grants per second in
-# each; +-10% after three.
-BLOCKS, CYCLE_RULE = 10, (0.10, 3)
-HANDOFF_BLOCKS, HANDOFF_RULE = 5, (0.15, 2)
-SLICES, SLICE_RULE = 5, (0.10, 3)
-# A throughput slice ends when every worker's acquire has returned, so a lock whose contended acquire blocks holds a
-# slice open for as long as it blocks: measured on the reference, 8 workers on procrastinate's one key took 91 s for
-# a 1 s window (slices of 24 and 26 s), redbeat's 24 s. Slices stop once this many windows are spent, and the
-# configuration's grants per second stay grants over the seconds they took.
-THROUGHPUT_BUDGET_WINDOWS = 3
-
-
-def rule(parts: int, tolerance_floor: tuple[float, int]) -> Rule:
-    tolerance, floor = tolerance_floor
-    return Rule(tolerance, min(floor, parts), parts)
-
-
-def stats(values: list[float]) -> dict:
-    """Median, p99 (nearest rank) and max, in seconds, with the sample count."""
-    ordered = sorted(values)
-    if not ordered:
-        return {"n": 0}
-    p99 = ordered[max(0, -(-len(ordered) * 99 // 100) - 1)]
-    return {"p50": round(statistics.median(ordered), 7), "p99": round(p99, 7), "max": round(ordered[-1], 7),
-            "n": len(ordered)}
+# The precision rule each repeated figure stops by (lab/measures/precision.py) is its step's own: BLOCKS in
+# scenarios/_latency_uncontended.py, HANDOFF_BLOCKS in _latency_handoffs.py, SLICES in _latency_throughput.py.
 
 
 class Latency(Scenario):
@@ -116,9 +91,9 @@ class Latency(Scenario):
                        "Sentinel connects wherever the Sentinels say")
         floors = probe_for(service)(env.services, env.key("floor"), _COMMIT_TABLE)
         try:
-            cold, cycles, floor_samples, bare, cycle_precision = self._uncontended(env, floors)
-            handoffs, tries, failed, not_kept_out, handoff_precision = self._handoffs(env)
-            throughput = [self._throughput(env, k, keys) for k, keys in _throughput_configs()]
+            cold, cycles, floor_samples, bare, cycle_precision = measure_uncontended(env, floors)
+            handoffs, tries, failed, not_kept_out, handoff_precision = measure_handoffs(env)
+            throughput = [measure_throughput(env, k, keys) for k, keys in _throughput_configs()]
             round_trips = self._round_trips(env, service)
         finally:
             floors.close()
@@ -137,187 +112,6 @@ class Latency(Scenario):
                 "precision": {"acquire_release": cycle_precision, "handoff": handoff_precision},
                 "measured_s": round(sum(a + r for a, r in cycles) + sum(handoffs)
                                     + sum(t["seconds"] for t in throughput), 3)}
-
-    @staticmethod
-    def _uncontended(env: TrialEnv, floors: FloorProbe):
-        """One instance acquiring and releasing N times, a floor sample of each kind before each pair, and
-        its bare library call's pair beside its own (first on every other iteration, so order favours neither).
-
-        Returns the cold acquire, the (acquire, release) pairs, the floor samples, and the bare call's
-        (call, pairs), or None when the backend declares none."""
-        backend = env.backend(key=env.key("uncontended"))
-        samples: dict[str, list[float]] = {name: [] for name in floors.calls}
-        cycles: list[tuple[float, float]] = []
-        bare_cycles: list[tuple[float, float]] = []
-        bare = None
-        try:
-            cold = _timed(lambda: _must(backend.acquire()))  # connecting included: a job's first acquire
-            backend.release()
-            bare = backend.bare_call(env.key("bare"))
-            # (acquire, release, where its pairs go): the backend's own, then its bare call's
-            timed: list[tuple[Callable[[], object], Callable[[], object], list[tuple[float, float]]]] = [
-                (backend.acquire, backend.release, cycles)]
-            if bare is not None:
-                timed.append((bare.acquire, bare.release, bare_cycles))
-            for _ in range(3):  # warm the connections and the keep-alive thread out of the figures
-                floors.sample()
-                for acquire, release, _ in timed:
-                    _must(acquire())
-                    release()
-            size = max(1, env.params["iterations"] // BLOCKS)
-            main = probe_for(_service_of(env)).main
-
-            def block(b: int) -> tuple[float, ...]:
-                for i in range(b * size, (b + 1) * size):
-                    for name, seconds in floors.sample().items():
-                        samples[name].append(seconds)
-                    for acquire, release, into in (timed if i % 2 == 0 else timed[::-1]):
-                        acquired = _timed(lambda: _must(acquire()))
-                        into.append((acquired, _timed(release)))
-                own = statistics.median(a + r for a, r in cycles[-size:])
-                pairs = [own / statistics.median(samples[main][-size:])]
-                if bare_cycles:
-                    pairs.append(own / statistics.median(a + r for a, r in bare_cycles[-size:]))
-                return tuple(pairs)
-
-            _, precision = repeat(rule(BLOCKS, CYCLE_RULE), block)
-        finally:
-            backend.close()
-            if bare is not None:
-                bare.close()
-        return cold, cycles, samples, None if bare is None else (bare.call, bare_cycles), precision
-
-    @staticmethod
-    def _handoffs(env: TrialEnv):
-        """The holder releases while a waiter polls: seconds from the release call to the waiter's grant."""
-        key = env.key("handoff")
-        holder, waiter = env.backend(key=key), env.backend(key=key)
-        seconds: list[float] = []
-        tries: list = []
-        failed, not_kept_out = 0, 0
-        size = max(1, env.params["handoffs"] // HANDOFF_BLOCKS)
-
-        def block(b: int) -> tuple[float, ...]:
-            nonlocal failed, not_kept_out
-            before = len(seconds)
-            for _ in range(size):
-                failed_now, let_in = one()
-                failed, not_kept_out = failed + failed_now, not_kept_out + let_in
-            timed = seconds[before:]
-            return (statistics.median(timed) if timed else float("inf"),)
-
-        def one() -> tuple[int, int]:
-            """One handoff: (1, 0) when the waiter was never granted, (0, 1) when it got in while held."""
-            _must(holder.acquire())
-            polling, state = threading.Event(), {"tries": 0, "granted": None}
-
-            def wait(state=state, polling=polling):
-                deadline = time.monotonic() + HANDOFF_TIMEOUT_S
-                while time.monotonic() < deadline and not env.stop.is_set():
-                    if waiter.acquire():
-                        state["granted"] = time.perf_counter()
-                        return
-                    state["tries"] += 1
-                    polling.set()
-
-            thread = threading.Thread(target=wait, name="latency-waiter", daemon=True)
-            thread.start()
-            polling.wait(HANDOFF_TIMEOUT_S)  # it has been refused once: it is waiting on the holder
-            released_at = time.perf_counter()
-            holder.release()
-            thread.join(HANDOFF_TIMEOUT_S + 1)
-            if state["granted"] is None:
-                return 1, 0
-            if state["tries"] == 0:  # granted while the holder still held: no handoff to time
-                waiter.release()
-                return 0, 1
-            seconds.append(state["granted"] - released_at)
-            tries.append(state["tries"])
-            waiter.release()
-            return 0, 0
-
-        try:
-            _, precision = repeat(rule(HANDOFF_BLOCKS, HANDOFF_RULE), block)
-        finally:
-            holder.close()
-            waiter.close()
-        return seconds, tries, failed, not_kept_out, precision
-
-    @staticmethod
-    def _throughput(env: TrialEnv, workers: int, keys: int) -> dict:
-        """k workers, each its own instance, acquiring and releasing in slices of the window until the grants per
-        second of the slices agree (the precision rule, at most the whole window, and no slice started once
-        THROUGHPUT_BUDGET_WINDOWS windows are spent): grants per second."""
-        instances = [env.backend(key=env.key(f"throughput-{workers}-{keys}-{w % keys}")) for w in range(workers)]
-        cycles: list[list[float]] = [[] for _ in instances]
-        refused = [0] * workers
-        start, end = threading.Barrier(workers + 1), threading.Barrier(workers + 1)
-        length = env.params["window_s"] / SLICES
-        going = [True]
-        raised: list[BaseException] = []
-
-        def work(i: int) -> None:
-            backend = instances[i]
-            try:
-                while True:
-                    start.wait()
-                    if not going[0]:
-                        return
-                    until = time.perf_counter() + length
-                    while time.perf_counter() < until and not env.stop.is_set():
-                        t0 = time.perf_counter()
-                        if backend.acquire():
-                            backend.release()
-                            cycles[i].append(time.perf_counter() - t0)
-                        else:
-                            refused[i] += 1
-                    end.wait()
-            except threading.BrokenBarrierError:
-                return  # another worker raised, or the window closed: its error is the trial's
-            except BaseException as error:  # noqa: BLE001 - a worker's error ends the trial, it must not hang it
-                raised.append(error)
-                start.abort()
-                end.abort()
-
-        elapsed = [0.0]
-
-        def one_slice(_: int) -> tuple[float, ...]:
-            before = sum(len(c) for c in cycles)
-            start.wait()
-            began = time.perf_counter()
-            end.wait()
-            seconds = time.perf_counter() - began
-            elapsed[0] += seconds
-            return ((sum(len(c) for c in cycles) - before) / seconds,)
-
-        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(workers)]
-        budget = THROUGHPUT_BUDGET_WINDOWS * env.params["window_s"]
-        try:
-            for backend in instances:  # connect outside the window
-                _must(backend.acquire())
-                backend.release()
-            for thread in threads:
-                thread.start()
-            try:
-                slices, precision = repeat(rule(SLICES, SLICE_RULE), one_slice,
-                                           out_of_time=lambda: elapsed[0] >= budget)
-                going[0] = False
-                start.wait()
-            except threading.BrokenBarrierError:
-                if raised:
-                    raise raised[0] from None  # a worker's acquire or release raised: the trial errors with it
-                raise
-            for thread in threads:
-                thread.join()
-        finally:
-            start.abort()
-            end.abort()
-            for backend in instances:
-                backend.close()
-        done = [c for per_worker in cycles for c in per_worker]
-        return {"workers": workers, "keys": keys, "grants_per_s": round(len(done) / elapsed[0], 1), "budget_s": budget,
-                "cycle": stats(done), "refused": sum(refused), "seconds": round(elapsed[0], 3),
-                "slices_per_s": [round(x[0], 1) for x in slices], "precision": precision}
 
     @staticmethod
     def _round_trips(env: TrialEnv, service: str) -> dict:
@@ -367,11 +161,6 @@ def _figures(m: dict) -> str:
 def _throughput_configs() -> list[tuple[int, int]]:
     """(workers, keys): every k on one key, and k > 1 on k keys (one worker on one key is the same trial)."""
     return [(k, 1) for k in WORKERS] + [(k, k) for k in WORKERS if k > 1]
-
-
-def _must(granted: object) -> None:  # truthy when granted, as a backend or its library says it
-    if not granted:
-        raise RuntimeError("an uncontended acquire was refused")
 
 
 def refusal_backoff(refusals: int) -> float:
