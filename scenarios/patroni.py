@@ -44,50 +44,28 @@ the lab's cluster, and a crash, which Patroni may repair in place, is the `resta
 
 from __future__ import annotations
 
-import copy
 import shutil
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
-import psycopg2
-from sqlalchemy import text
-from sqlalchemy.engine import URL
-
-import backends
 from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
-from lab.errors import LabError
-from lab.errors import Interrupted, LabError
 from lab.exposure import OFF, ON, Trait, when
-from lab.faults import load as load_fault
-from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
+from lab.faults.commanded import CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
-from lab.measures.promotion import PromotionProbe, create_probe_table
-from lab.measures.promotion import connect as promotion_connect
 from lab.pacing import Lane
-from lab.servers.clients import pg_hosts
-from lab.servers.health_router import PrimaryRouter
-from lab.servers.identity import primary_identity
-from lab.servers.patroni import PatroniCluster, PatroniNode, PatroniSettings
+from lab.servers.patroni import PatroniCluster, PatroniSettings
 from lab.servers.patroni_runtime import Unavailable, runtime
-from lab.servers.pg import dispose, trial_engines
-from lab.workload.table import ensure_schema
-from scenarios._failover_trial import failover_judgement, failover_trial
+from scenarios._failover_trial import failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
-from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
+from scenarios._patroni_cluster import on_cluster
+from scenarios._patroni_yours import on_your_cluster
+from scenarios._shared_event import sessions_for
+from scenarios._your_servers import commanded_fault, each_in_turn
 from scenarios.base import FaultReach, Skip, TrialEnv
-from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_event
-
-SETTLE_WITHIN_S = 60.0  # after the heal: the old primary demoted, rewound and streaming again
-# The holder's idle_in_transaction guard outlasts every fault here (a promotion takes the ttl, 20 s): these
-# columns judge Patroni, and the guard's own column is `cases`.
-GUARD_S = 120.0
-ROUTE_WITHIN_S = 15.0  # after a promotion, until the health-checked route leads to the new primary
-REPLAYED_WITHIN_S = 30.0  # on the user's cluster, before the fault: until its standbys have replayed the grant
+from scenarios.events import EventEnv, EventOutcome, trial_of_event
 
 ASYNC, SYNC, FAILSAFE = PatroniSettings(), PatroniSettings(synchronous_mode=True), PatroniSettings(failsafe_mode=True)
 
@@ -184,7 +162,7 @@ class Patroni(LeaseFaultScenario):
         with the user's own command (a failover of their service reaches every client: one at a time)."""
         run_server = env.first.services.embedded.get("postgres")
         if run_server is None:
-            return EventOutcome([self._subject_on_your_servers(subject) for subject in env.subjects])
+            return each_in_turn(env.subjects, self._on_your_cluster)
         try:  # asked here, not when planning: on the user's cluster Patroni need not run on this machine
             found = runtime()
         except Unavailable as exc:
@@ -195,225 +173,15 @@ class Patroni(LeaseFaultScenario):
         cluster = PatroniCluster(root, run_server.bin, found, settings)
         try:
             cluster.start()
-            return self._on_cluster(env, cluster)
+            return on_cluster(env, cluster, self.fault_of(env.event.variant), env.event.variant in self.routed)
         finally:
             cluster.stop()
             shutil.rmtree(root, ignore_errors=True)
 
-    def _on_cluster(self, env: EventEnv, cluster: PatroniCluster) -> EventOutcome:
-        """The event on a started cluster: its clients' route (a multi-host URL, or the REST-checked router), the
-        lab's schema, the promotion probe on the old primary, then the shared event, each subject's measures told
-        what the probe, the cluster and the router saw."""
-        variant = env.event.variant
-        old = cluster.leader()
-        if old is None:
-            raise LabError(f"the new Patroni cluster names no leader: {cluster.view()}")
-        router = probe = monitor = writes = None
-        try:
-            client_url = cluster.url
-            if variant in self.routed:
-                router = PrimaryRouter([(n.port, _primary_check(n)) for n in cluster.nodes]).start()
-                router.wait_routable()
-                client_url = cluster.node_url(old).set(port=router.port)
-            services = replace(env.first.services, pg_url=client_url, embedded={"postgres": cluster}, tmp=None)
-            monitor, writes = trial_engines(client_url)
-            ensure_schema(monitor)
-            backends.prepare_storage(monitor, sorted({spec.backend for spec in env.event.subjects}))
-            create_probe_table(cluster.node_url(old))
-            # Connected to the old primary from before the fault, as a client already is; it writes from the fault on.
-            probe = PromotionProbe(cluster.manager, old.name, {n.name: cluster.node_url(n) for n in cluster.nodes})
-            with on_servers(env.subjects, services, client_url) as subjects:
-                outcome = shared_event(subjects, load_fault(self.fault_of(variant)),
-                                       self._shape(cluster, old, router, probe, [monitor, writes], subjects))
-            probe.stop()
-            survivor = cluster.leader()
-            extra = {"promotion": probe.measures(None if survivor is None else cluster.node_url(survivor)),
-                     "patroni": {**cluster.settings.to_json(), "nodes": len(cluster.nodes),
-                                 "version": cluster.runtime.version,
-                                 "clients": "REST health check (GET /primary)" if router is not None
-                                 else "multi-host URL, target_session_attrs=read-write"}}
-            evidence = {"probe": probe.details()}
-            if router is not None:
-                evidence["router"] = {"ports": {n.name: n.port for n in cluster.nodes}, "routed": list(router.routed)}
-            for subject in outcome.subjects:
-                if subject.measures is not None:
-                    subject.measures.update(copy.deepcopy(extra))
-                    subject.measures["evidence"].update(copy.deepcopy(evidence))
-            return outcome
-        finally:
-            if probe is not None:
-                probe.stop()
-            dispose(monitor, writes)
-            if router is not None:
-                router.stop()
-
-    def _shape(self, cluster: PatroniCluster, old: PatroniNode, router: PrimaryRouter | None, probe: PromotionProbe,
-               engines: list, subjects: list[TrialEnv]) -> Shape:
-        """What the event does around its holders on the lab's cluster: the replica caught up before the fault, the
-        contenders' route to the new primary after it, and the cluster settled after the heal, every engine then
-        started afresh so that each final table is read on the primary that survived."""
-
-        def caught_up() -> dict:
-            # The seeds, the holders' grants and the probe's table on the replica before anything strikes.
-            cluster.wait_caught_up()
-            return {}
-
-        def settle() -> dict:
-            return _settle(cluster, old, engines + [e for env in subjects for e in (env.monitor, env.writes)])
-
-        def routed_to_leader() -> dict:
-            # The contenders ask once their route leads to the new primary, as they would behind HAProxy.
-            leader = cluster.leader(via=next(n for n in cluster.nodes if n is not old))
-            if router is None or leader is None:
-                return {}
-            started = time.monotonic()
-            router.wait_routable(ROUTE_WITHIN_S, to=leader.port)
-            return {"routed_to_new_primary_after_s": round(time.monotonic() - started, 3)}
-
-        return Shape(once_held=caught_up, at_fault=probe.start, settle=settle, guard_s=GUARD_S, retry_errors=True,
-                     before_contender=routed_to_leader, monitor=engines[0])
-
-    def _subject_on_your_servers(self, env: TrialEnv) -> SubjectOutcome:
-        try:
-            return SubjectOutcome(env.spec, self._on_your_servers(env))
-        except Interrupted:
-            raise
-        except Exception as exc:  # this subject's alone, as a trial's error is
-            return SubjectOutcome(env.spec, failed=exc)
-
-    def _on_your_servers(self, env: TrialEnv) -> dict:
-        """The same trial on the user's cluster with the user's own command: every client on the URL they gave, the
-        grant replayed on every other host before the command, and with several hosts the promotion probe on the
-        old primary (as on the lab's cluster). Verdicts come from the same checkers."""
-        cls = backends.load(env.spec.backend)
-        kind = self.commanded.get(env.spec.variant)
-        if kind is None:
-            raise Skip(self.lab_cluster_only[env.spec.variant])
-        fault = kind()
-        reason = fault.cannot_run(cls, env.services)
-        if reason is not None:
-            raise Skip(reason)
-        url = env.services.pg()
-        nodes = {f"{host}:{port}": url.set(host=host, port=port, query={}) for host, port in pg_hosts(url)}
-        with ONE_AT_A_TIME:  # a failover of the user's service reaches every trial on it
-            monitor, writes = trial_engines(url)
-            probe, old = None, ""
-            try:
-                if len(nodes) > 1:
-                    old = primary_identity(env.services, "postgres")["address"]
-                    create_probe_table(nodes[old])
-                    # Connected to the old primary before the fault, as a client already is.
-                    probe = PromotionProbe(f"your cluster manager ({fault.hook.value} command)", old, nodes)
-
-                def caught_up() -> dict:
-                    replayed = _replayed_everywhere(nodes, old, REPLAYED_WITHIN_S)
-                    if probe is not None:
-                        # Started as the command is about to run, not once it has: a command may return only when its
-                        # failover is done (patronictl waits for the switchover), and the window is what it measures.
-                        probe.start(time.monotonic())
-                    return {"standbys_replayed_s": replayed}
-
-                def settle() -> dict:
-                    dispose(monitor, writes)  # the final table is read on a fresh connection, once one primary is left
-                    return {}
-
-                measures = failover_trial(replace(env, monitor=monitor, writes=writes), fault, once_held=caught_up,
-                                          settle=settle, guard_s=GUARD_S, retry_errors=True)
-                if probe is not None:
-                    probe.stop()
-                settled, _ = fault.settle(env.services, "postgres")
-                measures["evidence"].update(settled)
-                if probe is not None:
-                    survivor = settled.get("primary_after_heal") or measures["evidence"].get("primary_after_heal")
-                    at = survivor.get("address") if isinstance(survivor, dict) else None
-                    measures["promotion"] = probe.measures(nodes.get(at) if at is not None else None)
-                    measures["evidence"]["probe"] = probe.details()
-            finally:
-                if probe is not None:
-                    probe.stop()
-                fault.stop_watch()
-                dispose(monitor, writes)
-        measures["patroni"] = {"cluster": "yours", "hosts": len(nodes),
-                               "clients": "your URL" + (", several hosts" if len(nodes) > 1 else "")}
-        return measures
+    def _on_your_cluster(self, env: TrialEnv) -> dict:
+        """The trial on the user's cluster, with their command for its variant (scenarios/_patroni_yours.py)."""
+        lab_only = self.lab_cluster_only.get(env.spec.variant, "")  # why a variant without a command does not run
+        return on_your_cluster(env, commanded_fault(env, self.commanded, lab_only))
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
         return failover_judgement(measures, backend_cls)
-
-
-def _replayed_everywhere(nodes: dict[str, URL], primary: str, within: float) -> float | None:
-    """Seconds until every other host of the user's URL has replayed what the primary had written when asked (the
-    holder's grant on the standby before the fault, as on the lab's cluster); None with a single host. A host that
-    does not catch up within the bound makes the trial an error: the fault would test the lag instead."""
-    if len(nodes) < 2:
-        return None
-    started = time.monotonic()
-    target = _ask(nodes[primary], "select pg_current_wal_lsn()::text")
-    for address, node in nodes.items():
-        said = "no answer"
-        while address != primary:
-            try:
-                behind = _ask(node, "select pg_wal_lsn_diff(%s, pg_last_wal_replay_lsn())", (target,))
-            except psycopg2.Error as exc:  # a standby restarting: asked again until the bound
-                behind, said = None, type(exc).__name__
-            if behind is not None and behind <= 0:
-                break
-            said = said if behind is None else f"{behind} bytes behind"
-            if time.monotonic() - started > within:
-                raise LabError(f"{address} did not replay the primary's WAL within {within:.0f} s ({said})")
-            time.sleep(0.05)  # nothing announces a replay to a client: ask again
-    return round(time.monotonic() - started, 3)
-
-
-def _ask(url: URL, query: str, args: tuple = ()):
-    """One value from one host, on a session of its own."""
-    conn = promotion_connect(url)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(query, args)
-            row = cur.fetchone()
-    finally:
-        conn.close()
-    return None if row is None else row[0]
-
-
-def _primary_check(node: PatroniNode) -> Callable[[], bool]:
-    """The health check HAProxy runs against a Patroni node: its REST API's GET /primary answers 200."""
-    return lambda: node.rest("/primary")[0] == 200
-
-
-def _settle(cluster: PatroniCluster, old: PatroniNode, engines: list) -> dict:
-    """After the heal: until exactly one postgres is out of recovery and Patroni names it leader (else the trial
-    cannot say which table is the final one: an error), then, within SETTLE_WITHIN_S, the old primary back as a
-    replica. Records how long, whether the old primary was rewound (its agent's log), and both views."""
-    started = time.monotonic()
-    deadline = started + SETTLE_WITHIN_S
-    views: dict = {}
-    while time.monotonic() < deadline:
-        servers = cluster.servers_view()
-        primaries = [name for name, state in servers.items() if state.get("in_recovery") is False]
-        leader = cluster.leader(via=cluster.node(primaries[0])) if len(primaries) == 1 else None
-        views = {"patroni": cluster.view(), "servers": servers}
-        if leader is not None and leader.name == primaries[0]:
-            break
-        time.sleep(0.2)
-    else:
-        raise LabError(f"the Patroni cluster did not settle on one primary within {SETTLE_WITHIN_S:.0f} s: {views}")
-    one_primary_s = round(time.monotonic() - started, 3)
-    try:
-        views = cluster.wait_healthy(max(1.0, deadline - time.monotonic()))
-        rejoined = True
-    except LabError:
-        rejoined = False
-    for engine in engines:
-        engine.dispose()  # the final table is read on a fresh connection to the primary that survived
-    return {"settled": {"one_primary_s": one_primary_s, "old_primary_rejoined": rejoined,
-                        "rejoined_s": round(time.monotonic() - started, 3) if rejoined else None,
-                        "old_primary_rewound": "pg_rewind" in _log_text(old.log_path), "after": views}}
-
-
-def _log_text(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
