@@ -43,7 +43,6 @@ import backends
 from lab import faults
 from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
-from lab.errors import Interrupted
 from lab.exposure import OFF, ON, YES, Trait, when
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
@@ -57,6 +56,7 @@ from lab.workload.table import ensure_schema
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
+from scenarios._your_servers import commanded_fault, each_in_turn
 from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_event
 
@@ -128,7 +128,7 @@ class Sentinel(LeaseFaultScenario):
         user's own command (a failover of their service reaches every client: one at a time)."""
         first = env.first
         if not first.services.is_embedded("redis"):
-            return EventOutcome([self._subject_on_your_servers(subject) for subject in env.subjects])
+            return each_in_turn(env.subjects, self._on_your_servers)
         variant = env.event.variant
         settings = SentinelSettings(min_replicas_to_write=1 if variant.endswith(MIN_REPLICAS) else 0)
         root = _trial_dir(first)
@@ -193,25 +193,11 @@ class Sentinel(LeaseFaultScenario):
         finally:
             dispose(monitor, writes)
 
-    def _subject_on_your_servers(self, env: TrialEnv) -> SubjectOutcome:
-        try:
-            return SubjectOutcome(env.spec, self._on_your_servers(env))
-        except Interrupted:
-            raise
-        except Exception as exc:  # this subject's alone (a Skip: it does not run here), as a trial's would be
-            return SubjectOutcome(env.spec, failed=exc)
-
     def _on_your_servers(self, env: TrialEnv) -> dict:
         """The same trial on the user's service, with the user's own commands."""
         cls = backends.load(env.spec.backend)
-        kind = self.commanded.get(env.spec.variant)
-        if kind is None:
-            raise Skip("it sets min-replicas-to-write on servers the lab started; yours run with your own setting, "
-                       "in the column without it")
-        fault = kind()
-        reason = fault.cannot_run(cls, env.services)
-        if reason is not None:
-            raise Skip(reason)
+        fault = commanded_fault(env, self.commanded, "it sets min-replicas-to-write on servers the lab started; yours "
+                                                     "run with your own setting, in the column without it")
         with ONE_AT_A_TIME:  # a failover of the user's service reaches every trial on it
             try:
                 measures = failover_trial(env, fault, retry_errors=True)
