@@ -29,49 +29,21 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 from procrastinate import App, PsycopgConnector
-from procrastinate.schema import SchemaManager
 
 from backends._writes import write_transaction
+from backends.adapters._loop_thread import LoopThread
+from backends.adapters._procrastinate_jobs import (another_job_ahead, configure, conninfo, ensure_tables,
+                                                   retry_stalled, session_settings)
 from backends.base import Backend, Point, RebuildResult, describe_error, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
-from lab.servers.clients import known_settings, pg_hosts
-from lab.workload.table import SCHEMA, ensure_schema
+from lab.workload.table import ensure_schema
 
 TASK = "locklab_rebuild"
 DEFAULT_TTL_S = 2.0
 STEP_TIMEOUT_S = 30.0
 FETCH_WITHIN_S = 30.0  # how long a worker whose job is next may take to fetch it (its first poll, on a busy machine)  # a call into the worker's loop that takes longer has hung: the trial errors, it does not hang
-_SCHEMA_LOCK = "select pg_advisory_xact_lock(hashtextextended('locklab procrastinate schema', 0))"
-
-
-def _conninfo(url) -> str:
-    """libpq's keyword form of a SQLAlchemy PostgreSQL URL, a multi-host one included (host and port lists)."""
-    hosts = pg_hosts(url)
-    params = {key: value for key, value in url.query.items() if key != "host" and isinstance(value, str)}
-    params.update(host=",".join(h or "" for h, _ in hosts), port=",".join(str(p) for _, p in hosts),
-                  user=url.username, password=url.password, dbname=url.database)
-    return make_conninfo(**{key: value for key, value in params.items() if value is not None})
-
-
-def _settings(url, settings: dict) -> dict:
-    """What every procrastinate session sets when it connects: the lab's schema first on its search_path, the trial's
-    settings (a guard), and every other setting the lab pins, at 0. Set by SET at connect (psycopg_pool's configure),
-    not in the startup packet, which a pooler such as PgBouncer refuses."""
-    pinned = {name: "0" for name in sorted(known_settings(url, {})) if name not in settings}
-    return {"search_path": SCHEMA, **pinned, **{name: str(value) for name, value in settings.items()}}
-
-
-async def _cancel_the_rest() -> None:
-    """Cancel every task still on the running loop but this one, and wait for them: nothing is left pending when the
-    loop stops (a pending psycopg_pool worker complains at exit that its loop is closed)."""
-    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-    for task in rest:
-        task.cancel()
-    if rest:
-        await asyncio.wait(rest, timeout=5)
 
 
 class ProcrastinateJobLock(Backend):
@@ -89,13 +61,11 @@ class ProcrastinateJobLock(Backend):
         self.lease_s = float(ctx.options.get("ttl_s", DEFAULT_TTL_S))  # the heartbeat age a worker is stalled at
         self.ttl = self.lease_s
         url = ctx.lock_services.pg()
-        self.url, self.settings = url, _settings(url, dict(ctx.lock_settings))
+        self.url, self.settings = url, session_settings(url, dict(ctx.lock_settings))
         self.lock_name = f"locklab:{key}"
         self.queue_name = "locklab-" + hashlib.sha1(key.encode()).hexdigest()[:16]  # every run of the trial's key
-        self.loop = asyncio.new_event_loop()
-        self._loop_thread = threading.Thread(target=self.loop.run_forever, name="procrastinate-loop", daemon=True)
-        self._loop_thread.start()
-        self.app = App(connector=PsycopgConnector(conninfo=_conninfo(url), configure=self._configure, min_size=1,
+        self._loop = LoopThread("procrastinate-loop")
+        self.app = App(connector=PsycopgConnector(conninfo=conninfo(url), configure=self._configure, min_size=1,
                                                   max_size=2))
         self.app.task(name=TASK, pass_context=True)(self._task)
         self._call(self._open())
@@ -133,29 +103,16 @@ class ProcrastinateJobLock(Backend):
 
     def _call(self, coroutine, timeout: float = STEP_TIMEOUT_S):
         """Run a coroutine on the worker's loop and wait for it."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+        return self._loop.call(coroutine, timeout)
 
     async def _open(self) -> None:
         await self.app.open_async()  # an awaitable context: awaited, it opens the connector's pool
 
     async def _configure(self, conn: psycopg.AsyncConnection) -> None:
-        """psycopg_pool's configure: each new connection's settings, committed so a pool's reset keeps them."""
-        for name, value in self.settings.items():
-            await conn.execute("select set_config(%s, %s, false)", (name, value))
-        await conn.commit()
-
-    async def _ensure_schema(self) -> None:
-        """The library's tables in the lab's schema, made once per server (every run checks, one makes them)."""
-        async with await psycopg.AsyncConnection.connect(_conninfo(self.url)) as conn:
-            await self._configure(conn)
-            async with conn.transaction():
-                await conn.execute(_SCHEMA_LOCK)
-                found = await (await conn.execute("select to_regclass('procrastinate_jobs')")).fetchone()
-                if found is None or found[0] is None:
-                    await conn.execute(SchemaManager.get_schema())  # the library's own SQL
+        await configure(conn, self.settings)  # psycopg_pool's configure: each new connection's settings
 
     async def _start(self) -> None:
-        await self._ensure_schema()
+        await ensure_tables(self.url, self.settings)
         task = self.app.tasks[TASK].configure(lock=self.lock_name, queue=self.queue_name)
         self._job_id = await task.defer_async()
         self._worker = asyncio.ensure_future(self.app.run_worker_async(
@@ -170,21 +127,6 @@ class ProcrastinateJobLock(Backend):
             self._worker.cancel()
             await asyncio.wait([self._worker], timeout=10)
 
-    async def _ahead(self) -> bool:
-        """Whether another job of the lock comes before this run's: one `doing`, or one `todo` deferred earlier."""
-        assert self._job_id is not None  # deferred by the first acquire
-        found = await self.app.job_manager.list_jobs_async(lock=self.lock_name)
-        return any(job.id != self._job_id and (job.status == "doing" or (job.status == "todo" and (job.id or 0)
-                                                                          < self._job_id)) for job in found)
-
-    async def _retry_stalled(self) -> list[int]:
-        """The docs' recipe: every job of a worker whose heartbeat is older than the TTL goes back to todo."""
-        stalled = await self.app.job_manager.get_stalled_jobs(queue=self.queue_name,
-                                                               seconds_since_heartbeat=self.lease_s)
-        for job in stalled:
-            await self.app.job_manager.retry_job(job)
-        return [job.id for job in stalled if job.id is not None]
-
     # --- the lab's side ----------------------------------------------------------------------------------------
 
     @classmethod
@@ -198,8 +140,10 @@ class ProcrastinateJobLock(Backend):
             ensure_schema(self.ctx.monitor)  # the lab's schema, where the library's tables go (a trial's own server)
             self._call(self._start())
         elif not self._granted.is_set():
-            self._call(self._retry_stalled())
-        ahead = not self._granted.is_set() and self._call(self._ahead())
+            self._call(retry_stalled(self.app.job_manager, self.queue_name, self.lease_s))
+        assert self._job_id is not None  # deferred by the first acquire
+        ahead = not self._granted.is_set() and self._call(another_job_ahead(self.app.job_manager, self.lock_name,
+                                                                            self._job_id))
         self._granted.wait(min(0.2, self.lease_s / 4) if ahead else FETCH_WITHIN_S)
         return self._granted.is_set()
 
@@ -248,11 +192,4 @@ class ProcrastinateJobLock(Backend):
         except Exception:  # a server a fault took away: what is left on the loop is cancelled below
             pass
         finally:
-            try:
-                self._call(_cancel_the_rest(), 10)  # the pool's own tasks, were its close cut short
-            except Exception:
-                pass
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._loop_thread.join(5)
-            if not self._loop_thread.is_alive():
-                self.loop.close()
+            self._loop.stop()  # the pool's own tasks, were its close cut short, cancelled first
