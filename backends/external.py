@@ -161,7 +161,8 @@ class ExternalLock(LeaseBackend):
             answer = program.request("start", START_TIMEOUT_S, key=key, ttl_s=self.ttl,
                                      lock=addresses(lock_services, self.services),
                                      monitor=addresses(self.ctx.services, self.services),
-                                     settings=self._session_settings(lock_services))
+                                     settings=session_settings(self.lock_service, self.ctx.lock_settings,
+                                                               lock_services))
             if answer.outcome is not Outcome.OK:
                 raise LibraryError.of(answer.error or Said("StartFailed", f"start answered {answer.outcome}"))
         except BaseException:
@@ -169,21 +170,8 @@ class ExternalLock(LeaseBackend):
             raise
         return program
 
-    def _session_settings(self, lock_services: Services) -> dict:
-        """The lock session's settings and every other setting the lab pins, as its own sessions start."""
-        if self.lock_service != "postgres":
-            return {}
-        startup = {name: str(value) for name, value in self.ctx.lock_settings.items()}
-        pinned = known_settings(lock_services.pg(), {"connect_timeout": 5})
-        startup.update({name: "0" for name in sorted(pinned) if name not in startup})
-        return startup
-
     def _ask(self, op: str, program: HolderProgram | None = None) -> Answer:
         return (program or self.program).request(op, self.timeout)
-
-    @staticmethod
-    def _raise(answer: Answer, op: str) -> LibraryError:
-        return LibraryError.of(answer.error or Said("NoAnswer", f"{op} answered {answer.outcome} without an error"))
 
     @property
     def lock_pid(self) -> int | None:
@@ -194,7 +182,7 @@ class ExternalLock(LeaseBackend):
         if answer.outcome is Outcome.FAIL:
             return None
         if answer.outcome is Outcome.INFO:
-            raise self._raise(answer, "acquire")
+            raise _library_error(answer, "acquire")
         value = answer.value if isinstance(answer.value, dict) else {}
         self._lock_pid = _int_or_none(value.get("lock_pid"), "acquire's lock_pid")
         if value.get("ttl_s") is not None and self.renews:
@@ -205,35 +193,25 @@ class ExternalLock(LeaseBackend):
         return token if token is not None else 0  # granted; 0 stands for "no token", as the other leases say
 
     def _renew(self) -> bool:
-        answer = self._ask("renew")
-        if answer.outcome is Outcome.OK:
-            return True
-        if answer.outcome is Outcome.FAIL and answer.error is None:
-            return False  # the library said so by what it returned
-        raise self._raise(answer, "renew")  # by an exception, or nobody knows
+        return _yes_or_no(self._ask("renew"), "renew")
 
     def _owned(self) -> bool:
         answer = self._ask("held")
         if answer.outcome is not Outcome.OK:
-            raise self._raise(answer, "held")
+            raise _library_error(answer, "held")
         if not isinstance(answer.value, bool):
             raise ProtocolError(f"{self.name}'s program answered held with {answer.value!r}, not true or false")
         return answer.value
 
     def _release(self) -> bool:
-        answer = self._ask("release")
-        if answer.outcome is Outcome.OK:
-            return True
-        if answer.outcome is Outcome.FAIL and answer.error is None:
-            return False
-        raise self._raise(answer, "release")
+        return _yes_or_no(self._ask("release"), "release")
 
     def current_token(self) -> int:
         """The token the program reports for its grant now: the one its write carries."""
         answer = self._ask("token")
         token = _int_or_none(answer.value, "token") if answer.outcome is Outcome.OK else None
         if token is None:
-            raise self._raise(answer, "token") if answer.outcome is not Outcome.OK else ProtocolError(
+            raise _library_error(answer, "token") if answer.outcome is not Outcome.OK else ProtocolError(
                 f"{self.name} declares fencing, and its program reported no token")
         return token
 
@@ -249,7 +227,7 @@ class ExternalLock(LeaseBackend):
             return
         if answer.error is not None and answer.error.type == "UnknownOp":
             raise NotImplementedError(f"{self.name}'s program has no touch")
-        raise self._raise(answer, "touch")
+        raise _library_error(answer, "touch")
 
     def bare_call(self, key: str) -> BareCall | None:
         """The program's own acquire and release for key, in a program of its own: the library call, with the
@@ -259,7 +237,7 @@ class ExternalLock(LeaseBackend):
         def release() -> None:
             answer = self._ask("release", program)
             if answer.outcome is not Outcome.OK:
-                raise self._raise(answer, "release")
+                raise _library_error(answer, "release")
 
         return BareCall(f"{self.library} ({self.language}) in a holder program of its own: acquire; release",
                         lambda: self._ask("acquire", program).outcome is Outcome.OK, release,
@@ -286,3 +264,29 @@ def _int_or_none(value: object, what: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ProtocolError(f"{what} must be an integer or null, not {value!r}")
     return value
+
+
+def _library_error(answer: Answer, op: str) -> LibraryError:
+    """The error a program's answer to op reports, or one that says it reported none."""
+    return LibraryError.of(answer.error or Said("NoAnswer", f"{op} answered {answer.outcome} without an error"))
+
+
+def _yes_or_no(answer: Answer, op: str) -> bool:
+    """A renew's or a release's answer: done, or refused (the library said so by what it returned); an error is
+    raised, whether the library raised it or nobody knows."""
+    if answer.outcome is Outcome.OK:
+        return True
+    if answer.outcome is Outcome.FAIL and answer.error is None:
+        return False
+    raise _library_error(answer, op)
+
+
+def session_settings(lock_service: str, lock_settings: dict, lock_services: Services) -> dict:
+    """The lock session's settings and every other setting the lab pins, as the lab's own sessions start (a lock on
+    PostgreSQL; none elsewhere)."""
+    if lock_service != "postgres":
+        return {}
+    startup = {name: str(value) for name, value in lock_settings.items()}
+    pinned = known_settings(lock_services.pg(), {"connect_timeout": 5})
+    startup.update({name: "0" for name in sorted(pinned) if name not in startup})
+    return startup
