@@ -106,18 +106,7 @@ class Backend(ABC):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # A plugin may declare plain strings; they become members here, and an unknown one fails its load.
-        cls.capabilities = frozenset(Capability(c) for c in cls.capabilities)
-        # A subclass is a method of its own: it is the post's method only where it says so itself.
-        role = cls.__dict__.get("post_role")
-        cls.post_role = None if role is None else PostRole(role)
-        analogue = cls.__dict__.get("analogue_of")
-        cls.analogue_of = None if analogue is None else PostRole(analogue)
-        if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
-            others = [s for s in cls.services if s != "postgres"]
-            cls.lock_service = others[0] if len(others) == 1 else "postgres"
-        if "fence_in" not in cls.__dict__:  # a fence is checked by the storage the writes go to
-            cls.fence_in = cls.writes_to if Capability.FENCING in cls.capabilities else None
+        _settle_declarations(cls)
 
     @classmethod
     def where(cls) -> Where:
@@ -201,6 +190,24 @@ class Backend(ABC):
 
     def close(self) -> None:
         """End every session this instance opened (with invalidate(), never back to a pool)."""
+
+
+def _settle_declarations(cls):  # untyped, as __init_subclass__ was: mypy reads Capability(c) as a constructor
+    """What a Backend subclass declares, as the lab reads it: its plain strings made members, the post's roles only
+    where it says so itself, and its lock service and fence derived from its own services and writes where it names
+    none."""
+    # A plugin may declare plain strings; they become members here, and an unknown one fails its load.
+    cls.capabilities = frozenset(Capability(c) for c in cls.capabilities)
+    # A subclass is a method of its own: it is the post's method only where it says so itself.
+    role = cls.__dict__.get("post_role")
+    cls.post_role = None if role is None else PostRole(role)
+    analogue = cls.__dict__.get("analogue_of")
+    cls.analogue_of = None if analogue is None else PostRole(analogue)
+    if "lock_service" not in cls.__dict__:  # derived again for each subclass, from its own services
+        others = [s for s in cls.services if s != "postgres"]
+        cls.lock_service = others[0] if len(others) == 1 else "postgres"
+    if "fence_in" not in cls.__dict__:  # a fence is checked by the storage the writes go to
+        cls.fence_in = cls.writes_to if Capability.FENCING in cls.capabilities else None
 
 
 class BatchRebuilder(Protocol):
