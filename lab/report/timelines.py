@@ -1,9 +1,9 @@
 """Timelines you can look at: what each run did, and when, in one failing trial.
 
 One picture for every kill-point counterexample and for the first failing trial of every ✗ cell of
-the matrix. The events come from the trial's record alone (trials.jsonl): a kill-point history as
-recorded, or the times a scenario measured (the fault's, the holder's grant and write, the
-contender's grant and write, the probes). A trial shape with no times recorded gets no picture.
+the matrix, from the trial's record alone (trials.jsonl): its history (schema 2) as intervals, or for an
+older trial without one the times its scenario measured (the fault's, the holder's grant and write, the
+contender's grant and write, the probes) as points. A trial shape with no times recorded gets no picture.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ WRITE_EVENT = {"committed": "write_committed", "rejected": "write_rejected", "fa
 
 
 def events_of(record: dict) -> list[dict] | None:
-    """The trial's events as {t, run, event, label}, on its own clock; None for a shape without times."""
+    """A schema-1 trial (one without a history) as points {t, run, event, label} on its own clock, read off the
+    times its scenario measured; None for a shape without times. (A kill-point counterexample always has a
+    history, drawn by history_picture.)"""
     m = record.get("measures") or {}
-    if m.get("minimal"):  # a kill-point counterexample: its recorded history
-        return [dict(e) for e in m["minimal"]["events"]]
     if "fault_at" in m and "holder" in m and "contender" in m:
         return _lease_shape(m)
     if "runs" in m and all("started" in r for r in m["runs"]):
