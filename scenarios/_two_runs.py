@@ -82,8 +82,7 @@ def two_runs(env: TrialEnv, first_point, second_point=None, options: dict | None
     t0 = time.monotonic()
     history = Recorder(t0)
     sync = Sync(threading.Event(), threading.Event(), history)
-    seen = Observer(env.monitor, table, COMPANY,
-                    on_change=history.observed)
+    seen = Observer(env.monitor, table, COMPANY, on_change=history.observed)
     try:
         with seen as observer, ThreadPoolExecutor(2) as pool:
             run1 = pool.submit(run_job, first, companies[0], COMPANY_SIZE, "run1",

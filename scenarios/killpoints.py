@@ -30,8 +30,8 @@ import backends
 from lab import faults
 from lab.capabilities import Capability
 from lab.checkers import ops
-from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.judge import judge, search_verdict
+from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.outcomes import Safety
 from lab.checkers.verdict import SAFETY_OF, Valid, Verdict
 from lab.columns import Column, FaultFamily
