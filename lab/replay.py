@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import backends
-from lab.checkers.history import timeline
+from lab.checkers.ops import Op
 from lab.checkers.outcomes import latest_per_trial, schema_of
 from lab.errors import LabError
 from lab.results import RunFolder
@@ -26,6 +26,12 @@ def find_trial(folder: RunFolder, trial: str) -> dict:
 
 # Schema 1's kill-point violation names, in the checkers' kinds of schema 2 (lab/checkers/verdict.py).
 SCHEMA1_KINDS = {"mixed rows": "merged", "torn state": "torn", "exclusion violated": "overlapping writes"}
+
+
+def as_lines(history: list[Op]) -> str:
+    """A history as text, one operation a line: time, process, how it completed, what, and its value."""
+    return "\n".join(f"{op.time:8.3f}s  {op.process:<9} {op.type.value:<6} {op.f.value:<8} "
+                     f"{', '.join(f'{k}={v}' for k, v in op.value.items())}".rstrip() for op in history)
 
 
 def replay(results: Path, run: str, trial: str, external: ExternalAddresses, tries: int = 3,
@@ -72,14 +78,15 @@ def replay(results: Path, run: str, trial: str, external: ExternalAddresses, tri
             drop_schema(monitor)
             monitor.dispose()
             writes.dispose()
-    print(timeline(result["events"]))
+    print(as_lines(result["history"]))
     print("final: " + ", ".join(f"company {c}: {v['rows']} rows from {v['runs']}" for c, v in result["final"].items()))
     for v in result["violations"]:
         print(f"VIOLATION {v['kind']}: {v['detail']}")
     if png is not None:
-        from lab.report.charts import timeline_chart
+        from lab.report.history_chart import history_chart
 
-        timeline_chart(result["events"], f"replay of {record['id']} (try {attempt})", png)
+        lease = "lease_expiry" in (record.get("capabilities") or ())
+        history_chart(result["history"], f"replay of {record['id']} (try {attempt})", png, ttl if lease else None)
         print(f"timeline: {png}")
     for kind in recorded:
         print(f"recorded {kind}: " + (f"shown again (try {shown[kind]})" if kind in shown else

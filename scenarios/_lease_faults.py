@@ -22,7 +22,6 @@ import backends
 from lab import faults
 from lab.capabilities import Capability
 from lab.checkers import ops
-from lab.checkers.history import History
 from lab.checkers.ops import F, Op, Recorder, Type
 from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.told import signals
@@ -63,7 +62,7 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault, step: int
     contender = None
     pool = ThreadPoolExecutor(1)
     holder, target = None, None
-    history = History()
+    history = Recorder()
     try:
         fault.prepare(env.services, cls)
         route = fault.route(env.services, cls)
@@ -237,13 +236,13 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
     return rec.ops()
 
 
-def lease_history(holder_events: list[dict], contender: History, company: int, scope: str | None,
+def lease_history(holder_events: list[dict], contender: Recorder, company: int, scope: str | None,
                   fault: str, t_fault: float, t_heal: float, readings: Sequence[tuple[float, dict]] = ()) -> list[Op]:
     """One history of a lease-fault trial: the holder's operations, the contender's, the fault's strike and heal,
     and what the fault read of a clock (readings: monotonic time and value)."""
     rec = Recorder(contender.t0)
     rec.extend(holder_ops(holder_events, contender.t0, company, scope))
-    rec.extend(ops.from_events(contender.to_list()))
+    rec.extend(contender.ops())
     rec.add("fault", Type.OK, F.FAULT, at=t_fault, name=fault)
     rec.add("fault", Type.OK, F.HEAL, at=t_heal, name=fault)
     for at, value in readings:
@@ -252,7 +251,7 @@ def lease_history(holder_events: list[dict], contender: History, company: int, s
 
 
 def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
-                    contender_history: History, readings: Sequence[tuple[float, dict]] = (),
+                    contender_history: Recorder, readings: Sequence[tuple[float, dict]] = (),
                     company: int = COMPANY) -> LeaseFaultMeasures:
     """What the holder and the contender did and what the company ended as, times from the holder's grant
     (from its first event when no grant ever came back to it: a holder without a grant cannot lose one),

@@ -27,7 +27,7 @@ from sqlalchemy.engine import URL, Engine
 import backends
 from backends.base import Backend
 from lab.capabilities import Capability
-from lab.checkers.history import History
+from lab.checkers.ops import F, Recorder, Type
 from lab.errors import Interrupted, LabError
 from lab.faults import Fault, Target
 from lab.holder.process import HolderProcess
@@ -96,7 +96,7 @@ class Subject:
     waiting: dict | None = None  # evidence that its grant waits on a replica: never acknowledged
     evidence: dict = field(default_factory=dict)  # its own, beside the event's
     made: list[Backend] = field(default_factory=list)  # its contender, once its client could be made
-    history: History = field(default_factory=History)  # its contender's operations
+    history: Recorder = field(default_factory=Recorder)  # its contender's operations
     contest: Future | None = None
     events: list[dict] = field(default_factory=list)  # its holder's reports
     job: JobResult | None = None
@@ -284,15 +284,15 @@ def _contend(make: Callable[[], Backend], subject: Subject, patience: float, ret
                 if not retry_errors:
                     raise
                 if not failed:
-                    history.add("contender", "acquire_requested")
+                    history.add("contender", Type.INVOKE, F.ACQUIRE)
                     failed = True
-                history.add("contender", "acquire_error", error=describe_error(exc))
+                history.add("contender", Type.INFO, F.ACQUIRE, error=describe_error(exc))
                 if time.monotonic() + RETRY_EVERY_S > deadline:
-                    history.add("contender", "acquire_refused")
+                    history.add("contender", Type.FAIL, F.ACQUIRE)
                     return JobResult("contender", acquired=False, started=started, ended=time.monotonic())
                 time.sleep(RETRY_EVERY_S)
         if failed:
-            history.add("contender", "acquire_refused")
+            history.add("contender", Type.FAIL, F.ACQUIRE)
     return run_job(made[0], [subject.company], COMPANY_SIZE, "contender",
                    patience=max(0.0, deadline - time.monotonic()), history=history, retry_errors=retry_errors)
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from lab.checkers import ops
-from lab.checkers.history import History
+from lab.checkers.ops import F, Op, Recorder, Type
 from lab.errors import LabError
 from lab.servers import sessions
 from lab.workload.job import JobResult, run_job
@@ -26,7 +26,7 @@ class Sync:
 
     started: threading.Event
     second_done: threading.Event
-    history: History
+    history: Recorder
 
     def hold_until_met(self, env: TrialEnv, conn, at_least: float) -> None:
         """Keep run1 where it is for at_least seconds, then until run2 has met it: refused by the lock, blocked
@@ -40,7 +40,7 @@ class Sync:
             env.pause(MEET_POLL_S)  # neither the lock nor pg_stat_activity announces a waiter: ask again
 
     def _met(self, env: TrialEnv, pid: int | None) -> bool:
-        refused = any(e["run"] == "run2" and e["event"] == "acquire_refused" for e in self.history.to_list())
+        refused = any(op.process == "run2" and op.f is F.ACQUIRE and op.type is Type.FAIL for op in self.history.ops())
         return self.second_done.is_set() or refused or (pid is not None and sessions.blocks_another(env.monitor, pid))
 
 
@@ -54,7 +54,7 @@ class TwoRuns:
     rows_final: int
     runs_in: list[str]
     t0: float
-    events: list[dict]
+    history: list[Op]
 
     def measures(self) -> dict:
         """The runs' summaries and the company's counts."""
@@ -63,7 +63,7 @@ class TwoRuns:
 
     def judged_measures(self) -> dict:
         """measures() with the trial's history and final table, for a scenario the checkers judge."""
-        return {**self.measures(), "history": ops.to_json(ops.from_events(self.events)),
+        return {**self.measures(), "history": ops.to_json(self.history),
                 "final": {str(COMPANY): {"rows": self.rows_final, "runs": self.runs_in}}}
 
 
@@ -80,10 +80,9 @@ def two_runs(env: TrialEnv, first_point, second_point=None, options: dict | None
         table.seed(env.writes, company, COMPANY_SIZE)
     first, second = (env.backend(table=table, options=options) for _ in range(2))
     t0 = time.monotonic()
-    history = History(t0)
+    history = Recorder(t0)
     sync = Sync(threading.Event(), threading.Event(), history)
-    seen = Observer(env.monitor, table, COMPANY,
-                    on_change=lambda company, count: history.add("observer", "observed", company=company, count=count))
+    seen = Observer(env.monitor, table, COMPANY, on_change=history.observed)
     try:
         with seen as observer, ThreadPoolExecutor(2) as pool:
             run1 = pool.submit(run_job, first, companies[0], COMPANY_SIZE, "run1",
@@ -96,7 +95,7 @@ def two_runs(env: TrialEnv, first_point, second_point=None, options: dict | None
             job1, job2 = run1.result(), run2.result()
         with env.writes.connect() as conn:
             rows_final, runs_in = table.count(conn, COMPANY), table.runs_in(conn, COMPANY)
-        return TwoRuns(job1, job2, observer.seen, rows_final, runs_in, t0, history.to_list())
+        return TwoRuns(job1, job2, observer.seen, rows_final, runs_in, t0, history.ops())
     finally:
         first.close()
         second.close()

@@ -30,8 +30,8 @@ import backends
 from lab import faults
 from lab.capabilities import Capability
 from lab.checkers import ops
-from lab.checkers.history import History
 from lab.checkers.judge import judge, search_verdict
+from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.outcomes import Safety
 from lab.checkers.verdict import SAFETY_OF, Valid, Verdict
 from lab.columns import Column, FaultFamily
@@ -128,7 +128,7 @@ class Example:
             table.split_insert_at = schedule["split_at"]
         self.companies = list(range(1, schedule["companies"] + 1))
         table.fill(env.writes, self.companies, COMPANY_SIZE)
-        self.history, key = History(), env.key(f"kp{next(_example_ids)}")
+        self.history, key = Recorder(), env.key(f"kp{next(_example_ids)}")
         self.cut = faults.load("cut") if schedule["kind"] == "cut" else None
         route = self.cut.route(env.services, cls) if self.cut is not None else faults.Route()
         self.victim_writes = writes_engine(env.services, cls.writes_to, {}, route.writes_url, pool_size=2,
@@ -180,7 +180,7 @@ class Example:
             self.struck.update(self.strike(name, conn), struck=True)
         except FaultNotConfirmed as exc:
             self.struck.update(struck=False, why=str(exc))
-        self.history.add("injector", "fault_fired", kind=self.schedule["kind"], point=name,
+        self.history.add("injector", Type.OK, F.FAULT, kind=self.schedule["kind"], point=name,
                          struck=self.struck["struck"])
         self.fired.set()
         self.contending.set()  # no run-level right to wait for: the other runs start once the fault has struck
@@ -198,7 +198,7 @@ class Example:
         finally:
             if self.cut is not None:
                 self.struck.update(self.cut.heal(Target(self.env.services, self.env.monitor, self.cls)))
-        self.history.add("injector", "fault_healed", kind=self.schedule["kind"])
+        self.history.add("injector", Type.OK, F.HEAL, kind=self.schedule["kind"])
 
     def victim_run(self) -> None:
         try:
@@ -214,9 +214,7 @@ class Example:
         the right as long as the longest fault lasts, so whoever gets in after a loss gets in at once, as a
         contender already waiting would; observers record every company's row count as it changes."""
         history = self.history
-        observers = [Observer(self.env.monitor, self.table, c,
-                              on_change=lambda c, n: history.add("observer", "observed", company=c, count=n))
-                     for c in self.companies]
+        observers = [Observer(self.env.monitor, self.table, c, on_change=history.observed) for c in self.companies]
         patience = max(DURATIONS) * self.ttl + 1.0
         try:
             for observer in observers:
@@ -250,13 +248,13 @@ class Example:
         with self.env.writes.connect() as conn:
             final = {c: {"rows": self.table.count(conn, c), "runs": self.table.runs_in(conn, c)}
                      for c in self.companies}
-        events = self.history.to_list()
+        history = self.history.ops()
         cls = self.cls
-        verdict = judge(ops.from_events(events), final, COMPANY_SIZE, Capability.EXCLUSION in cls.capabilities,
+        verdict = judge(history, final, COMPANY_SIZE, Capability.EXCLUSION in cls.capabilities,
                         lease_ttl=self.ttl if Capability.LEASE_EXPIRY in cls.capabilities else None)
         violations = [{"kind": f.kind.value, "detail": f.detail} for f in verdict.findings
                       if f.valid is Valid.FALSE and f.kind is not None and SAFETY_OF[f.kind] is Safety.UNSAFE]
-        return {"schedule": self.schedule, "events": events, "final": {str(c): v for c, v in final.items()},
+        return {"schedule": self.schedule, "history": history, "final": {str(c): v for c, v in final.items()},
                 "violations": violations, "verdict": verdict.to_json(), "struck": bool(self.struck.get("struck")),
                 "evidence": self.struck}
 
@@ -333,10 +331,9 @@ class Killpoints(Scenario):
         return {"examples": p["examples"], "tried": tried[0], "failing_seen": failures[0], "ttl_s": p["ttl_s"],
                 "flaky": flaky, **count,
                 "seconds": round(time.monotonic() - started, 1),
-                "minimal": None if not best else {k: best[k] for k in ("schedule", "violations", "events", "final",
-                                                                      "verdict")},
+                "minimal": None if not best else {k: best[k] for k in ("schedule", "violations", "final", "verdict")},
                 "described": describe(best["schedule"]) if best else None,
-                "history": ops.to_json(ops.from_events(best["events"])) if best else []}
+                "history": ops.to_json(best["history"]) if best else []}
 
     @staticmethod
     def _database(env: TrialEnv):

@@ -30,7 +30,7 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
-from lab.checkers.history import History
+from lab.checkers.ops import Recorder
 from lab.checkers.keepalive import ends_as_estimated
 from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.verdict import Verdict
@@ -190,7 +190,7 @@ def _trial_inside(env: TrialEnv, namespace: NetNamespace, root: Path, bin_dir: P
                 **services.to_addresses(), "lock_addresses": routed.to_addresses(),
                 "table": table.name, "company": COMPANY, "rows": COMPANY_SIZE, "run_id": "holder",
                 "fault_point": "before_write"}
-        history = History()
+        history = Recorder()
         holder = HolderProcess(spec, netns=namespace.fd)
         acquired = holder.wait_for("acquire", 30)
         if not acquired["granted"]:

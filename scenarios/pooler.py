@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import backends
 from lab.checkers import ops
-from lab.checkers.history import History
+from lab.checkers.ops import Op, Recorder
 from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
@@ -118,7 +118,7 @@ def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
     writes = pg_engine(routed.pg(), pool_size=2, max_overflow=2, connect_args={"application_name": "locklab-writes"})
     table = env.table()
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
-    pool, history, seen = PoolView(env.monitor, bouncer), History(), {}
+    pool, history, seen = PoolView(env.monitor, bouncer), Recorder(), {}
     first, second = (env.backend(table=table, routed=routed, writes=writes) for _ in range(2))
     probes = Probes(routed.pg(), PROBE_CLIENTS)
     started, second_done = threading.Event(), threading.Event()
@@ -159,9 +159,7 @@ def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
 
     t0 = time.monotonic()
     try:
-        watch = Observer(env.monitor, table, COMPANY,
-                         on_change=lambda company, count: history.add("observer", "observed", company=company,
-                                                                      count=count))
+        watch = Observer(env.monitor, table, COMPANY, on_change=history.observed)
         with watch as observer, ThreadPoolExecutor(2) as workers:
             run1 = workers.submit(run_job, first, [COMPANY], COMPANY_SIZE, "run1", first_point, history=history)
             if not started.wait(30) and not run1.done():
@@ -179,10 +177,10 @@ def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
     return {"runs": [job.summary(t0) for job in jobs], "rows": COMPANY_SIZE, "rows_seen": observer.seen,
             "settings": f"per transaction: the pooler refused startup options ({refused})" if refused
             else "startup options",
-            **_measures(cls, history.to_list(), final, jobs, (first, second), seen)}
+            **_measures(cls, history.ops(), final, jobs, (first, second), seen)}
 
 
-def _measures(cls, events: list[dict], final: dict, jobs: list, runs: tuple, seen: dict) -> dict:
+def _measures(cls, history: list[Op], final: dict, jobs: list, runs: tuple, seen: dict) -> dict:
     """What the trial showed: the lock's one job, and the pooler's evidence of who held what."""
     (job1, job2), (first, second) = jobs, runs
     sessions = {s["pid"] for s in seen.get("at_hold", [])}
@@ -190,7 +188,7 @@ def _measures(cls, events: list[dict], final: dict, jobs: list, runs: tuple, see
     probes, both, bystander = seen.get("probes") or [], seen.get("both", {}), seen.get("bystander")
     return {
         "rows_final": final["rows"], "runs_in_final": final["runs"],
-        "history": ops.to_json(ops.from_events(events)), "final": {str(COMPANY): final},
+        "history": ops.to_json(history), "final": {str(COMPANY): final},
         "clients_at_hold": seen.get("clients"), "server_sessions_at_hold": len(sessions),
         "who_holds": seen.get("at_hold"), "lock_sessions": lock_sessions, "probes": probes,
         "lock_session_lent": any(p["pid"] in lock_sessions for p in probes),

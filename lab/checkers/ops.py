@@ -1,9 +1,9 @@
 """One history per trial, in Jepsen's shape: ordered operations {process, type, f, value, time}.
 
-Every judged scenario records its trial as a list of `Op`s; the checkers (lab/checkers/judge.py)
-read nothing else, so the same behaviour gets the same verdict whichever scenario shows it. The
-kill-point event vocabulary of schema 1 (lab/checkers/history.py) maps onto these operations one for
-one (`from_events`), so it is the seed of this format rather than a second one.
+Every judged scenario records its trial as a list of `Op`s, into a `Recorder` as it runs; the checkers
+(lab/checkers/judge.py) read nothing else, so the same behaviour gets the same verdict whichever scenario
+shows it. This is the lab's one form of a history: schema 1's kill-point event lists, which every record on
+disk that has them also holds as this history, are no longer read.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 # The version of a trial record's `history` and `judgement`: 1 (absent) had free verdict strings and,
-# in killpoints only, event lists; 2 has this history and a typed verdict on every judged trial.
+# in killpoints only, event lists; 2 has this history and a typed verdict on every judged trial. (A kill-point
+# counterexample recorded before issue 46 also kept its schema-1 event list, `minimal.events`, beside the same
+# history: nothing reads it.)
 SCHEMA = 2
 
 
@@ -90,6 +92,10 @@ class Recorder:
             return self.add(process, Type.OK, F.ACQUIRE, at=at, scope="run", **value)
         return self.add(process, Type.FAIL, F.ACQUIRE, at=at)
 
+    def observed(self, company: int, count: int) -> None:
+        """The observer saw a company's row count change: an Observer's on_change."""
+        self.add("observer", Type.OK, F.OBSERVE, company=company, count=int(count))
+
     def extend(self, ops: list[Op]) -> None:
         with self._lock:
             self._ops.extend(ops)
@@ -98,50 +104,6 @@ class Recorder:
         """The history in time order (a stable sort keeps the order of operations recorded at one time)."""
         with self._lock:
             return sorted(self._ops, key=lambda op: op.time)
-
-
-# Schema 1's kill-point events, as operations: event -> (type, f, value names carried over).
-_EVENTS = {
-    "acquire_requested": (Type.INVOKE, F.ACQUIRE),
-    "acquire_granted": (Type.OK, F.ACQUIRE),
-    "acquire_refused": (Type.FAIL, F.ACQUIRE),
-    "acquire_error": (Type.INFO, F.ACQUIRE),  # the lock's server did not answer: no grant heard of
-    "company_locked": (Type.OK, F.ACQUIRE),
-    "write_begun": (Type.INVOKE, F.WRITE),
-    "commit_requested": (Type.INVOKE, F.COMMIT),
-    "write_committed": (Type.OK, F.WRITE),
-    "write_rejected": (Type.FAIL, F.WRITE),
-    "write_failed": (Type.FAIL, F.WRITE),
-    "write_indeterminate": (Type.INFO, F.WRITE),
-    "release_requested": (Type.INVOKE, F.RELEASE),
-    "fault_fired": (Type.OK, F.FAULT),
-    "fault_healed": (Type.OK, F.HEAL),
-    "observed": (Type.OK, F.OBSERVE),
-}
-
-
-def op_of_event(event: dict) -> Op:
-    """One schema-1 event as an operation (its time kept as it was recorded)."""
-    name = event["event"]
-    value = {k: v for k, v in event.items() if k not in ("t", "run", "event") and v is not None}
-    if name == "release":
-        type_, f = (Type.OK if value.pop("ok", False) else Type.FAIL), F.RELEASE
-    else:
-        type_, f = _EVENTS[name]
-    if name == "acquire_granted":
-        value["scope"] = "company" if value.pop("company_scoped", False) else "run"
-    elif name == "company_locked":
-        value["scope"] = "company"
-    elif name == "write_rejected":
-        value["fenced"] = True
-    elif name == "observed" and "count" in value:
-        value["count"] = int(value["count"])
-    return Op(event["run"], type_, f, float(event["t"]), value)
-
-
-def from_events(events: list[dict]) -> list[Op]:
-    """A schema-1 kill-point history as operations, in time order."""
-    return sorted((op_of_event(e) for e in events), key=lambda op: op.time)
 
 
 def to_json(ops: list[Op]) -> list[dict]:

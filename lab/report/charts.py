@@ -97,28 +97,6 @@ def matrix_chart(backends: list[str], faults: list[str], marks: list[list[str]],
     plt.close(fig)
 
 
-# A timeline event -> (marker, colour, size); an event not listed is a small grey dot.
-TIMELINE_MARKS = {
-    "acquire_requested": ("o", "#9e9e9e", 18), "acquire_granted": ("^", "#2e7d32", 60),
-    "acquire_refused": ("x", "#616161", 40), "company_locked": ("^", "#81c784", 30),
-    "write_begun": ("|", "#1565c0", 60), "commit_requested": (".", "#1565c0", 30),
-    "write_committed": ("s", "#1565c0", 50), "write_rejected": ("s", "#ef6c00", 50),
-    "write_failed": ("s", "#c62828", 50), "write_indeterminate": ("s", "#9e9e9e", 50),
-    "release_requested": (".", "#9e9e9e", 20), "release": ("<", "#9e9e9e", 30),
-    "fault_fired": ("v", "#c62828", 70), "fault_healed": ("v", "#2e7d32", 70),
-    "loss_noticed": ("D", "#6a1b9a", 40), "told": ("*", "#6a1b9a", 60), "observed": (".", "#616161", 12),
-}
-LANE_ORDER = ("fault", "injector", "holder", "r0", "run1", "contender", "prober", "poller", "r1", "run2")
-TIMELINE_WORDS = {
-    "acquire_requested": "asked", "acquire_granted": "granted", "acquire_refused": "refused",
-    "company_locked": "company locked", "write_begun": "write begun", "commit_requested": "COMMIT sent",
-    "write_committed": "committed", "write_rejected": "refused by the fence", "write_failed": "rolled back",
-    "write_indeterminate": "commit unknown", "release_requested": "releasing", "release": "released",
-    "fault_fired": "fault", "fault_healed": "healed", "loss_noticed": "loss noticed", "told": "holder told",
-    "observed": "rows seen",
-}
-
-
 def lane_axes(ax, lanes: list[str], end: float, title: str) -> None:
     """The axes every timeline shares: one lane per process, top first, on the trial's own clock up to end."""
     ax.set_yticks(range(len(lanes)), list(reversed(lanes)), fontsize=8)
@@ -128,30 +106,3 @@ def lane_axes(ax, lanes: list[str], end: float, title: str) -> None:
     ax.tick_params(axis="x", labelsize=7)
     ax.set_title(title, fontsize=8)
     ax.grid(axis="x", linewidth=0.3, color="#e0e0e0")
-
-
-def timeline_chart(events: list[dict], title: str, path: Path) -> None:
-    """One lane per run, one mark per event, the trial's clock on the x axis; faults as vertical lines."""
-    lanes = sorted({e["run"] for e in events},
-                   key=lambda r: (LANE_ORDER.index(r) if r in LANE_ORDER else len(LANE_ORDER), r))
-    if "observer" in lanes:  # the observer's counts go last, under the runs it watched
-        lanes = [lane for lane in lanes if lane != "observer"] + ["observer"]
-    fig, ax = plt.subplots(figsize=(7, 0.42 * len(lanes) + 1.5), dpi=72, layout="constrained")
-    end = max((e["t"] for e in events), default=1.0) or 1.0
-    for event in sorted(events, key=lambda e: (e["t"], e["run"], e["event"])):
-        y = len(lanes) - 1 - lanes.index(event["run"])
-        marker, colour, size = TIMELINE_MARKS.get(event["event"], (".", "#9e9e9e", 12))
-        ax.scatter([event["t"]], [y], marker=marker, color=colour, s=size, zorder=3)
-        if event["event"] in ("fault_fired", "fault_healed"):
-            ax.axvline(event["t"], color=colour, linewidth=0.6, linestyle=":", zorder=1)
-        if event["event"] == "observed":
-            ax.annotate(str(event.get("count")), (event["t"], y), textcoords="offset points", xytext=(0, 4),
-                        fontsize=6, ha="center", color=colour)
-    lane_axes(ax, lanes, end, title)
-    kinds = [k for k in TIMELINE_MARKS if any(e["event"] == k for e in events)]
-    handles = [plt.Line2D([], [], marker=TIMELINE_MARKS[k][0], color=TIMELINE_MARKS[k][1], linestyle="",
-                          markersize=5, label=TIMELINE_WORDS[k]) for k in kinds]
-    ax.legend(handles=handles, fontsize=6, ncol=min(6, len(handles)) or 1, loc="upper center",
-              bbox_to_anchor=(0.5, -0.28), frameon=False)
-    fig.savefig(path, metadata={"Software": None})
-    plt.close(fig)

@@ -1,9 +1,8 @@
 """Timelines you can look at: what each run did, and when, in one failing trial.
 
 One picture for every kill-point counterexample and for the first failing trial of every ✗ cell of
-the matrix. The events come from the trial's record alone (trials.jsonl): a kill-point history as
-recorded, or the times a scenario measured (the fault's, the holder's grant and write, the
-contender's grant and write, the probes). A trial shape with no times recorded gets no picture.
+the matrix, from the trial's record alone (trials.jsonl): its history (schema 2) as intervals. A trial
+that recorded no history (schema 1; no committed run has a failing one) gets no picture.
 """
 
 from __future__ import annotations
@@ -17,82 +16,12 @@ from lab.report.history_chart import history_chart
 from lab.report.matrix import Mark, matrix_rows
 from lab.report.sections import TIMELINES, RunView, section
 
-WRITE_EVENT = {"committed": "write_committed", "rejected": "write_rejected", "failed": "write_failed",
-               "indeterminate": "write_indeterminate"}
-
-
-def events_of(record: dict) -> list[dict] | None:
-    """The trial's events as {t, run, event, label}, on its own clock; None for a shape without times."""
-    m = record.get("measures") or {}
-    if m.get("minimal"):  # a kill-point counterexample: its recorded history
-        return [dict(e) for e in m["minimal"]["events"]]
-    if "fault_at" in m and "holder" in m and "contender" in m:
-        return _lease_shape(m)
-    if "runs" in m and all("started" in r for r in m["runs"]):
-        return _two_runs(m)
-    if "probes" in m:
-        return _probes(m)
-    if "got_at" in m and "killed_at" in m:
-        return [{"t": 0.0, "run": "holder", "event": "acquire_granted"},
-                {"t": m["killed_at"], "run": "fault", "event": "fault_fired", "label": "session killed"},
-                {"t": m["got_at"], "run": "poller", "event": "acquire_granted"}]
-    return None
-
 
 def history_of(record: dict) -> list[ops.Op] | None:
     """A schema-2 trial's history as operations (None for a schema-1 record, or a trial that recorded none)."""
     if judgement_of(record) is None or not isinstance(record.get("history"), list) or not record["history"]:
         return None
     return ops.from_json(record["history"])
-
-
-def _lease_shape(m: dict) -> list[dict]:
-    """The holder/contender trials: times are from the holder's grant (or its first event)."""
-    holder, contender = m["holder"], m["contender"]
-    events = [{"t": m["fault_at"], "run": "fault", "event": "fault_fired", "label": m.get("fault")},
-              {"t": m["healed_at"], "run": "fault", "event": "fault_healed"}]
-    if holder.get("granted", True):
-        events.append({"t": 0.0, "run": "holder", "event": "acquire_granted", "label": _token(holder)})
-    if holder.get("noticed_loss_at") is not None:
-        events.append({"t": holder["noticed_loss_at"], "run": "holder", "event": "loss_noticed"})
-    for signal in holder.get("signals") or []:
-        events.append({"t": signal["at"], "run": "holder", "event": "told", "label": signal.get("via")})
-    if holder.get("write_at") is not None and holder.get("write") in WRITE_EVENT:
-        events.append({"t": holder["write_at"], "run": "holder", "event": WRITE_EVENT[holder["write"]]})
-    if contender.get("granted_at") is not None:
-        events.append({"t": contender["granted_at"], "run": "contender", "event": "acquire_granted",
-                       "label": _token(contender)})
-    if contender.get("in_at") is not None and contender.get("write") in WRITE_EVENT:
-        events.append({"t": contender["in_at"], "run": "contender", "event": WRITE_EVENT[contender["write"]]})
-    return events
-
-
-def _token(side: dict) -> str | None:
-    return None if side.get("token") is None else f"token {side['token']}"
-
-
-def _two_runs(m: dict) -> list[dict]:
-    """Two runs of the job (overlap, kill, rules): when each began and how its write ended."""
-    events = []
-    for run in m["runs"]:
-        events.append({"t": run["started"], "run": run["run"], "event": "acquire_requested"})
-        outcome = "acquire_refused" if run["outcome"] == "refused" else WRITE_EVENT.get(run["outcome"])
-        if outcome:
-            events.append({"t": run["ended"], "run": run["run"], "event": outcome})
-    if m.get("killed_at") is not None:
-        events.append({"t": m["killed_at"], "run": "fault", "event": "fault_fired", "label": "session killed"})
-    return events
-
-
-def _probes(m: dict) -> list[dict]:
-    """The cases scenario: the holder's grant, the guard's timeout, a second session's probes."""
-    events = [{"t": 0.0, "run": "holder", "event": "acquire_granted"}]
-    if m.get("timeout_s") is not None:
-        events.append({"t": m["timeout_s"], "run": "fault", "event": "fault_fired", "label": m.get("setting")})
-    for probe in m["probes"]:
-        events.append({"t": probe["at"], "run": "prober",
-                       "event": "acquire_granted" if probe["got"] else "acquire_refused"})
-    return events
 
 
 def slug(*parts: str) -> str:
@@ -135,28 +64,17 @@ def failing_trials(run: RunView) -> list[tuple[str, dict]]:
 
 @section(190, file=TIMELINES)
 def section_timelines(run: RunView) -> str | None:
-    frame, charts = run.frame, run.charts
-    from lab.report.charts import timeline_chart
-
+    charts = run.charts
     shown, without = [], []
-    histories = points = 0
     for caption, record in failing_trials(run):
         name = slug(record["scenario"], record["backend"], record["variant"])
         draw = history_picture(record)
-        if draw:  # schema 2: the trial's own history, drawn as intervals
-            if charts is not None:
-                charts[name] = draw
-            shown.append(f"{caption} (`{record['id']}`)\n\n![{record['id']}]({name})\n")
-            histories += 1
-            continue
-        events = events_of(record)
-        if not events:
+        if not draw:  # schema 1: no history recorded
             without.append(caption)
             continue
         if charts is not None:
-            charts[name] = lambda path, events=events, title=record["id"]: timeline_chart(events, title, path)
+            charts[name] = draw
         shown.append(f"{caption} (`{record['id']}`)\n\n![{record['id']}]({name})\n")
-        points += 1
     if not shown and not without:
         return None
     return "\n".join([
@@ -168,9 +86,6 @@ def section_timelines(run: RunView) -> str | None:
            "its invoke to its completion (blue ok, red failed, orange refused by the fence, grey unknown or never "
            "completed), a run-level right a pale green band from its grant to its release (or the moment its "
            "holder heard it was gone), a lease's TTL a dark green line beside it, the fault's window shaded red, "
-           "the holder told ★, the observer's counts as numbers. " if histories else "")
-        + ("Older trials are points: asked, granted ▲, refused ×, write committed ■ (blue), refused by the fence "
-           "■ (orange), rolled back ■ (red), commit unknown ■ (grey), the fault ▼ red and healed ▼ green, the "
-           "holder told ★ or noticing its loss ◆, the observer's counts." if points else ""), "",
+           "the holder told ★, the observer's counts as numbers. " if shown else ""), "",
         *shown,
         *([f"No times recorded for: {'; '.join(without)}.", ""] if without else [])])

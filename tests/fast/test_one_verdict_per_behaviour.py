@@ -1,7 +1,7 @@
 """One behaviour, planted in the history shape of every scenario that can show it, gets one verdict.
 
-Each shape is built the way its scenario builds it: the two-run, pooler and kill-point shapes from
-run_job's events (lab/checkers/history.py read by ops.from_events), the lease-fault shape (pause, cut,
+Each shape is built the way its scenario builds it: the two-run, pooler and kill-point shapes as the
+operations run_job records (lab/workload/job.py), the lease-fault shape (pause, cut,
 restart, failover) from a holder process's reported events through scenarios._lease_faults.lease_history,
 and the timing, calibrate and cases shapes as the operations those scenarios record. All are judged by
 lab/checkers/judge.py, so a column can no longer word or mark the same thing its own way.
@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab.checkers import ops
-from lab.checkers.history import History
 from lab.checkers.judge import judge
-from lab.checkers.ops import F, Op, Type
+from lab.checkers.ops import F, Op, Recorder, Type
 from lab.checkers.outcomes import Safety
 from lab.checkers.verdict import Kind
 from lab.checkers.words import verdict_text
@@ -23,45 +21,56 @@ from scenarios._lease_faults import lease_history
 SIZE = 250
 
 
-def ev(t, run, event, **fields):
-    return {"t": t, "run": run, "event": event, **fields}
+def said(t, event, **fields):
+    """One event a holder process reports (lab/holder/process.py), at absolute monotonic time t."""
+    return {"t": t, "run": "holder", "event": event, **fields}
 
 
 def op(t, process, type_, f, **value):
     return Op(process, type_, f, t, value)
 
 
-def from_events(events):
-    return ops.from_events(events)
+def in_time(history):
+    """A history as a Recorder gives it: in time order, a stable sort."""
+    return sorted(history, key=lambda o: o.time)
 
 
-def lease_shape(holder_events, contender_events, fault="pause", in_transaction=False):
+def contender_of(history) -> Recorder:
+    """The contender's run_job operations on the trial's Recorder, its zero at 100 s."""
+    contender = Recorder(100.0)
+    contender.extend(history)
+    return contender
+
+
+def lease_shape(holder_events, contender_ops, fault="pause", in_transaction=False):
     """A lease-fault trial's history: the holder process's events (absolute monotonic times, here from 100 s),
-    the contender's run_job events on the trial's History, the fault struck at 100.2 s and healed at 103 s."""
-    contender = History(100.0)
-    contender.events.extend(contender_events)
-    return lease_history(holder_events, contender, 1, "company" if in_transaction else "run", fault, 100.2, 103.0)
+    the contender's run_job operations, the fault struck at 100.2 s and healed at 103 s."""
+    return lease_history(holder_events, contender_of(contender_ops), 1, "company" if in_transaction else "run",
+                         fault, 100.2, 103.0)
 
 
-def write_events(t, run, outcome="write_committed", **fields):
-    return [ev(t, run, "write_begun", company=1), ev(t + 0.05, run, "commit_requested", company=1),
-            ev(t + 0.06, run, outcome, company=1, **fields)]
+def write_ops(t, run, refused=False):
+    """run_job's write of company 1: begun, COMMIT sent, committed (or refused by the fence)."""
+    done = op(t + 0.06, run, Type.FAIL, F.WRITE, company=1, fenced=True) if refused else \
+        op(t + 0.06, run, Type.OK, F.WRITE, company=1)
+    return [op(t, run, Type.INVOKE, F.WRITE, company=1), op(t + 0.05, run, Type.INVOKE, F.COMMIT, company=1), done]
 
 
-def two_run_events(run1, run2, grants=True):
-    """Two runs of run_job on one company; with grants, each first gets its run-level right."""
+def two_run_ops(run1, run2, grants=True):
+    """Two runs of run_job on one company; with grants, each first gets its run-level right (else acquire()
+    only says "go on": a lock inside the write, or none)."""
     out = []
     for run, t in ((run1, 0.0), (run2, 0.1)):
-        out += [ev(t, run, "acquire_requested"), ev(t + 0.001, run, "acquire_granted",
-                                                    **({} if grants else {"company_scoped": True}))]
+        out += [op(t, run, Type.INVOKE, F.ACQUIRE),
+                op(t + 0.001, run, Type.OK, F.ACQUIRE, scope="run" if grants else "company")]
     return out
 
 
 # --- 1. two concurrent runs with no lock ---------------------------------------------------------------
 
 def no_lock_overlap():
-    return from_events([*two_run_events("run1", "run2", grants=False), *write_events(0.2, "run1"),
-                        *write_events(0.21, "run2")])
+    return in_time([*two_run_ops("run1", "run2", grants=False), *write_ops(0.2, "run1"),
+                        *write_ops(0.21, "run2")])
 
 
 def no_lock_pooler():
@@ -70,9 +79,9 @@ def no_lock_pooler():
 
 
 def no_lock_killpoints():
-    return from_events([*two_run_events("r0", "r1", grants=False), *write_events(0.2, "r0"),
-                        ev(0.22, "injector", "fault_fired", kind="stall", point="after_delete", struck=True),
-                        *write_events(0.21, "r1"), ev(0.4, "observer", "observed", company=1, count=500)])
+    return in_time([*two_run_ops("r0", "r1", grants=False), *write_ops(0.2, "r0"),
+                        op(0.22, "injector", Type.OK, F.FAULT, kind="stall", point="after_delete", struck=True),
+                        *write_ops(0.21, "r1"), op(0.4, "observer", Type.OK, F.OBSERVE, company=1, count=500)])
 
 
 @pytest.mark.parametrize("shape", [no_lock_overlap, no_lock_pooler, no_lock_killpoints])
@@ -85,10 +94,11 @@ def test_two_runs_without_a_lock_merge_in_every_shape(shape):
 
 def superseded_pause(refused=False):
     outcome = {"outcome": "rejected", "error": "FenceRejected"} if refused else {"outcome": "committed"}
-    holder = [ev(100.0, "holder", "acquire", granted=True, token=1), ev(100.1, "holder", "at_point"),
-              ev(103.1, "holder", "resumed"), {"event": "write", "t": 103.3, **outcome}]
-    contender = [ev(2.4, "contender", "acquire_requested"), ev(2.5, "contender", "acquire_granted", token=2),
-                 *write_events(2.6, "contender")]
+    holder = [said(100.0, "acquire", granted=True, token=1), said(100.1, "at_point"), said(103.1, "resumed"),
+              said(103.3, "write", **outcome)]
+    contender = [op(2.4, "contender", Type.INVOKE, F.ACQUIRE),
+                 op(2.5, "contender", Type.OK, F.ACQUIRE, token=2, scope="run"),
+                 *write_ops(2.6, "contender")]
     return lease_shape(holder, contender)
 
 
@@ -99,19 +109,17 @@ def superseded_cut(refused=False):
 
 
 def superseded_killpoints(refused=False):
-    last = "write_rejected" if refused else "write_committed"
-    return from_events([ev(0.0, "r0", "acquire_granted", token=1),
-                        ev(0.1, "injector", "fault_fired", kind="stall", point="after_acquire", struck=True),
-                        ev(1.5, "r1", "acquire_requested"), ev(1.6, "r1", "acquire_granted", token=2),
-                        *write_events(1.7, "r1"), ev(2.6, "injector", "fault_healed", kind="stall"),
-                        *write_events(2.7, "r0", outcome=last)])
+    return in_time([op(0.0, "r0", Type.OK, F.ACQUIRE, token=1, scope="run"),
+                        op(0.1, "injector", Type.OK, F.FAULT, kind="stall", point="after_acquire", struck=True),
+                        op(1.5, "r1", Type.INVOKE, F.ACQUIRE),
+                        op(1.6, "r1", Type.OK, F.ACQUIRE, token=2, scope="run"),
+                        *write_ops(1.7, "r1"), op(2.6, "injector", Type.OK, F.HEAL, kind="stall"),
+                        *write_ops(2.7, "r0", refused)])
 
 
 def superseded_pooler(refused=False):
     # Transaction pooling lent run1's lock session: run2 was granted while run1 held, then run1 wrote.
-    last = "write_rejected" if refused else "write_committed"
-    return from_events([*two_run_events("run1", "run2"), *write_events(0.3, "run2"),
-                        *write_events(0.5, "run1", outcome=last)])
+    return in_time([*two_run_ops("run1", "run2"), *write_ops(0.3, "run2"), *write_ops(0.5, "run1", refused)])
 
 
 SUPERSEDED = [superseded_pause, superseded_cut, superseded_killpoints, superseded_pooler]
@@ -179,12 +187,11 @@ def test_a_second_grant_before_the_first_lease_could_lapse_is_not_even_a_lease()
 
 def test_a_paused_holder_with_no_lock_has_no_right_to_lose():
     """`none` under a pause: its write rolls back with the guard, the contender rebuilds; nothing lapsed."""
-    holder = [ev(100.0, "holder", "acquire", granted=True), ev(100.1, "holder", "at_point"),
-              ev(103.1, "holder", "resumed"), {"event": "write", "t": 103.3, "outcome": "failed"}]
-    contender = [ev(2.4, "contender", "acquire_requested"), ev(2.5, "contender", "acquire_granted", company_scoped=True),
-                 *write_events(2.6, "contender")]
-    contender_history = History(100.0)
-    contender_history.events.extend(contender)
-    history = lease_history(holder, contender_history, 1, None, "pause", 100.2, 103.0)
+    holder = [said(100.0, "acquire", granted=True), said(100.1, "at_point"), said(103.1, "resumed"),
+              said(103.3, "write", outcome="failed")]
+    contender = [op(2.4, "contender", Type.INVOKE, F.ACQUIRE),
+                 op(2.5, "contender", Type.OK, F.ACQUIRE, scope="company"),
+                 *write_ops(2.6, "contender")]
+    history = lease_history(holder, contender_of(contender), 1, None, "pause", 100.2, 103.0)
     v = judge(history, {1: {"rows": 250, "runs": ["contender"]}}, SIZE, promises_exclusion=False)
     assert (v.kind, v.safety, v.exercised) == (Kind.INTACT, Safety.SAFE, True)

@@ -2,36 +2,19 @@
 
 import re
 
+from lab.checkers import ops
 from lab.report.sections import RunView
-from lab.report.timelines import events_of, failing_trials
+from lab.report.timelines import failing_trials, history_of, history_picture
 from tests.fast.test_reference_report import ROOT, reference
-
-
-def test_a_lease_trials_timeline_is_its_measured_times():
-    record = {"measures": {"fault": "pause", "fault_at": 0.07, "healed_at": 2.38,
-                           "holder": {"token": 3, "write": "committed", "write_at": 2.39, "noticed_loss_at": None,
-                                      "signals": [{"at": 2.5, "how": "exception", "via": "release()", "text": ""}]},
-                           "contender": {"granted_at": 2.3, "in_at": 2.35, "write": "committed", "token": 4}}}
-    events = {(e["run"], e["event"]): e["t"] for e in events_of(record)}
-    assert events == {("fault", "fault_fired"): 0.07, ("fault", "fault_healed"): 2.38,
-                      ("holder", "acquire_granted"): 0.0, ("holder", "told"): 2.5,
-                      ("holder", "write_committed"): 2.39, ("contender", "acquire_granted"): 2.3,
-                      ("contender", "write_committed"): 2.35}
-
-
-def test_a_holder_that_was_never_granted_has_no_grant_on_its_lane():
-    record = {"measures": {"fault_at": 0.1, "healed_at": 1.0, "holder": {"granted": False, "write": "none"},
-                           "contender": {"granted_at": 1.2, "in_at": 1.3, "write": "committed"}}}
-    assert ("holder", "acquire_granted") not in {(e["run"], e["event"]) for e in events_of(record)}
 
 
 def test_the_reference_reports_timelines_come_from_its_trials_and_are_committed():
     folders, trials = reference()
     failing = failing_trials(RunView.of(trials, folders[0].meta()))
     assert failing, "the reference runs have failing cells"
-    for _, record in failing:
-        if record["scenario"] == "killpoints":  # recomputed: exactly the recorded history
-            assert events_of(record) == record["measures"]["minimal"]["events"]
+    for _, record in failing:  # every one drawn from exactly its recorded history
+        assert history_picture(record) is not None
+        assert ops.to_json(history_of(record) or []) == record["history"]
     gallery = (ROOT / "REPORT-timelines.md").read_text()  # the gallery is an appendix REPORT.md links
     assert "(REPORT-timelines.md)" in (ROOT / "REPORT.md").read_text()
     pictures = re.findall(r"\]\((timelines/[^)]+\.png)\)", gallery)

@@ -20,7 +20,7 @@ from backends import load
 from backends._fence import fenced_write
 from backends._writes import sqlstate, write_transaction
 from backends.base import BackendContext, RebuildResult, describe_error
-from lab.checkers.history import History
+from lab.checkers.ops import F, Recorder, Type
 from lab.servers import pg
 from lab.servers.clients import pg_engine
 from lab.workload.job import run_job
@@ -245,7 +245,7 @@ def test_the_job_records_write_indeterminate_with_its_resolution(services, engin
     engine, loser = relay
     monitor, _ = engines
     backend = load("none")(BackendContext(services, monitor, engine, table, {}, {}), "indeterminate-job")
-    history = History()
+    history = Recorder()
 
     def point(name, conn):
         if name == "before_commit":
@@ -254,6 +254,5 @@ def test_the_job_records_write_indeterminate_with_its_resolution(services, engin
     job = run_job(backend, [1], 250, "run-1", point=point, history=history)
 
     assert job.outcome == "indeterminate" and job.summary(job.started)["resolved"] == "committed"
-    events = [e for e in history.to_list() if e["event"].startswith("write_")]
-    assert [(e["event"], e.get("resolved")) for e in events] == [("write_begun", None),
-                                                                  ("write_indeterminate", "committed")]
+    writes = [op for op in history.ops() if op.f is F.WRITE]
+    assert [(op.type, op.get("resolved")) for op in writes] == [(Type.INVOKE, None), (Type.INFO, "committed")]

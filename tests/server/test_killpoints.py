@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from lab.checkers.ops import F, Type
 from scenarios.killpoints import Killpoints, run_example
 from tests.server.helpers import shared_tmp, trial_env, verdict_of
 
@@ -49,7 +50,7 @@ def test_a_stall_past_the_ttl_is_caught_for_redis_and_fenced_for_redis_fenced(se
     paused = schedule(kind="stall", duration=2.5)
     assert kinds(example(services, engines, "redis", paused)) == ["stale write accepted"]
     fenced = example(services, engines, "redis_fenced", paused)
-    assert kinds(fenced) == [] and any(e["event"] == "write_rejected" for e in fenced["events"])
+    assert kinds(fenced) == [] and any(op.f is F.WRITE and op.get("fenced") for op in fenced["history"])
 
 
 def test_a_kill_mid_insert_leaves_no_torn_company(services, engines):
@@ -92,9 +93,10 @@ def test_a_stop_during_a_cut_heals_it_and_the_example_ends(services, engines):
 
 def test_the_other_runs_of_a_schedule_contend_concurrently(services, engines):
     result = example(services, engines, "none", schedule(point="after_delete", kind="stall", runs=3))
-    events = result["events"]
-    started = {e["run"]: e["t"] for e in events if e["event"] == "acquire_requested" and e["run"] != "r0"}
-    first_done = min(e["t"] for e in events if e["event"] == "write_committed" and e["run"] != "r0")
+    history = result["history"]
+    started = {op.process: op.time for op in history if op.f is F.ACQUIRE and op.type is Type.INVOKE
+               and op.process != "r0"}
+    first_done = min(op.time for op in history if op.f is F.WRITE and op.type is Type.OK and op.process != "r0")
     assert set(started) == {"r1", "r2"} and max(started.values()) < first_done
 
 
