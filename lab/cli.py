@@ -21,7 +21,7 @@ import backends
 import scenarios
 from lab.checkers.outcomes import outcome_rows
 from lab.errors import LabError
-from lab.servers import drivers
+from lab.servers.postgres import drivers
 from lab.servers.services import ExternalAddresses
 
 EXIT_USAGE = 2

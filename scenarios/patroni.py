@@ -1,7 +1,7 @@
 """The lock's PostgreSQL managed by Patroni, as production runs it, while a holder holds: what survives.
 
 One fault event serves every backend (FaultReach.ONE_EVENT, scenarios/_shared_event.py): each event gets a
-Patroni cluster of its own (lab/servers/patroni.py: two nodes, one etcd member as the DCS, the run's PostgreSQL
+Patroni cluster of its own (lab/servers/patroni/cluster.py: two nodes, one etcd member as the DCS, the run's PostgreSQL
 binaries), and the same shape as the scripted `failover`, its control: every backend's holder takes its lock (on
 a company, a table and keys of its own; a lock on Redis, etcd or ZooKeeper on the run's own server, its fence and
 writes on the cluster) and stops at its fault point; the fault strikes once (lab/faults/patroni.py) and is
@@ -70,11 +70,11 @@ from lab.measures.promotion import PromotionProbe, create_probe_table
 from lab.measures.promotion import connect as promotion_connect
 from lab.pacing import Lane
 from lab.servers.clients import pg_hosts
-from lab.servers.health_router import PrimaryRouter
+from lab.servers.patroni.health_router import PrimaryRouter
 from lab.servers.identity import primary_identity
-from lab.servers.patroni import PatroniCluster, PatroniNode, PatroniSettings
-from lab.servers.patroni_runtime import Unavailable, runtime
-from lab.servers.pg import dispose, trial_engines
+from lab.servers.patroni.cluster import PatroniCluster, PatroniNode, PatroniSettings
+from lab.servers.patroni.runtime import Unavailable, runtime
+from lab.servers.postgres.sql import dispose, trial_engines
 from lab.workload.table import ensure_schema
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario

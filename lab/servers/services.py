@@ -36,15 +36,12 @@ from lab.servers.clients import (
     redact_text,
     redis_client,
 )
-from lab.servers.embedded import (
-    EmbeddedEtcd,
-    EmbeddedPostgres,
-    EmbeddedRedis,
-    EmbeddedRedlockMasters,
-    traversable_by_others,
-)
-from lab.servers import mariadb, zookeeper
-from lab.servers.mariadb_sql import version as mariadb_version
+from lab.servers.etcd.server import EmbeddedEtcd
+from lab.servers.postgres.server import EmbeddedPostgres, traversable_by_others
+from lab.servers.redis.server import EmbeddedRedis, EmbeddedRedlockMasters
+from lab.servers.mariadb import server as mariadb
+from lab.servers.zookeeper import server as zookeeper
+from lab.servers.mariadb.sql import version as mariadb_version
 from lab.servers.owner import OWNER_FILE, mark_owner, owner_alive
 
 SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock", "zookeeper", "mariadb")

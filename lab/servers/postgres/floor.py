@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from lab.servers.clients import pg_engine
-from lab.servers.floors.base import FloorProbe
+from lab.servers.floor_probe import FloorProbe
 from lab.servers.services import Services
 
 

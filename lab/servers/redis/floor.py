@@ -8,7 +8,7 @@ import socket
 from urllib.parse import unquote, urlsplit
 
 from lab.servers.clients import redis_client
-from lab.servers.floors.base import FloorProbe
+from lab.servers.floor_probe import FloorProbe
 from lab.servers.services import Services
 
 

@@ -24,8 +24,8 @@ from sqlalchemy.engine import URL, Engine
 
 from lab.errors import ServiceError
 from lab.servers.clients import parse_pg_dsn, pg_engine
-from lab.servers.embedded import EmbeddedPostgres
-from lab.servers.pg_template import DataTemplate
+from lab.servers.postgres.server import EmbeddedPostgres
+from lab.servers.postgres.template import DataTemplate
 from lab.servers.proxy import BlackholeProxy
 
 CATCH_UP_WITHIN = 30.0  # seconds for the standby to replay what the primary has written
@@ -40,7 +40,7 @@ class PostgresPair:
 
     def __init__(self, root: Path, bin_dir: Path, *, synchronous: bool = False, max_connections: int = 40,
                  template: DataTemplate | None = None):
-        """template: the run's initdb'd data directory for the primary (lab/servers/pg_template.py); None runs initdb."""
+        """template: the run's initdb'd data directory for the primary (lab/servers/postgres/template.py); None runs initdb."""
         self.root = root
         self.synchronous = synchronous
         primary_settings = dict(NODE_SETTINGS)

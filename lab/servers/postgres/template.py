@@ -40,7 +40,7 @@ class DataTemplate:
 
 def made_once(bin_dir: Path, tmp: Path, make: Callable[[str], DataTemplate]) -> DataTemplate:
     """The run's template for these binaries in its temp dir `tmp`, made by the first caller (others wait):
-    make(name) initdb's one (lab/servers/embedded.py template_for), under a name of its own."""
+    make(name) initdb's one (lab/servers/postgres/server.py template_for), under a name of its own."""
     key = (bin_dir, tmp)
     with _making:
         made = _made.get(key)

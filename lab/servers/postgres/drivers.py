@@ -27,7 +27,7 @@ from sqlalchemy.engine import URL
 
 from lab.errors import LabError
 from lab.servers.clients import known_settings, pg_engine, pg_hosts
-from lab.servers.pg import backend_pid_of
+from lab.servers.postgres.sql import backend_pid_of
 from lab.servers.pooler_settings import REFUSAL
 
 DEFAULT = "psycopg2"

@@ -4,7 +4,7 @@ How a partition is made. ZooKeeper's servers talk over two kinds of connection: 
 leader's quorum port (replication, and the pings that keep its clients' sessions alive on the
 leader), and every server dials every other's election port (votes). Each member's own config lists
 itself at its real ports and the others at proxies in front of theirs (a PeerProxy, as for etcd:
-lab/servers/etcd_cluster.py), so every connection one member dials to another goes through the
+lab/servers/etcd/cluster.py), so every connection one member dials to another goes through the
 dialed member's proxy, which learns the dialer from the kernel's socket table and relays it unless
 the two are on different sides of the partition. isolate(m) cuts every link between m and the other
 two, both ways; heal() lets them flow again.
@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Callable
 
 from lab.errors import ServiceError
-from lab.servers import zookeeper
-from lab.servers.etcd_cluster import PeerConnection, PeerProxy
+from lab.servers.zookeeper import server as zookeeper
 from lab.servers.peer_partition import PeerPartition
+from lab.servers.peer_proxy import PeerConnection, PeerProxy
 from lab.servers.processes import free_port, spawn, stop, wait_ready
 from lab.servers.proxy import BlackholeProxy
 

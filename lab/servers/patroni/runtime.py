@@ -29,7 +29,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from lab.servers.embedded import POSTGRES_OS_USER, _ensure_os_user, traversable_by_others
+from lab.servers.postgres.server import POSTGRES_OS_USER, _ensure_os_user, traversable_by_others
 from lab.servers.services import owned_temp_dir
 
 MISSING = "patroni not installed (pip install -e '.[ha]')"

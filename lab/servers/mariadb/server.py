@@ -29,7 +29,7 @@ MISSING = "mariadb-server not installed (apt-get install mariadb-server)"
 # MariaDB, as on a machine without the package: how a test checks that case where it is installed.
 SEARCH_PATH_VARIABLE = "LAB_MARIADB_SEARCH_PATH"
 SEARCH_PATH = "/usr/sbin:/usr/bin"  # where Debian puts mariadbd and mariadb-install-db
-# As many sessions as the lab's PostgreSQL allows (lab/servers/embedded.py): trials run many at once.
+# As many sessions as the lab's PostgreSQL allows (lab/servers/postgres/server.py): trials run many at once.
 MAX_CONNECTIONS = 600
 USER = "root"
 # A small server that starts in seconds: a 32 MB buffer pool, an 8 MB redo log (the default 96 MB would be most of

@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL
 
 from lab.errors import ServiceError
-from lab.servers.embedded import POSTGRES_OS_USER
+from lab.servers.postgres.server import POSTGRES_OS_USER
 from lab.servers.processes import free_port, spawn, stop, wait_ready
 
 MISSING = "pgbouncer not installed (apt-get install pgbouncer)"

