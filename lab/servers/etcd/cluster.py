@@ -35,16 +35,14 @@ cache survives every fault here, and three members fsyncing on a shared disk wou
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
 import time
-import urllib.request
 from pathlib import Path
-from typing import TypeVar
 
 from lab.errors import ServiceError
 from lab.servers.embedded import package_dir
+from lab.servers.etcd.member import EtcdMember, started
+from lab.servers.etcd.views import EtcdViews, rpc
 from lab.servers.peer_partition import PeerPartition
 from lab.servers.peer_proxy import PeerProxy
 from lab.servers.processes import free_port, spawn, stop, wait_ready
@@ -54,53 +52,9 @@ SIZE = 3
 HEARTBEAT_MS, ELECTION_MS = 100, 500
 READY_WITHIN = 30.0
 BIND_ATTEMPTS = 3
-_T = TypeVar("_T")
 
 
-def _started(part: _T | None, what: str) -> _T:
-    """A member's process or proxy, which exists between start() (or restart()) and stop() or kill()."""
-    if part is None:
-        raise ServiceError(f"etcd member {what} is not running")
-    return part
-
-
-class EtcdMember:
-    """One member: its process, its real ports, and the two proxies the cluster reaches it through."""
-
-    def __init__(self, root: Path, name: str):
-        self.name = name
-        self.root = root / name
-        self.log_path = self.root / "server.log"
-        self.client_port, self.peer_port = free_port(), free_port()
-        self.client_proxy: BlackholeProxy | None = None
-        self.peer_proxy: PeerProxy | None = None
-        self.proc: subprocess.Popen | None = None
-        self.id: int | None = None  # etcd's member id, known once the cluster has started
-
-    @property
-    def pids(self) -> list[int]:
-        return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
-
-    @property
-    def endpoint(self) -> str:
-        """Where a client reaches this member: through its client proxy."""
-        return f"127.0.0.1:{_started(self.client_proxy, self.name).port}"
-
-    @property
-    def direct(self) -> str:
-        """The member's own client port, for the lab's view of it."""
-        return f"127.0.0.1:{self.client_port}"
-
-    @property
-    def peer_proxies(self) -> list[PeerProxy]:
-        return [self.peer_proxy] if self.peer_proxy is not None else []
-
-    @property
-    def peer_url(self) -> str:
-        return f"http://127.0.0.1:{_started(self.peer_proxy, self.name).port}"
-
-
-class EtcdCluster(PeerPartition[EtcdMember]):
+class EtcdCluster(PeerPartition[EtcdMember], EtcdViews):
     """Three members; isolate(), kill() and heal() are the faults' levers, status() the members' own view."""
 
     name = "etcd"
@@ -132,7 +86,7 @@ class EtcdCluster(PeerPartition[EtcdMember]):
             for member in self.members:
                 self._wait_ready(member, "new")
             ids = {m.name: m.ID for m in self._client(self.members[0]).clusterstub.MemberList(
-                _rpc().MemberListRequest(), 5).members}
+                rpc().MemberListRequest(), 5).members}
             for member in self.members:
                 member.id = ids[member.name]
             self.wait_leader()
@@ -165,15 +119,15 @@ class EtcdCluster(PeerPartition[EtcdMember]):
         clients and peers use are the proxies', bound by the kernel, so the real ones can change."""
         for attempt in range(BIND_ATTEMPTS):
             try:
-                wait_ready(lambda: self.raw_status(member), _started(member.proc, member.name), f"etcd member {member.name}",
+                wait_ready(lambda: self.raw_status(member), started(member.proc, member.name), f"etcd member {member.name}",
                            member.log_path, READY_WITHIN)
                 return
             except ServiceError as exc:
                 if "address already in use" not in str(exc) or attempt == BIND_ATTEMPTS - 1:
                     raise
             member.client_port, member.peer_port = free_port(), free_port()
-            _started(member.client_proxy, member.name).target = ("127.0.0.1", member.client_port)
-            _started(member.peer_proxy, member.name).target = ("127.0.0.1", member.peer_port)
+            started(member.client_proxy, member.name).target = ("127.0.0.1", member.client_port)
+            started(member.peer_proxy, member.name).target = ("127.0.0.1", member.peer_port)
             stale = self._clients.pop(member.name, None)
             if stale is not None:
                 stale.close()
@@ -193,73 +147,6 @@ class EtcdCluster(PeerPartition[EtcdMember]):
             client.close()
         self._clients.clear()
 
-    # --- the members' own view -----------------------------------------------------------------------------
-
-    def _client(self, member: EtcdMember):
-        from lab.servers.clients import etcd_client
-
-        if member.name not in self._clients:
-            self._clients[member.name] = etcd_client(member.direct, timeout=1)
-        return self._clients[member.name]
-
-    @property
-    def endpoints(self) -> list[str]:
-        """Every member's client endpoint, for a client library that takes several (see the module's docstring)."""
-        return [m.endpoint for m in self.members]
-
-    def member(self, name: str) -> EtcdMember:
-        return next(m for m in self.members if m.name == name)
-
-    def member_at(self, endpoint: str) -> EtcdMember | None:
-        """The member a client endpoint (its proxy, or its own port) reaches."""
-        return next((m for m in self.members if endpoint.removeprefix("http://") in (m.endpoint, m.direct)), None)
-
-    def raw_status(self, member: EtcdMember):
-        return self._client(member).maintenancestub.Status(_rpc().StatusRequest(), 1)
-
-    def status(self, member: EtcdMember) -> dict:
-        """What the member itself says: the leader it follows (None: none), its committed raft index and term."""
-        raw = self.raw_status(member)
-        leader = next((m.name for m in self.members if m.id == raw.leader), None) if raw.leader else None
-        return {"leader": leader, "raft_index": int(raw.raftIndex), "raft_term": int(raw.raftTerm)}
-
-    def health(self, member: EtcdMember) -> dict:
-        """The member's /health: {"health": "false", "reason": "RAFT NO LEADER"} on the minority side."""
-        try:
-            with urllib.request.urlopen(f"http://{member.direct}/health", timeout=3) as answer:
-                return json.loads(answer.read())
-        except urllib.error.HTTPError as exc:  # 503 with the same JSON body when unhealthy
-            return json.loads(exc.read() or b"{}")
-
-    def leader(self) -> EtcdMember | None:
-        """The leader every live, connected member agrees on, or None."""
-        seen = set()
-        for member in self.members:
-            if member.pids and member.name not in self.isolated:
-                seen.add(self.status(member)["leader"])
-        return self.member(seen.pop()) if len(seen) == 1 and None not in seen else None
-
-    def wait_leader(self, within: float = 10.0) -> EtcdMember:
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            try:
-                found = self.leader()
-            except Exception:  # a member between elections may not answer at once
-                found = None
-            if found is not None:
-                return found
-            time.sleep(0.05)  # no event says an election ended: ask again
-        raise ServiceError(f"the etcd members agreed on no leader within {within:.0f} s")
-
-    def followers(self) -> list[EtcdMember]:
-        leader = self.wait_leader()
-        return [m for m in self.members if m is not leader]
-
-    def probe_write(self, via: EtcdMember) -> int:
-        """A put through one member, committed by its side's quorum: returns the revision it got."""
-        response = self._client(via).put(f"locklab-probe/{time.monotonic_ns()}", "probe")
-        return int(response.header.revision)
-
     # --- the faults' levers --------------------------------------------------------------------------------
 
     def link_bytes(self, member: EtcdMember) -> dict:
@@ -277,7 +164,7 @@ class EtcdCluster(PeerPartition[EtcdMember]):
 
     def kill(self, member: EtcdMember) -> int:
         """SIGKILL: the member dies without a word to its peers. Returns its pid."""
-        proc = _started(member.proc, member.name)
+        proc = started(member.proc, member.name)
         pid = proc.pid
         proc.kill()
         proc.wait(5)
@@ -291,9 +178,3 @@ class EtcdCluster(PeerPartition[EtcdMember]):
         self._spawn(member, "existing")
         self._wait_ready(member, "existing")
         self.killed = [n for n in self.killed if n != member.name]
-
-
-def _rpc():
-    from pyetcd.etcdrpc import rpc_pb2
-
-    return rpc_pb2

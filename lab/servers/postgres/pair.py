@@ -72,34 +72,12 @@ class PostgresPair:
         try:
             self.primary.start()
             self.link = BlackholeProxy("127.0.0.1", self.primary.port).start()
-            self._base_backup()
+            make_standby(self.primary, self.standby, self._up_link().port)
             self.standby.start()
             self.wait_streaming()
         except BaseException:
             self.stop()
             raise
-
-    def _base_backup(self) -> None:
-        self.standby.root.mkdir(parents=True, exist_ok=True)
-        self.standby._as_server_user(self.standby.root)
-        argv = [str(self.standby.bin / "pg_basebackup"), "-D", str(self.standby.data),
-                "-d", f"host=127.0.0.1 port={self.primary.port} user=postgres dbname=postgres",
-                "-X", "stream", "-c", "fast", "--no-sync"]
-        # The password goes in the environment, which only its own user and root can read, not argv.
-        env = dict(os.environ, PGPASSWORD=self.primary.password)
-        result = subprocess.run(argv, capture_output=True, text=True, user=self.standby.user, env=env, timeout=120)
-        if result.returncode != 0:
-            tail = (result.stderr or result.stdout).strip().splitlines()[-1:]
-            raise ServiceError(f"pg_basebackup failed: {' '.join(tail)}")
-        conninfo = (f"host=127.0.0.1 port={self._up_link().port} user=postgres password={self.primary.password} "
-                    f"application_name=standby")
-        auto = self.standby.data / "postgresql.auto.conf"
-        with open(auto, "a") as handle:
-            handle.write(f"primary_conninfo = '{conninfo}'\n")
-        (self.standby.data / "standby.signal").touch()
-        for path in (auto, self.standby.data / "standby.signal"):
-            self.standby._as_server_user(path)
-            path.chmod(0o600)
 
     def wait_streaming(self, within: float = CATCH_UP_WITHIN) -> None:
         """Until the primary shows the standby streaming (and, if synchronous, as its sync standby)."""
@@ -190,6 +168,30 @@ class PostgresPair:
         if self.link is not None:
             self.link.stop()
             self.link = None
+
+
+def make_standby(primary: EmbeddedPostgres, standby: EmbeddedPostgres, link_port: int) -> None:
+    """The standby's data directory from the primary's base backup, set to stream from it through link_port."""
+    standby.root.mkdir(parents=True, exist_ok=True)
+    standby._as_server_user(standby.root)
+    argv = [str(standby.bin / "pg_basebackup"), "-D", str(standby.data),
+            "-d", f"host=127.0.0.1 port={primary.port} user=postgres dbname=postgres",
+            "-X", "stream", "-c", "fast", "--no-sync"]
+    # The password goes in the environment, which only its own user and root can read, not argv.
+    env = dict(os.environ, PGPASSWORD=primary.password)
+    result = subprocess.run(argv, capture_output=True, text=True, user=standby.user, env=env, timeout=120)
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:]
+        raise ServiceError(f"pg_basebackup failed: {' '.join(tail)}")
+    conninfo = (f"host=127.0.0.1 port={link_port} user=postgres password={primary.password} "
+                f"application_name=standby")
+    auto = standby.data / "postgresql.auto.conf"
+    with open(auto, "a") as handle:
+        handle.write(f"primary_conninfo = '{conninfo}'\n")
+    (standby.data / "standby.signal").touch()
+    for path in (auto, standby.data / "standby.signal"):
+        standby._as_server_user(path)
+        path.chmod(0o600)
 
 
 def timeline(engine: Engine) -> int:

@@ -152,6 +152,12 @@ class ZooKeeperMember:
         return f"server.{self.sid}=127.0.0.1:{quorum.port}:{election.port}"
 
 
+def _said(member: ZooKeeperMember, field: str) -> str | None:
+    """One field of what the member says of itself (`srvr`), None when it does not say it."""
+    answer = zookeeper.four_letter("127.0.0.1", member.client_port, "srvr", timeout=1.0)
+    return next((line.split(":", 1)[1].strip() for line in answer.splitlines() if line.startswith(f"{field}:")), None)
+
+
 class ZooKeeperEnsemble(PeerPartition[ZooKeeperMember]):
     """Three members; isolate() and heal() are the partition's levers, mode() a member's own view."""
 
@@ -230,19 +236,12 @@ class ZooKeeperEnsemble(PeerPartition[ZooKeeperMember]):
     def mode(self, member: ZooKeeperMember) -> str | None:
         """What the member says it is (`srvr`): "leader" or "follower", or None while it serves no clients
         (looking for a leader, or cut off from the quorum)."""
-        answer = zookeeper.four_letter("127.0.0.1", member.client_port, "srvr", timeout=1.0)
-        for line in answer.splitlines():
-            if line.startswith("Mode:"):
-                return line.removeprefix("Mode:").strip()
-        return None
+        return _said(member, "Mode")
 
     def zxid(self, member: ZooKeeperMember) -> int | None:
         """The last zxid the member has applied (`srvr`), None while it serves no clients."""
-        answer = zookeeper.four_letter("127.0.0.1", member.client_port, "srvr", timeout=1.0)
-        for line in answer.splitlines():
-            if line.startswith("Zxid:"):
-                return int(line.removeprefix("Zxid:").strip(), 16)
-        return None
+        found = _said(member, "Zxid")
+        return None if found is None else int(found, 16)
 
     def _serving(self, member: ZooKeeperMember) -> str:
         mode = self.mode(member)
