@@ -28,7 +28,7 @@ from backends.base import BareCall
 from lab.capabilities import Capability
 from lab.checkers import told
 from lab.errors import LockLost
-from lab.servers import zookeeper
+from lab.servers.zookeeper import server as zookeeper
 
 LOCKS = "/locklab"  # every lab lock's parent znode
 

@@ -17,7 +17,8 @@ from backends._writes import write_transaction
 from backends.base import BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
-from lab.servers import mariadb_sql, sessions
+from lab.servers import sessions
+from lab.servers.mariadb import sql as mariadb_sql
 
 # GET_LOCK with a timeout of 0: try once, as pg_try_advisory_lock does. MariaDB names are 64 characters at most: a
 # lab key is longer, so it is hashed (SHA-2, 224 bits: 56 hex characters) on the server, the same for every session.

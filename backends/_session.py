@@ -12,9 +12,9 @@ from backends._writes import write_transaction
 from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
-from lab.servers.drivers import DRIVERS, LockSession, open_session
-from lab.servers.pg import holds_advisory_lock
+from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.postgres.drivers import DRIVERS, LockSession, open_session
+from lab.servers.postgres.sql import holds_advisory_lock
 
 _TRY_LOCK = "select pg_try_advisory_lock(hashtextextended(:k, 0)), hashtextextended(:k, 0), pg_backend_pid()"
 _UNLOCK = "select pg_advisory_unlock(hashtextextended(:k, 0))"

@@ -18,7 +18,7 @@ from typing import Callable, ClassVar, Protocol
 # backends.api for plugin authors.
 from lab.capabilities import Capability, describe
 from lab.post_role import PostRole
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
 from lab.where import Where
 from lab.workload.contract import (  # noqa: F401
@@ -93,7 +93,7 @@ class Backend(ABC):
     # A port is not the post's method itself, whose post_role stays one backend's.
     analogue_of: ClassVar[PostRole | None] = None
     ddl: ClassVar[list[str]] = []  # what it keeps in the lab's schema; created once per run
-    # The drivers its lock's PostgreSQL connection can be made with (lab/servers/drivers.py); the lab's
+    # The drivers its lock's PostgreSQL connection can be made with (lab/servers/postgres/drivers.py); the lab's
     # own SQLAlchemy engine on psycopg2 unless it says more.
     drivers: ClassVar[tuple[str, ...]] = (DEFAULT_DRIVER,)
 

@@ -30,8 +30,8 @@ from lab.capabilities import Capability
 from lab.errors import LabError
 from lab.post_role import PostRole
 from lab.servers.clients import known_settings, pg_engine
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
-from lab.servers.drivers import LockSession
+from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.postgres.drivers import LockSession
 
 GUARD = "idle_in_transaction_session_timeout"
 _GUARD_OFF = f"select set_config('{GUARD}', '0', false)"

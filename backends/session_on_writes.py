@@ -25,7 +25,7 @@ from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.post_role import PostRole
 from lab.servers.clients import pg_engine
-from lab.servers.pg import holds_advisory_lock
+from lab.servers.postgres.sql import holds_advisory_lock
 
 _TRY_LOCK = text("select pg_try_advisory_lock(hashtextextended(:k, 0)), hashtextextended(:k, 0), pg_backend_pid()")
 _UNLOCK = text("select pg_advisory_unlock(hashtextextended(:k, 0))")

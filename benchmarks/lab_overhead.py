@@ -31,7 +31,7 @@ from sqlalchemy import text
 from backends.base import BackendContext
 from backends.none import NoLock
 from lab.measures.precision import Rule, describe, repeat
-from lab.servers import pg
+from lab.servers.postgres import sql as pg
 from lab.servers.services import start_services
 from lab.workload.table import CompanyTable, drop_schema, ensure_schema, table_name
 

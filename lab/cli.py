@@ -21,7 +21,7 @@ import backends
 import scenarios
 from lab.checkers.outcomes import outcome_rows
 from lab.errors import LabError
-from lab.servers import drivers
+from lab.servers.postgres import drivers
 from lab.servers.services import ExternalAddresses
 
 EXIT_USAGE = 2
@@ -220,8 +220,7 @@ def cmd_check_backend(args, argv) -> int:
 def cmd_run(args, argv) -> int:
     from lab.runner import Runner, RunRequest
 
-    external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
-                                                    args.redlock_urls, args.zk_hosts, args.mariadb_url)
+    external = ExternalAddresses.from_flags_and_env(args)
     request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
                          external=external, argv=argv, resume=args.resume,
                          fault_commands=parse_fault_commands(args.fault_command))
@@ -338,8 +337,7 @@ def cmd_export(args, argv) -> int:
 def cmd_replay(args, argv) -> int:
     from lab.replay import replay
 
-    external = ExternalAddresses.from_flags_and_env(args.pg_dsn, args.redis_url, args.etcd_endpoint,
-                                                    args.redlock_urls, args.zk_hosts, args.mariadb_url)
+    external = ExternalAddresses.from_flags_and_env(args)
     return replay(args.results, args.run, args.trial, external, tries=max(1, args.tries), png=args.png)
 
 

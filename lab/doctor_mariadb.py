@@ -17,7 +17,7 @@ from sqlalchemy.pool import NullPool
 from lab.doctor import Check, _rows, _worst
 from lab.errors import ServiceError
 from lab.servers.clients import first_line, parse_mariadb_url, redact
-from lab.servers.mariadb_sql import mariadb_engine
+from lab.servers.mariadb.sql import mariadb_engine
 
 GUARDS = ("idle_transaction_timeout", "idle_readonly_transaction_timeout", "idle_write_transaction_timeout",
           "wait_timeout")

@@ -15,7 +15,7 @@ import psutil
 import lab
 from lab.checkers.ops import SCHEMA
 from lab.servers.clients import redact_text
-from lab.servers.pg import settings_in_force
+from lab.servers.postgres.sql import settings_in_force
 
 # The packages every run stands on: its clients, its checkers' and report's libraries, its embedded servers. A
 # backend adds its own (backends/base.py `library` and `packages`), a driver of the driver axis its own.
@@ -71,7 +71,7 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
     import backends
     import scenarios
     from lab.columns import to_meta
-    from lab.servers.drivers import DEFAULT
+    from lab.servers.postgres.drivers import DEFAULT
 
     classes = {name: backends.load(name) for name in backend_names}
     chosen = {name: scenarios.load(name) for name in scenario_names}
@@ -119,7 +119,7 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
 def run_package_versions(request) -> dict:
     """package_versions for a run's backends (a driver row is its backend's) and drivers."""
     import backends
-    from lab.servers.drivers import DRIVERS
+    from lab.servers.postgres.drivers import DRIVERS
 
     classes = [backends.load(name.partition("@")[0]) for name in request.backends]
     drivers = tuple(p for d in request.drivers or () for p in DRIVERS.get(d, ((), ""))[0] if p != "psycopg2")

@@ -30,7 +30,7 @@ import scenarios
 from lab.capabilities import Capability
 from lab.columns import Column
 from lab.registry import import_entry
-from lab.servers import drivers
+from lab.servers.postgres import drivers
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 REGENERATE = "lab list --markdown > docs/reference.md"

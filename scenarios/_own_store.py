@@ -4,7 +4,7 @@ Why: a fault that acts on the whole server (a restart, a SIGSTOP) reaches every 
 such a trial had to run with nothing beside it. On a server of its own, with every session of the trial there (the
 lock's, the holder's writes, the contender's, the monitor's), the fault reaches that trial alone and trials run
 side by side. The server is the run's binaries with the run's defaults: PostgreSQL's data copied from the run's
-initdb'd template (lab/servers/pg_template.py), MariaDB's made by mariadb-install-db (about 1 s here), so what the
+initdb'd template (lab/servers/postgres/template.py), MariaDB's made by mariadb-install-db (about 1 s here), so what the
 trial meets is what it met on the run's server.
 """
 
@@ -20,10 +20,10 @@ from typing import ClassVar, Iterator
 from sqlalchemy.engine import Engine, make_url
 
 import backends
-from lab.servers import mariadb_sql
-from lab.servers.embedded import EmbeddedPostgres, template_for
-from lab.servers.mariadb import EmbeddedMariaDB
-from lab.servers.pg import dispose, trial_engines
+from lab.servers.mariadb import sql as mariadb_sql
+from lab.servers.postgres.server import EmbeddedPostgres, template_for
+from lab.servers.mariadb.server import EmbeddedMariaDB
+from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.services import Services
 from lab.where import DATABASES
 from lab.workload.table import ensure_schema

@@ -12,7 +12,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.pool import NullPool
 
 from lab.servers.clients import pg_engine
-from lab.servers.pgbouncer import PgBouncer
+from lab.servers.pgbouncer.server import PgBouncer
 
 _SESSIONS = text(
     "select a.pid, a.state, a.application_name, "

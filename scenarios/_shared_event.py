@@ -32,7 +32,7 @@ from lab.errors import Interrupted, LabError
 from lab.faults import Fault, Target
 from lab.holder.process import HolderProcess
 from lab.measures.shapes import FailoverMeasures
-from lab.servers.pg import dispose, trial_engines
+from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.services import Services
 from lab.workload.contract import describe_error
 from lab.workload.job import JobResult, run_job

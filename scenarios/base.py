@@ -29,7 +29,7 @@ from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultColumns
 from lab.errors import Interrupted, LockLost
 from lab.measures.kinds import Measured
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
 from lab.workload.table import CompanyTable, table_name
 from scenarios._pacing_hooks import PacingHooks
@@ -68,7 +68,7 @@ class TrialSpec:
     variant: str
     index: int
     skip: str | None = None
-    driver: str = DEFAULT_DRIVER  # how the lock's PostgreSQL connection is made (lab/servers/drivers.py)
+    driver: str = DEFAULT_DRIVER  # how the lock's PostgreSQL connection is made (lab/servers/postgres/drivers.py)
 
     @property
     def label(self) -> str:

@@ -28,8 +28,9 @@ from lab.exposure import ON, Trait, when
 from lab.faults import SessionTimeout, idle_in_transaction_timeout, idle_session_timeout, mariadb_guard
 from lab.measures.kinds import Measured
 from lab.post_role import PostRole
-from lab.servers import pg, sessions
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers import sessions
+from lab.servers.postgres import sql as pg
+from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios.base import Scenario, Skip, TrialEnv, judged, release_said
 
 # (the post's method the backend declares, variant) -> the post's case letter (the backend's post_role).

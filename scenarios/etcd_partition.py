@@ -1,6 +1,6 @@
 """A three-member etcd loses a member mid-hold: the holder's member partitioned, the leader partitioned, the leader killed.
 
-Each trial starts its own cluster (lab/servers/etcd_cluster.py) under the run's temp dir; the
+Each trial starts its own cluster (lab/servers/etcd/cluster.py) under the run's temp dir; the
 trial's writes still go to the run's PostgreSQL. The lab's etcd backends take one endpoint each,
 so each client is given one member: the contender always a follower that stays on the majority
 side; the holder the member the variant says. The trial is the lease-fault shape
@@ -44,7 +44,7 @@ from lab import faults
 from lab.columns import Column, FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.pacing import Lane
-from lab.servers.etcd_cluster import EtcdCluster
+from lab.servers.etcd.cluster import EtcdCluster
 from lab.servers.owner import mark_owner
 from lab.servers.ready_ahead import ReadyAhead
 from lab.servers.services import Services

@@ -1,7 +1,7 @@
 """The lock's PostgreSQL fails over to its standby mid-hold: what survives, and what the holder learns.
 
 One crash serves every backend (FaultReach.ONE_EVENT): each event gets a primary and a streaming standby of
-its own (lab/servers/cluster.py), and every client, the holders' locks and writes included, a multi-host URL
+its own (lab/servers/postgres/pair.py), and every client, the holders' locks and writes included, a multi-host URL
 that follows the primary. Every backend's holder takes its lock, on a company, a table and keys of its own, and
 stops at its fault point; the primary crashes and the standby is promoted once (lab/faults/failover.py); each
 contender asks the new primary; each holder goes on (scenarios/_shared_event.py). Each backend's trial is judged
@@ -36,9 +36,9 @@ from lab.exposure import Trait, when
 from lab.holder.process import HolderProcess
 from lab.measures.promotion import PromotionProbe, create_probe_table
 from lab.pacing import Lane
-from lab.servers.cluster import PostgresPair
-from lab.servers.embedded import template_for
-from lab.servers.pg import dispose, trial_engines
+from lab.servers.postgres.pair import PostgresPair
+from lab.servers.postgres.server import template_for
+from lab.servers.postgres.sql import dispose, trial_engines
 from lab.workload.table import ensure_schema
 from scenarios._failover_trial import NEVER_ACKNOWLEDGED, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario

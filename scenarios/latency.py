@@ -66,7 +66,7 @@ class Latency(Scenario):
         if issubclass(backend_cls, NoRunLock):
             return "takes no run-level lock to time: its lock lives inside the write (the cost table measures it)"
         if backend_cls.lock_service not in PROBES:  # the lock is reachable; the lab has no floor to time it against
-            return NotRun(f"no floor probe declares its lock service {backend_cls.lock_service} (lab/servers/floors/)")
+            return NotRun(f"no floor probe declares its lock service {backend_cls.lock_service} (lab/servers/<service>/floor.py)")
         return None
 
     def trial_seconds(self, profile: str) -> float:

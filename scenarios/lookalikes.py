@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from lab.measures.kinds import Measured
 from lab.post_role import PostRole
-from lab.servers import pg
+from lab.servers.postgres import sql as pg
 from lab.servers.clients import pg_engine
 from scenarios.base import Scenario, TrialEnv
 

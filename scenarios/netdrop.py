@@ -5,7 +5,7 @@ PostgreSQL of its own inside a private network namespace (lab/servers/netns.py),
 The holder takes its session lock and stops before its write; its lock connection is then dropped
 (lab/faults/net_drop.py: no FIN, no RST, keepalive probes unanswered) while its write sessions stay
 up. The lab waits for the server to end the lock's session and compares the time with the figure
-`lab doctor` computes from the same settings (lab/servers/pg.py keepalive_estimate). A contender then
+`lab doctor` computes from the same settings (lab/servers/postgres/sql.py keepalive_estimate). A contender then
 asks for the company; the holder writes, asks held() on its dropped connection, and releases.
 
 Variants (the server's tcp_keepalives_idle/interval/count tuned, the post's guard off, in all but the last):
@@ -42,11 +42,11 @@ from lab.holder.process import HolderProcess
 from lab.measures.kinds import Measured
 from lab.measures.shapes import NetDropMeasures
 from lab.pacing import Floor, Lane, Pacing
-from lab.servers import pg
-from lab.servers.embedded import EmbeddedPostgres, template_for
+from lab.servers.postgres import sql as pg
+from lab.servers.postgres.server import EmbeddedPostgres, template_for
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
-from lab.servers.pg import KEEPALIVE_SQL, dispose, keepalive_estimate, trial_engines
+from lab.servers.postgres.sql import KEEPALIVE_SQL, dispose, keepalive_estimate, trial_engines
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, ensure_schema
 from scenarios._lease_faults import COMPANY, holder_measures

@@ -1,7 +1,7 @@
 """The lock's PostgreSQL managed by Patroni, as production runs it, while a holder holds: what survives.
 
 One fault event serves every backend (FaultReach.ONE_EVENT, scenarios/_shared_event.py): each event gets a
-Patroni cluster of its own (lab/servers/patroni.py: two nodes, one etcd member as the DCS, the run's PostgreSQL
+Patroni cluster of its own (lab/servers/patroni/cluster.py: two nodes, one etcd member as the DCS, the run's PostgreSQL
 binaries), and the same shape as the scripted `failover`, its control: every backend's holder takes its lock (on
 a company, a table and keys of its own; a lock on Redis, etcd or ZooKeeper on the run's own server, its fence and
 writes on the cluster) and stops at its fault point; the fault strikes once (lab/faults/patroni.py) and is
@@ -56,8 +56,8 @@ from lab.exposure import OFF, ON, Trait, when
 from lab.faults.commanded import CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
 from lab.pacing import Lane
-from lab.servers.patroni import PatroniCluster, PatroniSettings
-from lab.servers.patroni_runtime import Unavailable, runtime
+from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
+from lab.servers.patroni.runtime import Unavailable, runtime
 from scenarios._failover_trial import failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._patroni_cluster import on_cluster

@@ -27,7 +27,7 @@ from lab.errors import LabError
 from lab.exposure import Trait, when
 from lab.pacing import Pacing
 from lab.servers.clients import pg_engine
-from lab.servers.pgbouncer import MISSING, PgBouncer, find_pgbouncer
+from lab.servers.pgbouncer.server import MISSING, PgBouncer, find_pgbouncer
 from lab.servers.pooler_settings import refusal
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, Observer

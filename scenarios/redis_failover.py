@@ -1,6 +1,6 @@
 """The lock's Redis fails over to its replica mid-hold, the old primary cut off with the holder on its side.
 
-Each trial gets a primary and a replica of its own (lab/servers/redis_replica.py). The holder
+Each trial gets a primary and a replica of its own (lab/servers/redis/replica.py). The holder
 takes its lock on the primary and stops at its fault point; the primary is cut off from the
 replica, the replica promoted (lab/faults/redis_failover.py), and a contender asks the new primary,
 as a Sentinel-aware client would after the failover. The holder's client stays on the old primary.
@@ -30,8 +30,8 @@ from lab.exposure import YES, Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redis_failover import RedisFailover as RedisFailoverFault
 from lab.holder.process import HolderProcess
-from lab.servers.redis_promotion import straight_to
-from lab.servers.redis_replica import RedisWithReplica
+from lab.servers.redis.promotion import straight_to
+from lab.servers.redis.replica import RedisWithReplica
 from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import Skip, TrialEnv

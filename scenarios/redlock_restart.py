@@ -28,7 +28,7 @@ from lab.columns import Column, FaultFamily
 from lab.exposure import Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redlock_restart import keys_on
-from lab.servers.embedded import EmbeddedRedlockMasters
+from lab.servers.redis.server import EmbeddedRedlockMasters
 from scenarios._failover_trial import failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios.base import Skip, TrialEnv

@@ -1,7 +1,7 @@
 """The lock's Redis failed over by Sentinel mid-hold: the primary paused, the primary cut off, a failover forced.
 
 One failover serves every lock on that Redis (FaultReach.ONE_EVENT): each event gets a primary, a replica and
-three Sentinels (quorum 2) of its own (lab/servers/sentinel.py), and a PostgreSQL of its own for the companies'
+three Sentinels (quorum 2) of its own (lab/servers/sentinel/cluster.py), and a PostgreSQL of its own for the companies'
 writes (so it runs beside the scenarios on the run's servers), and every lock client, the holders' and the
 contenders', finds the primary through the Sentinels (a redis+sentinel:// address, which each backend's client
 reads: redis-py's Sentinel.master_for, or the library's own Sentinel support). The event is the failover shape
@@ -48,10 +48,10 @@ from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFaul
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
 from lab.pacing import Lane
 from lab.servers.clients import parse_pg_dsn
-from lab.servers.embedded import EmbeddedPostgres
+from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.owner import mark_owner
-from lab.servers.pg import dispose, trial_engines
-from lab.servers.sentinel import SENTINELS, SentinelRedis, SentinelSettings
+from lab.servers.postgres.sql import dispose, trial_engines
+from lab.servers.sentinel.cluster import SENTINELS, SentinelRedis, SentinelSettings
 from lab.workload.table import ensure_schema
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario

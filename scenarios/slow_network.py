@@ -31,7 +31,7 @@ from lab.measures.shapes import LeaseFaultMeasures
 from lab.pacing import Lane
 from lab.servers.netns import Bridge, NamespaceUnavailable, NetNamespace
 from lab.servers.own import OWN_SERVERS
-from lab.servers.pg import dispose, trial_engines
+from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.services import SERVICE_NAMES, Services
 from lab.servers.slow_link import LinkUnavailable, SlowLink, unavailable_reason
 from lab.workload.table import ensure_schema

@@ -1,6 +1,6 @@
 """A three-server ZooKeeper ensemble mid-hold, with the holder's server partitioned from the other two.
 
-Each trial starts its own ensemble (lab/servers/zookeeper_ensemble.py) under the run's temp dir; the
+Each trial starts its own ensemble (lab/servers/zookeeper/ensemble.py) under the run's temp dir; the
 trial's writes still go to the run's PostgreSQL. Each kazoo client is given one server, as a client on
 one side of a partition reaches only the servers on its side: the contender a follower that stays on
 the majority side, the holder the other follower. The trial is the lease-fault shape
@@ -32,11 +32,11 @@ from lab.columns import Column, FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.pacing import Lane
-from lab.servers import zookeeper
+from lab.servers.zookeeper import server as zookeeper
 from lab.servers.abilities import PartitionsMembers
 from lab.servers.owner import mark_owner
 from lab.servers.services import Services
-from lab.servers.zookeeper_ensemble import ZooKeeperEnsemble
+from lab.servers.zookeeper.ensemble import ZooKeeperEnsemble
 from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
 from scenarios.base import Skip, TrialEnv
 

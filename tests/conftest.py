@@ -71,7 +71,7 @@ def _session_servers_still_run(request):
 @pytest.fixture(scope="session")
 def engines(services):
     import backends
-    from lab.servers import pg
+    from lab.servers.postgres import sql as pg
     from lab.workload.table import drop_schema, ensure_schema
 
     monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)

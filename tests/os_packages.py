@@ -114,7 +114,7 @@ def does_not_run(hidden=()) -> set[str]:
 
     Under LAB_REQUIRE_SYSTEM_SERVERS a package missing (not hidden) fails the test: there every one is installed."""
     from lab.servers.netns import unavailable_reason
-    from lab.servers.patroni_runtime import unavailable_reason as patroni_unavailable
+    from lab.servers.patroni.runtime import unavailable_reason as patroni_unavailable
 
     absent = missing(hidden=hidden)
     really = [n for n in absent if n not in hidden]

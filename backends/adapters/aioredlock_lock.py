@@ -20,7 +20,7 @@ watchdog takes the lock back and the holder writes on: held() says yes, release(
 ever told the holder. A cut, a restart without AOF, a Redlock master restarted empty, the timing runs'
 lapses and a kill-point search all let a stale write through.
 
-The lock is a coroutine API: each instance runs an event loop of its own on a thread (lab/servers/drivers.py's
+The lock is a coroutine API: each instance runs an event loop of its own on a thread (lab/servers/postgres/drivers.py's
 _Loop, as redis_asyncio does); a pause stops that thread with the rest of the holder, watchdog included.
 """
 
@@ -31,7 +31,7 @@ from aioredlock import Aioredlock, LockError
 from backends._lease import LeaseBackend
 from backends.base import BareCall
 from lab.capabilities import Capability
-from lab.servers.drivers import _Loop
+from lab.servers.postgres.drivers import _Loop
 
 
 class AioredlockLock(LeaseBackend):

@@ -37,8 +37,8 @@ from backends.base import Backend, BackendContext, BareCall, Point, RebuildResul
 from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.clients import session_settings
-from lab.servers.drivers import DjangoSession, open_django
-from lab.servers.pg import holds_advisory_lock
+from lab.servers.postgres.drivers import DjangoSession, open_django
+from lab.servers.postgres.sql import holds_advisory_lock
 
 
 class PglockSession(Backend):

@@ -31,7 +31,7 @@ from backends._lease import LeaseBackend
 from backends.base import BareCall
 from lab.capabilities import Capability
 from lab.servers.clients import redis_asyncio_client
-from lab.servers.drivers import _Loop
+from lab.servers.postgres.drivers import _Loop
 
 
 async def _on_loop(call):

@@ -16,7 +16,7 @@ from backends._writes import write_transaction
 from backends.base import Backend, BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
-from lab.servers import pg
+from lab.servers.postgres import sql as pg
 from lab.servers.clients import pg_hosts, pin_session
 
 

@@ -27,7 +27,7 @@ from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.faults.commands import Hook, run_fault_command
 from lab.servers.clients import is_sentinel_url, parse_sentinel_url, redact_text, server_url
 from lab.servers.identity import is_new_primary, old_primary_answer, primary_identity
-from lab.servers.redis_promotion import PromotionWatch, straight_to
+from lab.servers.redis.promotion import PromotionWatch, straight_to
 from lab.servers.services import Services
 
 NEW_PRIMARY_WITHIN = 60.0  # from the command's end: a manager's own timers (a TTL, down-after) come first

@@ -1,6 +1,6 @@
 """The etcd leader killed with SIGKILL mid-hold; heal() starts it again on its data and it rejoins.
 
-It strikes a three-member cluster the lab started (lab/servers/etcd_cluster.py). The holder's and
+It strikes a three-member cluster the lab started (lab/servers/etcd/cluster.py). The holder's and
 the contender's clients each talk to one of the two followers, so both stay with the survivors
 and the measurement is what a leader change does to a lease and to the revisions handed out.
 

@@ -1,6 +1,6 @@
 """One etcd member cut off from the other two (every peer link, both ways), then healed.
 
-It strikes a three-member cluster the lab started (lab/servers/etcd_cluster.py). The holder's
+It strikes a three-member cluster the lab started (lab/servers/etcd/cluster.py). The holder's
 client talks to one member, the contender's to another (the scenario puts the contender's member in
 Services.etcd_endpoint; route() gives the holder its own). EtcdPartition isolates the holder's
 member, a follower; EtcdPartitionLeader isolates the leader, and the holder talks to the leader.

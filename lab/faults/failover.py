@@ -1,6 +1,6 @@
 """The lock's PostgreSQL failed over: the primary crashed (immediate shutdown), its standby promoted.
 
-It strikes a primary/standby pair the lab started (lab/servers/cluster.py). confirm() proves the
+It strikes a primary/standby pair the lab started (lab/servers/postgres/pair.py). confirm() proves the
 failover happened: the old primary's process is gone, the node that now takes writes is the
 former standby, out of recovery, on a later timeline; and it records what the new primary has of
 the advisory locks (they are kept in memory, never replicated) and how far behind the standby was.
@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.servers.abilities import FailsOver
-from lab.servers.cluster import in_recovery, timeline
+from lab.servers.postgres.pair import in_recovery, timeline
 
 
 class Failover(Fault):

@@ -1,4 +1,4 @@
-"""Faults of a Patroni-managed PostgreSQL (lab/servers/patroni.py), each confirmed by Patroni's view and the servers'.
+"""Faults of a Patroni-managed PostgreSQL (lab/servers/patroni/cluster.py), each confirmed by Patroni's view and the servers'.
 
 - postgres crash: the primary's postmaster is killed (SIGKILL, as the OOM killer does); Patroni either
   restarts it in place (it still holds the leader key) or fails over; which one is recorded.
@@ -28,7 +28,7 @@ import psutil
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.servers.abilities import ManagedByPatroni
-from lab.servers.patroni import PatroniCluster, PatroniNode
+from lab.servers.patroni.cluster import PatroniCluster, PatroniNode
 from lab.servers.proxy import BlackholeProxy
 
 POLL_S = 0.1  # the REST API and pg_is_in_recovery() are asked again at this pace: neither pushes a change

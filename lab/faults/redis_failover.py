@@ -1,6 +1,6 @@
 """The lock's Redis failed over by hand: its replica promoted with REPLICAOF NO ONE, the old primary cut off.
 
-It strikes a primary/replica pair the lab started (lab/servers/redis_replica.py). confirm() proves
+It strikes a primary/replica pair the lab started (lab/servers/redis/replica.py). confirm() proves
 the replica now answers as a primary and records which keys the old primary had that the new
 one lacks: a lock key among them is a grant the failover forgot. From the injection a PromotionWatch
 records how long the promotion took and what the old primary, never demoted, went on acknowledging:
@@ -13,7 +13,7 @@ import time
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.servers.abilities import PromotesReplica
-from lab.servers.redis_promotion import PromotionWatch, answers_master, straight_to
+from lab.servers.redis.promotion import PromotionWatch, answers_master, straight_to
 
 
 class RedisFailover(Fault):

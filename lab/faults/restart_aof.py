@@ -16,7 +16,7 @@ import time
 from lab.faults.base import FaultNotConfirmed, Target
 from lab.faults.restart import Restart
 from lab.servers.clients import redis_client
-from lab.servers.embedded import EmbeddedRedis
+from lab.servers.redis.server import EmbeddedRedis
 from lab.servers.services import Services
 
 

@@ -1,7 +1,7 @@
 """Redis failed over by Sentinel: the primary paused, the primary cut from the Sentinels and the replica, or a
 failover forced; each confirmed by the Sentinels' own view and the servers'.
 
-They strike a primary and replica under three Sentinels the lab started (lab/servers/sentinel.py).
+They strike a primary and replica under three Sentinels the lab started (lab/servers/sentinel/cluster.py).
 confirm() waits for Sentinel to fail over and proves it from both sides: a Sentinel published
 +switch-master naming the replica, a majority of Sentinels answer get-master-addr-by-name with the
 replica's address, and the replica itself answers ROLE as a master. Each fault then says what the
@@ -12,7 +12,7 @@ settle() is the other half of a heal: the Sentinels must take the old primary ba
 new one (+convert-to-slave, and its own ROLE), which they do only once it has been reachable for a while.
 A trial waits for that, so every trial ends with the service whole; one that does not get there in
 DEMOTED_WITHIN is an error, never a verdict. From inject() to settle() a PromotionWatch
-(lab/servers/redis_promotion.py) records the promotion measures.
+(lab/servers/redis/promotion.py) records the promotion measures.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import psutil
 
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.servers.abilities import ManagedBySentinel
-from lab.servers.redis_promotion import PROBE_TIMEOUT_S, PromotionWatch
-from lab.servers.sentinel import SentinelRedis
+from lab.servers.redis.promotion import PROBE_TIMEOUT_S, PromotionWatch
+from lab.servers.sentinel.cluster import SentinelRedis
 
 FAILOVER_WITHIN = 30.0  # Sentinel's failover, from the fault (down-after plus an election: seconds)
 DEMOTED_WITHIN = 40.0  # the old primary taken back as a replica, from the heal (Sentinel waits ~8 s first)

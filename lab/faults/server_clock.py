@@ -39,7 +39,9 @@ from lab.capabilities import Capability
 from lab.faults.base import FaultNotConfirmed, GradedFault, Route, Target
 from lab.servers import fake_clock
 from lab.servers.clients import pg_engine, redis_client
-from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis
+from lab.servers.etcd.server import EmbeddedEtcd
+from lab.servers.postgres.server import EmbeddedPostgres
+from lab.servers.redis.server import EmbeddedRedis
 from lab.servers.fake_clock import ClockReading, FakeClock, read_clock, redis_time
 from lab.servers.services import Services
 

@@ -15,7 +15,7 @@ from lab.report.common import md_table, ok_trials
 from lab.report.declared import post_roles
 from lab.report.sections import RunView, section
 
-DEFAULT = "psycopg2"  # the driver of a backend named without "@": the lab's default (lab/servers/drivers.py)
+DEFAULT = "psycopg2"  # the driver of a backend named without "@": the lab's default (lab/servers/postgres/drivers.py)
 GUARDS = [("idle_in_transaction", "idle_in_transaction_session_timeout"), ("idle_session", "idle_session_timeout")]
 
 

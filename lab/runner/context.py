@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from lab.results import RunFolder
 from lab.runner.plan import Plan
 from lab.runner.waves import Wave
-from lab.servers.capacity import SessionSampler
+from lab.servers.postgres.capacity import SessionSampler
 from lab.servers.services import Services
 from scenarios.base import Scenario, TrialEnv, TrialSpec
 

@@ -15,7 +15,7 @@ import backends
 import scenarios
 from lab.checkers.outcomes import DoesNotRun
 from lab.runner import waves as capacity_plan
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import ExternalAddresses, Services
 from lab.workload.contract import describe_error
 from scenarios.base import FaultReach, Scenario, TrialSpec

@@ -13,7 +13,7 @@ from typing import TypedDict, cast
 from lab.checkers import ops
 from lab.checkers.outcomes import SkipKind, skip_kind_of
 from lab.checkers.words import verdict_text
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from scenarios.base import Scenario, TrialSpec
 
 

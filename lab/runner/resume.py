@@ -11,7 +11,7 @@ from dataclasses import replace
 import backends
 from lab.results import RunFolder
 from lab.runner.plan import RunRequest
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 
 
 def resumed(request: RunRequest, folder: RunFolder) -> tuple[RunRequest, frozenset[str]]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Generic, TypeVar
 
 from lab.errors import LabError
-from lab.servers.capacity import Capacity
+from lab.servers.postgres.capacity import Capacity
 
 # Sessions the lab keeps outside any trial: the base of its monitor and writes pools (8 each),
 # the session sampler, and a margin for a pool's pre-ping reconnects.

@@ -20,7 +20,8 @@ from sqlalchemy import text
 from sqlalchemy.pool import NullPool
 
 from lab.errors import ServiceError
-from lab.servers import mariadb_sql, zookeeper
+from lab.servers.mariadb import sql as mariadb_sql
+from lab.servers.zookeeper import server as zookeeper
 from lab.servers.clients import (
     SentinelAddress,
     etcd_client,

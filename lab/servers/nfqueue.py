@@ -118,6 +118,92 @@ class QueueRecord:
                                                   "max": round(holds[-1], 4)}}
 
 
+class _Probe:
+    """The UDP echo inside the namespace and the probe that times round trips through it: the delay measured where
+    it is made."""
+
+    def __init__(self):
+        # The echo's socket also turns the kernel's receive stamps on, which the queued packets then carry.
+        self.echo = _udp()
+        self.client = _udp()
+        self.running: dict | None = None
+
+    @property
+    def port(self) -> int:
+        return self.echo.getsockname()[1]
+
+    def due(self) -> float | None:
+        """When the probe next has something to do (send, or give up waiting), or None while none runs."""
+        if self.running is None:
+            return None
+        sending = self.running["next"] < self.running["count"]
+        return self.running["next_send"] if sending else self.running["deadline"]
+
+    def answer_echoes(self) -> None:
+        while True:
+            try:
+                data, peer = self.echo.recvfrom(64)
+            except BlockingIOError:
+                return
+            self.echo.sendto(data, peer)
+
+    def start(self, count: int, spacing_s: float, within_s: float) -> None:
+        now = time.monotonic()
+        self.running = {"count": count, "spacing": spacing_s, "next": 0, "next_send": now, "sent": {}, "back": {},
+                        "deadline": now + (count - 1) * spacing_s + within_s}
+        self.step()
+
+    def step(self) -> None:
+        probe = self.running
+        if probe is None:
+            return
+        while probe["next"] < probe["count"] and probe["next_send"] <= time.monotonic():
+            n = probe["next"]
+            probe["sent"][n] = time.monotonic()
+            self.client.sendto(n.to_bytes(4, "big"), ("127.0.0.1", self.port))
+            probe["next"] += 1
+            probe["next_send"] += probe["spacing"]
+        if len(probe["back"]) == probe["count"] or time.monotonic() >= probe["deadline"]:
+            say({"round_trips": [round(probe["back"][n] - probe["sent"][n], 5) if n in probe["back"] else None
+                                 for n in range(probe["count"])]})
+            self.running = None
+
+    def read_back(self) -> None:
+        # Read, not the kernel's receive stamp: that is taken as the packet comes in, before the queue holds it.
+        while True:
+            try:
+                data = self.client.recv(64)
+            except BlockingIOError:
+                return
+            n = int.from_bytes(data[:4], "big")
+            if self.running is not None and n in self.running["sent"] and n not in self.running["back"]:
+                self.running["back"][n] = time.monotonic()
+
+
+def _udp() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.setblocking(False)
+    return sock
+
+
+def kernel_counts(records: dict) -> dict[int, dict]:
+    """The kernel's own view of each queue (/proc/net/netfilter/nfnetlink_queue, this namespace's): packets
+    waiting, and those it dropped because the queue was full or this program was slow to read."""
+    found: dict[int, dict] = {}
+    try:
+        lines = Path("/proc/self/net/netfilter/nfnetlink_queue").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 7 and int(fields[0]) in records:
+            found[int(fields[0])] = {"waiting": int(fields[2]), "queue_dropped": int(fields[5]),
+                                     "user_dropped": int(fields[6])}
+    return found
+
+
 class _Holder:
     """The process's one loop: packets held and let through, the probe echoed and timed, the parent's requests."""
 
@@ -129,18 +215,7 @@ class _Holder:
         self.nl: socket.socket | None = None
         if queues:
             self.nl = self._bind(queues)
-        # The echo's socket also turns the kernel's receive stamps on, which the queued packets then carry.
-        self.echo = self._udp()
-        self.client = self._udp()
-        self.probe: dict | None = None
-
-    @staticmethod
-    def _udp() -> socket.socket:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.setblocking(False)
-        return sock
+        self.probe = _Probe()
 
     @staticmethod
     def _bind(queues: list[int]) -> socket.socket:
@@ -164,19 +239,19 @@ class _Holder:
 
     def serve(self, requests) -> None:
         """Until the parent asks for the release (or goes): hold, echo, probe, answer."""
-        say({"ready": True, "echo_port": self.echo.getsockname()[1]})
+        say({"ready": True, "echo_port": self.probe.port})
         pending = b""
         while True:
-            watched = [s for s in (self.nl, self.echo, self.client) if s is not None] + [requests]
+            watched = [s for s in (self.nl, self.probe.echo, self.probe.client) if s is not None] + [requests]
             readable, _, _ = select.select(watched, [], [], self._wait())
             if self.nl is not None and self.nl in readable:
                 self._receive()
-            if self.echo in readable:
-                self._echo()
-            if self.client in readable:
-                self._probe_back()
+            if self.probe.echo in readable:
+                self.probe.answer_echoes()
+            if self.probe.client in readable:
+                self.probe.read_back()
             self._let_through(time.monotonic())
-            self._probe_step()
+            self.probe.step()
             if requests in readable:
                 chunk = os.read(requests, 4096)
                 pending += chunk
@@ -184,7 +259,7 @@ class _Holder:
                     line, pending = pending.split(b"\n", 1)
                     request = json.loads(line)
                     if "probe" in request:
-                        self._probe_start(**request["probe"])
+                        self.probe.start(**request["probe"])
                     elif "hold_s" in request:  # from the next packet on
                         self.delay_s = float(request["hold_s"])
                         say({"holding_s": self.delay_s})
@@ -195,9 +270,8 @@ class _Holder:
 
     def _wait(self) -> float | None:
         times = [self.held[0][0]] if self.held else []
-        if self.probe is not None:
-            sending = self.probe["next"] < self.probe["count"]
-            times.append(self.probe["next_send"] if sending else self.probe["deadline"])
+        if (due := self.probe.due()) is not None:
+            times.append(due)
         return None if not times else max(0.0, min(times) - time.monotonic())
 
     def _receive(self) -> None:
@@ -243,68 +317,13 @@ class _Holder:
                 record.holds_s.append(time.monotonic() - arrived)
                 record.stamped += stamped
 
-    def _echo(self) -> None:
-        while True:
-            try:
-                data, peer = self.echo.recvfrom(64)
-            except BlockingIOError:
-                return
-            self.echo.sendto(data, peer)
-
-    def _probe_start(self, count: int, spacing_s: float, within_s: float) -> None:
-        now = time.monotonic()
-        self.probe = {"count": count, "spacing": spacing_s, "next": 0, "next_send": now, "sent": {}, "back": {},
-                      "deadline": now + (count - 1) * spacing_s + within_s}
-        self._probe_step()
-
-    def _probe_step(self) -> None:
-        probe = self.probe
-        if probe is None:
-            return
-        while probe["next"] < probe["count"] and probe["next_send"] <= time.monotonic():
-            n = probe["next"]
-            probe["sent"][n] = time.monotonic()
-            self.client.sendto(n.to_bytes(4, "big"), ("127.0.0.1", self.echo.getsockname()[1]))
-            probe["next"] += 1
-            probe["next_send"] += probe["spacing"]
-        if len(probe["back"]) == probe["count"] or time.monotonic() >= probe["deadline"]:
-            say({"round_trips": [round(probe["back"][n] - probe["sent"][n], 5) if n in probe["back"] else None
-                                 for n in range(probe["count"])]})
-            self.probe = None
-
-    def _probe_back(self) -> None:
-        # Read, not the kernel's receive stamp: that is taken as the packet comes in, before the queue holds it.
-        while True:
-            try:
-                data = self.client.recv(64)
-            except BlockingIOError:
-                return
-            n = int.from_bytes(data[:4], "big")
-            if self.probe is not None and n in self.probe["sent"] and n not in self.probe["back"]:
-                self.probe["back"][n] = time.monotonic()
-
-    def _kernel_counts(self) -> dict[int, dict]:
-        """The kernel's own view of each queue (/proc/net/netfilter/nfnetlink_queue, this namespace's): packets
-        waiting, and those it dropped because the queue was full or this program was slow to read."""
-        found: dict[int, dict] = {}
-        try:
-            lines = Path("/proc/self/net/netfilter/nfnetlink_queue").read_text().splitlines()
-        except OSError:
-            return found
-        for line in lines:
-            fields = line.split()
-            if len(fields) >= 7 and int(fields[0]) in self.records:
-                found[int(fields[0])] = {"waiting": int(fields[2]), "queue_dropped": int(fields[5]),
-                                         "user_dropped": int(fields[6])}
-        return found
-
     def _release(self) -> None:
         """Everything parked let through now (the rules that fed the queues are gone by then), the queues given back,
         and the report."""
         if self.nl is not None:
             self._receive()
             self._let_through(None)
-        kernel = self._kernel_counts()
+        kernel = kernel_counts(self.records)
         if self.nl is not None:
             for queue in self.queues:
                 try:

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lab.servers.clients import parse_pg_dsn
-from lab.servers.embedded import EmbeddedEtcd, EmbeddedPostgres, EmbeddedRedis, EmbeddedRedlockMasters, template_for
+from lab.servers.etcd.server import EmbeddedEtcd
+from lab.servers.postgres.server import EmbeddedPostgres, template_for
+from lab.servers.redis.server import EmbeddedRedis, EmbeddedRedlockMasters
 from lab.servers.services import Services
-from lab.servers.zookeeper import EmbeddedZooKeeper
+from lab.servers.zookeeper.server import EmbeddedZooKeeper
 
 
 @dataclass(frozen=True)

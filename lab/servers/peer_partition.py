@@ -1,6 +1,6 @@
 """The partition levers of a cluster whose members reach one another only through the lab's peer proxies.
 
-etcd's members and ZooKeeper's servers dial their peers through a PeerProxy each (lab/servers/etcd_cluster.py);
+etcd's members and ZooKeeper's servers dial their peers through a PeerProxy each (lab/servers/peer_proxy.py);
 a partition is the set of isolated members, and a proxy refuses to relay between a member inside it and one
 outside, whichever of the two dialed. One class for both clusters: which member dialed a connection, whether the
 partition separates it from the member it reaches, and isolating one member or healing, both ways.

@@ -16,44 +16,18 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import Iterable
 
-from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
 
 from lab.errors import ServiceError
-from lab.servers.clients import (
-    etcd_client,
-    first_line,
-    is_sentinel_url,
-    parse_mariadb_url,
-    parse_pg_dsn,
-    parse_sentinel_url,
-    pg_engine,
-    pg_hosts,
-    redact,
-    redact_text,
-    redis_client,
-)
-from lab.servers.embedded import (
-    EmbeddedEtcd,
-    EmbeddedPostgres,
-    EmbeddedRedis,
-    EmbeddedRedlockMasters,
-    traversable_by_others,
-)
-from lab.servers import mariadb, zookeeper
-from lab.servers.mariadb_sql import version as mariadb_version
+from lab.servers.clients import first_line
+from lab.servers.postgres.server import traversable_by_others
+from lab.servers.service_kinds import ENV_VARS, KINDS, OS_PACKAGES, SERVICE_NAMES
 from lab.servers.owner import OWNER_FILE, mark_owner, owner_alive
 
-SERVICE_NAMES = ("postgres", "redis", "etcd", "redlock", "zookeeper", "mariadb")
-ENV_VARS = {"postgres": "LAB_PG_DSN", "redis": "LAB_REDIS_URL", "etcd": "LAB_ETCD_ENDPOINT",
-            "redlock": "LAB_REDLOCK_URLS", "zookeeper": "LAB_ZK_HOSTS", "mariadb": "LAB_MARIADB_URL"}
 CONNECT_TIMEOUT = 5
-# The operating-system package (.ci/os-packages) each service the lab starts from one comes from.
-OS_PACKAGES = {"zookeeper": "zookeeper", "mariadb": "mariadb-server"}
-_T = TypeVar("_T")
+__all__ = ["ENV_VARS", "OS_PACKAGES", "SERVICE_NAMES", "ExternalAddresses", "Services", "start_services"]
 
 
 @dataclass
@@ -68,18 +42,14 @@ class ExternalAddresses:
     mariadb_url: str | None = None  # a MariaDB URL: mysql://user:password@host:port/
 
     @classmethod
-    def from_flags_and_env(cls, pg_dsn=None, redis_url=None, etcd_endpoint=None,
-                           redlock_urls=None, zk_hosts=None, mariadb_url=None) -> "ExternalAddresses":
-        return cls(pg_dsn or os.environ.get(ENV_VARS["postgres"]) or None,
-                   redis_url or os.environ.get(ENV_VARS["redis"]) or None,
-                   etcd_endpoint or os.environ.get(ENV_VARS["etcd"]) or None,
-                   redlock_urls or os.environ.get(ENV_VARS["redlock"]) or None,
-                   zk_hosts or os.environ.get(ENV_VARS["zookeeper"]) or None,
-                   mariadb_url or os.environ.get(ENV_VARS["mariadb"]) or None)
+    def from_flags_and_env(cls, flags: object = None) -> "ExternalAddresses":
+        """Each service's address from its flag (the attribute of an argparse namespace named as its field here)
+        or else from its environment variable."""
+        return cls(**{kind.flag: getattr(flags, kind.flag, None) or os.environ.get(kind.env_var) or None
+                      for kind in KINDS.values()})
 
     def given(self, service: str) -> str | None:
-        return {"postgres": self.pg_dsn, "redis": self.redis_url, "etcd": self.etcd_endpoint,
-                "redlock": self.redlock_urls, "zookeeper": self.zk_hosts, "mariadb": self.mariadb_url}[service]
+        return getattr(self, KINDS[service].flag)
 
 
 @dataclass
@@ -109,26 +79,30 @@ class Services:
     # given) that service reads it through these, and a service that is not there is a ServiceError
     # naming it, instead of a None passed on to a client.
     def pg(self) -> URL:
-        return _needed(self.pg_url, "postgres")
+        return self.address("postgres")
 
     def redis(self) -> str:
-        return _needed(self.redis_url, "redis")
+        return self.address("redis")
 
     def etcd(self) -> str:
-        return _needed(self.etcd_endpoint, "etcd")
+        return self.address("etcd")
 
     def redlock(self) -> list[str]:
-        return _needed(self.redlock_urls, "redlock")
+        return self.address("redlock")
 
     def zookeeper(self) -> str:
-        if self.zk_hosts is None and "zookeeper" in self.unavailable:
-            raise ServiceError(self.unavailable["zookeeper"])
-        return _needed(self.zk_hosts, "zookeeper")
+        return self.address("zookeeper")
 
     def mariadb(self) -> URL:
-        if self.mariadb_url is None and "mariadb" in self.unavailable:
-            raise ServiceError(self.unavailable["mariadb"])
-        return _needed(self.mariadb_url, "mariadb")
+        return self.address("mariadb")
+
+    def address(self, service: str):
+        """A service's address; one the run has not got is a ServiceError saying why (not among its servers, or
+        its OS package is missing)."""
+        address = getattr(self, KINDS[service].field)
+        if address is None:
+            raise ServiceError(self.unavailable.get(service) or f"{service} is not among this run's servers")
+        return address
 
     def to_addresses(self) -> dict:
         """The addresses as plain data (passwords included: for a holder process's stdin, never a file)."""
@@ -146,19 +120,7 @@ class Services:
 
     def addresses(self, service: str) -> list[tuple[str | None, int]]:
         """(host, port) of every server of a service (three for Redlock); host None: a URL without one."""
-        if service == "postgres":
-            return pg_hosts(self.pg())
-        if service == "redis" and is_sentinel_url(self.redis()):  # the Sentinels: where a client asks first
-            return list(parse_sentinel_url(self.redis()).sentinels)
-        if service in ("redis", "redlock"):
-            urls = [self.redis()] if service == "redis" else self.redlock()
-            return [(urlsplit(u).hostname, urlsplit(u).port or 6379) for u in urls]
-        if service == "zookeeper":
-            return list(zookeeper.parse_hosts(self.zookeeper()))
-        if service == "mariadb":
-            return [(self.mariadb().host, self.mariadb().port or 3306)]
-        host, _, port = self.etcd().removeprefix("http://").rpartition(":")
-        return [(host or "127.0.0.1", int(port or 2379))]
+        return KINDS[service].hosts(self.address(service))
 
     def routed(self, service: str, ports: list[int]) -> "Services":
         """These addresses with one service's servers reached through 127.0.0.1:ports (a proxy each).
@@ -166,22 +128,8 @@ class Services:
         User, password, database and options are kept: a proxy must not drop credentials.
         The copy owns no server, so stopping it stops nothing.
         """
-        if service == "postgres":
-            return replace(self, pg_url=self.pg().set(host="127.0.0.1", port=ports[0]), embedded={}, tmp=None)
-        if service == "redis":
-            if is_sentinel_url(self.redis()):
-                raise ServiceError("a client of a Redis behind Sentinel connects wherever the Sentinels say the "
-                                   "primary is: a proxy cannot be put in its path")
-            return replace(self, redis_url=_via(self.redis(), ports[0]), embedded={}, tmp=None)
-        if service == "redlock":
-            return replace(self, redlock_urls=[_via(u, p) for u, p in zip(self.redlock(), ports)],
-                           embedded={}, tmp=None)
-        if service == "zookeeper":  # every server of the connect string through its proxy, the chroot kept
-            hosts = ",".join(f"127.0.0.1:{p}" for p in ports) + zookeeper.chroot(self.zookeeper())
-            return replace(self, zk_hosts=hosts, embedded={}, tmp=None)
-        if service == "mariadb":
-            return replace(self, mariadb_url=self.mariadb().set(host="127.0.0.1", port=ports[0]), embedded={}, tmp=None)
-        return replace(self, etcd_endpoint=f"127.0.0.1:{ports[0]}", embedded={}, tmp=None)
+        kind = KINDS[service]
+        return replace(self, **{kind.field: kind.routed(self.address(service), ports)}, embedded={}, tmp=None)
 
     @property
     def pg_log(self) -> Path | None:
@@ -198,19 +146,9 @@ class Services:
     def describe(self) -> dict:
         """Where each service is, with passwords hidden, for meta.json and the console."""
         out = {}
-        if self.pg_url is not None:
-            out["postgres"] = {"address": redact(self.pg_url), "embedded": self.is_embedded("postgres")}
-        if self.redis_url is not None:
-            out["redis"] = {"address": redact(self.redis_url), "embedded": self.is_embedded("redis")}
-        if self.etcd_endpoint is not None:
-            out["etcd"] = {"address": self.etcd_endpoint, "embedded": self.is_embedded("etcd")}
-        if self.redlock_urls is not None:
-            out["redlock"] = {"address": ", ".join(redact(u) for u in self.redlock_urls),
-                              "embedded": self.is_embedded("redlock")}
-        if self.zk_hosts is not None:
-            out["zookeeper"] = {"address": self.zk_hosts, "embedded": self.is_embedded("zookeeper")}
-        if self.mariadb_url is not None:
-            out["mariadb"] = {"address": redact(self.mariadb_url), "embedded": self.is_embedded("mariadb")}
+        for name, kind in KINDS.items():
+            if (address := getattr(self, kind.field)) is not None:
+                out[name] = {"address": kind.shown(address), "embedded": self.is_embedded(name)}
         for name, version in self.versions.items():
             out[name]["version"] = version
         return out
@@ -253,20 +191,6 @@ def _remove_tree(folder: Path) -> None:
         time.sleep(0.2)
 
 
-def _needed(address: _T | None, service: str) -> _T:
-    if address is None:
-        raise ServiceError(f"{service} is not among this run's servers")
-    return address
-
-
-def _via(url: str, port: int) -> str:
-    """A Redis URL pointed at 127.0.0.1:port, with its user, password, database and query kept."""
-    parts = urlsplit(url)
-    userinfo = parts.netloc.rpartition("@")[0]
-    netloc = (userinfo + "@" if userinfo else "") + f"127.0.0.1:{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 def start_services(needed: Iterable[str], external: ExternalAddresses | None = None) -> Services:
     """Check the external servers given and start the embedded ones still needed.
 
@@ -295,7 +219,7 @@ def start_services(needed: Iterable[str], external: ExternalAddresses | None = N
 def not_installed(service: str) -> str | None:
     """Why the lab cannot start its own server of this service on this machine (its OS package is
     missing: only ZooKeeper and MariaDB come from one), or None."""
-    return {"zookeeper": zookeeper.missing, "mariadb": mariadb.missing}.get(service, lambda: None)()
+    return KINDS[service].missing()
 
 
 def _temp_base() -> Path:
@@ -352,89 +276,26 @@ def _start_embedded(services: Services, name: str) -> None:
     if services.tmp is None:
         services.swept = sweep_abandoned(_temp_base())
         services.tmp = owned_temp_dir()
-    server = {"postgres": EmbeddedPostgres, "redis": EmbeddedRedis, "etcd": EmbeddedEtcd,
-              "redlock": EmbeddedRedlockMasters, "zookeeper": zookeeper.EmbeddedZooKeeper,
-              "mariadb": mariadb.EmbeddedMariaDB}[name](services.tmp)
+    kind = KINDS[name]
+    server = kind.own_server(services.tmp)
     services.embedded[name] = server
     server.start()
-    if name == "postgres":
-        services.pg_url = parse_pg_dsn(server.dsn)
-    elif name == "redis":
-        services.redis_url = server.url
-    elif name == "redlock":
-        services.redlock_urls = server.urls
-    elif name == "zookeeper":
-        services.zk_hosts = server.hosts
-    elif name == "mariadb":
-        services.mariadb_url = parse_mariadb_url(server.url)
-    else:
-        services.etcd_endpoint = server.endpoint
+    setattr(services, kind.field, kind.own_address(server))
     services.versions[name] = _version(services, name)
 
 
 def _attach_external(services: Services, name: str, address: str) -> None:
-    if name == "postgres":
-        services.pg_url = parse_pg_dsn(address)
-    elif name == "redis":
-        services.redis_url = _redis_url(address)
-    elif name == "redlock":
-        services.redlock_urls = [_redis_url(u.strip()) for u in address.split(",") if u.strip()]
-    elif name == "zookeeper":
-        services.zk_hosts = address
-    elif name == "mariadb":
-        services.mariadb_url = parse_mariadb_url(address)
-    else:
-        services.etcd_endpoint = address
+    kind = KINDS[name]
+    setattr(services, kind.field, kind.parse(address))
     services.versions[name] = _version(services, name)
-
-
-def _redis_url(address: str) -> str:
-    if is_sentinel_url(address):
-        parse_sentinel_url(address)  # a malformed one fails here, in one line
-        return address
-    if not address.startswith(("redis://", "rediss://", "unix://")):
-        raise ServiceError(f"Redis URL must start with redis:// (or redis+sentinel://), got {redact_text(address)}")
-    return address
-
-
-def _redis_version(url: str) -> str:
-    client = redis_client(url, socket_timeout=CONNECT_TIMEOUT)
-    try:
-        return client.info("server")["redis_version"]
-    finally:
-        client.close()
 
 
 def _version(services: Services, name: str) -> str:
     """Connect once and read the server's version: the reachability check for every service."""
+    kind, address = KINDS[name], services.address(name)
     try:
-        if name == "postgres":
-            engine = pg_engine(services.pg(), poolclass=None)
-            try:
-                with engine.connect() as conn:
-                    return conn.execute(text("show server_version")).scalar_one()
-            finally:
-                engine.dispose()
-        if name == "redis":
-            return _redis_version(services.redis())
-        if name == "redlock":
-            return ", ".join(sorted({_redis_version(url) for url in services.redlock()}))
-        if name == "zookeeper":  # every server of the connect string must answer
-            return ", ".join(sorted({zookeeper.version(h, p) for h, p in zookeeper.parse_hosts(services.zookeeper())}))
-        if name == "mariadb":
-            return mariadb_version(services.mariadb())
-        client = etcd_client(services.etcd(), timeout=CONNECT_TIMEOUT)
-        try:
-            return client.status().version
-        finally:
-            client.close()
+        return kind.version(address, CONNECT_TIMEOUT)
     except ServiceError:
         raise
     except Exception as exc:
-        where = {"postgres": lambda: redact(services.pg()), "redis": lambda: redact(services.redis()),
-                 "etcd": lambda: services.etcd(), "zookeeper": lambda: services.zookeeper(),
-                 "mariadb": lambda: redact(services.mariadb()),
-                 "redlock": lambda: ", ".join(map(redact, services.redlock()))}[name]()
-        raise ServiceError(f"{name} at {where} is unreachable: {first_line(exc)}") from None
-
-
+        raise ServiceError(f"{name} at {kind.shown(address)} is unreachable: {first_line(exc)}") from None

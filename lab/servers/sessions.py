@@ -1,8 +1,8 @@
 """What a SQL server says about one of its sessions, whichever server it is: PostgreSQL or MariaDB.
 
 A trial's monitor engine is on the server its lock's company rows live on (a backend's writes_to), so a scenario
-asks here, and the engine's dialect picks PostgreSQL's answer (lab/servers/pg.py: pg_stat_activity, pg_locks,
-pg_terminate_backend) or MariaDB's (lab/servers/mariadb_sql.py: the processlist, innodb_trx, KILL CONNECTION).
+asks here, and the engine's dialect picks PostgreSQL's answer (lab/servers/postgres/sql.py: pg_stat_activity, pg_locks,
+pg_terminate_backend) or MariaDB's (lab/servers/mariadb/sql.py: the processlist, innodb_trx, KILL CONNECTION).
 A session is named by its server's number for it: a PostgreSQL backend pid, a MariaDB connection id.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection, Engine
 
-from lab.servers import mariadb_sql, pg
+from lab.servers.mariadb import sql as mariadb_sql
+from lab.servers.postgres import sql as pg
 from lab.servers.services import Services
 
 # SQLAlchemy's dialect name -> the lab's service name

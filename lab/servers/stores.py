@@ -12,7 +12,8 @@ from typing import Mapping
 
 from sqlalchemy.engine import URL, Engine, make_url
 
-from lab.servers import mariadb_sql, pg
+from lab.servers.mariadb import sql as mariadb_sql
+from lab.servers.postgres import sql as pg
 from lab.where import DATABASES
 from lab.servers.clients import pg_engine
 from lab.servers.services import Services

@@ -19,7 +19,7 @@ from sqlalchemy import text
 from lab.capabilities import Capability
 from lab.checkers.outcomes import NotRun, Safety
 from lab.faults import FaultNotConfirmed, terminate_confirmed
-from lab.servers import pg
+from lab.servers.postgres import sql as pg
 from lab.workload.table import COMPANY_SIZE, CompanyTable
 from scenarios.base import TrialEnv
 from scenarios.whynot._vacuum import fresh_table, others_held, session_horizon, vacuum

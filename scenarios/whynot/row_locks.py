@@ -23,7 +23,7 @@ from backends.base import describe_error
 from lab.capabilities import Capability
 from lab.checkers.measure_level import company_state, company_whole
 from lab.checkers.outcomes import Safety
-from lab.servers import pg
+from lab.servers.postgres import sql as pg
 from lab.workload.table import COMPANY_SIZE, table_name
 from scenarios._two_runs import COMPANY, two_runs
 from scenarios.base import TrialEnv

@@ -1,4 +1,4 @@
-"""Each lock service declares its own floor probe (lab/servers/floors/), and the latency scenario reads the
+"""Each lock service declares its own floor probe (lab/servers/<service>/floor.py), and the latency scenario reads the
 declaration: every built-in lock it times has one, and a lock on a service without one is *not run* (the lab cannot
 time it against a floor), never an error mid-trial."""
 

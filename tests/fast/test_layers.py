@@ -186,3 +186,44 @@ def test_a_planted_scenario_name_in_report_code_is_caught(tmp_path):
     assert scenario_names_in_report(tmp_path, {"perf", "latency", "kill", "cases"}) == [
         "lab/report/costs.py:1 names 'perf'", "lab/report/costs.py:2 names 'latency'",
         "lab/report/costs.py:4 names 'cases'"]
+
+
+# lab/servers: one package per service, beside the pieces every service shares (processes, proxies, clients,
+# namespaces). A service's package reaches the shared pieces and only the services it stands on: Patroni runs
+# PostgreSQL with etcd as its store, PgBouncer pools a PostgreSQL, Sentinel watches Redis.
+SERVICES = ("postgres", "redis", "sentinel", "etcd", "zookeeper", "pgbouncer", "patroni", "mariadb")
+STANDS_ON = {"patroni": {"postgres", "etcd"}, "pgbouncer": {"postgres"}, "sentinel": {"redis"}}
+
+
+def service_crossings(root: Path) -> list[str]:
+    """Imports from one service's package into another's that STANDS_ON does not declare."""
+    found = []
+    for service in SERVICES:
+        for path in sorted((root / "lab" / "servers" / service).rglob("*.py")):
+            module = module_name(path, root)
+            for target in imported(ast.parse(path.read_text()), module, path.name == "__init__.py"):
+                parts = target.split(".")
+                if parts[:2] == ["lab", "servers"] and len(parts) > 2 and parts[2] in SERVICES \
+                        and parts[2] != service and parts[2] not in STANDS_ON.get(service, set()):
+                    found.append(f"{module} imports {target}")
+    return sorted(set(found))
+
+
+def test_every_service_has_a_package_of_its_own():
+    assert [s for s in SERVICES if not (ROOT / "lab" / "servers" / s / "__init__.py").is_file()] == []
+    assert service_crossings(ROOT) == []
+
+
+def test_a_planted_crossing_between_services_is_caught(tmp_path):
+    for service in ("sentinel", "patroni", "zookeeper"):
+        (tmp_path / "lab" / "servers" / service).mkdir(parents=True)
+    (tmp_path / "lab" / "servers" / "sentinel" / "cluster.py").write_text(
+        "from lab.servers.etcd.cluster import PeerProxy\nfrom lab.servers.redis.server import EmbeddedRedis\n")
+    (tmp_path / "lab" / "servers" / "patroni" / "cluster.py").write_text(
+        "from lab.servers.etcd.server import EmbeddedEtcd\nfrom lab.servers.proxy import BlackholeProxy\n")
+    (tmp_path / "lab" / "servers" / "zookeeper" / "ensemble.py").write_text(
+        "def f():\n    from lab.servers import mariadb\n")
+    assert service_crossings(tmp_path) == [
+        "lab.servers.sentinel.cluster imports lab.servers.etcd.cluster",
+        "lab.servers.sentinel.cluster imports lab.servers.etcd.cluster.PeerProxy",
+        "lab.servers.zookeeper.ensemble imports lab.servers.mariadb"]

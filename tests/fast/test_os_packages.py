@@ -43,14 +43,16 @@ def test_ci_installs_from_the_list_and_names_no_package_by_hand():
 
 def test_the_labs_line_for_a_missing_package_is_the_lists():
     """The lab says its own 'does not run: ...' for pgbouncer and iproute2; the tests accept exactly that line."""
-    from lab.servers import netns, pgbouncer, slow_link, zookeeper
+    from lab.servers import netns, slow_link
+    from lab.servers.pgbouncer import server as pgbouncer
+    from lab.servers.zookeeper import server as zookeeper
 
     assert pgbouncer.MISSING == os_packages.not_installed("pgbouncer")
     assert netns.MISSING == os_packages.not_installed("iproute2")
     assert slow_link.MISSING == os_packages.not_installed("iptables")
     assert set(slow_link.TOOLS) == set(os_packages.packages()["iptables"].binaries)
     assert zookeeper.MISSING == os_packages.not_installed("zookeeper")
-    from lab.servers import mariadb
+    from lab.servers.mariadb import server as mariadb
 
     assert mariadb.MISSING == os_packages.not_installed("mariadb-server")
     assert os_packages.not_installed("pgbouncer") == "pgbouncer not installed (apt-get install pgbouncer)"
@@ -71,7 +73,7 @@ def test_one_line_names_every_missing_package_and_the_command_for_them(monkeypat
 
 def test_lab_pgbouncer_search_path_tells_the_lab_where_to_look_or_not_to(monkeypatch, tmp_path):
     """An executable file named pgbouncer (never run: this is where the lab looks, not a server)."""
-    from lab.servers.pgbouncer import SEARCH_PATH_VARIABLE, find_pgbouncer
+    from lab.servers.pgbouncer.server import SEARCH_PATH_VARIABLE, find_pgbouncer
 
     binary = tmp_path / "pgbouncer"
     binary.write_text("")
@@ -103,7 +105,7 @@ def test_lab_zookeeper_search_path_tells_the_lab_where_its_jars_are_or_that_ther
     import shutil
 
     from lab.servers.services import not_installed
-    from lab.servers.zookeeper import MISSING, SEARCH_PATH_VARIABLE, find_zookeeper
+    from lab.servers.zookeeper.server import MISSING, SEARCH_PATH_VARIABLE, find_zookeeper
 
     (tmp_path / "zookeeper.jar").write_bytes(b"")
     monkeypatch.setenv(SEARCH_PATH_VARIABLE, str(tmp_path))
@@ -119,7 +121,7 @@ def test_lab_zookeeper_search_path_tells_the_lab_where_its_jars_are_or_that_ther
 
 def test_lab_mariadb_search_path_tells_the_lab_where_mariadbd_is_or_that_there_is_none(monkeypatch, tmp_path):
     """Two executable files named as MariaDB's (never run: this is where the lab looks, not a server)."""
-    from lab.servers.mariadb import MISSING, SEARCH_PATH_VARIABLE, find_mariadb
+    from lab.servers.mariadb.server import MISSING, SEARCH_PATH_VARIABLE, find_mariadb
     from lab.servers.services import not_installed
 
     for name in ("mariadbd", "mariadb-install-db"):

@@ -72,7 +72,7 @@ def test_no_scenario_flag_means_the_core_set_and_all_means_everything():
 
 def test_a_zookeeper_connect_string_is_read_and_routed_with_its_chroot():
     from lab.servers.services import Services
-    from lab.servers.zookeeper import parse_hosts
+    from lab.servers.zookeeper.server import parse_hosts
 
     assert parse_hosts("a:2181,b:2182/app") == [("a", 2181), ("b", 2182)]
     assert parse_hosts("[::1]:2181,c") == [("::1", 2181), ("c", 2181)]

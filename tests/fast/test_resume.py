@@ -5,7 +5,7 @@ import copy
 
 from lab.results import RunFolder
 from lab.runner import RunRequest, make_plan, resumed
-from lab.servers.drivers import DEFAULT as DEFAULT_DRIVER
+from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 
 
 TRIALS = ("cases/session/idle_in_transaction/0", "cases/xact/-/0", "cases/session/idle_session/0")

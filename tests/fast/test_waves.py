@@ -4,7 +4,7 @@ import pytest
 
 from lab.errors import LabError
 from lab.runner.waves import LAB_OVERHEAD, Demand, Dispatch, SessionBudget, describe, fit
-from lab.servers.capacity import Capacity
+from lab.servers.postgres.capacity import Capacity
 
 SMALL = Capacity(max_connections=100, reserved=3, in_use=1, role_left=None, database_left=None)
 

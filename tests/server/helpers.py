@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from lab.servers import pg
+from lab.servers.postgres import sql as pg
 from lab.workload.table import CompanyTable, table_name
 from scenarios.base import TrialEnv, TrialSpec
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.servers.pgbouncer import PgBouncer
+from lab.servers.pgbouncer.server import PgBouncer
 
 # Where pgbouncer is missing these tests skip, naming it and its install command (tests/os_packages.py);
 # .ci/run installs it and sets LAB_REQUIRE_SYSTEM_SERVERS=1, so there a missing pgbouncer fails them instead.

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from lab.servers.embedded import EmbeddedEtcd
+from lab.servers.etcd.server import EmbeddedEtcd
 from lab.servers.services import Services
 from tests.server.helpers import shared_tmp, trial_env, verdict_of
 
@@ -128,7 +128,7 @@ def test_pglock_xact_takes_its_lock_on_the_write_session_inside_the_write(servic
 
     import backends
     from backends.base import BackendContext
-    from lab.servers import pg
+    from lab.servers.postgres import sql as pg
     from tests.server.helpers import seeded_table
 
     monitor, writes = engines

@@ -15,7 +15,8 @@ from lab.checkers import ops
 from lab.measures.margin import Outcome, Step, bounds
 from lab.servers import fake_clock
 from lab.servers.clients import etcd_client
-from lab.servers.embedded import EmbeddedEtcd, EmbeddedRedis
+from lab.servers.etcd.server import EmbeddedEtcd
+from lab.servers.redis.server import EmbeddedRedis
 from scenarios.holder_clock import HolderAllClocksBack, HolderClock
 from scenarios.margin import Margin
 from scenarios.server_clock import ServerClock

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from lab.doctor_mariadb import run_doctor
-from lab.servers import mariadb_sql
+from lab.servers.mariadb import sql as mariadb_sql
 from lab.servers.services import start_services
 
 pytestmark = [pytest.mark.server, pytest.mark.os_packages("mariadb-server")]

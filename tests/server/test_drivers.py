@@ -2,7 +2,7 @@
 
 import pytest
 
-from lab.servers.drivers import DRIVERS, missing
+from lab.servers.postgres.drivers import DRIVERS, missing
 from scenarios.base import TrialSpec
 from scenarios.cases import Cases
 from tests.server.helpers import trial_env, verdict_of

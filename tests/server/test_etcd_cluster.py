@@ -13,7 +13,7 @@ import backends
 from lab.faults import FaultNotConfirmed, Target
 from lab.faults.etcd_partition import EtcdPartition
 from lab.servers.clients import etcd_client
-from lab.servers.etcd_cluster import EtcdCluster
+from lab.servers.etcd.cluster import EtcdCluster
 from scenarios.etcd_partition import EtcdPartition as EtcdPartitionScenario
 from tests.server.helpers import processes_under, trial_env, verdict_of, outcome_of
 from tests.server.test_lease_faults import no_holder_left

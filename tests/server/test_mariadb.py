@@ -14,8 +14,8 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from lab.servers import mariadb_sql
-from lab.servers.mariadb import MISSING, SEARCH_PATH_VARIABLE
+from lab.servers.mariadb import sql as mariadb_sql
+from lab.servers.mariadb.server import MISSING, SEARCH_PATH_VARIABLE
 from lab.servers.services import ExternalAddresses, start_services
 from tests.server.helpers import alive
 
@@ -102,7 +102,7 @@ def test_mariadbs_made_at_once_keep_their_temporary_tables_apart(tmp_path):
     ("Unknown table 'mysql.tmp_user_sys'"). Twelve now install and start in threads of six, and every one does."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from lab.servers.mariadb import EmbeddedMariaDB
+    from lab.servers.mariadb.server import EmbeddedMariaDB
 
     servers = [EmbeddedMariaDB(tmp_path, f"m{i}") for i in range(12)]
     try:

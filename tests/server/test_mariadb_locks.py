@@ -178,7 +178,7 @@ def test_a_paused_mariadb_stops_no_other_trial(services, maria):
 def test_without_mariadb_every_cell_says_it_does_not_run_and_the_run_goes_on(tmp_path):
     """LAB_MARIADB_SEARCH_PATH empty: the lab finds no MariaDB, as on a machine without the package (this runs
     where it is installed too). No mariadbd starts, every cell of the four locks says why, the run exits 0."""
-    from lab.servers.mariadb import MISSING, SEARCH_PATH_VARIABLE
+    from lab.servers.mariadb.server import MISSING, SEARCH_PATH_VARIABLE
 
     tmp, results = shared_tmp(tmp_path), tmp_path / "r"
     hidden = {SEARCH_PATH_VARIABLE: ""}

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from lab.runner.events import subject_record
-from lab.servers.patroni_runtime import MISSING, unavailable_reason
+from lab.servers.patroni.runtime import MISSING, unavailable_reason
 from scenarios.events import EventEnv, EventSpec
 from scenarios.patroni import Patroni
 from tests.os_packages import REQUIRED
@@ -202,8 +202,8 @@ def test_one_split_brain_also_serves_the_locks_held_elsewhere_but_fenced_and_wri
 def test_postgres_outlives_a_killed_agent_under_its_keeper_and_stop_ends_it(patroni_here, services):
     """Patroni disowns the postgres it starts: a SIGKILL of the agent leaves it running, re-parented to the keeper
     (without one, to init), and the cluster's stop still ends it."""
-    from lab.servers.patroni import PatroniCluster, PatroniSettings
-    from lab.servers.patroni_runtime import runtime
+    from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
+    from lab.servers.patroni.runtime import runtime
 
     root = services.tmp / "patroni-agent-kill"
     root.mkdir()
@@ -305,7 +305,7 @@ def test_without_patroni_every_cell_says_does_not_run_with_the_install_line(patr
 def test_a_venv_other_users_cannot_enter_gives_patroni_a_copy_it_can_read(patroni_here, monkeypatch):
     """A checkout under /root: the lab copies what Patroni needs where the server's user can read it, and that user's
     interpreter imports Patroni and psycopg2 from the copy (the check runtime() makes, as that user)."""
-    from lab.servers import patroni_runtime
+    from lab.servers.patroni import runtime as patroni_runtime
 
     monkeypatch.setattr(patroni_runtime, "traversable_by_others", lambda path: False)
     patroni_runtime.runtime.cache_clear()

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.servers.embedded import EmbeddedPostgres
-from lab.servers.patroni import PatroniCluster, PatroniSettings
-from lab.servers.patroni_runtime import unavailable_reason
+from lab.servers.postgres.server import EmbeddedPostgres
+from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
+from lab.servers.patroni.runtime import unavailable_reason
 from tests.os_packages import REQUIRED
 from tests.server.helpers import processes_under, shared_tmp
 
@@ -67,7 +67,7 @@ def your_patroni():
         if os.environ.get(REQUIRED):
             pytest.fail(f"{reason}, and {REQUIRED} is set")
         pytest.skip(reason)
-    from lab.servers.patroni_runtime import runtime
+    from lab.servers.patroni.runtime import runtime
 
     folder = shared_tmp(Path(tempfile.gettempdir()))
     (folder / "cluster").mkdir(mode=0o755)

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from lab.servers.clients import pg_engine, parse_pg_dsn
-from lab.servers.embedded import EmbeddedPostgres, template_for
+from lab.servers.postgres.server import EmbeddedPostgres, template_for
 
 pytestmark = pytest.mark.server
 

@@ -90,7 +90,7 @@ def test_a_librarys_own_connection_is_pinned_in_one_statement_with_the_scenarios
 
 
 def test_the_run_records_what_the_server_gives_a_session_and_where_it_is_set(guarded_url):
-    from lab.servers.pg import settings_in_force
+    from lab.servers.postgres.sql import settings_in_force
 
     found = settings_in_force(guarded_url)
     assert found["server_gives"]["idle_session_timeout"] == "300ms (database)"

@@ -12,7 +12,7 @@ import pytest
 
 from lab.checkers.outcomes import does_not_run as cannot_work_here
 
-from lab.servers.pgbouncer import SEARCH_PATH_VARIABLE
+from lab.servers.pgbouncer.server import SEARCH_PATH_VARIABLE
 from tests import os_packages
 from tests.server.helpers import shared_tmp
 
@@ -180,7 +180,7 @@ def test_the_docs_example_plugin_lands_in_every_column_it_qualifies_for(tmp_path
     Where pgbouncer is installed, a run of the pooler alone merged into the report fills those two cells,
     so the row holds no 'not run': one run of every scenario serves both cases. A column that cannot run
     for want of another package (iproute2 for netdrop) says 'does not run' with that package's line."""
-    from lab.servers.pgbouncer import MISSING
+    from lab.servers.pgbouncer.server import MISSING
 
     (tmp_path / "my_lock.py").write_text(docs_example())
     tmp, results = shared_tmp(tmp_path), tmp_path / "r"

@@ -57,7 +57,7 @@ def test_pgbouncer_keeps_the_password_private_and_leaves_nothing(services):
 
 
 def test_a_killed_lab_takes_its_pgbouncer_with_it(services):
-    script = ("from lab.servers.services import start_services; from lab.servers.pgbouncer import PgBouncer; import time\n"
+    script = ("from lab.servers.services import start_services; from lab.servers.pgbouncer.server import PgBouncer; import time\n"
               "s = start_services(['postgres'])\n"
               "b = PgBouncer(s.tmp, s.pg_url, 'transaction', os_user=s.embedded['postgres'].user).start()\n"
               "print(b.pids[0], s.embedded['postgres'].pids[0], s.tmp, flush=True)\n"
@@ -178,7 +178,7 @@ def test_settings_a_server_refuses_through_a_pooler_are_one_error_naming_the_poo
 
 def test_lab_services_accept_a_pooler_as_the_users_postgres(bouncer):
     """`lab run --pg-dsn` through PgBouncer: the reachability check and the capacity read work."""
-    from lab.servers.capacity import read_capacity
+    from lab.servers.postgres.capacity import read_capacity
     from lab.servers.services import ExternalAddresses, start_services
 
     dsn = bouncer.url.render_as_string(hide_password=False)
@@ -191,7 +191,7 @@ def test_a_missing_pgbouncer_makes_every_pooler_cell_does_not_run(monkeypatch, t
     """PATH pointed at nothing: every backend x mode is recorded as 'does not run' with the reason, none dropped."""
     from lab.report.matrix import Mark, judge
     from lab.runner import Runner, RunRequest
-    from lab.servers.pgbouncer import MISSING, find_pgbouncer
+    from lab.servers.pgbouncer.server import MISSING, find_pgbouncer
     from scenarios.pooler import Pooler
 
     assert find_pgbouncer("") is None and find_pgbouncer() is not None

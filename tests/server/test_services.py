@@ -139,7 +139,7 @@ def test_unreachable_external_server_is_one_line_naming_it(given, service):
 
 def test_postgres_runs_from_a_copy_of_the_wheel(tmp_path):
     """The path taken when the wheel sits where the server's user cannot go (a venv under /root)."""
-    from lab.servers.embedded import EmbeddedPostgres
+    from lab.servers.postgres.server import EmbeddedPostgres
     from tests.server.helpers import shared_tmp
 
     root = shared_tmp(tmp_path)

@@ -7,7 +7,7 @@ from backends.session import SessionLock
 from backends.session_autocommit import SessionLockAutocommit
 from lab.errors import LockLost
 from lab.faults import idle_in_transaction_timeout, idle_session_timeout
-from lab.servers import pg
+from lab.servers.postgres import sql as pg
 from scenarios.cases import Cases
 from tests.server.helpers import trial_env, wait_session_gone, verdict_of
 

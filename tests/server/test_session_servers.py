@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from lab.servers.embedded import EmbeddedRedis, EmbeddedRedlockMasters
+from lab.servers.redis.server import EmbeddedRedis, EmbeddedRedlockMasters
 from tests.server.helpers import shared_tmp
 from tests.session_servers import exited
 

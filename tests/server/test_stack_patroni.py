@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from lab.servers.patroni import PatroniCluster, PatroniSettings
-from lab.servers.patroni_runtime import runtime, unavailable_reason
+from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
+from lab.servers.patroni.runtime import runtime, unavailable_reason
 from tests.os_packages import REQUIRED
 from tests.server.stack_helpers import doctor_advice, exposed, no_secret
 

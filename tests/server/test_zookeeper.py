@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from lab.servers.services import start_services
-from lab.servers.zookeeper import MISSING, SEARCH_PATH_VARIABLE
+from lab.servers.zookeeper.server import MISSING, SEARCH_PATH_VARIABLE
 from scenarios.cut import Cut
 from scenarios.pause import Pause
 from scenarios.restart import Restart

@@ -87,7 +87,9 @@ def dba_servers():
     from sqlalchemy import text
 
     from lab.servers.clients import pg_engine
-    from lab.servers.embedded import EmbeddedPostgres, EmbeddedRedis, new_password
+    from lab.servers.postgres.server import EmbeddedPostgres
+    from lab.servers.redis.server import EmbeddedRedis
+    from lab.servers.embedded import new_password
 
     root = Path(tempfile.mkdtemp(prefix="locklab-dba-", dir="/tmp"))
     root.chmod(0o755)  # the server's unprivileged user must reach its data dir

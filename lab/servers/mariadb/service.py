@@ -1,0 +1,41 @@
+"""MariaDB as a lock service: LAB_MARIADB_URL, the lab's own mariadbd from the operating system's packages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.engine import URL
+
+from lab.servers.clients import parse_mariadb_url, redact
+from lab.servers.mariadb import sql
+from lab.servers.mariadb.server import EmbeddedMariaDB, missing
+from lab.servers.service_kind import ServiceKind
+
+
+class MariaDBService(ServiceKind[URL]):
+    name, env_var, field, os_package = "mariadb", "LAB_MARIADB_URL", "mariadb_url", "mariadb-server"
+    flag = "mariadb_url"
+
+    def missing(self) -> str | None:
+        return missing()
+
+    def own_server(self, tmp: Path) -> EmbeddedMariaDB:
+        return EmbeddedMariaDB(tmp)
+
+    def own_address(self, server: EmbeddedMariaDB) -> URL:
+        return parse_mariadb_url(server.url)
+
+    def parse(self, text: str) -> URL:
+        return parse_mariadb_url(text)
+
+    def shown(self, address: URL) -> str:
+        return redact(address)
+
+    def hosts(self, address: URL) -> list[tuple[str | None, int]]:
+        return [(address.host, address.port or 3306)]
+
+    def routed(self, address: URL, ports: list[int]) -> URL:
+        return address.set(host="127.0.0.1", port=ports[0])
+
+    def version(self, address: URL, timeout: float) -> str:
+        return sql.version(address)
