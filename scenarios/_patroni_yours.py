@@ -16,7 +16,7 @@ from lab.measures.promotion import PromotionProbe, create_probe_table
 from lab.measures.promotion import connect as promotion_connect
 from lab.servers.clients import pg_hosts
 from lab.servers.identity import primary_identity
-from lab.servers.pg import dispose, trial_engines
+from lab.servers.postgres.sql import dispose, trial_engines
 from scenarios._failover_trial import failover_trial
 from scenarios._patroni_cluster import GUARD_S
 from scenarios.base import TrialEnv
