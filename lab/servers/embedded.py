@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import importlib.util
 import secrets
+import signal
 import subprocess
 from pathlib import Path
 
 from lab.errors import ServiceError
+from lab.servers.processes import stop
 
 
 def new_password() -> str:
@@ -34,9 +36,21 @@ def package_dir(module: str) -> Path:
 
 
 class OneProcess:
-    """A server that is one process of ours."""
+    """A server that is one process of ours: stopped with SIGTERM, restarted in place on its port and data."""
 
     proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        stop(self.proc, signal.SIGTERM)
+        self.proc = None
+
+    def restart(self) -> None:
+        """Stop and start on the same port and data: what survives is the server's own (its class says)."""
+        self.stop()
+        self.start()
 
     @property
     def pids(self) -> list[int]:

@@ -253,6 +253,11 @@ def stop(proc: subprocess.Popen | None, first_signal: int = signal.SIGTERM,
         pass
 
 
+def live_pids(proc: subprocess.Popen | None) -> list[int]:
+    """The process's pid while it runs, none once it has ended or was never started."""
+    return [proc.pid] if proc is not None and proc.poll() is None else []
+
+
 def kill_and_close(proc: subprocess.Popen) -> None:
     """SIGKILL a child that still runs, reap it, and close the pipes the lab holds to it."""
     if proc.poll() is None:

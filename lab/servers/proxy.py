@@ -16,6 +16,8 @@ import threading
 from dataclasses import dataclass
 from typing import Self, Sequence
 
+from lab.errors import ServiceError
+
 _TICK = 0.1  # how often a waiting pump looks at the stop and flow flags
 
 
@@ -171,3 +173,18 @@ class BlackholeProxy:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def started_link(link: BlackholeProxy | None, what: str) -> BlackholeProxy:
+    """A link that exists from its owner's start() to its stop(); a ServiceError naming it outside that time."""
+    if link is None:
+        raise ServiceError(f"{what} is not up (the servers are not started)")
+    return link
+
+
+def hold_back(link: BlackholeProxy) -> int:
+    """Blackhole a replication link: from now on the other end receives nothing. Returns the bytes the link had
+    carried (0: the other end never streamed through it)."""
+    carried = link.relayed_bytes()
+    link.blackhole()
+    return carried

@@ -25,25 +25,28 @@ class ServiceKind(ABC, Generic[A]):
     field: ClassVar[str]  # the lab.servers.services.Services attribute that holds the address
     os_package: ClassVar[str | None] = None  # the .ci/os-packages package the lab's own server comes from
 
+    server_class: ClassVar[type]  # the lab's own server: made with the temp dir it keeps its data under
+    address_attribute: ClassVar[str]  # the started server's attribute that is its address, as a user would give it
+
     def missing(self) -> str | None:
         """Why the lab cannot start its own server of this service here (its OS package is missing), or None."""
         return None
 
-    @abstractmethod
     def own_server(self, tmp: Path) -> Any:
         """The lab's own server, not yet started, keeping its data under tmp."""
+        return self.server_class(tmp)
 
-    @abstractmethod
     def own_address(self, server: Any) -> A:
         """The address of the lab's own server once it is started."""
+        return self.parse(getattr(server, self.address_attribute))
 
-    @abstractmethod
-    def parse(self, text: str) -> A:
+    def parse(self, text: Any) -> A:
         """A user's address (a flag or the environment variable), checked: a malformed one is a ServiceError."""
+        return text
 
-    @abstractmethod
     def shown(self, address: A) -> str:
         """The address as the console and meta.json show it: passwords hidden."""
+        return str(address)
 
     @abstractmethod
     def hosts(self, address: A) -> list[tuple[str | None, int]]:

@@ -28,11 +28,12 @@ def test_mypy_reports_no_error(monkeypatch):
     assert not errors, f"{len(errors)} mypy errors:\n" + "\n".join(errors)
 
 
-def test_the_checkers_report_and_runner_have_every_body_checked():
+def test_the_checkers_holder_report_runner_and_servers_have_every_body_checked():
     """Their functions' bodies are type-checked whether annotated or not: the override stays in the config."""
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
     checked = {module for override in config.get("overrides", []) if override.get("check_untyped_defs")
                for module in override["module"]}
-    assert {"lab.checkers.*", "lab.report.*", "lab.runner.*"} <= checked or config.get("check_untyped_defs")
+    assert {"lab.checkers.*", "lab.holder.*", "lab.report.*", "lab.runner.*", "lab.servers.*"} <= checked \
+        or config.get("check_untyped_defs")

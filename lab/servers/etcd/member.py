@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from lab.errors import ServiceError
 from lab.servers.peer_proxy import PeerProxy
-from lab.servers.processes import free_port
+from lab.servers.processes import free_port, live_pids
 from lab.servers.proxy import BlackholeProxy
 
 _T = TypeVar("_T")
@@ -37,7 +37,7 @@ class EtcdMember:
 
     @property
     def pids(self) -> list[int]:
-        return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
+        return live_pids(self.proc)
 
     @property
     def endpoint(self) -> str:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import urllib.request
 from pathlib import Path
 
 from lab.servers.embedded import OneProcess, package_dir
-from lab.servers.processes import free_port, spawn, stop, wait_ready, with_environment
+from lab.servers.processes import free_port, spawn, wait_ready, with_environment
 
 
 class EmbeddedEtcd(OneProcess):
@@ -17,7 +16,8 @@ class EmbeddedEtcd(OneProcess):
 
     Auth is left off on purpose: sherlock's etcd lock speaks the v2 API, whose auth is a separate
     store (gone in 3.6), and tooz's etcd3gw driver sends no credentials, so with v3 auth on two
-    adapters could not take a lock at all. The member listens on loopback only.
+    adapters could not take a lock at all. The member listens on loopback only. A restart (OneProcess's) keeps its
+    data: etcd keeps its keys, and leases resume their TTL.
     """
 
     name = "etcd"
@@ -70,12 +70,3 @@ class EmbeddedEtcd(OneProcess):
         from lab.servers.clients import etcd_client
 
         return etcd_client(self.endpoint, timeout=1).status().version
-
-    def stop(self) -> None:
-        stop(self.proc, signal.SIGTERM)
-        self.proc = None
-
-    def restart(self) -> None:
-        """Stop and start on the same data: etcd keeps its keys, and leases resume their TTL."""
-        self.stop()
-        self.start()

@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from lab.servers.clients import etcd_client
 from lab.servers.etcd.server import EmbeddedEtcd
 from lab.servers.service_kind import ServiceKind
 
 
 class EtcdService(ServiceKind[str]):
-    name, env_var, field = "etcd", "LAB_ETCD_ENDPOINT", "etcd_endpoint"
-    flag = "etcd_endpoint"
-
-    def own_server(self, tmp: Path) -> EmbeddedEtcd:
-        return EmbeddedEtcd(tmp)
-
-    def own_address(self, server: EmbeddedEtcd) -> str:
-        return server.endpoint
-
-    def parse(self, text: str) -> str:
-        return text
-
-    def shown(self, address: str) -> str:
-        return address
+    name = "etcd"
+    env_var, flag, field = "LAB_ETCD_ENDPOINT", "etcd_endpoint", "etcd_endpoint"
+    server_class, address_attribute = EmbeddedEtcd, "endpoint"
 
     def hosts(self, address: str) -> list[tuple[str | None, int]]:
         host, _, port = address.removeprefix("http://").rpartition(":")

@@ -22,7 +22,7 @@ import subprocess
 from pathlib import Path
 
 from lab.errors import ServiceError
-from lab.servers.processes import free_port, on_a_free_port, spawn, stop, wait_ready
+from lab.servers.processes import free_port, live_pids, on_a_free_port, spawn, stop, wait_ready
 
 MISSING = "mariadb-server not installed (apt-get install mariadb-server)"
 # Where to look for mariadbd and mariadb-install-db (a PATH-style list of folders); set empty, the lab finds no
@@ -101,7 +101,7 @@ class EmbeddedMariaDB:
 
     @property
     def pids(self) -> list[int]:
-        return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
+        return live_pids(self.proc)
 
     @property
     def url(self) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sqlalchemy.engine import URL
 
 from lab.servers.clients import parse_mariadb_url, redact
@@ -13,17 +11,13 @@ from lab.servers.service_kind import ServiceKind
 
 
 class MariaDBService(ServiceKind[URL]):
-    name, env_var, field, os_package = "mariadb", "LAB_MARIADB_URL", "mariadb_url", "mariadb-server"
-    flag = "mariadb_url"
+    name = "mariadb"
+    env_var, flag, field = "LAB_MARIADB_URL", "mariadb_url", "mariadb_url"
+    server_class, address_attribute = EmbeddedMariaDB, "url"
+    os_package = "mariadb-server"
 
     def missing(self) -> str | None:
         return missing()
-
-    def own_server(self, tmp: Path) -> EmbeddedMariaDB:
-        return EmbeddedMariaDB(tmp)
-
-    def own_address(self, server: EmbeddedMariaDB) -> URL:
-        return parse_mariadb_url(server.url)
 
     def parse(self, text: str) -> URL:
         return parse_mariadb_url(text)

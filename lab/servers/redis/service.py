@@ -3,7 +3,6 @@ and Redlock's independent masters (LAB_REDLOCK_URLS, one URL each); the lab's ow
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from lab.errors import ServiceError
@@ -13,14 +12,9 @@ from lab.servers.service_kind import ServiceKind
 
 
 class RedisService(ServiceKind[str]):
-    name, env_var, field = "redis", "LAB_REDIS_URL", "redis_url"
-    flag = "redis_url"
-
-    def own_server(self, tmp: Path) -> EmbeddedRedis:
-        return EmbeddedRedis(tmp)
-
-    def own_address(self, server: EmbeddedRedis) -> str:
-        return server.url
+    name = "redis"
+    env_var, flag, field = "LAB_REDIS_URL", "redis_url", "redis_url"
+    server_class, address_attribute = EmbeddedRedis, "url"
 
     def parse(self, text: str) -> str:
         return checked_url(text)
@@ -44,11 +38,9 @@ class RedisService(ServiceKind[str]):
 
 
 class RedlockService(ServiceKind[list]):
-    name, env_var, field = "redlock", "LAB_REDLOCK_URLS", "redlock_urls"
-    flag = "redlock_urls"
-
-    def own_server(self, tmp: Path) -> EmbeddedRedlockMasters:
-        return EmbeddedRedlockMasters(tmp)
+    name = "redlock"
+    env_var, flag, field = "LAB_REDLOCK_URLS", "redlock_urls", "redlock_urls"
+    server_class, address_attribute = EmbeddedRedlockMasters, "urls"
 
     def own_address(self, server: EmbeddedRedlockMasters) -> list:
         return server.urls

@@ -12,7 +12,7 @@ from pathlib import Path
 from lab.errors import ServiceError
 from lab.servers.clients import no_retry
 from lab.servers.embedded import package_dir
-from lab.servers.processes import free_port, spawn, stop, wait_ready
+from lab.servers.processes import free_port, live_pids, spawn, stop, wait_ready
 
 SERVICE = "locklab"  # the master name the Sentinels monitor
 SENTINELS = 3
@@ -66,7 +66,7 @@ class EmbeddedSentinel:
 
     @property
     def pids(self) -> list[int]:
-        return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
+        return live_pids(self.proc)
 
     def start(self, password: str, monitor: tuple[str, int], settings: SentinelSettings) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

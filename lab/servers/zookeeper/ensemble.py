@@ -37,8 +37,8 @@ from typing import Callable
 from lab.errors import ServiceError
 from lab.servers.zookeeper import server as zookeeper
 from lab.servers.peer_partition import PeerPartition
-from lab.servers.peer_proxy import PeerConnection, PeerProxy
-from lab.servers.processes import free_port, spawn, stop, wait_ready
+from lab.servers.peer_proxy import PeerProxy
+from lab.servers.processes import free_port, live_pids, spawn, stop, wait_ready
 from lab.servers.proxy import BlackholeProxy
 
 SIZE = 3
@@ -133,7 +133,7 @@ class ZooKeeperMember:
 
     @property
     def pids(self) -> list[int]:
-        return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
+        return live_pids(self.proc)
 
     @property
     def hosts(self) -> str:

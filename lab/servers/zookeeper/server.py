@@ -20,7 +20,8 @@ import subprocess
 from pathlib import Path
 
 from lab.errors import ServiceError
-from lab.servers.processes import free_port, spawn, stop, wait_ready
+from lab.servers.embedded import OneProcess
+from lab.servers.processes import free_port, live_pids, spawn, stop, wait_ready
 
 MISSING = "zookeeper not installed (apt-get install zookeeper)"
 JARS = "/usr/share/java"  # where Debian's libzookeeper-java puts zookeeper.jar (its manifest names the rest)
@@ -123,7 +124,7 @@ def uptime_ms(host: str, port: int) -> int | None:
     return None
 
 
-class EmbeddedZooKeeper:
+class EmbeddedZooKeeper(OneProcess):
     """One standalone ZooKeeper (ZooKeeperServerMain) on 127.0.0.1, its data and log under root/name.
 
     It keeps its data across restart(): ZooKeeper persists sessions and their ephemeral nodes, so a
@@ -145,7 +146,7 @@ class EmbeddedZooKeeper:
 
     @property
     def pids(self) -> list[int]:
-        return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
+        return live_pids(self.proc)
 
     @property
     def hosts(self) -> str:
@@ -180,12 +181,3 @@ class EmbeddedZooKeeper:
 
     def _ping(self) -> str:
         return version("127.0.0.1", self.port)
-
-    def stop(self) -> None:
-        stop(self.proc, signal.SIGTERM)
-        self.proc = None
-
-    def restart(self) -> None:
-        """Stop and start on the same port and data: sessions and their ephemeral nodes are kept."""
-        self.stop()
-        self.start()

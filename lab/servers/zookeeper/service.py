@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from lab.servers.service_kind import ServiceKind
 from lab.servers.zookeeper import server
 
 
 class ZooKeeperService(ServiceKind[str]):
-    name, env_var, field, os_package = "zookeeper", "LAB_ZK_HOSTS", "zk_hosts", "zookeeper"
-    flag = "zk_hosts"
+    name = "zookeeper"
+    env_var, flag, field = "LAB_ZK_HOSTS", "zk_hosts", "zk_hosts"
+    server_class, address_attribute = server.EmbeddedZooKeeper, "hosts"
+    os_package = "zookeeper"
 
     def missing(self) -> str | None:
         return server.missing()
-
-    def own_server(self, tmp: Path) -> server.EmbeddedZooKeeper:
-        return server.EmbeddedZooKeeper(tmp)
-
-    def own_address(self, own: server.EmbeddedZooKeeper) -> str:
-        return own.hosts
-
-    def parse(self, text: str) -> str:
-        return text
-
-    def shown(self, address: str) -> str:
-        return address
 
     def hosts(self, address: str) -> list[tuple[str | None, int]]:
         return list(server.parse_hosts(address))
