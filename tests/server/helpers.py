@@ -88,6 +88,36 @@ def processes_under(folder: Path) -> list[str]:
     return found
 
 
+def no_holder_left() -> bool:
+    """No holder process still runs. One that has exited but is not reaped yet (a zombie, for an instant) is not
+    running, and psutil refuses to read its command line: that is no holder left either."""
+    left = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "lab.holder.process" in " ".join(child.cmdline()):
+                left.append(child.pid)
+        except psutil.Error:
+            continue
+    return not left
+
+
+def assert_trial_left_nothing(services, prefix: str) -> None:
+    """No holder still runs, and nothing under the lab's temp dir, file or process, is named for the trial's own
+    servers (their folders start with prefix)."""
+    assert no_holder_left()
+    assert not list(services.tmp.glob(f"{prefix}*")), f"a trial left its servers' files ({prefix}*) behind"
+    assert not [p for p in processes_under(services.tmp) if prefix in p], "a trial left a server running"
+
+
+def quick_trial(services, engines, scenario, backend: str, variant: str, prefix: str) -> tuple[dict, str]:
+    """One trial of scenario at its quick profile, checked to leave nothing named prefix behind: its measures and
+    its verdict."""
+    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
+    measures = scenario.run_trial(env)
+    assert_trial_left_nothing(services, prefix)
+    return measures, verdict_of(scenario, measures, backend)
+
+
 def alive(pid: int | psutil.Process) -> bool:
     """A live, non-zombie process (no race between looking it up and reading its status: one that ends
     in between is not alive)."""
