@@ -26,7 +26,7 @@ import pytest
 from lab.servers.embedded import EmbeddedPostgres
 from lab.servers.patroni import PatroniCluster, PatroniSettings
 from lab.servers.patroni_runtime import unavailable_reason
-from tests.os_packages import REQUIRED
+from tests.os_packages import skip_for
 from tests.server.helpers import processes_under, shared_tmp
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -62,11 +62,7 @@ class Partitioner(threading.Thread):
 def your_patroni():
     """A Patroni cluster of two nodes and its etcd, started as a user's would be; skipped (failed under
     LAB_REQUIRE_SYSTEM_SERVERS) with the line a cell gives where Patroni cannot run."""
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get(REQUIRED):
-            pytest.fail(f"{reason}, and {REQUIRED} is set")
-        pytest.skip(reason)
+    skip_for(unavailable_reason())
     from lab.servers.patroni_runtime import runtime
 
     folder = shared_tmp(Path(tempfile.gettempdir()))
