@@ -364,6 +364,18 @@ def print_advice(stack, runs: list[str], results: Path, as_json: bool, extra: di
     return 1 if advice.lock_fails else 0
 
 
+def print_checks(server: str, checks: list) -> None:
+    """The doctor's checks of one server as a table (a line each: name, status, meaning, evidence), then where the
+    SQL behind them is."""
+    table = Table(title=f"lab doctor: {server}, read-only")
+    for column in ("check", "status", "what it means", "evidence"):
+        table.add_column(column)
+    for check in checks:
+        table.add_row(check.name, check.status.upper(), check.summary, "\n".join(check.evidence))
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    print("lab doctor --json shows the SQL each check ran.")
+
+
 def cmd_doctor(args, argv) -> int:
     """Exit 0 when nothing fails, 1 when a check fails (with --advise: when the lock in use fails a fault the stack is
     exposed to), 2 when a server cannot be reached or the input is wrong."""
@@ -403,13 +415,7 @@ def cmd_doctor(args, argv) -> int:
         print(json.dumps({**doctor, **described}, indent=2, ensure_ascii=False))
     else:
         if examined:
-            table = Table(title=f"lab doctor: PostgreSQL {examined.version}, read-only")
-            for column in ("check", "status", "what it means", "evidence"):
-                table.add_column(column)
-            for check in checks:
-                table.add_row(check.name, check.status.upper(), check.summary, "\n".join(check.evidence))
-            Console(width=None if sys.stdout.isatty() else 160).print(table)
-            print("lab doctor --json shows the SQL each check ran.")
+            print_checks(f"PostgreSQL {examined.version}", checks)
         print("The stack, as read" + (f" (written to {args.stack})" if args.stack else "") + ":")
         for name, value in stack.facts():
             print(f"  {name} = {value}")
@@ -431,13 +437,7 @@ def _doctor_mariadb(args) -> int:
     if args.json:
         print(json.dumps(doctor_mariadb.as_json(dsn, version, checks), indent=2))
     else:
-        table = Table(title=f"lab doctor: MariaDB {version}, read-only")
-        for column in ("check", "status", "what it means", "evidence"):
-            table.add_column(column)
-        for check in checks:
-            table.add_row(check.name, check.status.upper(), check.summary, "\n".join(check.evidence))
-        Console(width=None if sys.stdout.isatty() else 160).print(table)
-        print("lab doctor --json shows the SQL each check ran.")
+        print_checks(f"MariaDB {version}", checks)
     return 1 if doctor.worst(checks) == "fail" else 0
 
 

@@ -290,6 +290,15 @@ class Examined:
     postgres: Postgres
 
 
+def connect_or_unreachable(engine: Engine, server: str, url) -> Connection:
+    """A connection of engine's; ServiceError naming the server at url (its password hidden) where it cannot be
+    reached, without the driver's traceback."""
+    try:
+        return engine.connect()
+    except Exception as exc:
+        raise ServiceError(f"{server} at {redact(url)} is unreachable: {first_line(exc)}") from None
+
+
 def run_doctor(dsn: str, hung_after_s: float = 3600) -> tuple[str, list[Check]]:
     """Connect read-only and run every check; ServiceError when the server cannot be reached."""
     found = examine(dsn, hung_after_s)
@@ -311,11 +320,7 @@ def examine(dsn: str, hung_after_s: float = 3600, ha: Patroni | None | Unknown =
     engine = pg_engine(url, {"default_transaction_read_only": "on"}, pin=False, poolclass=None,
                        connect_args={"application_name": "locklab-doctor"})
     try:
-        try:
-            conn = engine.connect()
-        except Exception as exc:
-            raise ServiceError(f"postgres at {redact(url)} is unreachable: {first_line(exc)}") from None
-        with conn:
+        with connect_or_unreachable(engine, "postgres", url) as conn:
             version: str = conn.execute(text("show server_version")).scalar_one()
             # Read-only is the doctor's promise: a pooler that drops the startup options silently must not void it.
             read_only = conn.execute(text("show transaction_read_only")).scalar()

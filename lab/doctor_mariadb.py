@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from lab.doctor import Check, _rows, _worst
+from lab.doctor import Check, _rows, _worst, connect_or_unreachable
 from lab.errors import ServiceError
 from lab.servers.clients import first_line, parse_mariadb_url, redact
 from lab.servers.mariadb.sql import mariadb_engine
@@ -102,11 +102,7 @@ def run_doctor(dsn: str, hung_after_s: float = 3600) -> tuple[str, list[Check]]:
     # pin=False: the doctor reports what the server gives a session, so it must not pin anything itself.
     engine = mariadb_engine(url, {"tx_read_only": 1}, pin=False, poolclass=NullPool)
     try:
-        try:
-            conn = engine.connect()
-        except Exception as exc:
-            raise ServiceError(f"mariadb at {redact(url)} is unreachable: {first_line(exc)}") from None
-        with conn:
+        with connect_or_unreachable(engine, "mariadb", url) as conn:
             version = str(conn.execute(text("select version()")).scalar_one())
             if conn.execute(text("select @@tx_read_only")).scalar() != 1:
                 raise ServiceError(f"mariadb at {redact(url)}: the doctor's session is not read-only; it will not run")

@@ -99,7 +99,12 @@ def require(*names: str, root: bool = False) -> None:
 
     Under LAB_REQUIRE_SYSTEM_SERVERS (.ci/run, which installs them all) the test fails instead, so a
     package that stopped installing cannot turn the tier into skips unnoticed."""
-    line = missing_line(*names, root=root)
+    skip_for(missing_line(*names, root=root))
+
+
+def skip_for(line: str | None) -> None:
+    """Skip the calling test with line, what this machine lacks (nothing where line is None); under
+    LAB_REQUIRE_SYSTEM_SERVERS fail it instead, as require() does."""
     if line is None:
         return
     if os.environ.get(REQUIRED):

@@ -122,9 +122,15 @@ class SentinelFault(Fault):
         return {"old_primary_role_after_failover": servers.try_role(servers.first)}
 
     def heal(self, target: Target) -> dict:
-        if self.t_healed is None and target.services.embedded.get("redis") is not None:
+        servers = target.services.embedded.get("redis")
+        if isinstance(servers, SentinelRedis):
+            self.undo(servers)
+        if self.t_healed is None and servers is not None:
             self.t_healed = time.monotonic()
         return {}
+
+    def undo(self, servers: SentinelRedis) -> None:
+        """What the heal puts back on the lab's servers before the Sentinels settle: nothing, unless the fault says."""
 
     def settle(self, servers: SentinelRedis) -> tuple[dict, dict]:
         """After the heal: until the Sentinels took the old primary back as a replica of the new one. Returns
@@ -189,7 +195,7 @@ class SentinelPause(SentinelFault):
     def after_failover(self, servers: SentinelRedis, target: Target) -> dict:
         """Continued once Sentinel has failed over: it comes back believing it is still the primary."""
         paused_for = time.monotonic() - (self.t_fault or time.monotonic())
-        self._resume(servers)
+        self.undo(servers)
         deadline, role = time.monotonic() + 5.0, None
         while role is None and time.monotonic() < deadline:
             role = servers.try_role(servers.first)
@@ -199,18 +205,13 @@ class SentinelPause(SentinelFault):
         self.t_healed = time.monotonic()  # the pause is over: from here only Sentinel can end the stale window
         return {"paused_s": round(paused_for, 3), "old_primary_role_after_resume": role}
 
-    def _resume(self, servers: SentinelRedis) -> None:
+    def undo(self, servers: SentinelRedis) -> None:
+        """SIGCONT whatever the strike stopped (again, if it is running already)."""
         for pid in self.stopped:
             try:
                 psutil.Process(pid).resume()
             except psutil.NoSuchProcess:
                 pass
-
-    def heal(self, target: Target) -> dict:
-        servers = target.services.embedded.get("redis")
-        if isinstance(servers, SentinelRedis):
-            self._resume(servers)
-        return super().heal(target)
 
 
 class SentinelPartition(SentinelFault):
@@ -234,11 +235,8 @@ class SentinelPartition(SentinelFault):
         return {"old_primary_role_during_cut": servers.try_role(servers.first),
                 "dialers_to_old_primary": sorted({c["dialer"] for c in links})}
 
-    def heal(self, target: Target) -> dict:
-        servers = target.services.embedded.get("redis")
-        if isinstance(servers, SentinelRedis):
-            servers.heal_partition()
-        return super().heal(target)
+    def undo(self, servers: SentinelRedis) -> None:
+        servers.heal_partition()
 
 
 class SentinelForcedFailover(SentinelFault):

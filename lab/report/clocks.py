@@ -18,8 +18,8 @@ from lab.checkers.verdict import Kind, Valid, Verdict
 from lab.checkers.words import WORDS
 from lab.measures.kinds import Measured
 from lab.measures.margin import Margin, Step, bounds, outcome_of
-from lab.report.common import FLAG, md_table, ordered_backends
-from lab.report.sections import RunView, section
+from lab.report.common import FLAG, md_table, measuring, ordered_backends
+from lab.report.sections import RunView, measured_section, section
 from lab.report.timelines import history_picture, slug
 
 KLEPPMANN, CONTROL = "kleppmann", "kleppmann_control"
@@ -161,12 +161,8 @@ def holder_finding(control: tuple[int, int], wall_back: tuple[int, int]) -> str:
     return f"mixed: lost {lost_w} of {n_w} with its wall clock stepped back, none in the control"
 
 
-@section(164)
-def section_holder_clock(run: RunView) -> str | None:
-    frame = run.frame
-    trials = frame[frame.measured == Measured.HOLDER_CLOCK]
-    if trials.empty:
-        return None
+@measured_section(164, Measured.HOLDER_CLOCK, select=measuring)
+def section_holder_clock(run: RunView, trials: pd.DataFrame) -> str | None:
     not_leases = [b for b in ordered_backends(trials) if (trials[trials.backend == b].status == "skipped").all()
                   and not any(does_not_run(r) for r in trials[trials.backend == b].to_dict("records"))]
     leases = trials[~trials.backend.isin(not_leases)]
@@ -247,12 +243,8 @@ def _kinds_at(record: dict) -> dict[float, str]:
             or "survived" for s, vs in found.items()}
 
 
-@section(166)
-def section_margins(run: RunView) -> str | None:
-    frame = run.frame
-    trials = frame[frame.measured == Measured.MARGIN_SEARCH]
-    if trials.empty:
-        return None
+@measured_section(166, Measured.MARGIN_SEARCH, select=measuring)
+def section_margins(run: RunView, trials: pd.DataFrame) -> str | None:
     variants = list(dict.fromkeys(trials.variant[trials.variant != "-"]))
     # A backend the scenario does not apply to at all (no lease) is named once under the table, with its reason.
     whole = {b: r["reason"] for b in ordered_backends(trials)

@@ -11,8 +11,8 @@ from lab.checkers.outcomes import outcome_text
 from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import published
-from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side
-from lab.report.sections import RunView, section
+from lab.report.common import backend_with_role, md_table, side_by_side
+from lab.report.sections import RunView, measured_section
 
 
 def _mask_waits(line: str) -> str:
@@ -62,12 +62,8 @@ def repeatable_read_failures(ok: pd.DataFrame) -> dict[str, tuple[int, int, list
     return out
 
 
-@section(100)
-def section_overlap(run: RunView) -> str | None:
-    frame = run.frame
-    ok = ok_trials(frame, Measured.OVERLAP)
-    if ok.empty:
-        return None
+@measured_section(100, Measured.OVERLAP)
+def section_overlap(run: RunView, ok: pd.DataFrame) -> str | None:
     rows, blocks = [], []
     for (backend, variant), group in ok.groupby(["backend", "variant"], sort=False):
         finals = overlap_finals(ok, backend, variant)
@@ -113,12 +109,8 @@ def kill_lines(measures: dict) -> list[str]:
             f"row counts the observer ever saw: {measures['rows_seen']}; final rows: {measures['rows_final']}"]
 
 
-@section(110)
-def section_kill(run: RunView) -> str | None:
-    frame = run.frame
-    ok = ok_trials(frame, Measured.RUN_KILLED)
-    if ok.empty:
-        return None
+@measured_section(110, Measured.RUN_KILLED)
+def section_kill(run: RunView, ok: pd.DataFrame) -> str | None:
     rows, blocks = [], []
     for backend, group in ok.groupby("backend", sort=False):
         seen = sorted({c for m in group.measures for c in m["rows_seen"]})
@@ -142,12 +134,8 @@ def deadlocks_of(ok: pd.DataFrame, variant: str) -> tuple[int, int]:
     return sum(m["deadlocks"] for m in group.measures), len(group)
 
 
-@section(120)
-def section_rules(run: RunView) -> str | None:
-    frame = run.frame
-    ok = ok_trials(frame, Measured.WRITE_RULES)
-    if ok.empty:
-        return None
+@measured_section(120, Measured.WRITE_RULES)
+def section_rules(run: RunView, ok: pd.DataFrame) -> str | None:
     rows = []
     timeouts = ok[ok.variant == "lock_timeout_retry"]
     if not timeouts.empty:

@@ -11,9 +11,9 @@ from lab.measures.precision import Rule, describe
 from lab.post_role import PostRole
 from lab.report import published
 from lab.report.charts import ratio_chart
-from lab.report.common import (Verdict, backend_with_role, md_table, ok_trials, seconds_summary, verdict_mark,
+from lab.report.common import (Verdict, backend_with_role, md_table, seconds_summary, verdict_mark,
                                with_role)
-from lab.report.sections import RunView, section
+from lab.report.sections import RunView, measured_section
 
 RATIO_TOLERANCE = 0.25  # "close": our ratio within this fraction of the post's
 DESIGN_LABELS = {"no_index": "no index", "adjacent_ids": "index, adjacent ids", "spread_ids": "index, spread-out ids"}
@@ -46,12 +46,8 @@ def ten_companies_ratio(ten: dict[PostRole, list[dict]]) -> tuple[float, list[fl
     return statistics.median(ser) / statistics.median(lock), [s / x for s in ser for x in lock]
 
 
-@section(130)
-def section_conflicts(run: RunView) -> str | None:
-    frame = run.frame
-    ok = ok_trials(frame, Measured.CONFLICT_COST)
-    if ok.empty:
-        return None
+@measured_section(130, Measured.CONFLICT_COST)
+def section_conflicts(run: RunView, ok: pd.DataFrame) -> str | None:
     rows = []
     for design, label in DESIGN_LABELS.items():
         group = ok[ok.variant == design]
@@ -174,12 +170,9 @@ def _recorded_precision(meta: dict, scenarios: set[str]) -> dict | None:
     return next((recorded[name] for name in sorted(scenarios) if name in recorded), None)
 
 
-@section(140)
-def section_perf(run: RunView) -> str | None:
-    frame, charts = run.frame, run.charts
-    ok = ok_trials(frame, Measured.COST)
-    if ok.empty:
-        return None
+@measured_section(140, Measured.COST)
+def section_perf(run: RunView, ok: pd.DataFrame) -> str | None:
+    charts = run.charts
     by_variant = {v: g for v, g in ok.groupby("variant", sort=False)}
     order = ["one_transaction_for_all", "transaction_per_company", "per_company_lock", "batch_50_sorted",
              "workers_2", "workers_4", "workers_8", "per_company_lock_copy"]

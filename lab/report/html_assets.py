@@ -112,6 +112,7 @@ SCRIPT = r"""
     }
     return node;
   }
+  window.locklabEl = el;  // the stack panel builds its answer with it (lab/report/html_stack_script.py)
   const NS = "http://www.w3.org/2000/svg";
   function svg(tag, attrs, text) {
     const node = document.createElementNS(NS, tag);

@@ -46,14 +46,7 @@ STACK_SCRIPT = r"""
       [backend, {backend, services, lock, needs, cost, cells}]));
     D.column = new Map(D.columns.map((c, i) => [c[0] + "\n" + c[1], i]));
   });
-  function el(tag, attrs, children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) { if (v !== null && v !== undefined) node.setAttribute(k, v); }
-    for (const child of [].concat(children === undefined ? [] : children)) {
-      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    }
-    return node;
-  }
+  const el = window.locklabEl;  // an element with its attributes and children (lab/report/html_assets.py)
   const boxes = Array.from(form.querySelectorAll('input[name="stack"]'));
   const selects = Array.from(form.querySelectorAll("select"));
   const select = name => selects.find(s => s.name === name);

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from lab.measures.kinds import Measured
-from lab.report.common import md_table, ok_trials
+from lab.report.common import md_table
 from lab.report.timelines import slug
-from lab.report.sections import RunView, section
+from lab.report.sections import RunView, measured_section
 
 
 def passed(m: dict) -> str:
@@ -20,12 +20,9 @@ def passed(m: dict) -> str:
     return f"{struck} of {m['tried']} schedules struck, none failed"
 
 
-@section(180)
-def section_killpoints(run: RunView) -> str | None:
-    frame, run_id = run.frame, run.run_id
-    ok = ok_trials(frame, Measured.KILL_POINT_SEARCH)
-    if ok.empty:
-        return None
+@measured_section(180, Measured.KILL_POINT_SEARCH)
+def section_killpoints(run: RunView, ok: pd.DataFrame) -> str | None:
+    run_id = run.run_id
     rows = []
     for _, trial in ok.iterrows():
         m = trial.measures

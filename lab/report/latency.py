@@ -12,8 +12,8 @@ import pandas as pd
 from lab.measures.kinds import Measured
 from lab.measures.precision import Rule
 from lab.report.charts import plt
-from lab.report.common import md_table, ok_trials
-from lab.report.sections import RunView, section
+from lab.report.common import md_table
+from lab.report.sections import RunView, measured_section
 
 NO_BARE = "no bare call declared"
 NOT_MEASURED = "not measured (run predates it)"
@@ -123,12 +123,9 @@ def _medians(figures: list[dict]) -> str:
     return f"{duration(statistics.median(medians))} ({duration(min(medians))}-{duration(max(medians))})"
 
 
-@section(150)
-def section_latency(run: RunView) -> str | None:
-    frame, charts = run.frame, run.charts
-    ok = ok_trials(frame, Measured.LATENCY)
-    if ok.empty:
-        return None
+@measured_section(150, Measured.LATENCY)
+def section_latency(run: RunView, ok: pd.DataFrame) -> str | None:
+    charts = run.charts
     ok = ok.sort_values(["backend_pos", "index"], kind="stable").drop_duplicates("backend", keep="last")
     rows, throughput_rows, bars, bare_calls = [], [], [], []
     floors: dict = {}

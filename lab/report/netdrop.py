@@ -14,8 +14,8 @@ import pandas as pd
 
 from lab.checkers.keepalive import ends_as_estimated
 from lab.measures.kinds import Measured
-from lab.report.common import md_table, ok_trials
-from lab.report.sections import RunView, section
+from lab.report.common import md_table
+from lab.report.sections import RunView, measured_section
 
 VARIANT_LABELS = {
     "server_keepalives": "holder's libpq as it comes",
@@ -94,12 +94,9 @@ def _learned_cell(records: list[dict]) -> str:
     return "; ".join(parts)
 
 
-@section(170)
-def section_netdrop(run: RunView) -> str | None:
+@measured_section(170, Measured.KEEPALIVE_DROP)
+def section_netdrop(run: RunView, trials: pd.DataFrame) -> str | None:
     frame = run.frame
-    trials = ok_trials(frame, Measured.KEEPALIVE_DROP)
-    if trials.empty:
-        return None
     rows, endings = [], []
     for (backend, variant), group in trials.groupby(["backend", "variant"], sort=False):
         records = group.to_dict("records")

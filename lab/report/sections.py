@@ -9,6 +9,7 @@ without renumbering them.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
@@ -16,7 +17,8 @@ from typing import Callable
 
 import pandas as pd
 
-from lab.report.common import trials_frame
+from lab.measures.kinds import Measured
+from lab.report.common import ok_trials, trials_frame
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,26 @@ def section(order: float, file: str = MAIN) -> Callable[[Section], Section]:
         name = f"{render.__module__}.{render.__name__}"
         _SECTIONS[name] = Registered(order, name, render, file)
         return render
+
+    return register
+
+
+MeasuredSection = Callable[[RunView, pd.DataFrame], "str | None"]
+
+
+def measured_section(order: float, kind: Measured, select: Callable[[pd.DataFrame, Measured], pd.DataFrame] = ok_trials,
+                     file: str = MAIN) -> Callable[[MeasuredSection], Section]:
+    """Register a section about the trials of one measured kind (by default the finished ones, common.ok_trials):
+    it is called with the run and those trials, and a run without any has nothing to say (None) without calling
+    it. What it registers, and returns, is a plain section of the run."""
+
+    def register(render: MeasuredSection) -> Section:
+        @functools.wraps(render, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
+        def rendered(run: RunView) -> str | None:
+            trials = select(run.frame, kind)
+            return None if trials.empty else render(run, trials)
+
+        return section(order, file)(rendered)
 
     return register
 

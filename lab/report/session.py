@@ -10,7 +10,7 @@ from lab.post_role import PostRole
 from lab.report import published
 from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side, with_role
 from lab.report.matrix import CALIBRATION_WORDS as LOST_WORDS
-from lab.report.sections import RunView, section
+from lab.report.sections import RunView, measured_section, section
 
 # The post's three session-lock methods, by the role a backend declares (lab/post_role.py).
 SESSION_ROLES = (PostRole.METHOD_1, PostRole.METHOD_2, PostRole.METHOD_3)
@@ -155,12 +155,8 @@ def post_calibration(poll: float) -> tuple[list[float], int]:
     return gaps, sum(g <= 2 * poll for g in gaps)
 
 
-@section(70)
-def section_calibration(run: RunView) -> str | None:
-    frame = run.frame
-    ok = ok_trials(frame, Measured.CALIBRATION)
-    if ok.empty:
-        return None
+@measured_section(70, Measured.CALIBRATION)
+def section_calibration(run: RunView, ok: pd.DataFrame) -> str | None:
     poll = ok.measures.iloc[0]["poll"]
     out = ["## Calibration: does the detector see a loss?", "",
            f"The holder's session is killed with pg_terminate_backend, scheduled at "

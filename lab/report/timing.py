@@ -13,8 +13,8 @@ from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import published
 from lab.report.charts import timing_chart
-from lab.report.common import md_table, ok_trials
-from lab.report.sections import RunView, section
+from lab.report.common import md_table
+from lab.report.sections import RunView, measured_section
 
 # The post's two timing rows are its methods 1 and 3, named by their connection, whichever backend plays them.
 LABELS = {PostRole.METHOD_1: "default", PostRole.METHOD_3: "AUTOCOMMIT"}
@@ -145,12 +145,9 @@ def group_stats(group: pd.DataFrame, timeout: float) -> dict:
                      [handover_of(m, j) for m, j in zip(group.measures, judgements)])
 
 
-@section(80)
-def section_timing(run: RunView) -> str | None:
+@measured_section(80, Measured.GUARD_TIMING)
+def section_timing(run: RunView, ok: pd.DataFrame) -> str | None:
     frame, charts = run.frame, run.charts
-    ok = ok_trials(frame, Measured.GUARD_TIMING)
-    if ok.empty:
-        return None
     timeout = ok.measures.iloc[0]["timeout_s"]
     rows, bars = [], []
     for (backend, trigger), group in ok.groupby(["backend", "variant"], sort=False):
@@ -215,12 +212,8 @@ def lookalike_agreement(ok: pd.DataFrame, check: str) -> tuple[int, int]:
     return sum(v == "as the post says" for v in group.verdict), len(group)
 
 
-@section(90)
-def section_lookalikes(run: RunView) -> str | None:
-    frame = run.frame
-    ok = ok_trials(frame, Measured.LOOKALIKE)
-    if ok.empty:
-        return None
+@measured_section(90, Measured.LOOKALIKE)
+def section_lookalikes(run: RunView, ok: pd.DataFrame) -> str | None:
     rows = []
     for check, (name, post) in LOOKALIKES.items():
         group = ok[ok.variant == check]

@@ -10,6 +10,7 @@ word that ranks or says "waited", "excluded" or "overwritten" is chosen by a fig
 from __future__ import annotations
 
 import statistics
+from typing import Callable
 
 import pandas as pd
 
@@ -34,6 +35,20 @@ def _cite(group: pd.DataFrame) -> str:
     parts = [f"whynot/{backend}/{variant}, n={len(g)}" for (backend, variant), g in group.groupby(
         ["backend", "variant"], sort=False)]
     return "(" + "; ".join(parts) + ")"
+
+
+def _measured(frame: pd.DataFrame, described: list[tuple[str, Callable[[str, list[dict]], str]]],
+              tail: str = "") -> str | None:
+    """"measured: " and, variant by variant and backend by backend, what describe(backend, the measures of its ok
+    trials of that variant) says, citing those trials, then tail; None where no variant has a trial."""
+    parts, cited = [], []
+    for variant, describe in described:
+        for backend, g in _trials(frame, variant).groupby("backend", sort=False):
+            parts.append(describe(backend, list(g.measures)))
+            cited.append(g)
+    if not parts:
+        return None
+    return "measured: " + "; ".join(parts) + " " + _cite(pd.concat(cited)) + tail
 
 
 def _median(values) -> float | None:
@@ -178,32 +193,26 @@ def _giant(ms: list[dict]) -> str:
 # --- A row lock or a unique constraint ---------------------------------------------------------------------
 
 def row_lock_or_unique(frame: pd.DataFrame) -> str | None:
-    parts, cited = [], []
-    fk = _trials(frame, "fk_child_insert")
-    for backend, g in fk.groupby("backend", sort=False):
-        ms = list(g.measures)
-        waited = sum(bool(m["child_waited"]) for m in ms)
-        events = sorted({m["child_wait_event"] for m in ms if m["child_wait_event"]})
-        parts.append(
-            f"FOR {ms[0]['lock_strength']} ({backend}): a child row referencing the company took "
+    return _measured(frame, [("fk_child_insert", _fk_child), ("no_parent_row", _no_parent),
+                             ("backstop_loser", _backstop)])
+
+
+def _fk_child(backend: str, ms: list[dict]) -> str:
+    """How long a child row's insert waited on the parent row a rebuild held locked FOR its strength."""
+    waited = sum(bool(m["child_waited"]) for m in ms)
+    events = sorted({m["child_wait_event"] for m in ms if m["child_wait_event"]})
+    return (f"FOR {ms[0]['lock_strength']} ({backend}): a child row referencing the company took "
             f"{_seconds(_median(m['child_during']['seconds'] for m in ms))} while a rebuild held the parent for "
             f"{ms[0]['hold_s']:g} s (alone: {_seconds(_median(m['child_idle']['seconds'] for m in ms))}); "
             f"it waited in {_of(waited, len(ms))}" + (f" ({', '.join(events)})" if events else ""))
-        cited.append(g)
-    parents = _trials(frame, "no_parent_row")
-    for backend, g in parents.groupby("backend", sort=False):
-        ms = list(g.measures)
-        parts.append(f"a company with no parent row ({backend}): the lock alone locked nothing and two "
-                     f"overlapping rebuilds ended {_states(m['lock_only']['company'] for m in ms)}; with the parent "
-                     f"inserted first (ON CONFLICT DO NOTHING, then the lock) {_states(m['create']['company'] for m in ms)}")
-        cited.append(g)
-    loser = _trials(frame, "backstop_loser")
-    for backend, g in loser.groupby("backend", sort=False):
-        parts.append(_backstop(backend, list(g.measures)))
-        cited.append(g)
-    if not parts:
-        return None
-    return "measured: " + "; ".join(parts) + " " + _cite(pd.concat(cited))
+
+
+def _no_parent(backend: str, ms: list[dict]) -> str:
+    """What two overlapping rebuilds left of a company without a parent row, with the lock alone and with the
+    parent inserted first."""
+    return (f"a company with no parent row ({backend}): the lock alone locked nothing and two "
+            f"overlapping rebuilds ended {_states(m['lock_only']['company'] for m in ms)}; with the parent "
+            f"inserted first (ON CONFLICT DO NOTHING, then the lock) {_states(m['create']['company'] for m in ms)}")
 
 
 def _states(states) -> str:
@@ -234,15 +243,16 @@ def _backstop(backend: str, ms: list[dict]) -> str:
 # --- A queue, an idempotent rebuild, the lock on the writes' connection, Kafka -----------------------------
 
 def neighbours(frame: pd.DataFrame) -> str | None:
-    parts, cited = [], []
-    queue = _trials(frame, "queue_exclusion")
-    for backend, g in queue.groupby("backend", sort=False):
-        ms = list(g.measures)
-        dup = sum(len(m["duplicates"]) for m in ms)
-        second = [m["second_asks"] for m in ms]
-        new = [m["second_asks_new_job"] for m in ms if "second_asks_new_job" in m]
-        parts.append(
-            f"{backend}: {ms[0]['runs']} runs pulled {_count(_median(m['rebuilt'] for m in ms))} of "
+    return _measured(frame, [("queue_exclusion", _queue), ("throughput", _throughput),
+                             ("same_inputs", _same_inputs), ("different_inputs", _different_inputs)], "; " + KAFKA)
+
+
+def _queue(backend: str, ms: list[dict]) -> str:
+    """What the queue handed out: companies rebuilt, none twice, and what a run asking for a held company got."""
+    dup = sum(len(m["duplicates"]) for m in ms)
+    second = [m["second_asks"] for m in ms]
+    new = [m["second_asks_new_job"] for m in ms if "second_asks_new_job" in m]
+    return (f"{backend}: {ms[0]['runs']} runs pulled {_count(_median(m['rebuilt'] for m in ms))} of "
             f"{ms[0]['companies']} companies ({_count(_median(m['per_s'] for m in ms))}/s), "
             f"{dup} given to two runs, {_of(sum(m['intact'] for m in ms), len(ms))} trials all intact; a run asking "
             f"for a company another held: {_states(s['outcome'] for s in second)} after "
@@ -250,30 +260,24 @@ def neighbours(frame: pd.DataFrame) -> str | None:
             + (f" (while the company's job row was still the other run's uncommitted insert: "
                f"{_states(s['outcome'] for s in new)} after {_seconds(_median(s['waited'] for s in new))})"
                if new else ""))
-        cited.append(g)
-    for backend, g in _trials(frame, "throughput").groupby("backend", sort=False):
-        parts.append(_throughput(backend, list(g.measures)))
-        cited.append(g)
-    same, different = _trials(frame, "same_inputs"), _trials(frame, "different_inputs")
-    for backend, g in same.groupby("backend", sort=False):
-        ms = list(g.measures)
-        parts.append(f"{backend}, same inputs: two overlapping rebuilds left the same {_rows(ms)} rows in "
-                     f"{_of(sum(bool(m['identical']) for m in ms), len(ms))} trials (overlapping after the delete "
-                     f"and before the commit)")
-        cited.append(g)
-    for backend, g in different.groupby("backend", sort=False):
-        ms = list(g.measures)
-        overlaps = [(p, o) for m in ms for p, o in m["overlaps"].items()]
-        last = sum(bool(o["tags_as_expected"]) for _, o in overlaps)
-        lost = [p for m in ms for p, kept in m["newest_kept"].items() if not kept]
-        parts.append(f"{backend}, different inputs (each run's own, as in the post's overlap): the company held the "
-                     f"last committer's rows in {_of(last, len(overlaps))} overlaps, and the newer run's output was "
-                     f"overwritten by the older run's in {_of(len(lost), len(overlaps))}"
-                     + (f" (held {', '.join(sorted(set(lost))).replace('_', ' ')})" if lost else ""))
-        cited.append(g)
-    if not parts:
-        return None
-    return "measured: " + "; ".join(parts) + " " + _cite(pd.concat(cited)) + "; " + KAFKA
+
+
+def _same_inputs(backend: str, ms: list[dict]) -> str:
+    """Whether two overlapping idempotent rebuilds of the same inputs left the same rows."""
+    return (f"{backend}, same inputs: two overlapping rebuilds left the same {_rows(ms)} rows in "
+            f"{_of(sum(bool(m['identical']) for m in ms), len(ms))} trials (overlapping after the delete "
+            f"and before the commit)")
+
+
+def _different_inputs(backend: str, ms: list[dict]) -> str:
+    """Whose rows an idempotent rebuild of different inputs kept: the last committer's, even the older run's."""
+    overlaps = [(p, o) for m in ms for p, o in m["overlaps"].items()]
+    last = sum(bool(o["tags_as_expected"]) for _, o in overlaps)
+    lost = [p for m in ms for p, kept in m["newest_kept"].items() if not kept]
+    return (f"{backend}, different inputs (each run's own, as in the post's overlap): the company held the "
+            f"last committer's rows in {_of(last, len(overlaps))} overlaps, and the newer run's output was "
+            f"overwritten by the older run's in {_of(len(lost), len(overlaps))}"
+            + (f" (held {', '.join(sorted(set(lost))).replace('_', ' ')})" if lost else ""))
 
 
 def _rows(ms: list[dict]) -> str:

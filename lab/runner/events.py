@@ -15,7 +15,7 @@ latest_per_trial), as for a resumed run's re-run trial. An event that broke any 
 from __future__ import annotations
 
 import traceback
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import backends
@@ -26,7 +26,7 @@ from lab.runner import pacing, records
 from lab.runner.context import RunContext
 from lab.runner.progress import ScenarioProgress
 from lab.runner.records import Started, TrialRecord
-from lab.runner.trials import WAIT_POLL_S, Finished, TrialFloor, let_stop, record_skipped
+from lab.runner.trials import Finished, TrialFloor, finished_now, let_stop, record_skipped
 from lab.workload.contract import describe_error
 from scenarios.base import Scenario, Skip
 from scenarios.events import EventEnv, EventOutcome, EventSpec, SubjectOutcome, event_record_fields, plan_events
@@ -81,11 +81,7 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
             for event, sessions in queue.ready(slots, alone=lambda event: alone[event.id], busy=bool(in_flight)):
                 env = EventEnv.of(event, [ctx.trial_env(spec, params) for spec in event.subjects])
                 in_flight[pool.submit(run_event, scenario, env)] = (env, sessions)
-            finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
-            for future in finished:
-                env, sessions = in_flight.pop(future)
-                budget.give(sessions)
-                result = future.result()
+            for env, sessions, result in finished_now(in_flight, budget):
                 kept = result.records
                 if result.unconfirmed and tries.get(env.event.id, 0) < UNCONFIRMED_RETRIES and not ctx.stop.is_set():
                     tries[env.event.id] = tries.get(env.event.id, 0) + 1

@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from collections import Counter
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import backends
@@ -26,6 +27,8 @@ from scenarios.base import Scenario, Skip, TrialEnv, TrialSpec
 
 WAIT_POLL_S = 0.2  # a short wait keeps the main thread responsive to Ctrl-C
 TRIAL_WIND_DOWN_S = 30.0  # after a stop, how long the trials in flight get to see it and clean up
+E = TypeVar("E")  # what runs: a trial's env, or an event's
+R = TypeVar("R")  # what it returns
 
 
 @dataclass(frozen=True)
@@ -93,11 +96,9 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
                                               later=later):
                 env = ctx.trial_env(spec, params)
                 in_flight[pool.submit(run_trial, scenario, env)] = (env, sessions)
-            finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
-            for future in finished:
-                env, sessions = in_flight.pop(future)
-                budget.give(sessions)
-                record = future.result()
+            finished = False
+            for env, sessions, record in finished_now(in_flight, budget):
+                finished = True
                 if record is not None and not ctx.stop.is_set():
                     ctx.folder.append(record)
                     finished_in_cell[(record["backend"], record["variant"])] += 1
@@ -119,6 +120,18 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
         if ctx.stop.is_set():
             let_stop(in_flight)
         pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
+
+
+def finished_now(in_flight: dict[Future[R], tuple[E, int]],
+                 budget: capacity_plan.SessionBudget) -> Iterator[tuple[E, int, R]]:
+    """Wait up to WAIT_POLL_S for the trials (or events) in flight; each that finished leaves in_flight, its sessions
+    go back to the budget, and it comes out as (its env, its sessions, its result), one by one (its error raised
+    there, after the ones before it were taken)."""
+    finished, _ = wait(set(in_flight), timeout=WAIT_POLL_S, return_when=FIRST_COMPLETED)
+    for future in finished:
+        env, sessions = in_flight.pop(future)
+        budget.give(sessions)
+        yield env, sessions, future.result()
 
 
 def let_stop(in_flight: Mapping[Future, object]) -> None:

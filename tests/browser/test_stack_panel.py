@@ -26,6 +26,7 @@ from lab.exposure import Happens, Trait
 from lab.results import RunFolder
 from lab.stack_choices import from_query, stack_of, to_query
 from tests.browser.test_html_in_browser import SCREENSHOTS, browser, open_page  # noqa: F401 (a fixture)
+from tests.fast.planted import saved_run
 from tests.fast.test_html_report import REFERENCE
 
 pytestmark = pytest.mark.os_packages("chromium")
@@ -46,13 +47,8 @@ def subset(source: Path, root: Path, scenarios: tuple[str, ...]) -> RunFolder:
     meta = copy.deepcopy(RunFolder(source).meta())
     meta["backends"] = meta["backend_order"] = [b for b in meta["backend_order"] if b in BACKENDS]
     meta["scenarios"] = meta["scenario_order"] = [s for s in meta["scenario_order"] if s in scenarios]
-    folder = RunFolder(root / source.name)
-    folder.path.mkdir(parents=True)
-    folder.write_meta(meta)
-    for record in RunFolder(source).trials():
-        if record["backend"] in BACKENDS and record["scenario"] in scenarios:
-            folder.append(record)
-    return folder
+    return saved_run(root / source.name, meta, (record for record in RunFolder(source).trials()
+                                                if record["backend"] in BACKENDS and record["scenario"] in scenarios))
 
 
 @pytest.fixture(scope="module")

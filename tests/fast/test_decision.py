@@ -6,6 +6,7 @@ from __future__ import annotations
 from lab.report.decide import section_decide
 from lab.report.matrix import Mark, matrix_rows
 from lab.report.sections import RunView
+from tests.fast.planted import trial
 
 META = {
     "backend_order": ["none", "xact", "etcd_fenced"],
@@ -23,16 +24,6 @@ META = {
                                                      "legend": "agent SIGSTOP"}]},
     },
 }
-KIND_SAFETY = {"acknowledged write lost": "unsafe", "stale write accepted": "unsafe", "rolled back": "safe",
-               "stale write rejected": "safe", "held": "safe", "intact": "safe"}
-
-
-def trial(scenario, variant, backend, kind, *, index=0, exercised=True, lock="true", findings=()):
-    judgement = {"kind": kind, "lock": lock, "safety": KIND_SAFETY[kind], "exercised": exercised,
-                 "findings": [{"checker": c, "valid": "false", "kind": k} for c, k in findings]}
-    return {"id": f"{scenario}/{backend}/{variant}/{index}", "scenario": scenario, "backend": backend,
-            "variant": variant, "index": index, "status": "ok", "verdict": kind, "safety": KIND_SAFETY[kind],
-            "exercised": exercised, "schema": 2, "judgement": judgement, "measures": {}}
 
 
 def kept(scenario, variant, backend, kind, n=3):

@@ -20,6 +20,7 @@ from lab.report.fault_groups import summary_tables
 from lab.report.matrix import IDLE_MARKS, matrix_rows
 from lab.report.matrix_split import split_tables
 from lab.results import RunFolder
+from tests.fast.planted import saved_run
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "results" / "20261201-182949-85a8"  # the committed reference run (docs/report.md)
@@ -35,13 +36,8 @@ def small_run(root: Path) -> RunFolder:
     meta["backends"] = meta["backend_order"] = [b for b in meta["backend_order"] if b in BACKENDS]
     meta["scenarios"] = meta["scenario_order"] = [s for s in meta["scenario_order"] if s in SCENARIOS]
     meta["libraries"] = {b: "tooz" if b == "tooz_pgsql" else None for b in BACKENDS}
-    folder = RunFolder(root / "small-run")
-    folder.path.mkdir(parents=True)
-    folder.write_meta(meta)
-    for record in source.trials():
-        if record["backend"] in BACKENDS and record["scenario"] in SCENARIOS:
-            folder.append(record)
-    return folder
+    return saved_run(root / "small-run", meta, (record for record in source.trials()
+                                                if record["backend"] in BACKENDS and record["scenario"] in SCENARIOS))
 
 
 class Elements(HTMLParser):

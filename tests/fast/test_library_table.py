@@ -13,6 +13,7 @@ from pathlib import Path
 from lab.report import render_runs_files, write_report
 from lab.report.sections import MATRIX
 from lab.results import RunFolder
+from tests.fast.planted import saved_run
 from tests.fast.test_reference_report import matrix_tables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,12 +43,7 @@ def library_run(root: Path, name: str = "libraries", languages: bool = True) -> 
     if languages:
         meta["languages"].update({"redis_asyncio": "Python", "portalocker_redis": "Python"})
         meta["library_versions"].update({"redis_asyncio": "8.1.0", "portalocker_redis": "4.4.0"})
-    folder = RunFolder(root / name)
-    folder.path.mkdir(parents=True)
-    folder.write_meta(meta)
-    for record in trials:
-        folder.append(record)
-    return folder
+    return saved_run(root / name, meta, trials)
 
 
 def library_table(text: str) -> list[list[str]]:

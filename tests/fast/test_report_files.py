@@ -4,7 +4,7 @@ import json
 
 from lab.report import write_report
 from lab.report.compare import compare
-from lab.results import RunFolder
+from tests.fast.planted import saved_run
 from tests.fast.test_report import META, case_trial, overlap_trial
 
 
@@ -17,12 +17,7 @@ def timing_trial(backend, trigger, first, index):
 
 
 def make_run(root, name, trials):
-    folder = RunFolder(root / name)
-    folder.path.mkdir(parents=True)
-    folder.write_meta(META)
-    for trial in trials:
-        folder.append(trial)
-    return folder
+    return saved_run(root / name, META, trials)
 
 
 def test_rerendering_a_run_gives_the_same_bytes_charts_included(tmp_path):

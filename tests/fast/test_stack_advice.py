@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import json
 
-
 import scenarios
 from lab.cli import main
 from lab.columns import Column, FaultColumns
 from lab.exposure import OFF, ON, Trait, when
 from lab.report.meta import provenance_runs
 from lab.report.sections import RunView, render_files
-from lab.results import RunFolder
 from lab.stack import Guard, Patroni, PoolMode, Postgres, Replication, Stack, Unknown
+from tests.fast.planted import saved_run, trial
 
-KIND_SAFETY = {"acknowledged write lost": "unsafe", "stale write accepted": "unsafe", "rolled back": "safe",
-               "stale write rejected": "safe", "held": "safe", "intact": "safe"}
 LOST_ACK = (("acknowledged writes", "acknowledged write lost"),)
 STALE = (("stale write", "stale write accepted"),)
 PATRONI = (when(Trait.HA_MANAGER, "patroni"),)
@@ -54,14 +51,6 @@ META = {
 }
 
 
-def trial(scenario, variant, backend, kind, *, index=0, exercised=True, lock="true", findings=()):
-    judgement = {"kind": kind, "lock": lock, "safety": KIND_SAFETY[kind], "exercised": exercised,
-                 "findings": [{"checker": c, "valid": "false", "kind": k} for c, k in findings]}
-    return {"id": f"{scenario}/{backend}/{variant}/{index}", "scenario": scenario, "backend": backend,
-            "variant": variant, "index": index, "status": "ok", "verdict": kind, "safety": KIND_SAFETY[kind],
-            "exercised": exercised, "schema": 2, "judgement": judgement, "measures": {}}
-
-
 def kept(scenario, variant, **kinds) -> list[dict]:
     return [trial(scenario, variant, b, k, index=i) for b, k in kinds.items() for i in range(3)]
 
@@ -85,11 +74,7 @@ def planted(session_in_pooler: str = "stale write accepted") -> list[dict]:
 
 
 def write_run(root, trials, meta=META, name="20990101-000000-aaaa") -> str:
-    folder = RunFolder(root / name)
-    folder.path.mkdir(parents=True)
-    folder.write_meta(meta)
-    for record in trials:
-        folder.append(record)
+    saved_run(root / name, meta, trials)
     return name
 
 

@@ -88,6 +88,36 @@ def processes_under(folder: Path) -> list[str]:
     return found
 
 
+def no_holder_left() -> bool:
+    """No holder process still runs. One that has exited but is not reaped yet (a zombie, for an instant) is not
+    running, and psutil refuses to read its command line: that is no holder left either."""
+    left = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "lab.holder.process" in " ".join(child.cmdline()):
+                left.append(child.pid)
+        except psutil.Error:
+            continue
+    return not left
+
+
+def assert_trial_left_nothing(services, prefix: str) -> None:
+    """No holder still runs, and nothing under the lab's temp dir, file or process, is named for the trial's own
+    servers (their folders start with prefix)."""
+    assert no_holder_left()
+    assert not list(services.tmp.glob(f"{prefix}*")), f"a trial left its servers' files ({prefix}*) behind"
+    assert not [p for p in processes_under(services.tmp) if prefix in p], "a trial left a server running"
+
+
+def quick_trial(services, engines, scenario, backend: str, variant: str, prefix: str) -> tuple[dict, str]:
+    """One trial of scenario at its quick profile, checked to leave nothing named prefix behind: its measures and
+    its verdict."""
+    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
+    measures = scenario.run_trial(env)
+    assert_trial_left_nothing(services, prefix)
+    return measures, verdict_of(scenario, measures, backend)
+
+
 def alive(pid: int | psutil.Process) -> bool:
     """A live, non-zombie process (no race between looking it up and reading its status: one that ends
     in between is not alive)."""
@@ -96,6 +126,47 @@ def alive(pid: int | psutil.Process) -> bool:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def lab_holding(names: list[str]) -> tuple[subprocess.Popen, list[int], str]:
+    """A python child that starts the named embedded servers, as a lab does, and sleeps: the child, the pids of the
+    servers it started and its temp dir."""
+    script = ("from lab.servers.services import start_services; import time\n"
+              f"s = start_services({names!r})\n"
+              "print(' '.join(str(p) for x in s.embedded.values() for p in x.pids), flush=True)\n"
+              "print(s.tmp, flush=True)\n"
+              "time.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    pids = [int(p) for p in child.stdout.readline().split()]
+    return child, pids, child.stdout.readline().strip()
+
+
+def sigkill_and_outlived(child: subprocess.Popen, processes: list, within: float) -> list:
+    """SIGKILL child (no cleanup handler of its runs), then wait up to `within` seconds for processes (pids or
+    psutil.Process) to end: those still alive then."""
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    deadline = time.monotonic() + within
+    left = list(processes)
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if alive(p)]
+        time.sleep(0.1)
+    return left
+
+
+def assert_next_lab_sweeps(left_behind: str) -> None:
+    """A killed lab's temp dir stays behind; the next lab to start embedded servers removes it, says so, and keeps
+    its own. Removed here whatever happens."""
+    from lab.servers.services import start_services
+
+    try:
+        with start_services(["redis"]) as again:
+            assert [entry.split(" (")[0] for entry in again.swept] == [left_behind]
+            assert not Path(left_behind).exists()
+            assert again.tmp.exists()  # its own, which a sweep must never take
+    finally:
+        shutil.rmtree(left_behind, ignore_errors=True)
 
 
 def killed_mid_trial(tmp_path: Path, scenario: str, backend: str, started, into_trial_s: float = 1.0,
@@ -119,13 +190,7 @@ def killed_mid_trial(tmp_path: Path, scenario: str, backend: str, started, into_
         children = psutil.Process(lab.pid).children(recursive=True)
         if before_kill is not None:
             before_kill(children)
-        lab.send_signal(signal.SIGKILL)
-        lab.wait(10)
-        deadline = time.monotonic() + 20
-        left_running = children
-        while left_running and time.monotonic() < deadline:
-            left_running = [c for c in left_running if alive(c)]
-            time.sleep(0.1)
+        left_running = sigkill_and_outlived(lab, children, within=20)
         assert left_running == [], [" ".join(c.cmdline()) for c in left_running]
         left = sorted(tmp.glob("locklab-*"))
         assert len(left) == 1  # its temp dir stays behind a SIGKILL; the next lab removes it and says so

@@ -4,6 +4,7 @@ something different (a log line, a dead thread, a False, an exception) at a diff
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 
@@ -153,53 +154,51 @@ def test_pglock_xact_takes_its_lock_on_the_write_session_inside_the_write(servic
         backend.close()
 
 
+@contextmanager
+def two_locks(services, engines, backend: str, key: str, ttl_s: float):
+    """Two locks of backend on one key with a ttl_s lease, as two runs would make them; both closed after."""
+    import backends
+    from backends.base import BackendContext
+
+    monitor, writes = engines
+    make = backends.load(backend)
+    ctx = BackendContext(services, monitor, writes, None, {}, {"ttl_s": ttl_s})
+    first, second = make(ctx, key), make(ctx, key)
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()
+
+
 def test_celery_once_release_after_a_lapse_deletes_the_next_runs_lock(services, engines):
     """clear_lock() is a DEL of the key, whoever set it: the first run's release after its lock lapsed takes the
     second run's lock away (its held() turns False). The adapter's release says LockLost; the library said nothing."""
     pytest.importorskip("celery_once")
     import time
 
-    import backends
-    from backends.base import BackendContext
     from lab.errors import LockLost
 
-    monitor, writes = engines
-    make = backends.load("celery_once")
-    ctx = BackendContext(services, monitor, writes, None, {}, {"ttl_s": 0.5})
-    first, second = make(ctx, "celery-once-lapse"), make(ctx, "celery-once-lapse")
-    try:
+    with two_locks(services, engines, "celery_once", "celery-once-lapse", ttl_s=0.5) as (first, second):
         assert first.acquire() is True
         time.sleep(1.0)
         assert second.acquire() is True and second.held() is True
         with pytest.raises(LockLost):
             first.release()
         assert second.held() is False
-    finally:
-        first.close()
-        second.close()
 
 
 def test_aioredlock_keeps_its_lock_alive_from_its_own_watchdog(services, engines):
     pytest.importorskip("aioredlock")
     import time
 
-    import backends
-    from backends.base import BackendContext
-
-    monitor, writes = engines
-    make = backends.load("aioredlock")
-    ctx = BackendContext(services, monitor, writes, None, {}, {"ttl_s": 1.0})
-    first, second = make(ctx, "aioredlock-watchdog"), make(ctx, "aioredlock-watchdog")
-    try:
+    with two_locks(services, engines, "aioredlock", "aioredlock-watchdog", ttl_s=1.0) as (first, second):
         assert first.acquire() is True
         time.sleep(2.5)  # two and a half TTLs: only its watchdog's extensions keep it
         assert first.held() is True and second.acquire() is False
         first.release()
         assert second.acquire() is True
         second.release()
-    finally:
-        first.close()
-        second.close()
 
 
 def test_aioredlocks_watchdog_takes_a_lapsed_lock_back_and_its_holder_hears_nothing(services, engines):

@@ -12,20 +12,13 @@ from lab.servers.postgres.pair import PostgresPair
 from scenarios.base import Skip
 from scenarios.failover import NEVER_ACKNOWLEDGED
 from scenarios.failover import Failover as FailoverScenario
-from tests.server.helpers import processes_under, trial_env, verdict_of, lock_lost
-from tests.server.test_lease_faults import no_holder_left
+from tests.server.helpers import lock_lost, quick_trial, trial_env
 
 pytestmark = pytest.mark.server
 
 
 def run(services, engines, backend, variant):
-    scenario = FailoverScenario()
-    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
-    measures = scenario.run_trial(env)
-    assert no_holder_left()
-    assert not list(services.tmp.glob("failover-*")), "a trial left its pair's data behind"
-    assert not [p for p in processes_under(services.tmp) if "failover-" in p], "a trial left a server running"
-    return measures, verdict_of(scenario, measures, backend)
+    return quick_trial(services, engines, FailoverScenario(), backend, variant, "failover-")
 
 
 def test_an_async_standby_behind_hands_the_lease_token_out_again_and_the_stale_write_is_accepted(services, engines):

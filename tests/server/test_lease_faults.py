@@ -2,7 +2,6 @@
 
 from dataclasses import replace
 
-import psutil
 import pytest
 
 import backends
@@ -12,7 +11,7 @@ from scenarios.cut import Cut
 from scenarios.pause import Pause
 from scenarios.restart import Restart
 from tests.server import planted_backends
-from tests.server.helpers import lock_lost, outcome_of, trial_env
+from tests.server.helpers import lock_lost, no_holder_left, outcome_of, trial_env
 
 pytestmark = pytest.mark.server
 
@@ -23,19 +22,6 @@ def run(services, engines, scenario, backend):
     measures = scenario.run_trial(env)
     assert no_holder_left()
     return measures, outcome_of(scenario, measures, backend)["verdict"]
-
-
-def no_holder_left() -> bool:
-    """No holder process still runs. One that has exited but is not reaped yet (a zombie, for an instant) is not
-    running, and psutil refuses to read its command line: that is no holder left either."""
-    left = []
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE and "lab.holder.process" in " ".join(child.cmdline()):
-                left.append(child.pid)
-        except psutil.Error:
-            continue
-    return not left
 
 
 @pytest.mark.parametrize("backend", ["redis", "etcd", "redlock", "session"])

@@ -4,12 +4,6 @@ package, where the lab says so in one line."""
 
 from __future__ import annotations
 
-import shutil
-import signal
-import subprocess
-import sys
-import time
-
 import psutil
 import pytest
 from sqlalchemy import text
@@ -17,7 +11,7 @@ from sqlalchemy import text
 from lab.servers.mariadb import sql as mariadb_sql
 from lab.servers.mariadb.server import MISSING, SEARCH_PATH_VARIABLE
 from lab.servers.services import ExternalAddresses, start_services
-from tests.server.helpers import alive
+from tests.server.helpers import assert_next_lab_sweeps, lab_holding, sigkill_and_outlived
 
 pytestmark = pytest.mark.server
 needs_mariadb = pytest.mark.os_packages("mariadb-server")
@@ -119,26 +113,10 @@ def test_mariadbs_made_at_once_keep_their_temporary_tables_apart(tmp_path):
 @needs_mariadb
 def test_a_killed_lab_takes_its_mariadb_with_it_and_the_next_run_removes_its_temp_dir():
     """SIGKILL skips every cleanup handler; the parent-death signal still ends mariadbd."""
-    script = ("from lab.servers.services import start_services; import time\n"
-              "s = start_services(['mariadb'])\n"
-              "print(' '.join(str(p) for p in s.embedded['mariadb'].pids), flush=True)\n"
-              "print(s.tmp, flush=True)\n"
-              "time.sleep(60)\n")
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    [pid] = [int(p) for p in child.stdout.readline().split()]
-    left_behind = child.stdout.readline().strip()
+    child, [pid], left_behind = lab_holding(["mariadb"])
     assert psutil.Process(pid).name() == "mariadbd"
-    child.send_signal(signal.SIGKILL)
-    child.wait(10)
-    deadline = time.monotonic() + 15
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(pid)
-    try:
-        with start_services(["redis"]) as again:
-            assert [entry.split(" (")[0] for entry in again.swept] == [left_behind]
-    finally:
-        shutil.rmtree(left_behind, ignore_errors=True)
+    assert sigkill_and_outlived(child, [pid], within=15) == []
+    assert_next_lab_sweeps(left_behind)
 
 
 @needs_mariadb

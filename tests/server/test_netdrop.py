@@ -7,21 +7,14 @@ import pytest
 
 from lab.servers.netns import NetNamespace
 from scenarios.netdrop import NetDrop
-from tests.server.helpers import processes_under, trial_env, verdict_of
-from tests.server.test_lease_faults import no_holder_left
+from tests.server.helpers import quick_trial
 
 # iproute2's ip, tc and ss, and root for the namespace: without them skipped with the install line.
 pytestmark = [pytest.mark.server, pytest.mark.os_packages("iproute2", root=True)]
 
 
 def run(services, engines, backend, variant):
-    scenario = NetDrop()
-    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
-    measures = scenario.run_trial(env)
-    assert no_holder_left()
-    assert not list(services.tmp.glob("netdrop-*")), "a trial left its server's data behind"
-    assert not [p for p in processes_under(services.tmp) if "netdrop-" in p], "a trial left a server running"
-    return measures, verdict_of(scenario, measures, backend)
+    return quick_trial(services, engines, NetDrop(), backend, variant, "netdrop-")
 
 
 def test_the_drop_takes_only_the_named_port_and_heals():

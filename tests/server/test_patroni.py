@@ -25,7 +25,7 @@ from lab.runner.events import subject_record
 from lab.servers.patroni.runtime import MISSING, unavailable_reason
 from scenarios.events import EventEnv, EventSpec
 from scenarios.patroni import Patroni
-from tests.os_packages import REQUIRED
+from tests.os_packages import REQUIRED, skip_for
 from tests.server.helpers import alive, lock_lost, outcome_of, processes_under, shared_tmp, trial_env
 from tests.server.test_cli_run import lab_env
 from tests.server.test_lease_faults import no_holder_left
@@ -43,11 +43,7 @@ EVENTS = {"crash": ("session_autocommit",), "agent_paused": ("session_autocommit
 @pytest.fixture(scope="module")
 def patroni_here():
     """Skip (fail under LAB_REQUIRE_SYSTEM_SERVERS, where CI installs every extra) with the line a cell gives."""
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get(REQUIRED):
-            pytest.fail(f"{reason}, and {REQUIRED} is set")
-        pytest.skip(reason)
+    skip_for(unavailable_reason())
 
 
 @pytest.fixture(scope="module")

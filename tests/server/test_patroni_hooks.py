@@ -26,8 +26,9 @@ import pytest
 from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
 from lab.servers.patroni.runtime import unavailable_reason
-from tests.os_packages import REQUIRED
+from tests.os_packages import skip_for
 from tests.server.helpers import processes_under, shared_tmp
+from tests.server.hook_helpers import hooked_lab_run, started_with, trigger_hooks
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -62,11 +63,7 @@ class Partitioner(threading.Thread):
 def your_patroni():
     """A Patroni cluster of two nodes and its etcd, started as a user's would be; skipped (failed under
     LAB_REQUIRE_SYSTEM_SERVERS) with the line a cell gives where Patroni cannot run."""
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get(REQUIRED):
-            pytest.fail(f"{reason}, and {REQUIRED} is set")
-        pytest.skip(reason)
+    skip_for(unavailable_reason())
     from lab.servers.patroni.runtime import runtime
 
     folder = shared_tmp(Path(tempfile.gettempdir()))
@@ -74,14 +71,8 @@ def your_patroni():
     cluster = PatroniCluster(folder / "cluster", EmbeddedPostgres(folder / "binaries").bin, runtime(),
                              PatroniSettings())
     partitioner = Partitioner(cluster, folder / "partition")
-    try:
-        cluster.start()
-        partitioner.start()
+    with started_with(cluster, partitioner, folder):
         yield cluster, folder, partitioner
-    finally:
-        partitioner.done.set()
-        cluster.stop()
-        shutil.rmtree(folder, ignore_errors=True)
     assert not processes_under(folder), "the cluster left a process running"
 
 
@@ -97,9 +88,7 @@ def commands(cluster: PatroniCluster, folder: Path) -> dict[str, str]:
     return {
         "failover": f"{ctl} -c {config} switchover --force",
         "pause": f"pid={agent}; [ -n \"$pid\" ] && echo $pid > {folder}/paused && kill -STOP $pid",
-        "partition": f"touch {folder}/partition",
-        "heal": f"if [ -f {folder}/paused ]; then kill -CONT $(cat {folder}/paused); rm {folder}/paused; fi; "
-                f"rm -f {folder}/partition",
+        **trigger_hooks(folder),
     }
 
 
@@ -112,19 +101,8 @@ def dsn(cluster: PatroniCluster) -> str:
 def lab_run(tmp_path: Path, cluster: PatroniCluster, hooks: dict[str, str], *args: str,
             wrapper: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     """`lab run --scenario patroni` on the cluster, its DSN in LAB_PG_DSN; wrapper: what runs the lab (a namespace)."""
-    tmp = shared_tmp(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
-    env.update(TMPDIR=str(tmp), LAB_PG_DSN=dsn(cluster))  # the user's environment, not argv
-    argv = [*wrapper, sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--results", str(tmp_path / "r"),
-            "--scenario", "patroni", *args]
-    for hook, command in hooks.items():
-        argv += ["--fault-command", f"{hook}={command}"]
-    assert not [a for a in argv if cluster.secrets.superuser in a]
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False,
-                              cwd=Path(__file__).parents[2])
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    return hooked_lab_run(tmp_path, "patroni", {"LAB_PG_DSN": dsn(cluster)}, cluster.secrets.superuser, hooks, *args,
+                          timeout=600, wrapper=wrapper, cwd=Path(__file__).parents[2])
 
 
 def trials_of(tmp_path: Path) -> tuple[Path, list[dict]]:

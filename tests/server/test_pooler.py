@@ -2,17 +2,15 @@
 
 import pwd
 import secrets
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from sqlalchemy import text
 
 from lab.servers.clients import pg_engine
 from lab.servers.pooler_settings import SettingsRefused, refusal
-from tests.server.helpers import alive
+from tests.server.helpers import alive, sigkill_and_outlived
 from tests.server.pooler_helpers import needs_pgbouncer, start_bouncer
 
 pytestmark = [pytest.mark.server, needs_pgbouncer]
@@ -66,12 +64,7 @@ def test_a_killed_lab_takes_its_pgbouncer_with_it(services):
     bouncer_pid, server_pid, left_behind = child.stdout.readline().split()
     try:
         assert alive(int(bouncer_pid))
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-        deadline = time.monotonic() + 15
-        while (alive(int(bouncer_pid)) or alive(int(server_pid))) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not alive(int(bouncer_pid)) and not alive(int(server_pid))
+        assert sigkill_and_outlived(child, [int(bouncer_pid), int(server_pid)], within=15) == []
     finally:
         subprocess.run(["rm", "-rf", left_behind])  # the next lab's sweep would; this test cleans up itself
 

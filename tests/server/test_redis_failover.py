@@ -12,8 +12,7 @@ from lab.faults import FaultNotConfirmed, RedisFailover, Target
 from lab.servers.redis.replica import RedisWithReplica
 from scenarios._failover_trial import NEVER_ACKNOWLEDGED
 from scenarios.redis_failover import RedisFailover as RedisFailoverScenario
-from tests.server.helpers import processes_under, trial_env, verdict_of, lock_lost
-from tests.server.test_lease_faults import no_holder_left
+from tests.server.helpers import lock_lost, quick_trial
 
 pytestmark = pytest.mark.server
 
@@ -21,12 +20,7 @@ pytestmark = pytest.mark.server
 def run(services, engines, backend, variant):
     scenario = RedisFailoverScenario()
     assert scenario.variant_skip(variant, backends.load(backend)) is None
-    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
-    measures = scenario.run_trial(env)
-    assert no_holder_left()
-    assert not list(services.tmp.glob("redis-failover-*")), "a trial left its pair's files behind"
-    assert not [p for p in processes_under(services.tmp) if "redis-failover-" in p], "a trial left a server running"
-    return measures, verdict_of(scenario, measures, backend)
+    return quick_trial(services, engines, scenario, backend, variant, "redis-failover-")
 
 
 def test_a_replica_that_never_got_the_grant_hands_out_the_same_fencing_token(services, engines):

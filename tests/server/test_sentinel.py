@@ -18,8 +18,7 @@ from lab.faults import sentinel as sentinel_faults
 from lab.servers.clients import parse_sentinel_url, redis_client
 from lab.servers.sentinel.cluster import SentinelRedis, SentinelSettings
 from scenarios.sentinel import Sentinel
-from tests.server.helpers import lock_lost, processes_under, trial_env, verdict_of
-from tests.server.test_lease_faults import no_holder_left
+from tests.server.helpers import lock_lost, processes_under, quick_trial
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -27,12 +26,7 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 def run(services, engines, backend: str, variant: str) -> tuple[dict, str]:
     scenario = Sentinel()
     assert scenario.variant_skip(variant, backends.load(backend)) is None
-    env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("quick"))
-    measures = scenario.run_trial(env)
-    assert no_holder_left()
-    assert not list(services.tmp.glob("sentinel-*")), "a trial left its servers' files behind"
-    assert not [p for p in processes_under(services.tmp) if "sentinel-" in p], "a trial left a server running"
-    return measures, verdict_of(scenario, measures, backend)
+    return quick_trial(services, engines, scenario, backend, variant, "sentinel-")
 
 
 def confirmed_by_sentinel(m: dict) -> None:

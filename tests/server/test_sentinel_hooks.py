@@ -7,10 +7,7 @@ service). The lab is pointed at the servers by LAB_REDIS_URL, so no password is 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +22,7 @@ from lab.servers.embedded import package_dir
 from lab.servers.sentinel.cluster import SERVICE, SentinelRedis
 from lab.servers.services import ExternalAddresses, start_services
 from tests.server.helpers import shared_tmp
+from tests.server.hook_helpers import hooked_lab_run, started_with, trigger_hooks
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -53,14 +51,8 @@ def your_sentinel(tmp_path):
     folder = shared_tmp(tmp_path)
     servers = SentinelRedis(folder / "yours")
     partitioner = Partitioner(servers, folder / "partition")
-    try:
-        servers.start()
-        partitioner.start()
+    with started_with(servers, partitioner, folder):
         yield servers, folder, partitioner
-    finally:
-        partitioner.done.set()
-        servers.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def commands(servers: SentinelRedis, folder: Path) -> dict[str, str]:
@@ -71,25 +63,13 @@ def commands(servers: SentinelRedis, folder: Path) -> dict[str, str]:
     return {
         "failover": f"{sentinel} SENTINEL failover {SERVICE} | grep -q OK",
         "pause": f"pid={pid}; echo $pid > {folder}/paused; kill -STOP $pid",
-        "partition": f"touch {folder}/partition",
-        "heal": f"if [ -f {folder}/paused ]; then kill -CONT $(cat {folder}/paused); rm {folder}/paused; fi; "
-                f"rm -f {folder}/partition",
+        **trigger_hooks(folder),
     }
 
 
 def lab_run(tmp_path: Path, url: str, password: str, hooks: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    tmp = shared_tmp(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
-    env.update(TMPDIR=str(tmp), LAB_REDIS_URL=url, REDISCLI_AUTH=password)  # the user's environment, not argv
-    argv = [sys.executable, "-m", "lab.cli", "run", "--profile", "quick", "--results", str(tmp_path / "r"),
-            "--scenario", "sentinel", *args]
-    for hook, command in hooks.items():
-        argv += ["--fault-command", f"{hook}={command}"]
-    assert not [a for a in argv if password in a]
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900, check=False)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    return hooked_lab_run(tmp_path, "sentinel", {"LAB_REDIS_URL": url, "REDISCLI_AUTH": password}, password, hooks,
+                          *args, timeout=900)
 
 
 @pytest.mark.parametrize(("hook", "variant"), [("failover", "forced"), ("pause", "primary_paused"),

@@ -1,9 +1,6 @@
 """The embedded servers: real, on loopback, and never left running."""
 
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -13,7 +10,7 @@ from sqlalchemy import text
 
 from lab.errors import ServiceError
 from lab.servers.services import ExternalAddresses, start_services
-from tests.server.helpers import alive
+from tests.server.helpers import alive, assert_next_lab_sweeps, lab_holding, sigkill_and_outlived
 
 pytestmark = pytest.mark.server
 
@@ -83,32 +80,12 @@ def test_stop_leaves_no_process_and_no_temp_dir():
 
 def test_a_killed_lab_takes_its_servers_with_it():
     """SIGKILL skips every cleanup handler; the kernel's parent-death signal still ends the servers."""
-    script = ("from lab.servers.services import start_services; import time\n"
-              "s = start_services(['postgres', 'redis', 'etcd', 'redlock'])\n"
-              "print(' '.join(str(p) for x in s.embedded.values() for p in x.pids), flush=True)\n"
-              "print(s.tmp, flush=True)\n"
-              "time.sleep(60)\n")
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    pids = [int(p) for p in child.stdout.readline().split()]
-    left_behind = child.stdout.readline().strip()  # files cannot outlive a SIGKILL's lack of cleanup: we remove them
+    child, pids, left_behind = lab_holding(["postgres", "redis", "etcd", "redlock"])
     assert len(pids) == 6
-    child.send_signal(signal.SIGKILL)
-    child.wait(10)
-    deadline = time.monotonic() + 15
-    left = pids
-    while left and time.monotonic() < deadline:
-        left = [p for p in left if alive(p)]
-        time.sleep(0.1)
-    assert left == []
-    # Its temp dir stayed behind; the next lab to start embedded servers removes it, and says so.
+    assert sigkill_and_outlived(child, pids, within=15) == []
+    # Its temp dir stayed behind (files cannot outlive a SIGKILL's lack of cleanup).
     assert Path(left_behind).is_dir()
-    try:
-        with start_services(["redis"]) as again:
-            assert [entry.split(" (")[0] for entry in again.swept] == [left_behind]
-            assert not Path(left_behind).exists()
-            assert again.tmp.exists()  # its own, which a sweep must never take
-    finally:
-        shutil.rmtree(left_behind, ignore_errors=True)
+    assert_next_lab_sweeps(left_behind)
 
 
 def test_a_sweep_leaves_the_temp_dirs_of_live_labs_and_of_unknown_owners(services, tmp_path):

@@ -11,8 +11,7 @@ from lab.servers.netns import NetNamespace
 from lab.servers.nfqueue import DelayQueue
 from lab.servers.slow_link import BOTH_WAYS, TO_SERVER, SlowLink
 from scenarios.slow_network import SlowNetwork, slow_network_trial
-from tests.server.helpers import lock_lost, outcome_of, processes_under, trial_env
-from tests.server.test_lease_faults import no_holder_left
+from tests.server.helpers import assert_trial_left_nothing, lock_lost, outcome_of, trial_env
 
 # iproute2's ip (the namespace's loopback) and ss, iptables for the rules, and root for the namespace: without
 # them skipped with the install line.
@@ -23,9 +22,7 @@ def run(services, engines, backend, fault, variant):
     scenario = SlowNetwork()
     env = trial_env(services, engines, scenario.name, backend, variant, scenario.profile_params("default"))
     measures = dict(slow_network_trial(env, fault))
-    assert no_holder_left()
-    assert not list(services.tmp.glob("slownet-*")), "a trial left its servers' data behind"
-    assert not [p for p in processes_under(services.tmp) if "slownet-" in p], "a trial left a server running"
+    assert_trial_left_nothing(services, "slownet-")
     return measures, outcome_of(scenario, measures, backend)
 
 

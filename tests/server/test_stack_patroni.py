@@ -4,14 +4,13 @@ synchronous_mode measured against it), not for the synchronous one. Slow: each c
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
 
 from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
 from lab.servers.patroni.runtime import runtime, unavailable_reason
-from tests.os_packages import REQUIRED
+from tests.os_packages import skip_for
 from tests.server.stack_helpers import doctor_advice, exposed, no_secret
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -19,11 +18,7 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def patroni_here():
-    reason = unavailable_reason()
-    if reason is not None:
-        if os.environ.get(REQUIRED):
-            pytest.fail(f"{reason}, and {REQUIRED} is set")
-        pytest.skip(reason)
+    skip_for(unavailable_reason())
 
 
 def survey_cluster(services, capsys, tmp_path, settings: PatroniSettings, name: str):

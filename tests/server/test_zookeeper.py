@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from lab.servers.services import start_services
 from lab.servers.zookeeper.server import MISSING, SEARCH_PATH_VARIABLE
 from scenarios.cut import Cut
 from scenarios.pause import Pause
@@ -23,7 +18,8 @@ from scenarios.restart import Restart
 from scenarios.server_pause import ServerPause
 from scenarios.zookeeper_partition import ZooKeeperPartition
 from tests import os_packages
-from tests.server.helpers import alive, outcome_of, processes_under, shared_tmp, trial_env
+from tests.server.helpers import (assert_next_lab_sweeps, lab_holding, outcome_of, processes_under, shared_tmp,
+                                  sigkill_and_outlived, trial_env)
 from tests.server.test_lease_faults import no_holder_left
 from tests.server.test_plugins import lab, read_trials
 
@@ -75,26 +71,10 @@ def test_the_embedded_zookeeper_is_debians_on_loopback_in_the_labs_temp_dir(serv
 @needs_zookeeper
 def test_a_killed_lab_takes_its_zookeeper_with_it_and_the_next_run_removes_its_temp_dir():
     """SIGKILL skips every cleanup handler; the parent-death signal still ends the JVM."""
-    script = ("from lab.servers.services import start_services; import time\n"
-              "s = start_services(['zookeeper'])\n"
-              "print(' '.join(str(p) for p in s.embedded['zookeeper'].pids), flush=True)\n"
-              "print(s.tmp, flush=True)\n"
-              "time.sleep(60)\n")
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    [pid] = [int(p) for p in child.stdout.readline().split()]
-    left_behind = child.stdout.readline().strip()
+    child, [pid], left_behind = lab_holding(["zookeeper"])
     assert "ZooKeeperServerMain" in " ".join(psutil.Process(pid).cmdline())
-    child.send_signal(signal.SIGKILL)
-    child.wait(10)
-    deadline = time.monotonic() + 15
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(pid)
-    try:
-        with start_services(["redis"]) as again:
-            assert [entry.split(" (")[0] for entry in again.swept] == [left_behind]
-    finally:
-        shutil.rmtree(left_behind, ignore_errors=True)
+    assert sigkill_and_outlived(child, [pid], within=15) == []
+    assert_next_lab_sweeps(left_behind)
 
 
 @needs_zookeeper
