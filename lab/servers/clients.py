@@ -23,25 +23,28 @@ from lab.servers.pooler_settings import fall_back_when_refused
 
 def parse_pg_dsn(dsn: str) -> URL:
     """A PostgreSQL URL for SQLAlchemy with the psycopg2 driver; LabError when it is not one."""
-    try:
-        url = make_url(dsn)
-    except ArgumentError:
-        # The value is not echoed: an unparseable DSN may still contain a password.
-        raise LabError("the PostgreSQL DSN is not a URL (expected postgresql://user:password@host:port/dbname)") from None
-    if url.get_backend_name() not in ("postgresql", "postgres"):
-        raise LabError(f"the PostgreSQL DSN must be a postgresql:// URL, not {url.get_backend_name()}://")
+    url = _sql_url(dsn, "PostgreSQL DSN", "postgresql://user:password@host:port/dbname", ("postgresql", "postgres"),
+                   "a postgresql://")
     return url.set(drivername="postgresql+psycopg2")
+
+
+def _sql_url(text: str, what: str, expected: str, schemes: tuple[str, ...], scheme_words: str) -> URL:
+    """The text as a URL of one of these schemes; a LabError saying which it is not. The value is never echoed: an
+    unparseable one may still hold a password."""
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise LabError(f"the {what} is not a URL (expected {expected})") from None
+    if url.get_backend_name() not in schemes:
+        raise LabError(f"the {what} must be {scheme_words} URL, not {url.get_backend_name()}://")
+    return url
 
 
 def parse_mariadb_url(dsn: str) -> URL:
     """A MariaDB URL for SQLAlchemy's MariaDB dialect on PyMySQL (from mysql://, mariadb://, either +pymysql);
-    LabError when it is not one. The value is never echoed: it may hold a password."""
-    try:
-        url = make_url(dsn)
-    except ArgumentError:
-        raise LabError("the MariaDB URL is not a URL (expected mysql://user:password@host:port/)") from None
-    if url.get_backend_name() not in ("mysql", "mariadb"):
-        raise LabError(f"the MariaDB URL must be a mysql:// or mariadb:// URL, not {url.get_backend_name()}://")
+    LabError when it is not one."""
+    url = _sql_url(dsn, "MariaDB URL", "mysql://user:password@host:port/", ("mysql", "mariadb"),
+                   "a mysql:// or mariadb://")
     driver = url.drivername.partition("+")[2]
     if driver not in ("", "pymysql"):
         raise LabError(f"the MariaDB URL's driver must be PyMySQL (mysql+pymysql://), not {driver}")

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from lab.errors import ServiceError
-from lab.servers.processes import stop
+from lab.servers.processes import live_pids, stop
 
 
 def new_password() -> str:
@@ -54,4 +54,5 @@ class OneProcess:
 
     @property
     def pids(self) -> list[int]:
-        return [self.proc.pid] if self.proc is not None else []
+        """Its pid while it runs: none once it has ended (a kill, a crash) or before it starts."""
+        return live_pids(self.proc)

@@ -9,7 +9,11 @@ partition separates it from the member it reaches, and isolating one member or h
 from __future__ import annotations
 
 import subprocess
+import time
 from typing import Generic, Iterator, Protocol, Sequence, TypeVar
+
+from lab.errors import ServiceError
+from lab.servers.proxy import gates_held
 
 
 class _Proxy(Protocol):
@@ -36,6 +40,31 @@ class PeerPartition(Generic[M]):
 
     members: Sequence[M]
     isolated: frozenset[str]
+    label: str  # the service's name in a sentence: "etcd", "ZooKeeper"
+    leader_within: float  # how long the members may take to agree on a leader
+    unanswered: tuple[type[Exception], ...] = ()  # what leader() may raise while a member is between elections
+
+    def leader(self) -> M | None:
+        """The leader every live, connected member agrees on, or None."""
+        raise NotImplementedError
+
+    def wait_leader(self, within: float | None = None) -> M:
+        """Until the members agree on a leader. No event says an election ended: ask again every 50 ms."""
+        within = self.leader_within if within is None else within
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            try:
+                found = self.leader()
+            except self.unanswered:
+                found = None
+            if found is not None:
+                return found
+            time.sleep(0.05)
+        raise ServiceError(f"the {self.label} members agreed on no leader within {within:.0f} s")
+
+    def followers(self) -> list[M]:
+        leader = self.wait_leader()
+        return [m for m in self.members if m is not leader]
 
     def member_connections(self) -> Iterator[tuple[M, list]]:
         """Each live member with its process's TCP connections (psutil's), as the kernel lists them now."""
@@ -61,14 +90,8 @@ class PeerPartition(Generic[M]):
         return dialer is not None and (dialer in self.isolated) != (member in self.isolated)
 
     def _set_isolated(self, names: frozenset[str]) -> None:
-        proxies = [p for m in self.members for p in m.peer_proxies]
-        for proxy in proxies:  # in a fixed order; no pump is between its check and its send while we change
-            proxy._gate.acquire()
-        try:
+        with gates_held([p for m in self.members for p in m.peer_proxies]):
             self.isolated = names
-        finally:
-            for proxy in proxies:
-                proxy._gate.release()
 
     def isolate(self, member: M) -> None:
         """Cut every peer link between member and the others, both ways; its clients still reach it."""

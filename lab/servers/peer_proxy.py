@@ -7,8 +7,6 @@ bytes stop; healed, they flow again.
 
 from __future__ import annotations
 
-import select
-import socket
 import time
 from dataclasses import dataclass
 from typing import Callable, cast
@@ -50,36 +48,14 @@ class PeerProxy(BlackholeProxy):
     def open_connections(self) -> list[PeerConnection]:
         return cast(list[PeerConnection], super().open_connections())  # _record makes each one
 
-    def _pump(self, src, dst, relayed: Relayed, way: str) -> None:
-        record = cast(PeerConnection, relayed)  # _record makes each one
-        try:
-            readable = select.poll()
-            readable.register(src, select.POLLIN)  # ValueError: stop() closed the socket before we got here
-            while not self._closed.is_set():
-                if self._cut(record.dialer, self.member):
-                    self._closed.wait(_TICK)  # cut: leave the bytes where they are, as a dropped link does
-                    continue
-                if not readable.poll(_TICK * 1000):
-                    continue
-                data = src.recv(65536)
-                if not data:
-                    break
-                while True:
-                    with self._gate:  # EtcdCluster.isolate() holds every proxy's gate while it changes sides
-                        if not self._cut(record.dialer, self.member):
-                            dst.sendall(data)
-                            with self._lock:
-                                setattr(record, way, getattr(record, way) + len(data))
-                            break
-                    if self._closed.is_set():
-                        return
-                    self._closed.wait(_TICK)  # the cut came while we read: hold these bytes until it heals
-        except (OSError, ValueError):
-            pass
-        finally:
-            record.closed = True
-            for sock in (src, dst):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+    def _passes(self, record: Relayed) -> bool:
+        return not self._cut(cast(PeerConnection, record).dialer, self.member)  # _record makes each one
+
+    def _wait_to_pass(self, record: Relayed) -> bool:
+        if self._passes(record):
+            return True
+        self._closed.wait(_TICK)
+        return False
+
+    def _pump_ended(self, record: Relayed) -> None:
+        cast(PeerConnection, record).closed = True

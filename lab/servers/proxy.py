@@ -14,7 +14,8 @@ import select
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Self, Sequence
+from contextlib import contextmanager
+from typing import Iterator, Self, Sequence
 
 from lab.errors import ServiceError
 
@@ -123,21 +124,32 @@ class BlackholeProxy:
         """What the proxy keeps about a new connection (a subclass may learn more about it)."""
         return Relayed(client_port, upstream_port)
 
+    def _passes(self, record: Relayed) -> bool:
+        """Whether this connection's bytes flow now (a subclass may cut some connections and not others)."""
+        return self._flowing.is_set()
+
+    def _wait_to_pass(self, record: Relayed) -> bool:
+        """Wait at most a tick for the connection to flow; whether it does."""
+        return self._flowing.wait(_TICK)
+
+    def _pump_ended(self, record: Relayed) -> None:
+        """One direction of a connection stopped relaying (a subclass may note it)."""
+
     def _pump(self, src: socket.socket, dst: socket.socket, record: Relayed, way: str) -> None:
-        readable = select.poll()
-        readable.register(src, select.POLLIN)
         try:
+            readable = select.poll()
+            readable.register(src, select.POLLIN)  # ValueError: stop() closed the socket before we got here
             while not self._closed.is_set():
-                if not self._flowing.wait(_TICK):
-                    continue  # blackholed: leave the bytes where they are
+                if not self._wait_to_pass(record):
+                    continue  # cut: leave the bytes where they are, as a dropped link does
                 if not readable.poll(_TICK * 1000):
                     continue
                 data = src.recv(65536)
                 if not data:
                     break
                 while True:
-                    with self._gate:
-                        if self._flowing.is_set():
+                    with self._gate:  # a partition holds every proxy's gate while it changes sides
+                        if self._passes(record):
                             dst.sendall(data)
                             with self._lock:
                                 setattr(record, way, getattr(record, way) + len(data))
@@ -145,10 +157,11 @@ class BlackholeProxy:
                     # The cut came while we read: hold these bytes until it heals, as a network would.
                     if self._closed.is_set():
                         return
-                    self._flowing.wait(_TICK)
-        except OSError:
+                    self._wait_to_pass(record)
+        except (OSError, ValueError):
             pass
         finally:
+            self._pump_ended(record)
             for sock in (src, dst):
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
@@ -188,3 +201,16 @@ def hold_back(link: BlackholeProxy) -> int:
     carried = link.relayed_bytes()
     link.blackhole()
     return carried
+
+
+@contextmanager
+def gates_held(proxies: Sequence[BlackholeProxy]) -> Iterator[None]:
+    """Every proxy's gate, taken in a fixed order: no pump is between its check and its send while the caller
+    changes which links are cut."""
+    for proxy in proxies:
+        proxy._gate.acquire()
+    try:
+        yield
+    finally:
+        for proxy in proxies:
+            proxy._gate.release()

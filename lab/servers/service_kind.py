@@ -13,6 +13,10 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+from sqlalchemy.engine import URL
+
+from lab.servers.clients import redact
+
 A = TypeVar("A")  # how the lab holds the service's address: a URL, a string, a list of URLs
 
 
@@ -46,7 +50,7 @@ class ServiceKind(ABC, Generic[A]):
 
     def shown(self, address: A) -> str:
         """The address as the console and meta.json show it: passwords hidden."""
-        return str(address)
+        return redact(address) if isinstance(address, (str, URL)) else str(address)
 
     @abstractmethod
     def hosts(self, address: A) -> list[tuple[str | None, int]]:

@@ -54,10 +54,12 @@ READY_WITHIN = 30.0
 BIND_ATTEMPTS = 3
 
 
-class EtcdCluster(PeerPartition[EtcdMember], EtcdViews):
+class EtcdCluster(EtcdViews, PeerPartition[EtcdMember]):
     """Three members; isolate(), kill() and heal() are the faults' levers, status() the members' own view."""
 
-    name = "etcd"
+    name = label = "etcd"
+    leader_within = 10.0
+    unanswered = (Exception,)  # a member between elections may not answer at once
 
     def __init__(self, root: Path, size: int = SIZE, v2: bool = True):
         self.root = root

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from lab.errors import ServiceError
+from lab.servers.embedded import OneProcess
 from lab.servers.peer_proxy import PeerProxy
-from lab.servers.processes import free_port, live_pids
+from lab.servers.processes import free_port
 from lab.servers.proxy import BlackholeProxy
 
 _T = TypeVar("_T")
@@ -22,7 +23,7 @@ def started(part: _T | None, what: str) -> _T:
     return part
 
 
-class EtcdMember:
+class EtcdMember(OneProcess):
     """One member: its process, its real ports, and the two proxies the cluster reaches it through."""
 
     def __init__(self, root: Path, name: str):
@@ -34,10 +35,6 @@ class EtcdMember:
         self.peer_proxy: PeerProxy | None = None
         self.proc: subprocess.Popen | None = None
         self.id: int | None = None  # etcd's member id, known once the cluster has started
-
-    @property
-    def pids(self) -> list[int]:
-        return live_pids(self.proc)
 
     @property
     def endpoint(self) -> str:

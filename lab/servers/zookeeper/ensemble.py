@@ -29,17 +29,17 @@ import signal
 import socket
 import struct
 import subprocess
-import time
 from functools import partial
 from pathlib import Path
 from typing import Callable
 
 from lab.errors import ServiceError
-from lab.servers.zookeeper import server as zookeeper
+from lab.servers.embedded import OneProcess
 from lab.servers.peer_partition import PeerPartition
 from lab.servers.peer_proxy import PeerProxy
-from lab.servers.processes import free_port, live_pids, spawn, stop, wait_ready
+from lab.servers.processes import free_port, spawn, stop, wait_ready
 from lab.servers.proxy import BlackholeProxy
+from lab.servers.zookeeper import server as zookeeper
 
 SIZE = 3
 INIT_LIMIT, SYNC_LIMIT = 50, 10  # ticks: 5 s for a follower to join and sync, 1 s of silence before a link is given up
@@ -115,7 +115,7 @@ class ElectionProxy(PeerProxy):
         super()._pump(src, dst, relayed, way)
 
 
-class ZooKeeperMember:
+class ZooKeeperMember(OneProcess):
     """One server: its id, process, real ports, and the proxies the others and its clients reach it through."""
 
     def __init__(self, root: Path, sid: int):
@@ -130,10 +130,6 @@ class ZooKeeperMember:
         self.quorum_proxy: PeerProxy | None = None
         self.election_proxy: ElectionProxy | None = None
         self.proc: subprocess.Popen | None = None
-
-    @property
-    def pids(self) -> list[int]:
-        return live_pids(self.proc)
 
     @property
     def hosts(self) -> str:
@@ -161,7 +157,8 @@ def _said(member: ZooKeeperMember, field: str) -> str | None:
 class ZooKeeperEnsemble(PeerPartition[ZooKeeperMember]):
     """Three members; isolate() and heal() are the partition's levers, mode() a member's own view."""
 
-    name = "zookeeper"
+    name, label = "zookeeper", "ZooKeeper"
+    leader_within = 20.0
 
     def __init__(self, root: Path, size: int = SIZE, *, install: tuple[str, list[str]] | None = None):
         found = install or zookeeper.find_zookeeper()
@@ -263,19 +260,6 @@ class ZooKeeperEnsemble(PeerPartition[ZooKeeperMember]):
         if len(leaders) == 1 and len(leaders) + len(followers) == len(modes):
             return self.member(leaders[0])
         return None
-
-    def wait_leader(self, within: float = 20.0) -> ZooKeeperMember:
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            found = self.leader()
-            if found is not None:
-                return found
-            time.sleep(0.05)  # no event says an election ended: ask again
-        raise ServiceError(f"the ZooKeeper members agreed on no leader within {within:.0f} s")
-
-    def followers(self) -> list[ZooKeeperMember]:
-        leader = self.wait_leader()
-        return [m for m in self.members if m is not leader]
 
     # --- the fault's levers --------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lab.errors import ServiceError
 from lab.servers.embedded import OneProcess
-from lab.servers.processes import free_port, live_pids, spawn, stop, wait_ready
+from lab.servers.processes import free_port, spawn, stop, wait_ready
 
 MISSING = "zookeeper not installed (apt-get install zookeeper)"
 JARS = "/usr/share/java"  # where Debian's libzookeeper-java puts zookeeper.jar (its manifest names the rest)
@@ -143,10 +143,6 @@ class EmbeddedZooKeeper(OneProcess):
         self.config = self.root / "zoo.cfg"
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
-
-    @property
-    def pids(self) -> list[int]:
-        return live_pids(self.proc)
 
     @property
     def hosts(self) -> str:

@@ -7,6 +7,8 @@ from lab.servers.zookeeper import server
 
 
 class ZooKeeperService(ServiceKind[str]):
+    """kazoo's connect string (host:port[,host:port...][/chroot]), the lab's own where it is installed."""
+
     name = "zookeeper"
     env_var, flag, field = "LAB_ZK_HOSTS", "zk_hosts", "zk_hosts"
     server_class, address_attribute = server.EmbeddedZooKeeper, "hosts"
