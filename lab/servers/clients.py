@@ -312,3 +312,12 @@ def etcd_client(endpoint: str, timeout: float = 5):
 
     host, _, port = endpoint.removeprefix("http://").rpartition(":")
     return pyetcd.client(host=host or "127.0.0.1", port=int(port or 2379), timeout=timeout)
+
+
+def one_row(engine: Engine, query: str, params: Mapping[str, object] | None = None):
+    """The one row a query returns, on an engine of its own that is disposed of afterwards."""
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text(query), dict(params or {})).one()
+    finally:
+        engine.dispose()

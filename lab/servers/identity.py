@@ -28,6 +28,7 @@ from lab.servers.clients import (
     first_line,
     is_sentinel_url,
     no_retry,
+    one_row,
     parse_sentinel_url,
     pg_engine,
     pg_hosts,
@@ -91,12 +92,8 @@ def _mariadb_started(services: Services) -> dict:
     """When this MariaDB server process started, from its Uptime (whole seconds) and the server's own clock."""
     engine = mariadb_sql.mariadb_engine(services.mariadb(), pin=False, poolclass=NullPool,
                                         connect_args={"connect_timeout": int(TIMEOUT)})
-    try:
-        with engine.connect() as conn:
-            row = conn.execute(text("select unix_timestamp() - variable_value, variable_value, @@hostname, @@port "
-                                    "from information_schema.global_status where variable_name = 'UPTIME'")).one()
-    finally:
-        engine.dispose()
+    row = one_row(engine, "select unix_timestamp() - variable_value, variable_value, @@hostname, @@port "
+                          "from information_schema.global_status where variable_name = 'UPTIME'")
     return {"started": int(row[0]), "uptime_s": int(row[1]), "host": row[2], "port": int(row[3])}
 
 

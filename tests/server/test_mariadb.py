@@ -8,6 +8,7 @@ import psutil
 import pytest
 from sqlalchemy import text
 
+from lab.servers.clients import one_row
 from lab.servers.mariadb import sql as mariadb_sql
 from lab.servers.mariadb.server import MISSING, SEARCH_PATH_VARIABLE
 from lab.servers.services import ExternalAddresses, start_services
@@ -56,13 +57,8 @@ def test_only_the_random_password_lets_anyone_in(maria):
 
 @needs_mariadb
 def test_every_lab_session_starts_with_the_idle_guards_pinned_off_unless_given_its_own(maria):
-    engine = mariadb_sql.mariadb_engine(maria.mariadb(), {"idle_transaction_timeout": 3})
-    try:
-        with engine.connect() as conn:
-            row = conn.execute(text("select @@idle_transaction_timeout, @@idle_write_transaction_timeout, "
-                                    "@@wait_timeout, @@autocommit")).one()
-    finally:
-        engine.dispose()
+    row = one_row(mariadb_sql.mariadb_engine(maria.mariadb(), {"idle_transaction_timeout": 3}),
+                  "select @@idle_transaction_timeout, @@idle_write_transaction_timeout, @@wait_timeout, @@autocommit")
     assert tuple(row) == (3, 0, 28800, 0)  # PyMySQL's default: autocommit off, as the issue says
 
 
