@@ -7,7 +7,7 @@ from sqlalchemy.engine import Connection, Engine
 
 
 def drop(conn: Connection, engine: Engine | None = None) -> None:
-    """End conn's session and close it; then dispose of engine, when it was the connection's own (even if that failed)."""
+    """End conn's session and close it; then dispose of engine, the connection's own, even if that failed."""
     try:
         conn.invalidate()
         conn.close()
