@@ -49,3 +49,8 @@ def statement(conn, sql, params: dict, commit: bool):
         return value
 
     return run
+
+
+def commits(after_acquire: bool, after_release: bool) -> tuple[str, str]:
+    """What a bare call's label adds after its acquire and after its release: " + COMMIT" where one is sent."""
+    return " + COMMIT" if after_acquire else "", " + COMMIT" if after_release else ""

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 from backends._writes import retried_on_lock_timeout
 from backends.base import NoRunLock, Point, RebuildResult, no_point
+from lab.capabilities import Capability
+
+# What every claim taken inside the write transaction promises: it ends with the writes, one run per company, and
+# several companies in one transaction. A backend adds what its own claim is (a parent row, a marker, a job row).
+IN_WRITE_CAPABILITIES = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD})
 
 
 class LockInWrite(NoRunLock):
     """Base of the locks taken inside the write transaction: xact, row_lock, unique_backstop."""
+
+    capabilities = IN_WRITE_CAPABILITIES
 
     def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
         return self.rebuild_batch([company], rows, run_id, point)

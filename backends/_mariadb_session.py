@@ -12,9 +12,11 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from backends import _bare
 from backends._mariadb import OnMariaDB
-from backends._writes import write_transaction
-from backends.base import BareCall, Point, RebuildResult, no_point
+from backends._pooled_writes import WritesOnSharedPool
+from backends._unpooled import drop
+from backends.base import BareCall
 from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers import sessions
@@ -27,7 +29,7 @@ _RELEASE = text("select release_lock(sha2(:k, 224))")
 _HOLDER = text("select is_used_lock(sha2(:k, 224))")
 
 
-class MariaDBSessionLock(OnMariaDB):
+class MariaDBSessionLock(WritesOnSharedPool, OnMariaDB):
     """Base of the three GET_LOCK methods; subclasses set the two flags below."""
 
     capabilities = frozenset({Capability.SESSION_LOCK, Capability.EXCLUSION})
@@ -108,22 +110,11 @@ class MariaDBSessionLock(OnMariaDB):
                 conn.commit()
             return released
 
-        def close() -> None:
-            conn.invalidate()  # never back to a pool: the named lock would stay with it
-            conn.close()
-
-        then = " + COMMIT" if self.commit_after_acquire else "", "" if self.autocommit else " + COMMIT"
-        return BareCall(f"SQLAlchemy (PyMySQL): GET_LOCK{then[0]}; RELEASE_LOCK{then[1]}", acquire, give_back, close)
-
-    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        # The writes go through the shared pool on the same MariaDB, on sessions other than the lock's.
-        return write_transaction(self.ctx.writes, self.ctx.company_table, [company], rows, run_id, point=point)
+        then = _bare.commits(self.commit_after_acquire, not self.autocommit)
+        return BareCall(f"SQLAlchemy (PyMySQL): GET_LOCK{then[0]}; RELEASE_LOCK{then[1]}", acquire, give_back,
+                        lambda: drop(conn))  # never back to a pool: the named lock would stay with it
 
     def close(self) -> None:
-        # Closed, never pooled (NullPool): a pooled session would keep the lock for its next user.
-        if self._conn is not None:
-            try:
-                self._conn.invalidate()
-                self._conn.close()
-            finally:
-                self._conn = None
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            drop(conn)  # closed, never pooled (NullPool): a pooled session would keep the lock for its next user

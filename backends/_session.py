@@ -8,23 +8,20 @@ The run's writes go through other pooled sessions, as in the post's job.
 from __future__ import annotations
 
 from backends import _bare
-from backends._writes import write_transaction
-from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
+from backends._advisory import TRY_LOCK, UNLOCK, AdvisoryLockHeld
+from backends._pooled_writes import WritesOnSharedPool
+from backends.base import Backend, BackendContext, BareCall
 from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.postgres.drivers import DRIVERS, LockSession, open_session
-from lab.servers.postgres.sql import holds_advisory_lock
-
-_TRY_LOCK = "select pg_try_advisory_lock(hashtextextended(:k, 0)), hashtextextended(:k, 0), pg_backend_pid()"
-_UNLOCK = "select pg_advisory_unlock(hashtextextended(:k, 0))"
 
 # Drivers with no transaction of their own to commit after acquiring (method 2 has no form there).
 _NO_OPEN_TRANSACTION = {"asyncpg": "asyncpg opens no transaction by itself, so there is nothing to commit",
                         "django": "Django's connection is in autocommit mode, so there is nothing to commit"}
 
 
-class SessionLockBackend(Backend):
+class SessionLockBackend(AdvisoryLockHeld, WritesOnSharedPool, Backend):
     """Base for the three session-lock methods; subclasses set the two flags below.
 
     The lock's connection is made by the trial's driver (option `driver`), in that driver's default
@@ -51,10 +48,6 @@ class SessionLockBackend(Backend):
             return "inside transaction.atomic() Django's connection is never in autocommit mode"
         return super().driver_skip(driver)
 
-    @property
-    def lock_pid(self) -> int | None:
-        return self._pid
-
     def _connection(self) -> LockSession:
         if self._session is None:
             # The lock's own session, through a proxy when a fault cuts the lock's connection.
@@ -64,15 +57,10 @@ class SessionLockBackend(Backend):
 
     def acquire(self) -> bool:
         session = self._connection()
-        got, self._key_int, self._pid = session.one(_TRY_LOCK, {"k": self.key})
+        got, self._key_int, self._pid = session.one(TRY_LOCK, {"k": self.key})
         if self.commit_after_acquire:
             session.commit()
         return bool(got)
-
-    def held(self) -> bool:
-        if self._pid is None or self._key_int is None:  # set together, by acquire
-            return False
-        return holds_advisory_lock(self.ctx.monitor, self._pid, self._key_int)
 
     def touch(self) -> None:
         self._connection().one("select 1", {})
@@ -81,7 +69,7 @@ class SessionLockBackend(Backend):
         if self._session is None:
             raise LockLost("release without acquire")
         try:
-            released = self._session.one(_UNLOCK, {"k": self.key})[0]
+            released = self._session.one(UNLOCK, {"k": self.key})[0]
             if not self.autocommit:
                 self._session.commit()
         except Exception as exc:  # each driver raises its own error for a dead session
@@ -96,19 +84,12 @@ class SessionLockBackend(Backend):
         if opened is None:
             return None
         conn, close = opened
-        then = " + COMMIT" if self.commit_after_acquire else "", "" if self.autocommit else " + COMMIT"
+        then = _bare.commits(self.commit_after_acquire, not self.autocommit)
         return BareCall(f"SQLAlchemy ({self.driver}): pg_try_advisory_lock{then[0]}; pg_advisory_unlock{then[1]}",
                         _bare.statement(conn, _bare.TRY_LOCK, {"k": key}, self.commit_after_acquire),
                         _bare.statement(conn, _bare.UNLOCK, {"k": key}, not self.autocommit), close)
 
-    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        # The writes go through the shared pool, on sessions other than the lock's.
-        return write_transaction(self.ctx.writes, self.ctx.company_table, [company], rows, run_id, point=point)
-
     def close(self) -> None:
-        if self._session is not None:
-            # Dropped, never returned to a pool: a pooled session would keep the lock for its next user.
-            try:
-                self._session.drop()
-            finally:
-                self._session = None
+        session, self._session = self._session, None
+        if session is not None:
+            session.drop()  # dropped, never returned to a pool: a pooled session would keep the lock for its next user

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from backends._in_write import LockInWrite
+from backends._in_write import IN_WRITE_CAPABILITIES, LockInWrite
 from backends._mariadb import OnMariaDB
 from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult
-from lab.capabilities import Capability
 from lab.workload.table import SCHEMA
 
 PARENTS = f"{SCHEMA}.company_parents"
@@ -33,7 +32,7 @@ class MariaDBRowLock(OnMariaDB, LockInWrite):
 
     name = "mariadb_row_lock"
     summary = "MariaDB: a parent row per company locked FOR UPDATE as the first statement of its write transaction"
-    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD})
+    capabilities = IN_WRITE_CAPABILITIES  # declared again: OnMariaDB, first among its bases, declares none
     ddl = [PARENTS_DDL]
 
     def _waiting(self, sql: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from backends._in_write import IN_WRITE_CAPABILITIES
 from backends._writes import CommitWindow, claimed_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
 from lab.capabilities import Capability
@@ -37,8 +38,7 @@ class JobQueue(NoRunLock):
     name = "queue"
     summary = ("companies handed out through a PostgreSQL job queue: a per-company job row taken FOR UPDATE "
                "SKIP LOCKED, held inside the write transaction")
-    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD,
-                              Capability.QUEUE})
+    capabilities = IN_WRITE_CAPABILITIES | {Capability.QUEUE}  # its job row is taken inside the write transaction
     ddl = [JOBS_DDL]
 
     _ENQUEUE = text(f"insert into {JOBS} (scope, company_id) select :s, c from unnest(cast(:cs as int[])) c "

@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from sqlalchemy import text
 
-from backends._in_write import LockInWrite
+from backends._in_write import IN_WRITE_CAPABILITIES, LockInWrite
 from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult
 from lab.capabilities import Capability
@@ -41,8 +41,7 @@ class RowLock(LockInWrite):
 
     name = "row_lock"
     summary = "a parent row per company locked FOR UPDATE as the first statement of its write transaction"
-    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD,
-                              Capability.PARENT_ROW_LOCK})
+    capabilities = IN_WRITE_CAPABILITIES | {Capability.PARENT_ROW_LOCK}
     ddl = [PARENTS_DDL]
     # What this backend declares about its lock, for scenarios that test row locks as such.
     parent_table: ClassVar[str] = PARENTS

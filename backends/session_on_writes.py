@@ -19,19 +19,20 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from backends import _bare
+from backends._advisory import TRY_LOCK, UNLOCK, AdvisoryLockHeld
+from backends._unpooled import drop
 from backends._writes import CommitWindow
 from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.post_role import PostRole
 from lab.servers.clients import pg_engine
-from lab.servers.postgres.sql import holds_advisory_lock
 
-_TRY_LOCK = text("select pg_try_advisory_lock(hashtextextended(:k, 0)), hashtextextended(:k, 0), pg_backend_pid()")
-_UNLOCK = text("select pg_advisory_unlock(hashtextextended(:k, 0))")
+_TRY_LOCK = text(TRY_LOCK)
+_UNLOCK = text(UNLOCK)
 
 
-class SessionLockOnWrites(Backend):
+class SessionLockOnWrites(AdvisoryLockHeld, Backend):
     """One session for the lock and every write of the run, used by one thread at a time."""
 
     name = "session_on_writes"
@@ -48,10 +49,6 @@ class SessionLockOnWrites(Backend):
         self._key_int: int | None = None
         self._use = threading.Lock()  # a Connection is one session: the run's workers take turns on it
 
-    @property
-    def lock_pid(self) -> int | None:
-        return self._pid
-
     def _connection(self):
         if self._conn is None:
             # Opened to the lock's address (a cut's proxy carries it), with the lock's session settings.
@@ -66,11 +63,6 @@ class SessionLockOnWrites(Backend):
             got, self._key_int, self._pid = conn.execute(_TRY_LOCK, {"k": self.key}).one()
             conn.commit()
         return bool(got)
-
-    def held(self) -> bool:
-        if self._pid is None or self._key_int is None:  # set together, by acquire
-            return False
-        return holds_advisory_lock(self.ctx.monitor, self._pid, self._key_int)
 
     def bare_call(self, key: str) -> BareCall | None:
         """pg_try_advisory_lock and pg_advisory_unlock on a default (autobegin) connection, a COMMIT after each."""
@@ -120,11 +112,6 @@ class SessionLockOnWrites(Backend):
             raise LockLost("pg_advisory_unlock returned false: this session did not hold the lock", told="false")
 
     def close(self) -> None:
-        if self._conn is not None:
-            # Dropped, never returned to a pool: a pooled session would keep the lock for its next user.
-            try:
-                self._conn.invalidate()
-                self._conn.close()
-            finally:
-                self._conn = None
-                self._engine.dispose()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            drop(conn, self._engine)  # dropped, never returned to a pool: a pooled session would keep the lock

@@ -19,7 +19,7 @@ from typing import ClassVar
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from backends._in_write import LockInWrite
+from backends._in_write import IN_WRITE_CAPABILITIES, LockInWrite
 from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult, describe_error
 from lab.capabilities import Capability
@@ -39,8 +39,7 @@ class UniqueBackstop(LockInWrite):
     summary = ("no lock: a per-company 'rebuild in progress' row with a unique key, inserted first in the write "
                "transaction and removed after its commit; a second concurrent rebuild fails with 23505")
     # The marker lives in the write transaction (rolled back with it) and a second rebuild cannot pass it.
-    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD,
-                              Capability.UNIQUE_MARKER})
+    capabilities = IN_WRITE_CAPABILITIES | {Capability.UNIQUE_MARKER}
     ddl = [MARKERS_DDL]
     marker_table: ClassVar[str] = MARKERS
 

@@ -3,7 +3,6 @@
 from backends._in_write import LockInWrite
 from backends._writes import write_transaction
 from backends.base import Point, RebuildResult
-from lab.capabilities import Capability
 from lab.post_role import PostRole
 
 
@@ -18,7 +17,6 @@ class TransactionLock(LockInWrite):
     name = "xact"
     summary = "pg_advisory_xact_lock inside each company's write transaction: the post's method 4"
     post_role = PostRole.METHOD_4
-    capabilities = frozenset({Capability.IN_TRANSACTION, Capability.EXCLUSION, Capability.BATCH_REBUILD})
 
     def company_key(self, company: int) -> str:
         return f"{self.key}:company:{company}"

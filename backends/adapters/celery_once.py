@@ -28,9 +28,8 @@ from celery_once import AlreadyQueued
 from celery_once.backends import Redis as OnceRedis
 from celery_once.backends.redis import parse_url
 
-from backends._lease import LeaseBackend
+from backends.adapters._redis_lease import UnfencedRedisLease
 from backends.base import BareCall, describe_error
-from lab.capabilities import Capability
 from lab.servers.clients import redact
 
 
@@ -41,14 +40,12 @@ def _backend(url: str, ttl: float) -> OnceRedis:
     return backend
 
 
-class CeleryOnceRedis(LeaseBackend):
+class CeleryOnceRedis(UnfencedRedisLease):
     """celery-once's Redis backend: raise_or_lock(key, timeout=TTL); clear_lock(key). No renewal, no fencing."""
 
     name = "celery_once"
     summary = "celery-once Redis backend raise_or_lock(timeout=TTL), clear_lock(); no renewal, no fencing"
-    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     library = "celery-once"
-    services = ("postgres", "redis")
     renews = False  # the library has no way to extend its key
 
     @classmethod

@@ -32,7 +32,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
 from backends._in_write import LockInWrite
-from backends._writes import claimed_transaction, write_transaction
+from backends._pooled_writes import WritesOnSharedPool
+from backends._writes import claimed_transaction
 from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
 from lab.capabilities import Capability
 from lab.errors import LockLost
@@ -41,7 +42,7 @@ from lab.servers.postgres.drivers import DjangoSession, open_django
 from lab.servers.postgres.sql import holds_advisory_lock
 
 
-class PglockSession(Backend):
+class PglockSession(WritesOnSharedPool, Backend):
     """pglock.advisory(key, timeout=0) on Django's autocommit connection, held across the run's writes."""
 
     name = "pglock_session"
@@ -100,9 +101,6 @@ class PglockSession(Backend):
         if any("you don't own a lock" in said for said in warned):
             raise LockLost("pglock's release() returned None for a lock its session no longer held (PostgreSQL: "
                            f"{warned[0]}; pg_advisory_unlock's false is discarded)", told="false")
-
-    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        return write_transaction(self.ctx.writes, self.ctx.company_table, [company], rows, run_id, point=point)
 
     def bare_call(self, key: str) -> BareCall | None:
         """pglock.advisory(key, timeout=0).acquire() and .release() on a Django connection of its own."""

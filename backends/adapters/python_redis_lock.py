@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import redis_lock
 
-from backends._lease import LeaseBackend
+from backends.adapters._redis_lease import UnfencedRedisLease
 from backends.base import BareCall
-from lab.capabilities import Capability
 from lab.servers.clients import redis_client
 
 
-class PythonRedisLock(LeaseBackend):
+class PythonRedisLock(UnfencedRedisLease):
     """python-redis-lock with an expiry and no renewal; the library's own acquire, locked and release."""
 
     name = "python_redis_lock"
     summary = "python-redis-lock Lock(expire=TTL), no auto_renewal; no fencing"
-    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     library = "python-redis-lock"
-    services = ("postgres", "redis")
     renews = False  # the library's auto_renewal thread does it, when asked (see the subclass)
     auto_renewal = False
 

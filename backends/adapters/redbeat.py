@@ -33,9 +33,8 @@ from celery.signals import beat_init
 from redbeat import RedBeatScheduler
 from redbeat.schedulers import get_redis
 
-from backends._lease import LeaseBackend
+from backends.adapters._redis_lease import UnfencedRedisLease
 from backends.base import describe_error
-from lab.capabilities import Capability
 from lab.servers.clients import is_sentinel_url
 
 GRANT_WAIT_S = 0.2  # how long acquire() gives the receiver before saying "not yet" while another beat holds the key
@@ -50,14 +49,12 @@ class _Beat:
         self.scheduler, self.app = scheduler, app
 
 
-class RedBeatLock(LeaseBackend):
+class RedBeatLock(UnfencedRedisLease):
     """A beat: RedBeatScheduler's lock taken by the beat_init receiver, extended by tick(), released by close()."""
 
     name = "redbeat"
     summary = "celery-redbeat's beat lock: taken at beat_init, extended by each tick(), released by close(); no fencing"
-    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     library = "celery-redbeat"
-    services = ("postgres", "redis")
     renews = True  # the lab's keep-alive calls the scheduler's own tick() every TTL/3, as the beat loop would
 
     @classmethod

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import redis.asyncio.lock
 
-from backends._lease import LeaseBackend
+from backends.adapters._redis_lease import UnfencedRedisLease
 from backends.base import BareCall
-from lab.capabilities import Capability
 from lab.servers.clients import redis_asyncio_client
 from lab.servers.postgres.drivers import _Loop
 
@@ -41,14 +40,12 @@ async def _on_loop(call):
     return await call()
 
 
-class RedisAsyncioLock(LeaseBackend):
+class RedisAsyncioLock(UnfencedRedisLease):
     """redis.asyncio Lock(timeout=TTL): acquire(blocking=False), reacquire() from the keep-alive, owned(), release()."""
 
     name = "redis_asyncio"
     summary = "redis-py redis.asyncio.lock.Lock(timeout=TTL), reacquire() every TTL/3; no fencing"
-    capabilities = frozenset({Capability.LEASE_EXPIRY, Capability.EXCLUSION})
     library = "redis"
-    services = ("postgres", "redis")
 
     def __init__(self, ctx, key):
         super().__init__(ctx, key)

@@ -12,8 +12,8 @@ import secrets
 
 from tooz import coordination
 
-from backends._writes import write_transaction
-from backends.base import Backend, BareCall, Point, RebuildResult, no_point
+from backends._pooled_writes import WritesOnSharedPool
+from backends.base import Backend, BareCall
 from lab.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.postgres import sql as pg
@@ -33,7 +33,7 @@ def _tooz_url(url) -> str:
     return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
 
 
-class ToozPostgresLock(Backend):
+class ToozPostgresLock(WritesOnSharedPool, Backend):
     name = "tooz_pgsql"
     summary = "OpenStack tooz PostgreSQL lock (coordinator with heartbeat); no fencing"
     capabilities = frozenset({Capability.SESSION_LOCK, Capability.EXCLUSION})
@@ -86,9 +86,6 @@ class ToozPostgresLock(Backend):
         lock = coordinator.get_lock(key.encode())
         return BareCall("tooz get_lock().acquire(blocking=False); release()", lambda: lock.acquire(blocking=False),
                         lock.release, coordinator.stop)
-
-    def rebuild(self, company: int, rows: int, run_id: str, point: Point = no_point) -> RebuildResult:
-        return write_transaction(self.ctx.writes, self.ctx.company_table, [company], rows, run_id, point=point)
 
     def close(self) -> None:
         conn = getattr(self.lock, "_conn", None)
