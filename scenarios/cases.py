@@ -66,8 +66,6 @@ class Cases(Scenario):
     default_run = True
     summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"
     requires = frozenset({Capability.SESSION_LOCK})
-    variants = ("idle_in_transaction", "read_then_idle_in_transaction", "query_then_idle_in_transaction",
-                "idle_write_transaction", "idle_session")
     title = "the lock session's idle guard"
     columns = (
         Column("idle_in_transaction", "idle in transaction past the timeout", 1,

@@ -33,7 +33,6 @@ and whether the holder still believed it held the lock after its write.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,10 +44,10 @@ from lab.columns import Column, FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.pacing import Lane
 from lab.servers.etcd.cluster import EtcdCluster
-from lab.servers.owner import mark_owner
 from lab.servers.ready_ahead import ReadyAhead
 from lab.servers.services import Services
-from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
+from scenarios._lease_faults import LeaseFaultScenario, lease_params, lease_fault_trial
+from scenarios._trial_folders import swept_folder
 from scenarios.base import TrialEnv
 
 # One cluster starting ahead while `parallel` trials run. For the reference's 26 backends, one ahead: 76.8 s
@@ -65,12 +64,9 @@ class EtcdPartition(LeaseFaultScenario):
     # Its cluster elects on 100 ms heartbeats against 2 s leases: another scenario's load on the machine
     # moves elections and renewals, so it runs with nothing beside it.
     pacing = replace(LeaseFaultScenario.pacing, lane=Lane.ALONE)
-    fault = "etcd_partition"
     summary = ("a three-member etcd mid-hold: the holder's member partitioned, the leader (the holder's) "
                "partitioned, the leader killed")
-    variants = ("holder_member", "leader", "leader_kill")
     title = "etcd member partitioned or leader killed"
-    breaks_leases = True
     replicated = True
     columns = (
         Column("holder_member", "the holder's etcd member partitioned", 17,
@@ -86,10 +82,7 @@ class EtcdPartition(LeaseFaultScenario):
                family=FaultFamily.FAILOVER, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
     )
     faults = {"holder_member": "etcd_partition", "leader": "etcd_partition_leader", "leader_kill": "etcd_leader_kill"}
-    params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         return faults.load(self.fault_of(variant)).applies_to(backend_cls)  # declared lock_service, never names
@@ -139,7 +132,7 @@ class StartedCluster:
 
     @classmethod
     def start(cls, services: Services) -> "StartedCluster":
-        root = _trial_dir(services)
+        root = swept_folder(services, "etcd-cluster")
         cluster = EtcdCluster(root)
         began = time.monotonic()
         try:
@@ -152,13 +145,3 @@ class StartedCluster:
     def stop(self) -> None:
         self.cluster.stop()
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def _trial_dir(services: Services) -> Path:
-    """The cluster's folder: under the run's temp dir, or (every server external) a temp dir of its own
-    that the next lab's sweep removes if this process is killed before its cleanup."""
-    if services.tmp is not None:
-        return Path(tempfile.mkdtemp(prefix="etcd-cluster-", dir=services.tmp))
-    root = Path(tempfile.mkdtemp(prefix="locklab-etcd-cluster-"))
-    mark_owner(root)
-    return root

@@ -19,10 +19,8 @@ Variants:
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import psutil
 from sqlalchemy import text
@@ -41,8 +39,9 @@ from lab.servers.postgres.server import template_for
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.workload.table import ensure_schema
 from scenarios._failover_trial import NEVER_ACKNOWLEDGED, failover_judgement
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
+from scenarios._trial_folders import shared_folder
 from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, trial_of_event
 
@@ -63,11 +62,8 @@ class Failover(LeaseFaultScenario):
     # A primary and a standby of each event's own: runs beside the run's other scenarios.
     pacing = replace(LeaseFaultScenario.pacing, lane=Lane.OWN_SERVERS)
     fault_reach = FaultReach.ONE_EVENT  # one crash of the primary serves every backend, each judged on its own
-    fault = "failover"
     summary = "the lock's PostgreSQL crashed and its standby promoted mid-hold: async, async lagging, sync lagging"
-    variants = ("async", "async_lagging", "sync_lagging")
     title = "PostgreSQL failed over"
-    breaks_leases = True
     replicated = True
     columns = (
         Column("async", "PostgreSQL failed over (async)", 11,
@@ -82,10 +78,7 @@ class Failover(LeaseFaultScenario):
                "the same with a synchronous standby whose replay is paused; confirmed the same way", same_fault_as="async_lagging",
                family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "sync"),), strikes=("postgres",)),
     )
-    params = {  # trials: events per variant, each serving every backend
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)  # trials: events per variant, each serving every backend
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         return faults.load(self.fault).applies_to(backend_cls)
@@ -108,8 +101,7 @@ class Failover(LeaseFaultScenario):
         if run_server is None:
             raise Skip("failover needs a primary and a standby the lab started; it never fails over yours")
         variant = env.event.variant
-        root = Path(tempfile.mkdtemp(prefix="failover-", dir=first.services.tmp))
-        root.chmod(0o755)
+        root = shared_folder(first.services.tmp, "failover-")
         pair = PostgresPair(root, run_server.bin, synchronous=variant == "sync_lagging",
                             max_connections=sessions_for(len(env.subjects)),
                             template=template_for(run_server.bin, first.services.tmp) if first.services.tmp else None)

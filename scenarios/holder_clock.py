@@ -32,7 +32,7 @@ from lab.measures.kinds import Measured
 from lab.servers import fake_clock
 from lab.servers.fake_clock import FakeClock
 from lab.servers.services import Services
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 
 CONFIRM_WITHIN_S = 5.0  # the holder reads its clock file at most once a second (FakeClock.environment)
 OFFSET_TOLERANCE_S = 0.1  # the holder reads its two clocks and the real ones within microseconds
@@ -150,7 +150,6 @@ class HolderClock(LeaseFaultScenario):
     summary = ("the holder process's own wall clock (and then its monotonic clock too) jumps back ten TTLs while it "
                "holds and keeps running; a control with no jump")
     title = "holder's clock jumped back"
-    breaks_leases = True
     columns = (
         Column("control", "holder on libfaketime, no jump (control)", 7.5,
                "the holder process runs with libfaketime preloaded and its clocks left alone, for two TTLs while a "
@@ -166,7 +165,4 @@ class HolderClock(LeaseFaultScenario):
     )
     # Three holders at once: a holder process takes a few seconds to start, and on a busy two-core machine six
     # starting together took more than the 30 s the trial waits for a grant (measured, with or without the preload).
-    params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)

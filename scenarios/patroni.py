@@ -45,9 +45,7 @@ the lab's cluster, and a crash, which Patroni may repair in place, is the `resta
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
 from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.verdict import Verdict
@@ -59,10 +57,11 @@ from lab.pacing import Lane
 from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
 from lab.servers.patroni.runtime import Unavailable, runtime
 from scenarios._failover_trial import failover_judgement
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._patroni_cluster import on_cluster
 from scenarios._patroni_yours import on_your_cluster
 from scenarios._shared_event import sessions_for
+from scenarios._trial_folders import shared_folder
 from scenarios._your_servers import commanded_fault, each_in_turn
 from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, trial_of_event
@@ -86,7 +85,6 @@ class Patroni(LeaseFaultScenario):
     summary = ("the lock's PostgreSQL under Patroni: its postgres crashed, its agent paused past the ttl (split "
                "brain), cut from etcd with failsafe off and on, a planned switchover")
     title = "Patroni failed over"
-    breaks_leases = True
     replicated = True
     fault = PatroniAgentPause
     faults = {"crash": PatroniPostgresCrash, "agent_paused": PatroniAgentPause,
@@ -141,10 +139,7 @@ class Patroni(LeaseFaultScenario):
                "leader and its postgres out of recovery on a later timeline (or your failover=CMD)",
                family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI, strikes=("postgres",)),
     )
-    params = {  # trials: events per variant, each serving every backend
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)  # trials: events per variant, each serving every backend
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # every session of a trial is on the trial's own cluster
@@ -168,8 +163,7 @@ class Patroni(LeaseFaultScenario):
         except Unavailable as exc:
             raise Skip(DoesNotRun(str(exc))) from None
         settings = replace(self.settings[env.event.variant], max_connections=sessions_for(len(env.subjects)))
-        root = Path(tempfile.mkdtemp(prefix="patroni-", dir=env.first.services.tmp))
-        root.chmod(0o755)
+        root = shared_folder(env.first.services.tmp, "patroni-")
         cluster = PatroniCluster(root, run_server.bin, found, settings)
         try:
             cluster.start()

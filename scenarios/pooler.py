@@ -50,7 +50,6 @@ class Pooler(Scenario):
     pacing = Pacing(extra_trials_when_varied=3)
     summary = ("every PostgreSQL lock and its writes through the lab's own PgBouncer, session and transaction "
                "pooling, more clients than server sessions")
-    variants = tuple(MODES)
     title = "through PgBouncer"
     columns = (
         Column("session_mode", "through PgBouncer, session pooling", 23,

@@ -18,9 +18,7 @@ extended) gives the lock up at its TTL whatever is cut, as the pause and cut col
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
 from lab import faults
 from lab.checkers.verdict import Verdict
@@ -31,7 +29,8 @@ from lab.faults.redlock_restart import keys_on
 from lab.servers.redis.server import EmbeddedRedlockMasters
 from scenarios._failover_trial import failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
-from scenarios.base import Skip, TrialEnv
+from scenarios._trial_folders import servers_folder
+from scenarios.base import TrialEnv
 
 MASTERS = 5
 DOWN_WHILE_ASKING = 2  # the holder's grant then rests on exactly a quorum
@@ -39,11 +38,8 @@ DOWN_WHILE_ASKING = 2  # the holder's grant then rests on exactly a quorum
 
 class RedlockRestart(LeaseFaultScenario):
     name = "redlock_restart"
-    fault = "redlock_restart"
     summary = "Redlock over 5 masters, its grant on exactly 3; one of them restarts, another client asks at once"
-    variants = ("no_persistence", "appendfsync_always")
     title = "a Redlock master restarted"
-    breaks_leases = True
     replicated = True
     columns = (
         Column("no_persistence", "a Redlock master that granted restarted empty", 20,
@@ -68,9 +64,8 @@ class RedlockRestart(LeaseFaultScenario):
         return 2  # the runs' writes and the observer, on the run's PostgreSQL
 
     def run_trial(self, env: TrialEnv) -> dict:
-        if env.services.tmp is None:
-            raise Skip("restarting a Redlock master needs masters the lab started; it never restarts yours")
-        root = Path(tempfile.mkdtemp(prefix="redlock-restart-", dir=env.services.tmp))
+        root = servers_folder(env.services, "redlock-restart-",
+                              "restarting a Redlock master needs masters the lab started; it never restarts yours")
         masters = EmbeddedRedlockMasters(root, count=MASTERS, prefix="master")
         for master in masters.masters:
             master.appendfsync_always = env.spec.variant == "appendfsync_always"

@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import copy
 import shutil
-import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import backends
 from lab import faults
@@ -49,13 +47,13 @@ from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelP
 from lab.pacing import Lane
 from lab.servers.clients import parse_pg_dsn
 from lab.servers.postgres.server import EmbeddedPostgres
-from lab.servers.owner import mark_owner
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.sentinel.cluster import SENTINELS, SentinelRedis, SentinelSettings
 from lab.workload.table import ensure_schema
 from scenarios._failover_trial import failover_judgement, failover_trial
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
+from scenarios._trial_folders import swept_folder
 from scenarios._your_servers import commanded_fault, each_in_turn
 from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_event
@@ -77,7 +75,6 @@ class Sentinel(LeaseFaultScenario):
     summary = ("the lock's Redis failed over by three Sentinels mid-hold: primary paused, primary cut off (the "
                "stale-master window), with and without min-replicas-to-write, a failover forced")
     title = "Redis failed over by Sentinel"
-    breaks_leases = True
     replicated = True
     columns = (
         Column("primary_paused", "Redis primary paused, Sentinel failed over", 16.1,
@@ -106,10 +103,7 @@ class Sentinel(LeaseFaultScenario):
               "forced": SentinelForcedFailover}
     commanded: dict[str, type[CommandedFault]] = {"primary_paused": CommandedPause, "primary_cut": CommandedPartition,
                                                   "forced": CommandedFailover}
-    params = {  # trials: events per variant, each serving every backend
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)  # trials: events per variant, each serving every backend
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # the writes go to the trial's own PostgreSQL (on your servers: to yours, one trial at a time)
@@ -131,7 +125,7 @@ class Sentinel(LeaseFaultScenario):
             return each_in_turn(env.subjects, self._on_your_servers)
         variant = env.event.variant
         settings = SentinelSettings(min_replicas_to_write=1 if variant.endswith(MIN_REPLICAS) else 0)
-        root = _trial_dir(first)
+        root = swept_folder(first.services, "sentinel")
         root.chmod(0o755)  # the PostgreSQL's user reaches its data dir; the Redis part is a 0700 folder inside
         run_pg = first.services.embedded.get("postgres")
         pg = EmbeddedPostgres(root, bin_dir=run_pg.bin if isinstance(run_pg, EmbeddedPostgres) else None,
@@ -211,13 +205,3 @@ class Sentinel(LeaseFaultScenario):
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
         return failover_judgement(measures, backend_cls)
-
-
-def _trial_dir(env: TrialEnv) -> Path:
-    """The trial's folder: under the run's temp dir, or, when the run has none, one of its own that the next
-    lab's sweep removes if this process is killed."""
-    if env.services.tmp is not None:
-        return Path(tempfile.mkdtemp(prefix="sentinel-", dir=env.services.tmp))
-    root = Path(tempfile.mkdtemp(prefix="locklab-sentinel-"))
-    mark_owner(root)
-    return root

@@ -17,7 +17,7 @@ from __future__ import annotations
 from lab.columns import Column, FaultFamily
 from lab.faults import GradedFault, RedlockClockControl, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
 from lab.measures.kinds import Measured
-from scenarios._lease_faults import LeaseFaultScenario, first_applicable
+from scenarios._lease_faults import LeaseFaultScenario, lease_params, first_applicable
 
 
 class ServerClock(LeaseFaultScenario):
@@ -27,7 +27,6 @@ class ServerClock(LeaseFaultScenario):
     summary = ("the lock's server (its own, on a fake clock) jumps forward past the TTL or runs fast mid-hold; Redlock "
                "with one granting master of five jumped (Kleppmann's case) and the same with no jump")
     title = "lock server's clock moved"
-    breaks_leases = True
     # variant -> the faults it runs, the first that applies to a backend by its declarations.
     kinds: dict[str, tuple[type[GradedFault], ...]] = {
         "jump": (ServerClockJump,), "fast": (ServerClockFast, RedlockClockFast),
@@ -55,10 +54,7 @@ class ServerClock(LeaseFaultScenario):
                family=FaultFamily.CLOCKS, happens_when=(), strikes=("redlock",)),
     )
     # Each trial starts its own lock server(s); a lease row's PostgreSQL takes an initdb (about 2 s).
-    params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 2},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 2},
-    }
+    params = lease_params(parallel=2)
 
     def fault_for(self, variant: str, backend_cls) -> type[GradedFault]:
         return first_applicable(self.kinds[variant], backend_cls)
