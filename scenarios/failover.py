@@ -28,7 +28,7 @@ from sqlalchemy import text
 import backends
 from lab import faults
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.errors import LabError
 from lab.exposure import Trait, when
 from lab.holder.process import HolderProcess
@@ -38,6 +38,7 @@ from lab.servers.postgres.pair import PostgresPair
 from lab.servers.postgres.server import template_for
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.workload.table import ensure_schema
+from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import NEVER_ACKNOWLEDGED, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
@@ -54,6 +55,10 @@ SCRIPTED = "scripted"  # who promoted, in the promotion measures: the lab itself
 GUARD_S = 120.0
 
 
+# Its columns: a PostgreSQL failed over, each under its replication.
+POSTGRES_FAILOVER = ColumnKind(FaultFamily.FAILOVER, strikes=("postgres",))
+
+
 class Failover(LeaseFaultScenario):
     """Each event records, as its managed counterpart `patroni` does, how long the promotion took and what a probe
     client writing to the old primary got acknowledged after the crash (lab/measures/promotion.py)."""
@@ -66,17 +71,17 @@ class Failover(LeaseFaultScenario):
     title = "PostgreSQL failed over"
     replicated = True
     columns = (
-        Column("async", "PostgreSQL failed over (async)", 11,
-               "the primary crashes (immediate shutdown) and its asynchronous standby is promoted; confirmed by "
-               "the old process gone and the new primary out of recovery on a later timeline",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "async"),), strikes=("postgres",)),
-        Column("async_lagging", "failed over, standby behind (async)", 12,
-               "the same failover with the standby's replay paused, so it is behind when promoted; confirmed the"
-               " same way, with the lag recorded",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "async"),), strikes=("postgres",)),
-        Column("sync_lagging", "failed over, standby behind (sync)", 13,
-               "the same with a synchronous standby whose replay is paused; confirmed the same way", same_fault_as="async_lagging",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "sync"),), strikes=("postgres",)),
+        POSTGRES_FAILOVER("async", "PostgreSQL failed over (async)", 11,
+                          "the primary crashes (immediate shutdown) and its asynchronous standby is promoted; confirmed by "
+                          "the old process gone and the new primary out of recovery on a later timeline",
+                          also=(when(Trait.REPLICATION, "async"),)),
+        POSTGRES_FAILOVER("async_lagging", "failed over, standby behind (async)", 12,
+                          "the same failover with the standby's replay paused, so it is behind when promoted; confirmed the"
+                          " same way, with the lag recorded",
+                          also=(when(Trait.REPLICATION, "async"),)),
+        POSTGRES_FAILOVER("sync_lagging", "failed over, standby behind (sync)", 13,
+                          "the same with a synchronous standby whose replay is paused; confirmed the same way", same_fault_as="async_lagging",
+                          also=(when(Trait.REPLICATION, "sync"),)),
     )
     params = lease_params(parallel=3)  # trials: events per variant, each serving every backend
 

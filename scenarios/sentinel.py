@@ -40,7 +40,7 @@ from dataclasses import replace
 import backends
 from lab import faults
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.exposure import OFF, ON, YES, Trait, when
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
@@ -50,6 +50,7 @@ from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.sentinel.cluster import SENTINELS, SentinelRedis, SentinelSettings
 from lab.workload.table import ensure_schema
+from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_judgement, failover_trial
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
@@ -66,6 +67,10 @@ MIN_REPLICAS = "_min1"
 WATCHED_BY_SENTINEL, ON_REDIS = (when(Trait.REDIS_SENTINEL, YES),), ("redis",)
 
 
+# Its columns: a failover by Sentinel on a Redis it watches.
+SENTINEL_FAILOVER = ColumnKind(FaultFamily.MANAGED_FAILOVER, WATCHED_BY_SENTINEL, ON_REDIS)
+
+
 class Sentinel(LeaseFaultScenario):
     name = "sentinel"
     # Each event's servers are its own, a PostgreSQL for its writes included.
@@ -77,25 +82,24 @@ class Sentinel(LeaseFaultScenario):
     title = "Redis failed over by Sentinel"
     replicated = True
     columns = (
-        Column("primary_paused", "Redis primary paused, Sentinel failed over", 16.1,
-               "the primary SIGSTOPped past down-after-milliseconds until three Sentinels (quorum 2) fail over to "
-               "its replica, then SIGCONTed (or your pause=CMD and heal=CMD); confirmed by +switch-master, a "
-               "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),), strikes=ON_REDIS),
-        Column("primary_paused_min1", "Redis primary paused, Sentinel failed over, min-replicas-to-write 1", 16.2,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_paused",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),), strikes=ON_REDIS),
-        Column("primary_cut", "Redis primary cut from the Sentinels and its replica (stale master)", 16.3,
-               "the primary cut from the Sentinels and its replica but not from its clients until Sentinel fails "
-               "over and the contender has tried, then healed (or your partition=CMD and heal=CMD); confirmed the "
-               "same way, with the old primary still answering ROLE master",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),), strikes=ON_REDIS),
-        Column("primary_cut_min1", "Redis primary cut off (stale master), min-replicas-to-write 1", 16.4,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_cut",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),), strikes=ON_REDIS),
-        Column("forced", "Redis failover forced through Sentinel", 16.5,
-               "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL, strikes=ON_REDIS),
+        SENTINEL_FAILOVER("primary_paused", "Redis primary paused, Sentinel failed over", 16.1,
+                          "the primary SIGSTOPped past down-after-milliseconds until three Sentinels (quorum 2) fail over to "
+                          "its replica, then SIGCONTed (or your pause=CMD and heal=CMD); confirmed by +switch-master, a "
+                          "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end",
+                          also=(when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),)),
+        SENTINEL_FAILOVER("primary_paused_min1", "Redis primary paused, Sentinel failed over, min-replicas-to-write 1", 16.2,
+                          "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_paused",
+                          also=(when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),)),
+        SENTINEL_FAILOVER("primary_cut", "Redis primary cut from the Sentinels and its replica (stale master)", 16.3,
+                          "the primary cut from the Sentinels and its replica but not from its clients until Sentinel fails "
+                          "over and the contender has tried, then healed (or your partition=CMD and heal=CMD); confirmed the "
+                          "same way, with the old primary still answering ROLE master",
+                          also=(when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),)),
+        SENTINEL_FAILOVER("primary_cut_min1", "Redis primary cut off (stale master), min-replicas-to-write 1", 16.4,
+                          "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_cut",
+                          also=(when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),)),
+        SENTINEL_FAILOVER("forced", "Redis failover forced through Sentinel", 16.5,
+                          "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way"),
     )
     fault = SentinelPause
     faults = {"primary_paused": SentinelPause, "primary_paused_min1": SentinelPause,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import backends
 from lab.checkers.outcomes import DoesNotRun
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.errors import LabError
 from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, SlowNetworkFault
 from lab.measures.shapes import LeaseFaultMeasures
@@ -34,6 +34,7 @@ from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.services import SERVICE_NAMES, Services
 from lab.servers.slow_link import LinkUnavailable, SlowLink, unavailable_reason
 from lab.workload.table import ensure_schema
+from scenarios._column_kinds import ColumnKind
 from scenarios._lease_faults import LeaseFaultScenario, lease_params, lease_fault_trial
 from scenarios._trial_folders import private_namespace, shared_folder
 from scenarios.base import Skip, TrialEnv
@@ -47,6 +48,10 @@ def fault_of(variant: str) -> SlowNetworkFault:
             "loss_30": lambda: NetLoss(0.30)}[variant]()
 
 
+# Its columns: a slow or lossy lock connection, on every stack.
+SLOW_LINK = ColumnKind(FaultFamily.NETWORK)
+
+
 class SlowNetwork(LeaseFaultScenario):
     name = "slow_network"
     # Servers of each trial's own, in its own namespace: runs beside the others.
@@ -56,20 +61,17 @@ class SlowNetwork(LeaseFaultScenario):
                "private network namespace with servers of the trial's own; a contender tries meanwhile")
     title = "slow or lossy lock connection"
     columns = (
-        Column("rtt_third", "lock connection slowed: round trip +TTL/3", 8.2,
-               "every packet of the holder's lock connection held TTL/6 each way in a private network namespace "
-               "(iptables NFQUEUE) past the TTL; confirmed by the lock's traffic counted through the slowed port "
-               "and a probe's round trip under the same rule measured against TTL/3",
-               family=FaultFamily.NETWORK, happens_when=()),
-        Column("rtt_ttl", "lock connection slowed: round trip +TTL", 8.4,
-               "the same with each packet held TTL/2 each way, so a renewal's round trip takes a TTL more; confirmed "
-               "the same way against a TTL",
-               family=FaultFamily.NETWORK, happens_when=()),
-        Column("loss_30", "lock connection losing 30 % of its packets", 8.6,
-               "each packet of the holder's lock connection dropped with probability 0.3, each way, on the input "
-               "hook of a private network namespace past the TTL; confirmed by the lock's traffic counted through "
-               "the port and the drop rule's counters on a probe against 30 %",
-               family=FaultFamily.NETWORK, happens_when=()),
+        SLOW_LINK("rtt_third", "lock connection slowed: round trip +TTL/3", 8.2,
+                  "every packet of the holder's lock connection held TTL/6 each way in a private network namespace "
+                  "(iptables NFQUEUE) past the TTL; confirmed by the lock's traffic counted through the slowed port "
+                  "and a probe's round trip under the same rule measured against TTL/3"),
+        SLOW_LINK("rtt_ttl", "lock connection slowed: round trip +TTL", 8.4,
+                  "the same with each packet held TTL/2 each way, so a renewal's round trip takes a TTL more; confirmed "
+                  "the same way against a TTL"),
+        SLOW_LINK("loss_30", "lock connection losing 30 % of its packets", 8.6,
+                  "each packet of the holder's lock connection dropped with probability 0.3, each way, on the input "
+                  "hook of a private network namespace past the TTL; confirmed by the lock's traffic counted through "
+                  "the port and the drop rule's counters on a probe against 30 %"),
     )
     params = lease_params(parallel=3)  # each trial starts a PostgreSQL of its own: a few at once on two cores
 
