@@ -40,12 +40,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab import faults
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.pacing import Lane
 from lab.servers.etcd.cluster import EtcdCluster
 from lab.servers.ready_ahead import ReadyAhead
 from lab.servers.services import Services
+from scenarios._column_kinds import ColumnKind
 from scenarios._lease_faults import LeaseFaultScenario, lease_params, lease_fault_trial
 from scenarios._trial_folders import swept_folder
 from scenarios.base import TrialEnv
@@ -59,6 +60,11 @@ CLUSTERS_AHEAD = 1
 
 
 
+# Its columns: a three-member etcd that holds the lock, a member cut off or its leader lost.
+ETCD_PARTITION = ColumnKind(FaultFamily.NETWORK, (when(Trait.ETCD_CLUSTER, YES),), ("etcd",))
+ETCD_LEADER_LOST = replace(ETCD_PARTITION, family=FaultFamily.FAILOVER)
+
+
 class EtcdPartition(LeaseFaultScenario):
     name = "etcd_partition"
     # Its cluster elects on 100 ms heartbeats against 2 s leases: another scenario's load on the machine
@@ -69,17 +75,14 @@ class EtcdPartition(LeaseFaultScenario):
     title = "etcd member partitioned or leader killed"
     replicated = True
     columns = (
-        Column("holder_member", "the holder's etcd member partitioned", 17,
-               "the holder's member, a follower, cut off from the other two; confirmed by the members: it follows "
-               "no leader, the others follow one of themselves",
-               family=FaultFamily.NETWORK, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
-        Column("leader", "the etcd leader (the holder's) partitioned", 18,
-               "the leader, which the holder talks to, cut off; confirmed the same way",
-               family=FaultFamily.NETWORK, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
-        Column("leader_kill", "the etcd leader killed", 19,
-               "the leader SIGKILLed and started again on its data; confirmed by the survivors following a new "
-               "leader on a later term",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
+        ETCD_PARTITION("holder_member", "the holder's etcd member partitioned", 17,
+                       "the holder's member, a follower, cut off from the other two; confirmed by the members: it follows "
+                       "no leader, the others follow one of themselves"),
+        ETCD_PARTITION("leader", "the etcd leader (the holder's) partitioned", 18,
+                       "the leader, which the holder talks to, cut off; confirmed the same way"),
+        ETCD_LEADER_LOST("leader_kill", "the etcd leader killed", 19,
+                         "the leader SIGKILLed and started again on its data; confirmed by the survivors following a new "
+                         "leader on a later term"),
     )
     faults = {"holder_member": "etcd_partition", "leader": "etcd_partition_leader", "leader_kill": "etcd_leader_kill"}
     params = lease_params(parallel=3)

@@ -22,11 +22,12 @@ from dataclasses import replace
 
 from lab import faults
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.exposure import Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redlock_restart import keys_on
 from lab.servers.redis.server import EmbeddedRedlockMasters
+from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
 from scenarios._trial_folders import servers_folder
@@ -36,20 +37,24 @@ MASTERS = 5
 DOWN_WHILE_ASKING = 2  # the holder's grant then rests on exactly a quorum
 
 
+# Its columns: a Redlock master restarted, each under its persistence.
+REDLOCK_RESTART = ColumnKind(FaultFamily.RESTARTS, strikes=("redlock",))
+
+
 class RedlockRestart(LeaseFaultScenario):
     name = "redlock_restart"
     summary = "Redlock over 5 masters, its grant on exactly 3; one of them restarts, another client asks at once"
     title = "a Redlock master restarted"
     replicated = True
     columns = (
-        Column("no_persistence", "a Redlock master that granted restarted empty", 20,
-               "one of the three masters that granted the holder's lock restarts without persistence; confirmed "
-               "by a new process on its port and the key gone",
-               family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDLOCK_APPENDFSYNC, "off", "no", "everysec"),), strikes=("redlock",)),
-        Column("appendfsync_always", "that master restarted with appendfsync always", 21,
-               "the same restart of a master that fsyncs an append-only file on every write; confirmed by a new "
-               "process and the key back", same_fault_as="no_persistence",
-               family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDLOCK_APPENDFSYNC, "always"),), strikes=("redlock",)),
+        REDLOCK_RESTART("no_persistence", "a Redlock master that granted restarted empty", 20,
+                        "one of the three masters that granted the holder's lock restarts without persistence; confirmed "
+                        "by a new process on its port and the key gone",
+                        also=(when(Trait.REDLOCK_APPENDFSYNC, "off", "no", "everysec"),)),
+        REDLOCK_RESTART("appendfsync_always", "that master restarted with appendfsync always", 21,
+                        "the same restart of a master that fsyncs an append-only file on every write; confirmed by a new "
+                        "process and the key back", same_fault_as="no_persistence",
+                        also=(when(Trait.REDLOCK_APPENDFSYNC, "always"),)),
     )
     # The TTL must outlast the restarts, so the contender asks while the holder's lease still runs.
     params = {
