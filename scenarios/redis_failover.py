@@ -72,8 +72,7 @@ class RedisFailover(LeaseFaultScenario):
         return 2  # the runs' writes and the observer, on the run's PostgreSQL
 
     def run_trial(self, env: TrialEnv) -> dict:
-        root = servers_folder(env.services, "redis-failover-",
-                              "a Redis failover needs a primary and a replica the lab started; it never fails over yours")
+        root = servers_folder(env.services, "redis-failover-", RedisFailoverFault.no_server)
         pair = RedisWithReplica(root)
         variant = env.spec.variant
         fault: RedisFailoverFault | None = None

@@ -25,7 +25,7 @@ from lab.checkers.verdict import Verdict
 from lab.columns import FaultFamily
 from lab.exposure import Trait, when
 from lab.faults import FaultNotConfirmed
-from lab.faults.redlock_restart import keys_on
+from lab.faults.redlock_restart import RedlockMasterRestart, keys_on
 from lab.servers.redis.server import EmbeddedRedlockMasters
 from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_trial, failover_judgement
@@ -69,8 +69,7 @@ class RedlockRestart(LeaseFaultScenario):
         return 2  # the runs' writes and the observer, on the run's PostgreSQL
 
     def run_trial(self, env: TrialEnv) -> dict:
-        root = servers_folder(env.services, "redlock-restart-",
-                              "restarting a Redlock master needs masters the lab started; it never restarts yours")
+        root = servers_folder(env.services, "redlock-restart-", RedlockMasterRestart.no_server)
         masters = EmbeddedRedlockMasters(root, count=MASTERS, prefix="master")
         for master in masters.masters:
             master.appendfsync_always = env.spec.variant == "appendfsync_always"
