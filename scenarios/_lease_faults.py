@@ -317,7 +317,7 @@ class LeaseFaultScenario(Scenario):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if not hasattr(cls, "fault"):
+        if not hasattr(cls, "fault") and hasattr(cls, "name"):  # a base of several (HolderSideFault) has neither
             cls.fault = cls.name
 
     def fault_of(self, variant: str) -> str | type[Fault]:
@@ -341,3 +341,12 @@ class LeaseFaultScenario(Scenario):
     def judge(self, measures: dict, backend_cls) -> Verdict:
         """The checkers over the holder's, the contender's and the fault's operations."""
         return judged(measures, backend_cls)
+
+
+class HolderSideFault(LeaseFaultScenario):
+    """A lease fault on the holder's own side (its process stopped, its lock connection cut): the post's core
+    experiments, run by default, a dozen at once."""
+
+    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
+    default_run = True
+    params = lease_params(parallel=12)

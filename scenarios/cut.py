@@ -1,13 +1,11 @@
 """The holder's connection to its lock service blackholed (no RST, bytes stop) past the TTL, then restored."""
 
 from lab.columns import Column, FaultFamily
-from scenarios._lease_faults import LeaseFaultScenario, lease_params
+from scenarios._lease_faults import HolderSideFault
 
 
-class Cut(LeaseFaultScenario):
+class Cut(HolderSideFault):
     name = "cut"
-    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
-    default_run = True
     summary = "holder's lock connection blackholed through a loopback proxy past the TTL, then restored"
     title = "lock connection cut past the TTL"
     columns = (
@@ -16,5 +14,3 @@ class Cut(LeaseFaultScenario):
                "confirmed by the bytes it carried before and none during the cut",
                family=FaultFamily.NETWORK, happens_when=()),
     )
-    params = lease_params(parallel=12)
-

@@ -5,13 +5,11 @@ so a lease lapses while its holder still believes it holds it.
 """
 
 from lab.columns import Column, FaultFamily
-from scenarios._lease_faults import LeaseFaultScenario, lease_params
+from scenarios._lease_faults import HolderSideFault
 
 
-class Pause(LeaseFaultScenario):
+class Pause(HolderSideFault):
     name = "pause"
-    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
-    default_run = True
     summary = "holder process SIGSTOPped past the TTL at its fault point, then SIGCONTed; a contender tries meanwhile"
     title = "holder paused past the TTL"
     columns = (
@@ -20,5 +18,3 @@ class Pause(LeaseFaultScenario):
                "process state T (stopped)",
                family=FaultFamily.PAUSES, happens_when=()),
     )
-    params = lease_params(parallel=12)
-

@@ -23,22 +23,17 @@ from dataclasses import replace
 from lab import faults
 from lab.capabilities import Capability
 from lab.checkers.verdict import Verdict
-from lab.columns import FaultFamily
+from lab.columns import Column, FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redis_failover import RedisFailover as RedisFailoverFault
 from lab.holder.process import HolderProcess
 from lab.servers.redis.promotion import straight_to
 from lab.servers.redis.replica import RedisWithReplica
-from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._trial_folders import servers_folder
 from scenarios.base import TrialEnv
-
-
-# Its columns: a Redis with a replica, failed over.
-REDIS_FAILOVER = ColumnKind(FaultFamily.FAILOVER, (when(Trait.REDIS_REPLICAS, YES),), ("redis",))
 
 
 class RedisFailover(LeaseFaultScenario):
@@ -47,15 +42,18 @@ class RedisFailover(LeaseFaultScenario):
     title = "Redis failed over"
     replicated = True
     columns = (
-        REDIS_FAILOVER("caught_up", "Redis failed over, replica caught up", 14,
-                       "the primary cut off and its replica promoted with REPLICAOF NO ONE once it has the lock key; "
-                       "confirmed by the replica answering as a primary"),
-        REDIS_FAILOVER("behind", "Redis failed over, replica behind", 15,
-                       "the same with the replica held behind, so the lock key never reached it; confirmed the same way,"
-                       " with the keys the new primary lacks"),
-        REDIS_FAILOVER("behind_wait", "Redis failed over, replica behind, WAIT 1", 16,
-                       "the same with a lock that takes a grant only once a replica has it (WAIT 1); confirmed the same "
-                       "way", same_fault_as="behind"),
+        Column("caught_up", "Redis failed over, replica caught up", 14,
+               "the primary cut off and its replica promoted with REPLICAOF NO ONE once it has the lock key; "
+               "confirmed by the replica answering as a primary",
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
+        Column("behind", "Redis failed over, replica behind", 15,
+               "the same with the replica held behind, so the lock key never reached it; confirmed the same way,"
+               " with the keys the new primary lacks",
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
+        Column("behind_wait", "Redis failed over, replica behind, WAIT 1", 16,
+               "the same with a lock that takes a grant only once a replica has it (WAIT 1); confirmed the same "
+               "way", same_fault_as="behind",
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
     )
     params = lease_params(parallel=4)
 
