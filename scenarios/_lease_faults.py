@@ -43,6 +43,13 @@ COMPANY = 1
 HEAL_GRACE_S = 0.3  # after the TTL, before the contender tries: clocks and timers are not exact
 
 
+def lease_params(parallel: int, default_parallel: int | None = None) -> dict[str, dict]:
+    """The profiles a lease-fault scenario runs: a TTL of 1 s and one trial quick, of 2 s and three by default,
+    `parallel` trials at once (default_parallel by default, where that differs)."""
+    return {"quick": {"ttl_s": 1.0, "trials": 1, "parallel": parallel},
+            "default": {"ttl_s": 2.0, "trials": 3, "parallel": parallel if default_parallel is None else default_parallel}}
+
+
 def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault, step: int | None = None) -> LeaseFaultMeasures:
     """One trial of this shape with the fault named (lab/faults), given as a class (declared by its scenario) or
     as an instance (of a chosen strength). step: one of several trials a search runs under one trial spec,
@@ -301,11 +308,17 @@ class LeaseFaultScenario(Scenario):
     and without Redis' append-only file); a variant the fault cannot strike is n/a with its reason.
     """
 
-    fault: str | type[Fault]
+    fault: str | type[Fault]  # the fault it runs (lab/faults): the one of its own name unless it declares another
     faults: dict[str, str | type[Fault]] = {}
     # A lease fault's outcome can vary with timing (a contender in before or after the lapse, a renewal that
     # beat the pause): a cell whose trials disagree runs up to three more (Pacing.extra_trials_when_varied).
     pacing = Pacing(extra_trials_when_varied=3)
+    breaks_leases = True  # every one of them is this trial shape: in the told and lease tables
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not hasattr(cls, "fault") and hasattr(cls, "name"):  # a base of several (HolderSideFault) has neither
+            cls.fault = cls.name
 
     def fault_of(self, variant: str) -> str | type[Fault]:
         return self.faults.get(variant, self.fault)
@@ -328,3 +341,12 @@ class LeaseFaultScenario(Scenario):
     def judge(self, measures: dict, backend_cls) -> Verdict:
         """The checkers over the holder's, the contender's and the fault's operations."""
         return judged(measures, backend_cls)
+
+
+class HolderSideFault(LeaseFaultScenario):
+    """A lease fault on the holder's own side (its process stopped, its lock connection cut): the post's core
+    experiments, run by default, a dozen at once."""
+
+    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
+    default_run = True
+    params = lease_params(parallel=12)

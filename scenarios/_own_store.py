@@ -11,7 +11,6 @@ trial meets is what it met on the run's server.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.services import Services
 from lab.where import DATABASES
 from lab.workload.table import ensure_schema
+from scenarios._trial_folders import shared_folder
 from scenarios.base import TrialEnv
 
 
@@ -64,8 +64,7 @@ def own_store(env: TrialEnv, name: str) -> Iterator[TrialEnv]:
     """The trial's env with every address, pool and handle of its store on a server of its own, stopped at the end."""
     store = backends.load(env.spec.backend).lock_service
     assert env.services.tmp is not None  # on_own_store() said so
-    root = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=env.services.tmp))
-    root.chmod(0o755)  # the server's OS user reaches its data below
+    root = shared_folder(env.services.tmp, f"{name}-")  # the server's OS user reaches its data below
     server = _server(env.services, store, root, name)
     monitor = writes = None
     try:

@@ -25,7 +25,6 @@ class Calibrate(Scenario):
     pacing = Pacing(lane=Lane.ALONE)  # how soon a poller got in, timed: nothing beside it
     summary = "detector check: holder's session killed at 2.00 s, a second session polls every 50 ms"
     requires = frozenset({Capability.SESSION_LOCK})
-    variants = ("terminate",)
     title = "the lock session killed"
     columns = (
         Column("terminate", "lock session killed", 4,

@@ -23,7 +23,7 @@ from lab.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.exposure import ON, Trait, when
 from lab.faults import SessionTimeout, idle_in_transaction_timeout, idle_session_timeout, mariadb_guard
 from lab.measures.kinds import Measured
@@ -31,6 +31,7 @@ from lab.post_role import PostRole
 from lab.servers import sessions
 from lab.servers.postgres import sql as pg
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
+from scenarios._column_kinds import ColumnKind
 from scenarios.base import Scenario, Skip, TrialEnv, judged, release_said
 
 # (the post's method the backend declares, variant) -> the post's case letter (the backend's post_role).
@@ -59,6 +60,11 @@ READS_A_TABLE = ("read_then_idle_in_transaction", "idle_write_transaction")  # r
 PROBE_FRACTIONS = (1 / 3, 5 / 3)
 
 
+# Its columns: a SQL server's idle guard ending the lock's session, on PostgreSQL and MariaDB or MariaDB's alone.
+SQL_IDLE_GUARD = ColumnKind(FaultFamily.IDLE_GUARDS, strikes=("postgres", "mariadb"))
+MARIADB_IDLE_GUARD = ColumnKind(FaultFamily.IDLE_GUARDS, strikes=("mariadb",))
+
+
 class Cases(Scenario):
     name = "cases"
     measured = Measured.POST_CASE
@@ -66,34 +72,27 @@ class Cases(Scenario):
     default_run = True
     summary = "the post's cases A-E: session lock + idle timeout, probed at t=1 and t=5 (scaled)"
     requires = frozenset({Capability.SESSION_LOCK})
-    variants = ("idle_in_transaction", "read_then_idle_in_transaction", "query_then_idle_in_transaction",
-                "idle_write_transaction", "idle_session")
     title = "the lock session's idle guard"
     columns = (
-        Column("idle_in_transaction", "idle in transaction past the timeout", 1,
-               "the holder's lock session sits idle in its transaction past idle_in_transaction_session_timeout;"
-               " confirmed by the server's log line or the session gone from pg_stat_activity",
-               setting="idle_in_transaction_session_timeout", family=FaultFamily.IDLE_GUARDS,
-               happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres", "mariadb")),
-        Column("read_then_idle_in_transaction", "one table read, then idle in transaction", 1.5,
-               "MariaDB: the lock's session reads the company table (opening an InnoDB transaction) and then sits "
-               "idle past idle_transaction_timeout; confirmed by the server log's aborted connection or the "
-               "session gone from the processlist",
-               family=FaultFamily.IDLE_GUARDS, happens_when=(), strikes=("mariadb",)),
-        Column("query_then_idle_in_transaction", "one more query, then that timeout", 2,
-               "the same, after one more query on the lock's session (the naive liveness check); confirmed the "
-               "same way", setting="idle_in_transaction_session_timeout", family=FaultFamily.IDLE_GUARDS,
-               happens_when=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),), strikes=("postgres", "mariadb")),
-        Column("idle_write_transaction", "one table read, then idle_write_transaction_timeout", 2.5,
-               "MariaDB: the lock's session reads the company table, then sits idle past "
-               "idle_write_transaction_timeout, the guard of transactions that wrote (PostgreSQL has none); "
-               "confirmed the same way",
-               family=FaultFamily.IDLE_GUARDS, happens_when=(), strikes=("mariadb",)),
-        Column("idle_session", "idle_session_timeout", 3,
-               "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way",
-               setting="idle_session_timeout",
-               family=FaultFamily.IDLE_GUARDS, happens_when=(when(Trait.IDLE_SESSION_GUARD, ON),),
-               strikes=("postgres", "mariadb")),
+        SQL_IDLE_GUARD("idle_in_transaction", "idle in transaction past the timeout", 1,
+                       "the holder's lock session sits idle in its transaction past idle_in_transaction_session_timeout;"
+                       " confirmed by the server's log line or the session gone from pg_stat_activity",
+                       setting="idle_in_transaction_session_timeout", also=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),)),
+        MARIADB_IDLE_GUARD("read_then_idle_in_transaction", "one table read, then idle in transaction", 1.5,
+                           "MariaDB: the lock's session reads the company table (opening an InnoDB transaction) and "
+                           "then sits idle past idle_transaction_timeout; confirmed by the server log's aborted "
+                           "connection or the session gone from the processlist"),
+        SQL_IDLE_GUARD("query_then_idle_in_transaction", "one more query, then that timeout", 2,
+                       "the same, after one more query on the lock's session (the naive liveness check); confirmed the "
+                       "same way", setting="idle_in_transaction_session_timeout",
+                       also=(when(Trait.IDLE_IN_TRANSACTION_GUARD, ON),)),
+        MARIADB_IDLE_GUARD("idle_write_transaction", "one table read, then idle_write_transaction_timeout", 2.5,
+                           "MariaDB: the lock's session reads the company table, then sits idle past "
+                           "idle_write_transaction_timeout, the guard of transactions that wrote (PostgreSQL has none); "
+                           "confirmed the same way"),
+        SQL_IDLE_GUARD("idle_session", "idle_session_timeout", 3,
+                       "the holder's AUTOCOMMIT lock session sits idle past idle_session_timeout; confirmed the same way",
+                       setting="idle_session_timeout", also=(when(Trait.IDLE_SESSION_GUARD, ON),)),
     )
     params = {
         "quick": {"timeout_s": 1.0, "trials": 1, "parallel": 24},

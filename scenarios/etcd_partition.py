@@ -33,7 +33,6 @@ and whether the holder still believed it held the lock after its write.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,14 +40,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab import faults
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.pacing import Lane
 from lab.servers.etcd.cluster import EtcdCluster
-from lab.servers.owner import mark_owner
 from lab.servers.ready_ahead import ReadyAhead
 from lab.servers.services import Services
-from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
+from scenarios._column_kinds import ColumnKind
+from scenarios._lease_faults import LeaseFaultScenario, lease_params, lease_fault_trial
+from scenarios._trial_folders import swept_folder
 from scenarios.base import TrialEnv
 
 # One cluster starting ahead while `parallel` trials run. For the reference's 26 backends, one ahead: 76.8 s
@@ -60,36 +60,32 @@ CLUSTERS_AHEAD = 1
 
 
 
+# Its columns: a three-member etcd that holds the lock, a member cut off or its leader lost.
+ETCD_PARTITION = ColumnKind(FaultFamily.NETWORK, (when(Trait.ETCD_CLUSTER, YES),), ("etcd",))
+ETCD_LEADER_LOST = replace(ETCD_PARTITION, family=FaultFamily.FAILOVER)
+
+
 class EtcdPartition(LeaseFaultScenario):
     name = "etcd_partition"
     # Its cluster elects on 100 ms heartbeats against 2 s leases: another scenario's load on the machine
     # moves elections and renewals, so it runs with nothing beside it.
     pacing = replace(LeaseFaultScenario.pacing, lane=Lane.ALONE)
-    fault = "etcd_partition"
     summary = ("a three-member etcd mid-hold: the holder's member partitioned, the leader (the holder's) "
                "partitioned, the leader killed")
-    variants = ("holder_member", "leader", "leader_kill")
     title = "etcd member partitioned or leader killed"
-    breaks_leases = True
     replicated = True
     columns = (
-        Column("holder_member", "the holder's etcd member partitioned", 17,
-               "the holder's member, a follower, cut off from the other two; confirmed by the members: it follows "
-               "no leader, the others follow one of themselves",
-               family=FaultFamily.NETWORK, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
-        Column("leader", "the etcd leader (the holder's) partitioned", 18,
-               "the leader, which the holder talks to, cut off; confirmed the same way",
-               family=FaultFamily.NETWORK, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
-        Column("leader_kill", "the etcd leader killed", 19,
-               "the leader SIGKILLed and started again on its data; confirmed by the survivors following a new "
-               "leader on a later term",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.ETCD_CLUSTER, YES),), strikes=("etcd",)),
+        ETCD_PARTITION("holder_member", "the holder's etcd member partitioned", 17,
+                       "the holder's member, a follower, cut off from the other two; confirmed by the members: it follows "
+                       "no leader, the others follow one of themselves"),
+        ETCD_PARTITION("leader", "the etcd leader (the holder's) partitioned", 18,
+                       "the leader, which the holder talks to, cut off; confirmed the same way"),
+        ETCD_LEADER_LOST("leader_kill", "the etcd leader killed", 19,
+                         "the leader SIGKILLed and started again on its data; confirmed by the survivors following a new "
+                         "leader on a later term"),
     )
     faults = {"holder_member": "etcd_partition", "leader": "etcd_partition_leader", "leader_kill": "etcd_leader_kill"}
-    params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         return faults.load(self.fault_of(variant)).applies_to(backend_cls)  # declared lock_service, never names
@@ -139,7 +135,7 @@ class StartedCluster:
 
     @classmethod
     def start(cls, services: Services) -> "StartedCluster":
-        root = _trial_dir(services)
+        root = swept_folder(services, "etcd-cluster")
         cluster = EtcdCluster(root)
         began = time.monotonic()
         try:
@@ -152,13 +148,3 @@ class StartedCluster:
     def stop(self) -> None:
         self.cluster.stop()
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def _trial_dir(services: Services) -> Path:
-    """The cluster's folder: under the run's temp dir, or (every server external) a temp dir of its own
-    that the next lab's sweep removes if this process is killed before its cleanup."""
-    if services.tmp is not None:
-        return Path(tempfile.mkdtemp(prefix="etcd-cluster-", dir=services.tmp))
-    root = Path(tempfile.mkdtemp(prefix="locklab-etcd-cluster-"))
-    mark_owner(root)
-    return root

@@ -19,10 +19,8 @@ Variants:
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import psutil
 from sqlalchemy import text
@@ -30,7 +28,7 @@ from sqlalchemy import text
 import backends
 from lab import faults
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.errors import LabError
 from lab.exposure import Trait, when
 from lab.holder.process import HolderProcess
@@ -40,9 +38,11 @@ from lab.servers.postgres.pair import PostgresPair
 from lab.servers.postgres.server import template_for
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.workload.table import ensure_schema
+from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import NEVER_ACKNOWLEDGED, failover_judgement
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
+from scenarios._trial_folders import shared_folder
 from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, trial_of_event
 
@@ -55,6 +55,10 @@ SCRIPTED = "scripted"  # who promoted, in the promotion measures: the lab itself
 GUARD_S = 120.0
 
 
+# Its columns: a PostgreSQL failed over, each under its replication.
+POSTGRES_FAILOVER = ColumnKind(FaultFamily.FAILOVER, strikes=("postgres",))
+
+
 class Failover(LeaseFaultScenario):
     """Each event records, as its managed counterpart `patroni` does, how long the promotion took and what a probe
     client writing to the old primary got acknowledged after the crash (lab/measures/promotion.py)."""
@@ -63,29 +67,23 @@ class Failover(LeaseFaultScenario):
     # A primary and a standby of each event's own: runs beside the run's other scenarios.
     pacing = replace(LeaseFaultScenario.pacing, lane=Lane.OWN_SERVERS)
     fault_reach = FaultReach.ONE_EVENT  # one crash of the primary serves every backend, each judged on its own
-    fault = "failover"
     summary = "the lock's PostgreSQL crashed and its standby promoted mid-hold: async, async lagging, sync lagging"
-    variants = ("async", "async_lagging", "sync_lagging")
     title = "PostgreSQL failed over"
-    breaks_leases = True
     replicated = True
     columns = (
-        Column("async", "PostgreSQL failed over (async)", 11,
-               "the primary crashes (immediate shutdown) and its asynchronous standby is promoted; confirmed by "
-               "the old process gone and the new primary out of recovery on a later timeline",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "async"),), strikes=("postgres",)),
-        Column("async_lagging", "failed over, standby behind (async)", 12,
-               "the same failover with the standby's replay paused, so it is behind when promoted; confirmed the"
-               " same way, with the lag recorded",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "async"),), strikes=("postgres",)),
-        Column("sync_lagging", "failed over, standby behind (sync)", 13,
-               "the same with a synchronous standby whose replay is paused; confirmed the same way", same_fault_as="async_lagging",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REPLICATION, "sync"),), strikes=("postgres",)),
+        POSTGRES_FAILOVER("async", "PostgreSQL failed over (async)", 11,
+                          "the primary crashes (immediate shutdown) and its asynchronous standby is promoted; confirmed by "
+                          "the old process gone and the new primary out of recovery on a later timeline",
+                          also=(when(Trait.REPLICATION, "async"),)),
+        POSTGRES_FAILOVER("async_lagging", "failed over, standby behind (async)", 12,
+                          "the same failover with the standby's replay paused, so it is behind when promoted; confirmed the"
+                          " same way, with the lag recorded",
+                          also=(when(Trait.REPLICATION, "async"),)),
+        POSTGRES_FAILOVER("sync_lagging", "failed over, standby behind (sync)", 13,
+                          "the same with a synchronous standby whose replay is paused; confirmed the same way", same_fault_as="async_lagging",
+                          also=(when(Trait.REPLICATION, "sync"),)),
     )
-    params = {  # trials: events per variant, each serving every backend
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)  # trials: events per variant, each serving every backend
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         return faults.load(self.fault).applies_to(backend_cls)
@@ -108,8 +106,7 @@ class Failover(LeaseFaultScenario):
         if run_server is None:
             raise Skip("failover needs a primary and a standby the lab started; it never fails over yours")
         variant = env.event.variant
-        root = Path(tempfile.mkdtemp(prefix="failover-", dir=first.services.tmp))
-        root.chmod(0o755)
+        root = shared_folder(first.services.tmp, "failover-")
         pair = PostgresPair(root, run_server.bin, synchronous=variant == "sync_lagging",
                             max_connections=sessions_for(len(env.subjects)),
                             template=template_for(run_server.bin, first.services.tmp) if first.services.tmp else None)

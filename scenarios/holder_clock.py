@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import ClassVar
 
 from lab.capabilities import Capability
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.faults.base import FaultNotConfirmed, GradedFault, Route, Target
 from lab.measures.kinds import Measured
 from lab.servers import fake_clock
 from lab.servers.fake_clock import FakeClock
 from lab.servers.services import Services
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._column_kinds import ColumnKind
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 
 CONFIRM_WITHIN_S = 5.0  # the holder reads its clock file at most once a second (FakeClock.environment)
 OFFSET_TOLERANCE_S = 0.1  # the holder reads its two clocks and the real ones within microseconds
@@ -142,6 +143,10 @@ class HolderClockControl(HolderClockBack):
     default_strength = 0.0
 
 
+# Its columns: the holder's clocks, on every stack.
+HOLDER_CLOCK = ColumnKind(FaultFamily.CLOCKS)
+
+
 class HolderClock(LeaseFaultScenario):
     name = "holder_clock"
     measured = Measured.HOLDER_CLOCK
@@ -150,23 +155,16 @@ class HolderClock(LeaseFaultScenario):
     summary = ("the holder process's own wall clock (and then its monotonic clock too) jumps back ten TTLs while it "
                "holds and keeps running; a control with no jump")
     title = "holder's clock jumped back"
-    breaks_leases = True
     columns = (
-        Column("control", "holder on libfaketime, no jump (control)", 7.5,
-               "the holder process runs with libfaketime preloaded and its clocks left alone, for two TTLs while a "
-               "contender tries; confirmed by the holder's own report of its clocks (within 0.1 s of the real ones)",
-               family=FaultFamily.CLOCKS, happens_when=()),
-        Column("wall_back", "holder's wall clock jumped back ten TTLs", 7.6,
-               "the holder's wall clock (CLOCK_REALTIME, through libfaketime in its process alone) jumps back ten "
-               "TTLs while it holds, its monotonic clock untouched; confirmed by the holder's own report of both",
-               family=FaultFamily.CLOCKS, happens_when=()),
-        Column("all_back", "holder's wall and monotonic clocks jumped back", 7.7,
-               "the same with the holder's monotonic clock faked and moved as well; confirmed the same way",
-               family=FaultFamily.CLOCKS, happens_when=()),
+        HOLDER_CLOCK("control", "holder on libfaketime, no jump (control)", 7.5,
+                     "the holder process runs with libfaketime preloaded and its clocks left alone, for two TTLs while a "
+                     "contender tries; confirmed by the holder's own report of its clocks (within 0.1 s of the real ones)"),
+        HOLDER_CLOCK("wall_back", "holder's wall clock jumped back ten TTLs", 7.6,
+                     "the holder's wall clock (CLOCK_REALTIME, through libfaketime in its process alone) jumps back ten "
+                     "TTLs while it holds, its monotonic clock untouched; confirmed by the holder's own report of both"),
+        HOLDER_CLOCK("all_back", "holder's wall and monotonic clocks jumped back", 7.7,
+                     "the same with the holder's monotonic clock faked and moved as well; confirmed the same way"),
     )
     # Three holders at once: a holder process takes a few seconds to start, and on a busy two-core machine six
     # starting together took more than the 30 s the trial waits for a grant (measured, with or without the preload).
-    params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)

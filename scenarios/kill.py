@@ -26,7 +26,6 @@ class Kill(Scenario):
     pacing = Pacing(extra_trials_when_varied=3)
     default_run = True
     summary = "run1's write session terminated after its delete, before its commit, while run2 waits"
-    variants = ("after_delete",)
     title = "the write session killed"
     columns = (
         Column("after_delete", "write session killed mid-write", 6,

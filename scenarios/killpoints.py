@@ -263,7 +263,6 @@ class Killpoints(Scenario):
     name = "killpoints"
     measured = Measured.KILL_POINT_SEARCH
     summary = "hypothesis searches kill points x faults x runs x companies; shrinks any schedule that breaks a backend"
-    variants = ("search",)
     title = "kill points searched by hypothesis"
     columns = (
         Column("search", "kill points searched by hypothesis", 25,

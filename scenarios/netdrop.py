@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import shutil
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -45,11 +44,12 @@ from lab.pacing import Floor, Lane, Pacing
 from lab.servers.postgres import sql as pg
 from lab.servers.postgres.server import EmbeddedPostgres, template_for
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
-from lab.servers.netns import NamespaceUnavailable, NetNamespace, unavailable_reason
+from lab.servers.netns import NetNamespace, unavailable_reason
 from lab.servers.postgres.sql import KEEPALIVE_SQL, dispose, keepalive_estimate, trial_engines
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, ensure_schema
 from scenarios._lease_faults import COMPANY, holder_measures
+from scenarios._trial_folders import private_namespace, shared_folder
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
 GUARDS_OFF = {"idle_in_transaction_session_timeout": "0", "idle_session_timeout": "0"}  # only the network ends it
@@ -139,12 +139,8 @@ class NetDrop(Scenario):
         if run_server is None:
             raise Skip("drops packets only around a server the lab starts, in a namespace of its own; "
                        "it never touches your network")
-        try:
-            namespace = NetNamespace()
-        except NamespaceUnavailable as exc:
-            raise Skip(DoesNotRun(str(exc))) from None
-        root = Path(tempfile.mkdtemp(prefix="netdrop-", dir=env.services.tmp))
-        root.chmod(0o755)
+        namespace = private_namespace()
+        root = shared_folder(env.services.tmp, "netdrop-")
         try:
             return namespace.run(_trial_inside, env, namespace, root, run_server.bin)
         finally:

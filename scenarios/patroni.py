@@ -45,24 +45,24 @@ the lab's cluster, and a crash, which Patroni may repair in place, is the `resta
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
 from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.exposure import OFF, ON, Trait, when
 from lab.faults.commanded import CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
 from lab.pacing import Lane
 from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
 from lab.servers.patroni.runtime import Unavailable, runtime
+from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_judgement
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._patroni_cluster import on_cluster
 from scenarios._patroni_yours import on_your_cluster
 from scenarios._shared_event import sessions_for
+from scenarios._trial_folders import shared_folder
 from scenarios._your_servers import commanded_fault, each_in_turn
 from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, trial_of_event
@@ -77,6 +77,10 @@ SPLIT_BRAIN = UNDER_PATRONI + (when(Trait.WATCHDOG, OFF),)
 ASYNC_SPLIT_BRAIN = SPLIT_BRAIN + (when(Trait.SYNCHRONOUS_MODE, OFF), when(Trait.REPLICATION, "async"))
 
 
+# Its columns: a PostgreSQL under Patroni, each under its conditions.
+PATRONI_FAILOVER = ColumnKind(FaultFamily.MANAGED_FAILOVER, strikes=("postgres",))
+
+
 class Patroni(LeaseFaultScenario):
     name = "patroni"
     # A Patroni cluster of each event's own: runs beside the run's other scenarios.
@@ -86,7 +90,6 @@ class Patroni(LeaseFaultScenario):
     summary = ("the lock's PostgreSQL under Patroni: its postgres crashed, its agent paused past the ttl (split "
                "brain), cut from etcd with failsafe off and on, a planned switchover")
     title = "Patroni failed over"
-    breaks_leases = True
     replicated = True
     fault = PatroniAgentPause
     faults = {"crash": PatroniPostgresCrash, "agent_paused": PatroniAgentPause,
@@ -109,42 +112,39 @@ class Patroni(LeaseFaultScenario):
                             "in the column dcs_cut",
     }
     columns = (
-        Column("crash", "Patroni: the primary's postgres crashed", 13.1,
-               "the primary's postmaster killed (SIGKILL); confirmed by its pid gone and a primary again, restarted "
-               "in place by its agent or failed over (recorded), in Patroni's REST view and by pg_is_in_recovery()",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI, strikes=("postgres",)),
-        Column("agent_paused", "Patroni: the primary's agent paused (split brain)", 13.2,
-               "the primary's Patroni agent SIGSTOPped past the ttl while its postgres runs; confirmed by state T and "
-               "the replica promoted (Patroni's view from it, out of recovery on a later timeline) beside the old "
-               "primary; SIGCONT after the holder's write, then the old primary is demoted and rewound (or your pause=CMD "
-               "and heal=CMD on your cluster)",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "none"),), strikes=("postgres",)),
-        Column("agent_paused_routed", "the same, clients routed by GET /primary", 13.3,
-               "the same split brain with every client behind a proxy that routes new connections by each node's "
-               "REST health check (GET /primary), as HAProxy does; confirmed the same way", same_fault_as="agent_paused",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "session", "transaction"),), strikes=("postgres",)),
-        Column("agent_paused_sync", "the same under synchronous_mode", 13.4,
-               "the same split brain with Patroni's synchronous_mode: the old primary's commits wait for its "
-               "synchronous standby, now a primary; confirmed the same way", same_fault_as="agent_paused",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=SPLIT_BRAIN + (when(Trait.SYNCHRONOUS_MODE, ON),), strikes=("postgres",)),
-        Column("dcs_cut", "Patroni: the primary cut from etcd", 13.5,
-               "the primary's agent cut from the DCS (its etcd link blackholed), failsafe_mode off; confirmed by the "
-               "link relaying nothing and the agent's dcs_last_seen standing still; what Patroni did is recorded "
-               "(here: the old primary demoted itself, then the replica was promoted); or your partition=CMD and heal=CMD",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, OFF),), strikes=("postgres",)),
-        Column("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
-               "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
-               "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)", same_fault_as="dcs_cut",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, ON),), strikes=("postgres",)),
-        Column("switchover", "Patroni: a planned switchover", 13.7,
-               "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
-               "leader and its postgres out of recovery on a later timeline (or your failover=CMD)",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=UNDER_PATRONI, strikes=("postgres",)),
+        PATRONI_FAILOVER("crash", "Patroni: the primary's postgres crashed", 13.1,
+                         "the primary's postmaster killed (SIGKILL); confirmed by its pid gone and a primary again, restarted "
+                         "in place by its agent or failed over (recorded), in Patroni's REST view and by pg_is_in_recovery()",
+                         also=UNDER_PATRONI),
+        PATRONI_FAILOVER("agent_paused", "Patroni: the primary's agent paused (split brain)", 13.2,
+                         "the primary's Patroni agent SIGSTOPped past the ttl while its postgres runs; confirmed by state T and "
+                         "the replica promoted (Patroni's view from it, out of recovery on a later timeline) beside the old "
+                         "primary; SIGCONT after the holder's write, then the old primary is demoted and rewound (or your pause=CMD "
+                         "and heal=CMD on your cluster)",
+                         also=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "none"),)),
+        PATRONI_FAILOVER("agent_paused_routed", "the same, clients routed by GET /primary", 13.3,
+                         "the same split brain with every client behind a proxy that routes new connections by each node's "
+                         "REST health check (GET /primary), as HAProxy does; confirmed the same way", same_fault_as="agent_paused",
+                         also=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "session", "transaction"),)),
+        PATRONI_FAILOVER("agent_paused_sync", "the same under synchronous_mode", 13.4,
+                         "the same split brain with Patroni's synchronous_mode: the old primary's commits wait for its "
+                         "synchronous standby, now a primary; confirmed the same way", same_fault_as="agent_paused",
+                         also=SPLIT_BRAIN + (when(Trait.SYNCHRONOUS_MODE, ON),)),
+        PATRONI_FAILOVER("dcs_cut", "Patroni: the primary cut from etcd", 13.5,
+                         "the primary's agent cut from the DCS (its etcd link blackholed), failsafe_mode off; confirmed by the "
+                         "link relaying nothing and the agent's dcs_last_seen standing still; what Patroni did is recorded "
+                         "(here: the old primary demoted itself, then the replica was promoted); or your partition=CMD and heal=CMD",
+                         also=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, OFF),)),
+        PATRONI_FAILOVER("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
+                         "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
+                         "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)", same_fault_as="dcs_cut",
+                         also=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, ON),)),
+        PATRONI_FAILOVER("switchover", "Patroni: a planned switchover", 13.7,
+                         "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
+                         "leader and its postgres out of recovery on a later timeline (or your failover=CMD)",
+                         also=UNDER_PATRONI),
     )
-    params = {  # trials: events per variant, each serving every backend
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)  # trials: events per variant, each serving every backend
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # every session of a trial is on the trial's own cluster
@@ -168,8 +168,7 @@ class Patroni(LeaseFaultScenario):
         except Unavailable as exc:
             raise Skip(DoesNotRun(str(exc))) from None
         settings = replace(self.settings[env.event.variant], max_connections=sessions_for(len(env.subjects)))
-        root = Path(tempfile.mkdtemp(prefix="patroni-", dir=env.first.services.tmp))
-        root.chmod(0o755)
+        root = shared_folder(env.first.services.tmp, "patroni-")
         cluster = PatroniCluster(root, run_server.bin, found, settings)
         try:
             cluster.start()

@@ -5,26 +5,16 @@ so a lease lapses while its holder still believes it holds it.
 """
 
 from lab.columns import Column, FaultFamily
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import HolderSideFault
 
 
-class Pause(LeaseFaultScenario):
+class Pause(HolderSideFault):
     name = "pause"
-    driver_axis = True  # the driver decides whether the lock connection sits in a transaction
-    default_run = True
-    fault = "pause"
     summary = "holder process SIGSTOPped past the TTL at its fault point, then SIGCONTed; a contender tries meanwhile"
-    variants = ("sigstop",)
     title = "holder paused past the TTL"
-    breaks_leases = True
     columns = (
         Column("sigstop", "holder paused past the TTL", 7,
                "the holder's whole process SIGSTOPped for longer than the TTL, then SIGCONTed; confirmed by its "
                "process state T (stopped)",
                family=FaultFamily.PAUSES, happens_when=()),
     )
-    params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 12},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 12},
-    }
-

@@ -22,7 +22,7 @@ from lab.checkers import ops
 from lab.checkers.ops import Op, Recorder
 from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.errors import LabError
 from lab.exposure import Trait, when
 from lab.pacing import Pacing
@@ -31,6 +31,7 @@ from lab.servers.pgbouncer.server import MISSING, PgBouncer, find_pgbouncer
 from lab.servers.pooler_settings import refusal
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, Observer
+from scenarios._column_kinds import ColumnKind
 from scenarios._pool_evidence import PoolView, Probes, bystander_unlock_all, sessions_moved
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
@@ -44,23 +45,26 @@ EXTERNAL = ("needs a PostgreSQL the lab started: its own PgBouncer keeps the ser
             "lab writes only for a password that dies with the run (--pg-dsn at your own pooler runs the rest through it)")
 
 
+# Its columns: PostgreSQL through PgBouncer, each in its mode.
+THROUGH_PGBOUNCER = ColumnKind(FaultFamily.POOLERS, strikes=("postgres",))
+
+
 class Pooler(Scenario):
     name = "pooler"
     # The sequential rule: a cell whose trials disagree runs up to three more.
     pacing = Pacing(extra_trials_when_varied=3)
     summary = ("every PostgreSQL lock and its writes through the lab's own PgBouncer, session and transaction "
                "pooling, more clients than server sessions")
-    variants = tuple(MODES)
     title = "through PgBouncer"
     columns = (
-        Column("session_mode", "through PgBouncer, session pooling", 23,
-               "the run's sessions go through the lab's own PgBouncer in session pooling, and the holder's lock "
-               "session is killed behind it; confirmed by the server session PgBouncer had paired it with",
-               family=FaultFamily.POOLERS, happens_when=(when(Trait.POOLER, "session"),), strikes=("postgres",)),
-        Column("transaction_mode", "through PgBouncer, transaction pooling", 24,
-               "the same in transaction pooling, where consecutive transactions may land on different server "
-               "sessions; confirmed the same way",
-               family=FaultFamily.POOLERS, happens_when=(when(Trait.POOLER, "transaction"),), strikes=("postgres",)),
+        THROUGH_PGBOUNCER("session_mode", "through PgBouncer, session pooling", 23,
+                          "the run's sessions go through the lab's own PgBouncer in session pooling, and the holder's lock "
+                          "session is killed behind it; confirmed by the server session PgBouncer had paired it with",
+                          also=(when(Trait.POOLER, "session"),)),
+        THROUGH_PGBOUNCER("transaction_mode", "through PgBouncer, transaction pooling", 24,
+                          "the same in transaction pooling, where consecutive transactions may land on different server "
+                          "sessions; confirmed the same way",
+                          also=(when(Trait.POOLER, "transaction"),)),
     )
     params = {
         "quick": {"hold_s": 1.0, "trials": 1, "parallel": 6},

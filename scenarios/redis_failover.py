@@ -18,9 +18,7 @@ Variants:
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
 from lab import faults
 from lab.capabilities import Capability
@@ -33,17 +31,15 @@ from lab.holder.process import HolderProcess
 from lab.servers.redis.promotion import straight_to
 from lab.servers.redis.replica import RedisWithReplica
 from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_judgement
-from scenarios._lease_faults import LeaseFaultScenario
-from scenarios.base import Skip, TrialEnv
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
+from scenarios._trial_folders import servers_folder
+from scenarios.base import TrialEnv
 
 
 class RedisFailover(LeaseFaultScenario):
     name = "redis_failover"
-    fault = "redis_failover"
     summary = "the lock's Redis failed over to its replica (REPLICAOF NO ONE) with the holder on the old primary"
-    variants = ("caught_up", "behind", "behind_wait")
     title = "Redis failed over"
-    breaks_leases = True
     replicated = True
     columns = (
         Column("caught_up", "Redis failed over, replica caught up", 14,
@@ -59,10 +55,7 @@ class RedisFailover(LeaseFaultScenario):
                "way", same_fault_as="behind",
                family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
     )
-    params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},
-    }
+    params = lease_params(parallel=4)
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         reason = faults.load(self.fault).applies_to(backend_cls)
@@ -77,9 +70,7 @@ class RedisFailover(LeaseFaultScenario):
         return 2  # the runs' writes and the observer, on the run's PostgreSQL
 
     def run_trial(self, env: TrialEnv) -> dict:
-        if env.services.tmp is None:
-            raise Skip("a Redis failover needs a primary and a replica the lab started; it never fails over yours")
-        root = Path(tempfile.mkdtemp(prefix="redis-failover-", dir=env.services.tmp))
+        root = servers_folder(env.services, "redis-failover-", RedisFailoverFault.no_server)
         pair = RedisWithReplica(root)
         variant = env.spec.variant
         fault: RedisFailoverFault | None = None

@@ -18,42 +18,43 @@ extended) gives the lock up at its TTL whatever is cut, as the pause and cut col
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
 from lab import faults
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.exposure import Trait, when
 from lab.faults import FaultNotConfirmed
-from lab.faults.redlock_restart import keys_on
+from lab.faults.redlock_restart import RedlockMasterRestart, keys_on
 from lab.servers.redis.server import EmbeddedRedlockMasters
+from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
-from scenarios.base import Skip, TrialEnv
+from scenarios._trial_folders import servers_folder
+from scenarios.base import TrialEnv
 
 MASTERS = 5
 DOWN_WHILE_ASKING = 2  # the holder's grant then rests on exactly a quorum
 
 
+# Its columns: a Redlock master restarted, each under its persistence.
+REDLOCK_RESTART = ColumnKind(FaultFamily.RESTARTS, strikes=("redlock",))
+
+
 class RedlockRestart(LeaseFaultScenario):
     name = "redlock_restart"
-    fault = "redlock_restart"
     summary = "Redlock over 5 masters, its grant on exactly 3; one of them restarts, another client asks at once"
-    variants = ("no_persistence", "appendfsync_always")
     title = "a Redlock master restarted"
-    breaks_leases = True
     replicated = True
     columns = (
-        Column("no_persistence", "a Redlock master that granted restarted empty", 20,
-               "one of the three masters that granted the holder's lock restarts without persistence; confirmed "
-               "by a new process on its port and the key gone",
-               family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDLOCK_APPENDFSYNC, "off", "no", "everysec"),), strikes=("redlock",)),
-        Column("appendfsync_always", "that master restarted with appendfsync always", 21,
-               "the same restart of a master that fsyncs an append-only file on every write; confirmed by a new "
-               "process and the key back", same_fault_as="no_persistence",
-               family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDLOCK_APPENDFSYNC, "always"),), strikes=("redlock",)),
+        REDLOCK_RESTART("no_persistence", "a Redlock master that granted restarted empty", 20,
+                        "one of the three masters that granted the holder's lock restarts without persistence; confirmed "
+                        "by a new process on its port and the key gone",
+                        also=(when(Trait.REDLOCK_APPENDFSYNC, "off", "no", "everysec"),)),
+        REDLOCK_RESTART("appendfsync_always", "that master restarted with appendfsync always", 21,
+                        "the same restart of a master that fsyncs an append-only file on every write; confirmed by a new "
+                        "process and the key back", same_fault_as="no_persistence",
+                        also=(when(Trait.REDLOCK_APPENDFSYNC, "always"),)),
     )
     # The TTL must outlast the restarts, so the contender asks while the holder's lease still runs.
     params = {
@@ -68,9 +69,7 @@ class RedlockRestart(LeaseFaultScenario):
         return 2  # the runs' writes and the observer, on the run's PostgreSQL
 
     def run_trial(self, env: TrialEnv) -> dict:
-        if env.services.tmp is None:
-            raise Skip("restarting a Redlock master needs masters the lab started; it never restarts yours")
-        root = Path(tempfile.mkdtemp(prefix="redlock-restart-", dir=env.services.tmp))
+        root = servers_folder(env.services, "redlock-restart-", RedlockMasterRestart.no_server)
         masters = EmbeddedRedlockMasters(root, count=MASTERS, prefix="master")
         for master in masters.masters:
             master.appendfsync_always = env.spec.variant == "appendfsync_always"

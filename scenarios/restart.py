@@ -19,7 +19,7 @@ from lab.exposure import Trait, when
 from lab.faults.restart import Restart as RestartFault
 from lab.measures.kinds import Measured
 from lab.pacing import Exclusive
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._own_store import OnOwnStore, on_own_store
 from scenarios.base import TrialSpec
 
@@ -31,11 +31,8 @@ NOT_ALWAYS = ("off", "no", "everysec")
 class Restart(OnOwnStore, LeaseFaultScenario):
     name = "restart"
     measured = Measured.SERVER_RESTART
-    fault = "restart"
     summary = "the lock's server (PostgreSQL, Redis or etcd) restarted mid-hold; yours only with --fault-command restart=CMD"
-    variants = ("server_restart", "aof_always")
     title = "lock server restarted"
-    breaks_leases = True
     columns = (
         Column("server_restart", "lock server restarted", 9,
                "the server that holds the lock restarted on the same data (or by your --fault-command "
@@ -47,11 +44,8 @@ class Restart(OnOwnStore, LeaseFaultScenario):
                family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDIS_APPENDFSYNC, "always"),)),
     )
     faults = {"server_restart": "restart", "aof_always": "restart_aof"}
-    params = {
-        # parallel: the trials on servers of their own; the others run alone (exclusive)
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 2},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},
-    }
+    # parallel: the trials on servers of their own; the others run alone (exclusive)
+    params = lease_params(parallel=2, default_parallel=4)
 
     # A trial on a server the run's trials share runs with none of them beside it (exclusive).
     pacing = replace(LeaseFaultScenario.pacing, exclusive=Exclusive.PER_TRIAL)

@@ -34,28 +34,27 @@ from __future__ import annotations
 
 import copy
 import shutil
-import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import backends
 from lab import faults
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.exposure import OFF, ON, YES, Trait, when
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
 from lab.pacing import Lane
 from lab.servers.clients import parse_pg_dsn
 from lab.servers.postgres.server import EmbeddedPostgres
-from lab.servers.owner import mark_owner
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.sentinel.cluster import SENTINELS, SentinelRedis, SentinelSettings
 from lab.workload.table import ensure_schema
+from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_judgement, failover_trial
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._shared_event import Shape, on_servers, sessions_for, shared_event
+from scenarios._trial_folders import swept_folder
 from scenarios._your_servers import commanded_fault, each_in_turn
 from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_event
@@ -68,6 +67,10 @@ MIN_REPLICAS = "_min1"
 WATCHED_BY_SENTINEL, ON_REDIS = (when(Trait.REDIS_SENTINEL, YES),), ("redis",)
 
 
+# Its columns: a failover by Sentinel on a Redis it watches.
+SENTINEL_FAILOVER = ColumnKind(FaultFamily.MANAGED_FAILOVER, WATCHED_BY_SENTINEL, ON_REDIS)
+
+
 class Sentinel(LeaseFaultScenario):
     name = "sentinel"
     # Each event's servers are its own, a PostgreSQL for its writes included.
@@ -77,28 +80,26 @@ class Sentinel(LeaseFaultScenario):
     summary = ("the lock's Redis failed over by three Sentinels mid-hold: primary paused, primary cut off (the "
                "stale-master window), with and without min-replicas-to-write, a failover forced")
     title = "Redis failed over by Sentinel"
-    breaks_leases = True
     replicated = True
     columns = (
-        Column("primary_paused", "Redis primary paused, Sentinel failed over", 16.1,
-               "the primary SIGSTOPped past down-after-milliseconds until three Sentinels (quorum 2) fail over to "
-               "its replica, then SIGCONTed (or your pause=CMD and heal=CMD); confirmed by +switch-master, a "
-               "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),), strikes=ON_REDIS),
-        Column("primary_paused_min1", "Redis primary paused, Sentinel failed over, min-replicas-to-write 1", 16.2,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_paused",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),), strikes=ON_REDIS),
-        Column("primary_cut", "Redis primary cut from the Sentinels and its replica (stale master)", 16.3,
-               "the primary cut from the Sentinels and its replica but not from its clients until Sentinel fails "
-               "over and the contender has tried, then healed (or your partition=CMD and heal=CMD); confirmed the "
-               "same way, with the old primary still answering ROLE master",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),), strikes=ON_REDIS),
-        Column("primary_cut_min1", "Redis primary cut off (stale master), min-replicas-to-write 1", 16.4,
-               "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_cut",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL + (when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),), strikes=ON_REDIS),
-        Column("forced", "Redis failover forced through Sentinel", 16.5,
-               "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way",
-               family=FaultFamily.MANAGED_FAILOVER, happens_when=WATCHED_BY_SENTINEL, strikes=ON_REDIS),
+        SENTINEL_FAILOVER("primary_paused", "Redis primary paused, Sentinel failed over", 16.1,
+                          "the primary SIGSTOPped past down-after-milliseconds until three Sentinels (quorum 2) fail over to "
+                          "its replica, then SIGCONTed (or your pause=CMD and heal=CMD); confirmed by +switch-master, a "
+                          "majority of Sentinels naming the replica and its ROLE master, and the old primary demoted at the end",
+                          also=(when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),)),
+        SENTINEL_FAILOVER("primary_paused_min1", "Redis primary paused, Sentinel failed over, min-replicas-to-write 1", 16.2,
+                          "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_paused",
+                          also=(when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),)),
+        SENTINEL_FAILOVER("primary_cut", "Redis primary cut from the Sentinels and its replica (stale master)", 16.3,
+                          "the primary cut from the Sentinels and its replica but not from its clients until Sentinel fails "
+                          "over and the contender has tried, then healed (or your partition=CMD and heal=CMD); confirmed the "
+                          "same way, with the old primary still answering ROLE master",
+                          also=(when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, OFF),)),
+        SENTINEL_FAILOVER("primary_cut_min1", "Redis primary cut off (stale master), min-replicas-to-write 1", 16.4,
+                          "the same with min-replicas-to-write 1 on both servers; confirmed the same way", same_fault_as="primary_cut",
+                          also=(when(Trait.REDIS_MIN_REPLICAS_TO_WRITE, ON),)),
+        SENTINEL_FAILOVER("forced", "Redis failover forced through Sentinel", 16.5,
+                          "SENTINEL FAILOVER with every server up (or your failover=CMD); confirmed the same way"),
     )
     fault = SentinelPause
     faults = {"primary_paused": SentinelPause, "primary_paused_min1": SentinelPause,
@@ -106,10 +107,7 @@ class Sentinel(LeaseFaultScenario):
               "forced": SentinelForcedFailover}
     commanded: dict[str, type[CommandedFault]] = {"primary_paused": CommandedPause, "primary_cut": CommandedPartition,
                                                   "forced": CommandedFailover}
-    params = {  # trials: events per variant, each serving every backend
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)  # trials: events per variant, each serving every backend
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 0  # the writes go to the trial's own PostgreSQL (on your servers: to yours, one trial at a time)
@@ -131,7 +129,7 @@ class Sentinel(LeaseFaultScenario):
             return each_in_turn(env.subjects, self._on_your_servers)
         variant = env.event.variant
         settings = SentinelSettings(min_replicas_to_write=1 if variant.endswith(MIN_REPLICAS) else 0)
-        root = _trial_dir(first)
+        root = swept_folder(first.services, "sentinel")
         root.chmod(0o755)  # the PostgreSQL's user reaches its data dir; the Redis part is a 0700 folder inside
         run_pg = first.services.embedded.get("postgres")
         pg = EmbeddedPostgres(root, bin_dir=run_pg.bin if isinstance(run_pg, EmbeddedPostgres) else None,
@@ -211,13 +209,3 @@ class Sentinel(LeaseFaultScenario):
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
         return failover_judgement(measures, backend_cls)
-
-
-def _trial_dir(env: TrialEnv) -> Path:
-    """The trial's folder: under the run's temp dir, or, when the run has none, one of its own that the next
-    lab's sweep removes if this process is killed."""
-    if env.services.tmp is not None:
-        return Path(tempfile.mkdtemp(prefix="sentinel-", dir=env.services.tmp))
-    root = Path(tempfile.mkdtemp(prefix="locklab-sentinel-"))
-    mark_owner(root)
-    return root

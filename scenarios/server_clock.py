@@ -14,10 +14,16 @@ etcd's cells are n/a with the reason measured on its binary (static: no preload 
 
 from __future__ import annotations
 
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.faults import GradedFault, RedlockClockControl, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
 from lab.measures.kinds import Measured
-from scenarios._lease_faults import LeaseFaultScenario, first_applicable
+from scenarios._column_kinds import ColumnKind
+from scenarios._lease_faults import LeaseFaultScenario, lease_params, first_applicable
+
+
+# Its columns: a lock server's clock on every stack, or one Redlock master's.
+LOCK_SERVER_CLOCK = ColumnKind(FaultFamily.CLOCKS)
+REDLOCK_MASTER_CLOCK = ColumnKind(FaultFamily.CLOCKS, strikes=("redlock",))
 
 
 class ServerClock(LeaseFaultScenario):
@@ -27,38 +33,30 @@ class ServerClock(LeaseFaultScenario):
     summary = ("the lock's server (its own, on a fake clock) jumps forward past the TTL or runs fast mid-hold; Redlock "
                "with one granting master of five jumped (Kleppmann's case) and the same with no jump")
     title = "lock server's clock moved"
-    breaks_leases = True
     # variant -> the faults it runs, the first that applies to a backend by its declarations.
     kinds: dict[str, tuple[type[GradedFault], ...]] = {
         "jump": (ServerClockJump,), "fast": (ServerClockFast, RedlockClockFast),
         "kleppmann": (RedlockClockJump,), "kleppmann_control": (RedlockClockControl,),
     }
     columns = (
-        Column("jump", "lock server's clock jumped forward past the TTL", 10.6,
-               "the Redis or lease-row PostgreSQL that keeps the lease, started for the trial with libfaketime, has its "
-               "wall clock jump two TTLs ahead while the holder holds; a contender asks at once; confirmed by the "
-               "server's own clock (Redis TIME, clock_timestamp()) read two TTLs ahead of the real one",
-               family=FaultFamily.CLOCKS, happens_when=()),
-        Column("fast", "lock server's clock running twice as fast", 10.7,
-               "the same server's (or one granting Redlock master's) wall clock runs at twice the real rate from "
-               "the holder's grant; a contender asks until 0.9 TTL after that grant; confirmed by two readings of "
-               "the server's clock",
-               family=FaultFamily.CLOCKS, happens_when=()),
-        Column("kleppmann", "a granting Redlock master's clock jumped (Kleppmann)", 21.5,
-               "Redlock over five masters of the trial's own, the holder's grant on exactly three (two refuse SET "
-               "while it asks); one of those three has its clock jump two TTLs ahead and a contender asks all five "
-               "at once; confirmed by that master's TIME and the key gone from it",
-               family=FaultFamily.CLOCKS, happens_when=(), strikes=("redlock",)),
-        Column("kleppmann_control", "the same Redlock trial, no jump", 21.6,
-               "the Kleppmann trial with no jump (the control): the struck master's clock read within a few "
-               "milliseconds of the real one and the key still on three masters",
-               family=FaultFamily.CLOCKS, happens_when=(), strikes=("redlock",)),
+        LOCK_SERVER_CLOCK("jump", "lock server's clock jumped forward past the TTL", 10.6,
+                          "the Redis or lease-row PostgreSQL that keeps the lease, started for the trial with libfaketime, has its "
+                          "wall clock jump two TTLs ahead while the holder holds; a contender asks at once; confirmed by the "
+                          "server's own clock (Redis TIME, clock_timestamp()) read two TTLs ahead of the real one"),
+        LOCK_SERVER_CLOCK("fast", "lock server's clock running twice as fast", 10.7,
+                          "the same server's (or one granting Redlock master's) wall clock runs at twice the real rate from "
+                          "the holder's grant; a contender asks until 0.9 TTL after that grant; confirmed by two readings of "
+                          "the server's clock"),
+        REDLOCK_MASTER_CLOCK("kleppmann", "a granting Redlock master's clock jumped (Kleppmann)", 21.5,
+                             "Redlock over five masters of the trial's own, the holder's grant on exactly three (two refuse SET "
+                             "while it asks); one of those three has its clock jump two TTLs ahead and a contender asks all five "
+                             "at once; confirmed by that master's TIME and the key gone from it"),
+        REDLOCK_MASTER_CLOCK("kleppmann_control", "the same Redlock trial, no jump", 21.6,
+                             "the Kleppmann trial with no jump (the control): the struck master's clock read within a few "
+                             "milliseconds of the real one and the key still on three masters"),
     )
     # Each trial starts its own lock server(s); a lease row's PostgreSQL takes an initdb (about 2 s).
-    params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 2},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 2},
-    }
+    params = lease_params(parallel=2)
 
     def fault_for(self, variant: str, backend_cls) -> type[GradedFault]:
         return first_applicable(self.kinds[variant], backend_cls)

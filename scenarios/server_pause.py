@@ -22,7 +22,7 @@ from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.faults.own_server import OwnLockServer
 from lab.pacing import Exclusive
 from lab.servers.abilities import Pausable, RedlockMasters
-from scenarios._lease_faults import LeaseFaultScenario
+from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._own_store import OnOwnStore, on_own_store
 from scenarios.base import TrialSpec
 
@@ -109,7 +109,6 @@ class ServerPause(OnOwnStore, LeaseFaultScenario):
     summary = ("the lock's own server (Redis, etcd, ZooKeeper) SIGSTOPped past the TTL mid-hold, then SIGCONTed; a "
                "contender tries meanwhile")
     title = "lock server paused past the TTL"
-    breaks_leases = True
     columns = (
         Column("sigstop", "lock server paused past the TTL", 10.5,
                "the server that holds the lease (Redis, etcd, ZooKeeper) SIGSTOPped for longer than the TTL, then "
@@ -127,7 +126,4 @@ class ServerPause(OnOwnStore, LeaseFaultScenario):
         cls = backends.load(spec.backend)
         return not (ServerPauseFault.own_server(cls, services) or on_own_store(cls, services))
 
-    params = {  # each trial stops a server of its own (lab/faults/own_server.py): several at once
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 4},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 4},
-    }
+    params = lease_params(parallel=4)  # each trial stops a server of its own (lab/faults/own_server.py): several at once

@@ -18,24 +18,25 @@ slow_network_trial(env, NetDelay(strength)) runs one trial at any strength.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import backends
 from lab.checkers.outcomes import DoesNotRun
-from lab.columns import Column, FaultFamily
+from lab.columns import FaultFamily
 from lab.errors import LabError
 from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, SlowNetworkFault
 from lab.measures.shapes import LeaseFaultMeasures
 from lab.pacing import Lane
-from lab.servers.netns import Bridge, NamespaceUnavailable, NetNamespace
+from lab.servers.netns import Bridge, NetNamespace
 from lab.servers.own import OWN_SERVERS
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.services import SERVICE_NAMES, Services
 from lab.servers.slow_link import LinkUnavailable, SlowLink, unavailable_reason
 from lab.workload.table import ensure_schema
-from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
+from scenarios._column_kinds import ColumnKind
+from scenarios._lease_faults import LeaseFaultScenario, lease_params, lease_fault_trial
+from scenarios._trial_folders import private_namespace, shared_folder
 from scenarios.base import Skip, TrialEnv
 
 EXTERNAL = ("slows the network only around servers the lab starts, in a namespace of its own; it never touches "
@@ -47,6 +48,10 @@ def fault_of(variant: str) -> SlowNetworkFault:
             "loss_30": lambda: NetLoss(0.30)}[variant]()
 
 
+# Its columns: a slow or lossy lock connection, on every stack.
+SLOW_LINK = ColumnKind(FaultFamily.NETWORK)
+
+
 class SlowNetwork(LeaseFaultScenario):
     name = "slow_network"
     # Servers of each trial's own, in its own namespace: runs beside the others.
@@ -55,27 +60,20 @@ class SlowNetwork(LeaseFaultScenario):
     summary = ("the holder's lock connection slowed (round trip +TTL/3, +TTL) or losing 30 % of its packets, in a "
                "private network namespace with servers of the trial's own; a contender tries meanwhile")
     title = "slow or lossy lock connection"
-    breaks_leases = True
     columns = (
-        Column("rtt_third", "lock connection slowed: round trip +TTL/3", 8.2,
-               "every packet of the holder's lock connection held TTL/6 each way in a private network namespace "
-               "(iptables NFQUEUE) past the TTL; confirmed by the lock's traffic counted through the slowed port "
-               "and a probe's round trip under the same rule measured against TTL/3",
-               family=FaultFamily.NETWORK, happens_when=()),
-        Column("rtt_ttl", "lock connection slowed: round trip +TTL", 8.4,
-               "the same with each packet held TTL/2 each way, so a renewal's round trip takes a TTL more; confirmed "
-               "the same way against a TTL",
-               family=FaultFamily.NETWORK, happens_when=()),
-        Column("loss_30", "lock connection losing 30 % of its packets", 8.6,
-               "each packet of the holder's lock connection dropped with probability 0.3, each way, on the input "
-               "hook of a private network namespace past the TTL; confirmed by the lock's traffic counted through "
-               "the port and the drop rule's counters on a probe against 30 %",
-               family=FaultFamily.NETWORK, happens_when=()),
+        SLOW_LINK("rtt_third", "lock connection slowed: round trip +TTL/3", 8.2,
+                  "every packet of the holder's lock connection held TTL/6 each way in a private network namespace "
+                  "(iptables NFQUEUE) past the TTL; confirmed by the lock's traffic counted through the slowed port "
+                  "and a probe's round trip under the same rule measured against TTL/3"),
+        SLOW_LINK("rtt_ttl", "lock connection slowed: round trip +TTL", 8.4,
+                  "the same with each packet held TTL/2 each way, so a renewal's round trip takes a TTL more; confirmed "
+                  "the same way against a TTL"),
+        SLOW_LINK("loss_30", "lock connection losing 30 % of its packets", 8.6,
+                  "each packet of the holder's lock connection dropped with probability 0.3, each way, on the input "
+                  "hook of a private network namespace past the TTL; confirmed by the lock's traffic counted through "
+                  "the port and the drop rule's counters on a probe against 30 %"),
     )
-    params = {  # each trial starts a PostgreSQL of its own: a few at once on two cores
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 3},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 3},
-    }
+    params = lease_params(parallel=3)  # each trial starts a PostgreSQL of its own: a few at once on two cores
 
     def variant_skip(self, variant: str, backend_cls) -> str | None:
         """n/a where the fault does not apply; where it does, *does not run* without root, iproute2 or iptables."""
@@ -110,12 +108,8 @@ def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault, step: int | None 
     if run_server is None or env.services.tmp is None:
         raise Skip(EXTERNAL)
     cls = backends.load(env.spec.backend)
-    try:
-        namespace = NetNamespace()
-    except NamespaceUnavailable as exc:
-        raise Skip(DoesNotRun(str(exc))) from None
-    root = Path(tempfile.mkdtemp(prefix="slownet-", dir=env.services.tmp))
-    root.chmod(0o755)
+    namespace = private_namespace()
+    root = shared_folder(env.services.tmp, "slownet-")
     inside = Services(tmp=None)  # the servers as the holder reaches them
     bridges: list[Bridge] = []
     monitor = writes = None

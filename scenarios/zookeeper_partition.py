@@ -22,10 +22,8 @@ the trials run one at a time, with nothing beside them.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from lab.checkers.outcomes import DoesNotRun
 from lab.columns import Column, FaultFamily
@@ -34,10 +32,10 @@ from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.pacing import Lane
 from lab.servers.zookeeper import server as zookeeper
 from lab.servers.abilities import PartitionsMembers
-from lab.servers.owner import mark_owner
 from lab.servers.services import Services
 from lab.servers.zookeeper.ensemble import ZooKeeperEnsemble
-from scenarios._lease_faults import LeaseFaultScenario, lease_fault_trial
+from scenarios._lease_faults import LeaseFaultScenario, lease_params, lease_fault_trial
+from scenarios._trial_folders import swept_folder
 from scenarios.base import Skip, TrialEnv
 
 CONFIRM_WITHIN = 5.0  # seconds for the cut-off server to give up its leader (syncLimit is 1 s)
@@ -152,7 +150,6 @@ class ZooKeeperPartition(LeaseFaultScenario):
     fault = ZooKeeperPartitionFault
     summary = "a three-server ZooKeeper ensemble mid-hold: the holder's server partitioned from the other two"
     title = "ZooKeeper server partitioned"
-    breaks_leases = True
     replicated = True
     columns = (
         Column("holder_member", "the holder's ZooKeeper server partitioned", 19.5,
@@ -160,10 +157,7 @@ class ZooKeeperPartition(LeaseFaultScenario):
                "clients, the other two are a leader and its follower, and a probe commits through them",
                family=FaultFamily.NETWORK, happens_when=(when(Trait.ZOOKEEPER_ENSEMBLE, YES),), strikes=("zookeeper",)),
     )
-    params = {
-        "quick": {"ttl_s": 1.0, "trials": 1, "parallel": 1},
-        "default": {"ttl_s": 2.0, "trials": 3, "parallel": 1},
-    }
+    params = lease_params(parallel=1)
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
         return 2  # the holder process's monitor and writes on the run's PostgreSQL; the contender uses the pool
@@ -174,7 +168,7 @@ class ZooKeeperPartition(LeaseFaultScenario):
     def run_trial(self, env: TrialEnv) -> dict:
         if (missing := zookeeper.missing()) is not None:  # a ZooKeeper of the user's, but none here to start
             raise Skip(DoesNotRun(missing))
-        root = _trial_dir(env)
+        root = swept_folder(env.services, "zookeeper-ensemble")
         ensemble = ZooKeeperEnsemble(root)
         try:
             started = time.monotonic()
@@ -191,13 +185,3 @@ class ZooKeeperPartition(LeaseFaultScenario):
         if measures["contender"]["acquired"] and holder_token and contender_token:  # 0: a lock without one
             measures["token_increased"] = contender_token > holder_token
         return measures
-
-
-def _trial_dir(env: TrialEnv) -> Path:
-    """The ensemble's folder: under the run's temp dir, or (every server external) a temp dir of its own
-    that the next lab's sweep removes if this process is killed before its cleanup."""
-    if env.services.tmp is not None:
-        return Path(tempfile.mkdtemp(prefix="zookeeper-ensemble-", dir=env.services.tmp))
-    root = Path(tempfile.mkdtemp(prefix="locklab-zookeeper-ensemble-"))
-    mark_owner(root)
-    return root

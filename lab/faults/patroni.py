@@ -154,9 +154,7 @@ class PatroniAgentPause(PatroniFault):
     name = "patroni_agent_pause"
     label = "the primary's Patroni agent paused past its ttl"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.stopped: int | None = None
+    stopped: int | None = None  # the agent's pid while it is stopped, None once it runs again
 
     def inject(self, target: Target) -> None:
         self._strike(target)
@@ -199,9 +197,7 @@ class PatroniDcsCut(PatroniFault):
     name = "patroni_dcs_cut"
     label = "the primary cut from the DCS"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.link: BlackholeProxy | None = None
+    link: BlackholeProxy | None = None  # the agent's DCS link, once cut
 
     def inject(self, target: Target) -> None:
         self._strike(target)
@@ -269,9 +265,7 @@ class PatroniSwitchover(PatroniFault):
     name = "patroni_switchover"
     label = "a planned Patroni switchover"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.asked: Future | None = None
+    asked: Future | None = None  # the switchover, asked and running meanwhile
 
     def inject(self, target: Target) -> None:
         """Ask for the switchover and return at once: it takes seconds, and the old primary's behaviour meanwhile

@@ -19,13 +19,11 @@ from lab.workload.table import COMPANY_SIZE, CompanyTable
 from scenarios._two_runs import COMPANY, two_runs
 from scenarios.base import TrialEnv
 from scenarios.whynot._overlap import hold_run1_at, two_runs_table
-from scenarios.whynot.base import Experiment
+from scenarios.whynot.base import WaitingExperiment
 
 
-class Backstop(Experiment):
+class Backstop(WaitingExperiment):
     """Two overlapping rebuilds under a unique marker: what the loser saw, and the company after both."""
-
-    alone = False  # its runs wait on each other's locks and time only those waits
 
     variants = ("backstop_loser",)
     requires = frozenset({Capability.UNIQUE_MARKER})

@@ -53,6 +53,12 @@ class Experiment(ABC):
         return Safety.SAFE
 
 
+class WaitingExperiment(Experiment, ABC):
+    """An experiment whose runs wait on each other's locks and time only those waits: it runs beside its like."""
+
+    alone = False
+
+
 def is_session_lock_on_postgres(cls: type[Backend]) -> bool:
     """A PostgreSQL session lock held for the whole run on a connection of its own (the post's methods 1-3)."""
     return Capability.SESSION_LOCK in cls.capabilities and cls.lock_service == "postgres"

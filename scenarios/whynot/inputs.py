@@ -18,16 +18,14 @@ from lab.workload.table import COMPANY_SIZE
 from scenarios._two_runs import COMPANY, two_runs
 from scenarios.base import TrialEnv
 from scenarios.whynot._overlap import hold_run1_at, two_runs_table
-from scenarios.whynot.base import Experiment
+from scenarios.whynot.base import WaitingExperiment
 
 SAME = "inputs-v1"  # the one input both runs of same_inputs rebuild from
 
 
-class IdempotentInputs(Experiment):
+class IdempotentInputs(WaitingExperiment):
     """Two overlapping upserting rebuilds, with one input for both (same_inputs) or each its own
     (different_inputs)."""
-
-    alone = False  # its runs wait on each other's locks and time only those waits
 
     variants = ("same_inputs", "different_inputs")
     requires = frozenset({Capability.NATURAL_KEY})

@@ -24,15 +24,13 @@ from lab.workload.table import COMPANY_SIZE
 from scenarios._two_runs import two_runs
 from scenarios.base import TrialEnv
 from scenarios.whynot._overlap import hold_run1_at
-from scenarios.whynot.base import Experiment
+from scenarios.whynot.base import WaitingExperiment
 
 RUNS = 3  # runs pulling from one queue at once
 
 
-class Queue(Experiment):
+class Queue(WaitingExperiment):
     """A second run asking for a held company, then runs pulling one queue dry: duplicates, misses, intact."""
-
-    alone = False  # its runs wait on each other's locks and time only those waits
 
     variants = ("queue_exclusion",)
     requires = frozenset({Capability.QUEUE})

@@ -28,14 +28,12 @@ from lab.workload.table import COMPANY_SIZE, table_name
 from scenarios._two_runs import COMPANY, two_runs
 from scenarios.base import TrialEnv
 from scenarios.whynot._overlap import hold_run1_at
-from scenarios.whynot.base import Experiment
+from scenarios.whynot.base import WaitingExperiment
 
 
-class RowLocks(Experiment):
+class RowLocks(WaitingExperiment):
     """A child insert under the parent's row lock (fk_child_insert), and a company with no parent row
     (no_parent_row)."""
-
-    alone = False  # its runs wait on each other's locks and time only those waits
 
     variants = ("fk_child_insert", "no_parent_row")
     requires = frozenset({Capability.PARENT_ROW_LOCK})

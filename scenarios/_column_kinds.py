@@ -1,0 +1,25 @@
+"""A kind of fault column: what several columns of one scenario declare alike (their family, the services they
+strike, the stack conditions they share), written once so that each column declares only what is its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lab.columns import Column, FaultFamily
+from lab.exposure import When
+
+
+@dataclass(frozen=True)
+class ColumnKind:
+    """The family, conditions and services a scenario's columns share (lab/columns.py says what each means);
+    happens_when () is every stack, strikes None whichever service holds the lock."""
+
+    family: FaultFamily
+    happens_when: tuple[When, ...] = ()
+    strikes: tuple[str, ...] | None = None
+
+    def __call__(self, variant: str, label: str, order: float, legend: str, *, also: tuple[When, ...] = (),
+                 same_fault_as: str | None = None, setting: str | None = None) -> Column:
+        """One column of this kind; also: conditions of its own, after the kind's."""
+        return Column(variant, label, order, legend, family=self.family, setting=setting, same_fault_as=same_fault_as,
+                      happens_when=self.happens_when + also, strikes=self.strikes)
