@@ -19,8 +19,8 @@ from sqlalchemy.engine import Connection, Engine
 from lab.errors import ServiceError
 from lab.servers.clients import first_line, parse_pg_dsn, pg_engine, redact
 from lab.servers.kernel_timers import keepalive_lateness_s
-from lab.servers.postgres.sql import KEEPALIVE_SQL, keepalive_estimate
 from lab.servers.pooler_settings import refusal
+from lab.servers.postgres.sql import KEEPALIVE_SQL, keepalive_estimate
 from lab.stack import Guard, Patroni, PoolMode, Postgres, Replication, Unknown
 
 GUARDS = ("idle_in_transaction_session_timeout", "idle_session_timeout")

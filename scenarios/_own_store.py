@@ -20,8 +20,8 @@ from sqlalchemy.engine import Engine, make_url
 
 import backends
 from lab.servers.mariadb import sql as mariadb_sql
-from lab.servers.postgres.server import EmbeddedPostgres, template_for
 from lab.servers.mariadb.server import EmbeddedMariaDB
+from lab.servers.postgres.server import EmbeddedPostgres, template_for
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.services import Services
 from lab.where import DATABASES

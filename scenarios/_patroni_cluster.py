@@ -15,8 +15,8 @@ from lab.errors import LabError
 from lab.faults import Fault
 from lab.faults import load as load_fault
 from lab.measures.promotion import PromotionProbe, create_probe_table
-from lab.servers.patroni.health_router import PrimaryRouter
 from lab.servers.patroni.cluster import PatroniCluster, PatroniNode
+from lab.servers.patroni.health_router import PrimaryRouter
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.workload.table import ensure_schema
 from scenarios._shared_event import Shape, on_servers, shared_event

@@ -22,9 +22,9 @@ from typing import cast
 
 from backends import load as load_backend
 from backends.base import Backend, NoRunLock
+from lab.checkers.outcomes import NotRun
 from lab.measures.kinds import Measured
 from lab.pacing import Lane, Pacing
-from lab.checkers.outcomes import NotRun
 from lab.servers.clients import is_sentinel_url, redis_client
 from lab.servers.floors import PROBES, probe_for
 from lab.servers.proxy import BlackholeProxy

@@ -13,8 +13,8 @@ from sqlalchemy import text
 
 from lab.measures.kinds import Measured
 from lab.post_role import PostRole
-from lab.servers.postgres import sql as pg
 from lab.servers.clients import pg_engine
+from lab.servers.postgres import sql as pg
 from scenarios.base import Scenario, TrialEnv
 
 _TRY = text("select pg_try_advisory_lock(hashtextextended(:k, 0))")

@@ -29,8 +29,8 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
-from lab.checkers.ops import Recorder
 from lab.checkers.keepalive import ends_as_estimated
+from lab.checkers.ops import Recorder
 from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
@@ -41,10 +41,10 @@ from lab.holder.process import HolderProcess
 from lab.measures.kinds import Measured
 from lab.measures.shapes import NetDropMeasures
 from lab.pacing import Floor, Lane, Pacing
-from lab.servers.postgres import sql as pg
-from lab.servers.postgres.server import EmbeddedPostgres, template_for
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NetNamespace, unavailable_reason
+from lab.servers.postgres import sql as pg
+from lab.servers.postgres.server import EmbeddedPostgres, template_for
 from lab.servers.postgres.sql import KEEPALIVE_SQL, dispose, keepalive_estimate, trial_engines
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, ensure_schema

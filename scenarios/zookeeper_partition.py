@@ -30,9 +30,9 @@ from lab.columns import Column, FaultFamily
 from lab.exposure import YES, Trait, when
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.pacing import Lane
-from lab.servers.zookeeper import server as zookeeper
 from lab.servers.abilities import PartitionsMembers
 from lab.servers.services import Services
+from lab.servers.zookeeper import server as zookeeper
 from lab.servers.zookeeper.ensemble import ZooKeeperEnsemble
 from scenarios._lease_faults import LeaseFaultScenario, lease_params, lease_fault_trial
 from scenarios._trial_folders import swept_folder

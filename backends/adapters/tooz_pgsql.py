@@ -16,8 +16,8 @@ from backends._pooled_writes import WritesOnSharedPool
 from backends.base import Backend, BareCall
 from lab.capabilities import Capability
 from lab.errors import LockLost
-from lab.servers.postgres import sql as pg
 from lab.servers.clients import pg_hosts, pin_session
+from lab.servers.postgres import sql as pg
 
 
 def _tooz_url(url) -> str:

@@ -40,9 +40,9 @@ from lab.faults.base import FaultNotConfirmed, GradedFault, Route, Target
 from lab.servers import fake_clock
 from lab.servers.clients import pg_engine, redis_client
 from lab.servers.etcd.server import EmbeddedEtcd
+from lab.servers.fake_clock import ClockReading, FakeClock, read_clock, redis_time
 from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.redis.server import EmbeddedRedis
-from lab.servers.fake_clock import ClockReading, FakeClock, read_clock, redis_time
 from lab.servers.services import Services
 
 SAMPLE_EVERY_S = 0.1

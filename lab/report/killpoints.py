@@ -6,8 +6,8 @@ import pandas as pd
 
 from lab.measures.kinds import Measured
 from lab.report.common import md_table
-from lab.report.timelines import slug
 from lab.report.sections import RunView, measured_section
+from lab.report.timelines import slug
 
 
 def passed(m: dict) -> str:

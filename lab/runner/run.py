@@ -31,9 +31,9 @@ from lab.runner.progress import ScenarioProgress, wall_over_bound
 from lab.runner.resume import resumed
 from lab.runner.stores import close_stores, open_stores
 from lab.runner.trials import run_trials
+from lab.servers.clients import redact
 from lab.servers.postgres import sql as pg
 from lab.servers.postgres.capacity import Capacity, SessionSampler, read_capacity
-from lab.servers.clients import redact
 from lab.servers.services import SERVICE_NAMES, Services, start_services
 from lab.workload.table import drop_schema, ensure_schema
 from scenarios.base import FaultReach, Scenario, TrialSpec

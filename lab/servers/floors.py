@@ -5,8 +5,8 @@ probe_for(service) and never branches on a service's name."""
 
 from __future__ import annotations
 
-from lab.servers.floor_probe import FloorProbe, timed
 from lab.servers.etcd.floor import EtcdFloor
+from lab.servers.floor_probe import FloorProbe, timed
 from lab.servers.mariadb.floor import MariaDBFloor
 from lab.servers.postgres.floor import PostgresFloor
 from lab.servers.redis.floor import RedisFloor, RedlockFloor

@@ -22,9 +22,9 @@ from sqlalchemy.engine import URL, make_url
 
 from lab.errors import ServiceError
 from lab.servers.clients import first_line
+from lab.servers.owner import OWNER_FILE, mark_owner, owner_alive
 from lab.servers.postgres.server import traversable_by_others
 from lab.servers.service_kinds import ENV_VARS, KINDS, OS_PACKAGES, SERVICE_NAMES
-from lab.servers.owner import OWNER_FILE, mark_owner, owner_alive
 
 CONNECT_TIMEOUT = 5
 __all__ = ["ENV_VARS", "OS_PACKAGES", "SERVICE_NAMES", "ExternalAddresses", "Services", "start_services"]

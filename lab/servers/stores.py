@@ -12,11 +12,11 @@ from typing import Mapping
 
 from sqlalchemy.engine import URL, Engine, make_url
 
+from lab.servers.clients import pg_engine
 from lab.servers.mariadb import sql as mariadb_sql
 from lab.servers.postgres import sql as pg
-from lab.where import DATABASES
-from lab.servers.clients import pg_engine
 from lab.servers.services import Services
+from lab.where import DATABASES
 
 SQL_STORES = DATABASES
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from lab.exposure import Happens, Trait
 from lab.report import run_view, write_report
 from lab.report.advice import CANNOT_HAPPEN, StackView, advise
 from lab.report.fault_groups import FamilyCell, summary_tables
 from lab.report.html import PAGE
-from lab.exposure import Happens, Trait
 from lab.results import RunFolder
 from lab.stack_choices import from_query, stack_of, to_query
 from tests.browser.test_html_in_browser import SCREENSHOTS, browser, open_page  # noqa: F401 (a fixture)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from lab.report import run_view, write_report
+from lab.report.fault_groups import summary_tables
 from lab.report.html import PAGE, families_of, json_for_script, unpacked
 from lab.report.markdown_html import to_html
-from lab.report.fault_groups import summary_tables
 from lab.report.matrix import IDLE_MARKS, matrix_rows
 from lab.report.matrix_split import split_tables
 from lab.results import RunFolder

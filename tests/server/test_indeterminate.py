@@ -21,8 +21,8 @@ from backends._fence import fenced_write
 from backends._writes import sqlstate, write_transaction
 from backends.base import BackendContext, RebuildResult, describe_error
 from lab.checkers.ops import F, Recorder, Type
-from lab.servers.postgres import sql as pg
 from lab.servers.clients import pg_engine
+from lab.servers.postgres import sql as pg
 from lab.workload.job import run_job
 from lab.workload.table import CompanyTable, table_name
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
 from lab.servers.patroni.runtime import unavailable_reason
+from lab.servers.postgres.server import EmbeddedPostgres
 from tests.os_packages import skip_for
 from tests.server.helpers import processes_under, shared_tmp
 from tests.server.hook_helpers import hooked_lab_run, started_with, trigger_hooks

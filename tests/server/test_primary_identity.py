@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.servers.postgres.pair import PostgresPair
 from lab.servers.etcd.cluster import EtcdCluster
 from lab.servers.identity import is_new_primary, old_primary_answer, primary_identity
+from lab.servers.postgres.pair import PostgresPair
 
 pytestmark = pytest.mark.server
 

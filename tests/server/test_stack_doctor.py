@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import text
 
 from lab.capabilities import Capability
-from lab.servers.redis.server import EmbeddedRedis
 from lab.servers.processes import on_a_free_port
+from lab.servers.redis.server import EmbeddedRedis
 from lab.servers.sentinel.cluster import SentinelRedis
 from tests.server.pooler_helpers import needs_pgbouncer, start_bouncer
 from tests.server.stack_helpers import declares, doctor_advice, exposed, no_secret, qualifying

@@ -27,8 +27,8 @@ from sqlalchemy.engine import URL
 
 from lab.errors import ServiceError
 from lab.servers.clients import parse_pg_dsn
-from lab.servers.etcd.server import EmbeddedEtcd
 from lab.servers.embedded import new_password
+from lab.servers.etcd.server import EmbeddedEtcd
 from lab.servers.patroni.node import (READY_WITHIN, REST_TIMEOUT, PatroniNode, PatroniSettings, Secrets, json_of,
                                       last_line)
 from lab.servers.patroni.runtime import PatroniRuntime

@@ -27,8 +27,8 @@ from sqlalchemy.engine import URL
 
 from lab.errors import LabError
 from lab.servers.clients import known_settings, pg_engine, pg_hosts
-from lab.servers.postgres.sql import backend_pid_of
 from lab.servers.pooler_settings import REFUSAL
+from lab.servers.postgres.sql import backend_pid_of
 
 DEFAULT = "psycopg2"
 # name -> (the packages it needs, what it is)

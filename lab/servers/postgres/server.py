@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 from lab.errors import ServiceError
-from lab.servers.postgres.template import DataTemplate, made_once
 from lab.servers.embedded import OneProcess, new_password, package_dir
+from lab.servers.postgres.template import DataTemplate, made_once
 from lab.servers.processes import free_port, spawn, stop, wait_ready, with_environment
 
 # SCRAM's key stretching protects weak passwords whose verifier leaks; a run's password is 192 random

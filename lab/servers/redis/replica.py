@@ -16,10 +16,10 @@ from pathlib import Path
 
 from lab.errors import ServiceError
 from lab.servers.clients import redis_client
-from lab.servers.redis.server import EmbeddedRedis
 from lab.servers.embedded import new_password
 from lab.servers.processes import on_a_free_port
 from lab.servers.proxy import BlackholeProxy, hold_back, started_link
+from lab.servers.redis.server import EmbeddedRedis
 
 SYNC_WITHIN = 30.0
 
