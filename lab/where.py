@@ -9,12 +9,25 @@ read it from there; nothing decides applicability from the lock's service alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
+
+
+class Service(StrEnum):
+    """A service a lock, its fence or its writes live on, by the name runs record (meta.json's `where`). Code names
+    a service by its member, never by a string that could as well be a backend's name (Redis, etcd and Redlock are
+    both a service and a built-in lock)."""
+
+    POSTGRES = "postgres"
+    MARIADB = "mariadb"
+    REDIS = "redis"
+    REDLOCK = "redlock"  # Redlock's independent Redis masters
+    ETCD = "etcd"
+    ZOOKEEPER = "zookeeper"
 
 
 # The services a lock's company rows can live on: the SQL databases the lab runs its workload on. A lock whose own
 # service is one of them lives in a database, not in a lock service of its own.
-DATABASES = ("postgres", "mariadb")
+DATABASES = (Service.POSTGRES, Service.MARIADB)
 
 
 class Part(str, Enum):

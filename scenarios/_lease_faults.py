@@ -34,6 +34,7 @@ from lab.pacing import Pacing
 from lab.servers.clients import pg_engine
 from lab.servers.services import Services
 from lab.servers.stores import SQL_STORES, idle_transaction_guard
+from lab.workload.contract import NO_WRITE
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, ensure_schema
 from scenarios.base import Scenario, Skip, TrialEnv, judged
@@ -177,7 +178,7 @@ def first_applicable(kinds: tuple[type[F_], ...], backend_cls) -> type[F_]:
 
 def _effective_outcome(write: dict) -> str:
     """A write's outcome, with an indeterminate commit replaced by what reading the table resolved."""
-    outcome = write.get("outcome", "none")
+    outcome = write.get("outcome", NO_WRITE)
     if outcome == "indeterminate":
         resolved: dict[str | None, str] = {"committed": "committed", "not committed": "failed"}
         return resolved.get(write.get("resolved"), "indeterminate")
@@ -292,7 +293,7 @@ def holder_measures(events, job, table, env, fault, point, t_fault, t_heal, ttl,
                    "noticed_loss_at": None if noticed is None else round(noticed - t0, 3),
                    "release": by_name.get("release", {}).get("result"),
                    "signals": signals(events, t0)},
-        "contender": {"acquired": job.acquired, "write": contender_rebuild.outcome if contender_rebuild else "none",
+        "contender": {"acquired": job.acquired, "write": contender_rebuild.outcome if contender_rebuild else NO_WRITE,
                       "granted_at": None if job.granted_at is None else round(job.granted_at - t0, 3),
                       "in_at": None if contender_in_at is None else round(contender_in_at - t0, 3)},
         # Whether the lock was lost, the company paid, or the fault took the right away at all is the checkers'

@@ -46,6 +46,7 @@ from lab.pacing import Lane
 from lab.servers.etcd.cluster import EtcdCluster
 from lab.servers.ready_ahead import ReadyAhead
 from lab.servers.services import Services
+from lab.where import Service
 from scenarios._column_kinds import ColumnKind
 from scenarios._lease_faults import LeaseFaultScenario, lease_params, lease_fault_trial
 from scenarios._trial_folders import swept_folder
@@ -61,7 +62,7 @@ CLUSTERS_AHEAD = 1
 
 
 # Its columns: a three-member etcd that holds the lock, a member cut off or its leader lost.
-ETCD_PARTITION = ColumnKind(FaultFamily.NETWORK, (when(Trait.ETCD_CLUSTER, YES),), ("etcd",))
+ETCD_PARTITION = ColumnKind(FaultFamily.NETWORK, (when(Trait.ETCD_CLUSTER, YES),), (Service.ETCD,))
 ETCD_LEADER_LOST = replace(ETCD_PARTITION, family=FaultFamily.FAILOVER)
 
 
@@ -113,7 +114,7 @@ class EtcdPartition(LeaseFaultScenario):
         cluster = started.cluster
         try:
             contender = cluster.followers()[-1]  # a follower: on the majority side of every variant
-            services = replace(env.services, etcd_endpoint=contender.endpoint, embedded={"etcd": cluster}, tmp=None)
+            services = replace(env.services, etcd_endpoint=contender.endpoint, embedded={Service.ETCD: cluster}, tmp=None)
             measures: dict = dict(lease_fault_trial(replace(env, services=services), self.fault_of(env.spec.variant)))
         finally:
             started.stop()

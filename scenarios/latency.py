@@ -28,6 +28,7 @@ from lab.pacing import Lane, Pacing
 from lab.servers.clients import is_sentinel_url, redis_client
 from lab.servers.floors import PROBES, probe_for
 from lab.servers.proxy import BlackholeProxy
+from lab.where import Service
 from lab.workload.table import SCHEMA
 from scenarios._latency_handoffs import measure_handoffs
 from scenarios._latency_samples import stats
@@ -86,7 +87,7 @@ class Latency(Scenario):
 
     def run_trial(self, env: TrialEnv) -> dict:
         service = _service_of(env)
-        if service == "redis" and is_sentinel_url(env.services.redis_url):
+        if service == Service.REDIS and is_sentinel_url(env.services.redis_url):
             raise Skip("its round trips are counted by a proxy in the lock client's path, and a client behind "
                        "Sentinel connects wherever the Sentinels say")
         floors = probe_for(service)(env.services, env.key("floor"), _COMMIT_TABLE)
@@ -123,7 +124,7 @@ class Latency(Scenario):
         routed = env.services.routed(service, [p.port for p in proxies])
         backend = env.backend(key=env.key("counted"), routed=routed)
         # One connection asks before and after, so its own handshake is not counted as the lock's.
-        counter = redis_client(env.services.redis()) if service == "redis" else None
+        counter = redis_client(env.services.redis()) if service == Service.REDIS else None
         bare = None
         try:
             try:

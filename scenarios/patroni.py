@@ -56,6 +56,7 @@ from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgres
 from lab.pacing import Lane
 from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
 from lab.servers.patroni.runtime import Unavailable, runtime
+from lab.stack import PoolMode
 from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
@@ -121,11 +122,11 @@ class Patroni(LeaseFaultScenario):
                          "the replica promoted (Patroni's view from it, out of recovery on a later timeline) beside the old "
                          "primary; SIGCONT after the holder's write, then the old primary is demoted and rewound (or your pause=CMD "
                          "and heal=CMD on your cluster)",
-                         also=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "none"),)),
+                         also=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, PoolMode.NONE.value),)),
         PATRONI_FAILOVER("agent_paused_routed", "the same, clients routed by GET /primary", 13.3,
                          "the same split brain with every client behind a proxy that routes new connections by each node's "
                          "REST health check (GET /primary), as HAProxy does; confirmed the same way", same_fault_as="agent_paused",
-                         also=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, "session", "transaction"),)),
+                         also=ASYNC_SPLIT_BRAIN + (when(Trait.POOLER, PoolMode.SESSION.value, PoolMode.TRANSACTION.value),)),
         PATRONI_FAILOVER("agent_paused_sync", "the same under synchronous_mode", 13.4,
                          "the same split brain with Patroni's synchronous_mode: the old primary's commits wait for its "
                          "synchronous standby, now a primary; confirmed the same way", same_fault_as="agent_paused",

@@ -29,16 +29,17 @@ from lab.pacing import Pacing
 from lab.servers.clients import pg_engine
 from lab.servers.pgbouncer.server import MISSING, PgBouncer, find_pgbouncer
 from lab.servers.pooler_settings import refusal
+from lab.stack import PoolMode
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, Observer
 from scenarios._column_kinds import ColumnKind
 from scenarios._pool_evidence import PoolView, Probes, bystander_unlock_all, sessions_moved
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
-MODES = {"session_mode": "session", "transaction_mode": "transaction"}
+MODES = {"session_mode": PoolMode.SESSION.value, "transaction_mode": PoolMode.TRANSACTION.value}
 # Transaction pooling: two server sessions for a trial's dozen clients. Session pooling cannot move a
 # session between clients, and a client beyond its pool waits for one to leave: room for all of them.
-POOL_SIZE = {"session": 16, "transaction": 2}
+POOL_SIZE = {PoolMode.SESSION.value: 16, PoolMode.TRANSACTION.value: 2}
 PROBE_CLIENTS, PROBE_ROUNDS = 3, 2
 COMPANY = 1
 EXTERNAL = ("needs a PostgreSQL the lab started: its own PgBouncer keeps the server's password in a file, which the "
@@ -60,11 +61,11 @@ class Pooler(Scenario):
         THROUGH_PGBOUNCER("session_mode", "through PgBouncer, session pooling", 23,
                           "the run's sessions go through the lab's own PgBouncer in session pooling, and the holder's lock "
                           "session is killed behind it; confirmed by the server session PgBouncer had paired it with",
-                          also=(when(Trait.POOLER, "session"),)),
+                          also=(when(Trait.POOLER, PoolMode.SESSION.value),)),
         THROUGH_PGBOUNCER("transaction_mode", "through PgBouncer, transaction pooling", 24,
                           "the same in transaction pooling, where consecutive transactions may land on different server "
                           "sessions; confirmed the same way",
-                          also=(when(Trait.POOLER, "transaction"),)),
+                          also=(when(Trait.POOLER, PoolMode.TRANSACTION.value),)),
     )
     params = {
         "quick": {"hold_s": 1.0, "trials": 1, "parallel": 6},

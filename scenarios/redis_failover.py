@@ -30,6 +30,7 @@ from lab.faults.redis_failover import RedisFailover as RedisFailoverFault
 from lab.holder.process import HolderProcess
 from lab.servers.redis.promotion import straight_to
 from lab.servers.redis.replica import RedisWithReplica
+from lab.where import Service
 from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._trial_folders import servers_folder
@@ -45,15 +46,15 @@ class RedisFailover(LeaseFaultScenario):
         Column("caught_up", "Redis failed over, replica caught up", 14,
                "the primary cut off and its replica promoted with REPLICAOF NO ONE once it has the lock key; "
                "confirmed by the replica answering as a primary",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=(Service.REDIS,)),
         Column("behind", "Redis failed over, replica behind", 15,
                "the same with the replica held behind, so the lock key never reached it; confirmed the same way,"
                " with the keys the new primary lacks",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=(Service.REDIS,)),
         Column("behind_wait", "Redis failed over, replica behind, WAIT 1", 16,
                "the same with a lock that takes a grant only once a replica has it (WAIT 1); confirmed the same "
                "way", same_fault_as="behind",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=("redis",)),
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=(Service.REDIS,)),
     )
     params = lease_params(parallel=4)
 
@@ -76,7 +77,7 @@ class RedisFailover(LeaseFaultScenario):
         fault: RedisFailoverFault | None = None
         try:
             pair.start()
-            servers = replace(env.services, redis_url=pair.primary.url, embedded={"redis": pair}, tmp=None)
+            servers = replace(env.services, redis_url=pair.primary.url, embedded={Service.REDIS: pair}, tmp=None)
             new_primary = replace(servers, redis_url=pair.replica.url, embedded={})
 
             def before_holder() -> dict:

@@ -27,6 +27,7 @@ from lab.exposure import Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redlock_restart import RedlockMasterRestart, keys_on
 from lab.servers.redis.server import EmbeddedRedlockMasters
+from lab.where import Service
 from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario
@@ -38,7 +39,7 @@ DOWN_WHILE_ASKING = 2  # the holder's grant then rests on exactly a quorum
 
 
 # Its columns: a Redlock master restarted, each under its persistence.
-REDLOCK_RESTART = ColumnKind(FaultFamily.RESTARTS, strikes=("redlock",))
+REDLOCK_RESTART = ColumnKind(FaultFamily.RESTARTS, strikes=(Service.REDLOCK,))
 
 
 class RedlockRestart(LeaseFaultScenario):
@@ -75,7 +76,7 @@ class RedlockRestart(LeaseFaultScenario):
             master.appendfsync_always = env.spec.variant == "appendfsync_always"
         try:
             masters.start()
-            servers = replace(env.services, redlock_urls=masters.urls, embedded={"redlock": masters}, tmp=None)
+            servers = replace(env.services, redlock_urls=masters.urls, embedded={Service.REDLOCK: masters}, tmp=None)
             down = masters.masters[-DOWN_WHILE_ASKING:]
 
             def before_holder() -> dict:

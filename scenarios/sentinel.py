@@ -49,6 +49,7 @@ from lab.servers.clients import parse_pg_dsn
 from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.sentinel.cluster import SENTINELS, SentinelRedis, SentinelSettings
+from lab.where import Service
 from lab.workload.table import ensure_schema
 from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_judgement, failover_trial
@@ -64,7 +65,7 @@ MIN_REPLICAS = "_min1"
 
 # The stacks each column's fault can happen to (lab/exposure.py): a Redis that Sentinel watches; the min1 columns are
 # the same faults where the servers refuse writes without a replica (min-replicas-to-write).
-WATCHED_BY_SENTINEL, ON_REDIS = (when(Trait.REDIS_SENTINEL, YES),), ("redis",)
+WATCHED_BY_SENTINEL, ON_REDIS = (when(Trait.REDIS_SENTINEL, YES),), (Service.REDIS,)
 
 
 # Its columns: a failover by Sentinel on a Redis it watches.
@@ -125,7 +126,7 @@ class Sentinel(LeaseFaultScenario):
         """One event on servers of its own for every subject; on the user's service, each subject in turn with the
         user's own command (a failover of their service reaches every client: one at a time)."""
         first = env.first
-        if not first.services.is_embedded("redis"):
+        if not first.services.is_embedded(Service.REDIS):
             return each_in_turn(env.subjects, self._on_your_servers)
         variant = env.event.variant
         settings = SentinelSettings(min_replicas_to_write=1 if variant.endswith(MIN_REPLICAS) else 0)
@@ -134,7 +135,7 @@ class Sentinel(LeaseFaultScenario):
         run_pg = first.services.embedded.get("postgres")
         pg = EmbeddedPostgres(root, bin_dir=run_pg.bin if isinstance(run_pg, EmbeddedPostgres) else None,
                               settings={"shared_buffers": "16MB"}, max_connections=sessions_for(len(env.subjects)))
-        servers = SentinelRedis(root / "redis", settings)
+        servers = SentinelRedis(root / Service.REDIS, settings)
         fault = faults.load(self.fault_of(variant))
         assert isinstance(fault, SentinelFault)  # every variant's fault is one
         try:
@@ -169,7 +170,7 @@ class Sentinel(LeaseFaultScenario):
             ensure_schema(monitor)
             backends.prepare_storage(monitor, sorted({spec.backend for spec in env.event.subjects}))
             url = parse_pg_dsn(pg.dsn)
-            services = replace(env.first.services, pg_url=url, redis_url=servers.url, embedded={"redis": servers},
+            services = replace(env.first.services, pg_url=url, redis_url=servers.url, embedded={Service.REDIS: servers},
                                tmp=None)
             refused = {e.spec.id: reason for e in env.subjects
                        if (reason := backends.load(e.spec.backend).cannot_run(services)) is not None}

@@ -17,13 +17,14 @@ from __future__ import annotations
 from lab.columns import FaultFamily
 from lab.faults import GradedFault, RedlockClockControl, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
 from lab.measures.kinds import Measured
+from lab.where import Service
 from scenarios._column_kinds import ColumnKind
 from scenarios._lease_faults import LeaseFaultScenario, lease_params, first_applicable
 
 
 # Its columns: a lock server's clock on every stack, or one Redlock master's.
 LOCK_SERVER_CLOCK = ColumnKind(FaultFamily.CLOCKS)
-REDLOCK_MASTER_CLOCK = ColumnKind(FaultFamily.CLOCKS, strikes=("redlock",))
+REDLOCK_MASTER_CLOCK = ColumnKind(FaultFamily.CLOCKS, strikes=(Service.REDLOCK,))
 
 
 class ServerClock(LeaseFaultScenario):

@@ -50,6 +50,10 @@ class BackendContext:
         return self.routed if self.routed is not None else self.services
 
 
+# The outcome recorded for a run that wrote nothing: it was refused, or never got to its write.
+NO_WRITE = "none"
+
+
 @dataclass
 class RebuildResult:
     """How one company rebuild ended: committed, failed (rolled back), rejected (fenced) or indeterminate.

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from lab.checkers.ops import F, Recorder, Type
 from lab.errors import LockLost
-from lab.workload.contract import Point, RebuildResult, describe_error
+from lab.workload.contract import NO_WRITE, Point, RebuildResult, describe_error
 from lab.workload.table import no_point
 
 
@@ -35,7 +35,7 @@ class JobResult:
         return self.rebuilds[0].outcome if self.rebuilds else "nothing to do"
 
     def summary(self, t0: float) -> dict:
-        first = self.rebuilds[0] if self.rebuilds else RebuildResult("refused" if not self.acquired else "none")
+        first = self.rebuilds[0] if self.rebuilds else RebuildResult("refused" if not self.acquired else NO_WRITE)
         return {"run": self.run_id, "outcome": self.outcome, "waited": round(first.waited, 3),
                 "deleted": first.deleted, "attempts": sum(r.attempts for r in self.rebuilds),
                 "failed_attempts": sum(len(r.failed_attempts) for r in self.rebuilds),

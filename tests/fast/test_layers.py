@@ -227,3 +227,48 @@ def test_a_planted_crossing_between_services_is_caught(tmp_path):
         "lab.servers.sentinel.cluster imports lab.servers.etcd.cluster",
         "lab.servers.sentinel.cluster imports lab.servers.etcd.cluster.PeerProxy",
         "lab.servers.zookeeper.ensemble imports lab.servers.mariadb"]
+
+
+def backend_names_in_quotes(root: Path, names: set[str]) -> list[str]:
+    """Where scenarios/ or lab/report/ write a built-in backend's name in quotes: a column, a service or a branch
+    chosen by a name a plugin cannot have. Docstrings are prose. The one exception is the report's printed word
+    "none" (the no-lock control's name too) where it is the text a value falls back to: `x or "none"`, or a branch
+    of a conditional expression."""
+    found = []
+    for folder in (root / "scenarios", root / "lab" / "report"):
+        for path in sorted(folder.rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            prose, fallbacks = set(), set()
+            for node in ast.walk(tree):
+                body = getattr(node, "body", None)
+                if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                        and isinstance(body[0].value, ast.Constant):
+                    prose.add(id(body[0].value))
+                if folder.name == "report" and isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+                    fallbacks.update(id(v) for v in node.values)
+                if folder.name == "report" and isinstance(node, ast.IfExp):
+                    fallbacks.update((id(node.body), id(node.orelse)))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and node.value in names and id(node) not in prose \
+                        and not (node.value == "none" and id(node) in fallbacks):
+                    found.append(f"{path.relative_to(root)}:{node.lineno} names {node.value!r}")
+    return found
+
+
+def test_scenarios_and_report_name_no_backend_in_quotes():
+    """A scenario names a service by lab.where.Service, a pool mode by lab.stack.PoolMode, a write that did not
+    happen by NO_WRITE: never by a string that is also a backend's name."""
+    import backends
+
+    assert backend_names_in_quotes(ROOT, set(backends.names())) == []
+
+
+def test_a_planted_backend_name_in_quotes_is_caught(tmp_path):
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "lab" / "report").mkdir(parents=True)
+    (tmp_path / "scenarios" / "x.py").write_text(
+        '"""Runs redis."""\nstrikes = ("redis",)\nword = outcome or "none"\n')
+    (tmp_path / "lab" / "report" / "y.py").write_text(
+        'if backend == "etcd":\n    pass\nshown = ", ".join(names) or "none"\nlock = "none" if x is None else x\n')
+    assert backend_names_in_quotes(tmp_path, {"redis", "etcd", "none"}) == [
+        "scenarios/x.py:2 names 'redis'", "scenarios/x.py:3 names 'none'", "lab/report/y.py:1 names 'etcd'"]

