@@ -10,9 +10,8 @@ from __future__ import annotations
 import importlib.util
 
 from backends.base import Backend
+from lab.servers.mariadb.server import NO_DRIVER
 from lab.servers.services import Services
-
-NO_DRIVER = "PyMySQL not installed (pip install -e '.[drivers]')"
 
 
 class OnMariaDB(Backend):

@@ -14,6 +14,7 @@ confirmed, as PostgreSQL's "terminating connection due to idle-in-transaction ti
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -26,6 +27,9 @@ from lab.servers.embedded import OneProcess
 from lab.servers.processes import free_port, on_a_free_port, spawn, stop, wait_ready
 
 MISSING = "mariadb-server not installed (apt-get install mariadb-server)"
+# PyMySQL is a base dependency; an environment that lacks it anyway (installed without dependencies, or uninstalled
+# since) gets this line in every MariaDB cell instead of a server that cannot even be asked whether it is ready.
+NO_DRIVER = "PyMySQL not installed (pip install PyMySQL)"
 # Where to look for mariadbd and mariadb-install-db (a PATH-style list of folders); set empty, the lab finds no
 # MariaDB, as on a machine without the package: how a test checks that case where it is installed.
 SEARCH_PATH_VARIABLE = "LAB_MARIADB_SEARCH_PATH"
@@ -53,8 +57,11 @@ def find_mariadb(path: str | None = None) -> tuple[str, str] | None:
 
 
 def missing() -> str | None:
-    """The one line for a machine without MariaDB (MISSING), or None when it is installed."""
-    return None if find_mariadb() is not None else MISSING
+    """The one line for a machine without MariaDB (MISSING) or without its driver (NO_DRIVER), or None when both
+    are there: the lab starts no MariaDB it could not talk to."""
+    if find_mariadb() is None:
+        return MISSING
+    return None if importlib.util.find_spec("pymysql") is not None else NO_DRIVER
 
 
 def aborted_connections(log_path: Path | None, connection_id: int | None) -> list[str]:
