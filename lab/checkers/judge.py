@@ -10,12 +10,12 @@ heard it was gone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lab.checkers.linearizable import mutex_finding
 from lab.checkers.measure_level import detected_within
 from lab.checkers.ops import F, Op, Type
-from lab.checkers.verdict import RANK, Finding, Kind, Valid, Verdict, worst
+from lab.checkers.verdict import RANK, Finding, Kind, Timeline, Valid, Verdict, worst
 
 RUN, COMPANY = "run", "company"
 
@@ -247,11 +247,24 @@ def acknowledged_writes(facts: Facts, final: dict) -> Finding:
     rows of a run the history does not know, or R wrote the company twice and either write could be the one
     there), the finding is unknown, never a guess.
     """
-    acknowledged = [w for w in facts.writes if w.outcome == "committed" and w.company is not None]
-    if not acknowledged:
-        return Finding("acknowledged writes", Valid.TRUE)
+    lost, undecided = discarded_writes(facts, final)
+    if lost:
+        write = lost[0]
+        kept = ", ".join(sorted((final or {})[write.company]["runs"])) or "no run's"
+        return Finding("acknowledged writes", Valid.FALSE, Kind.ACKNOWLEDGED_WRITE_LOST, _idx(write),
+                       f"{write.process}'s commit of company {write.company} (asked {_commit_lower_bound(write):.3f}s) "
+                       f"returned ok, and the company ends with {kept} rows, written before it")
+    if undecided:
+        return Finding("acknowledged writes", Valid.UNKNOWN, None, (), undecided)
+    return Finding("acknowledged writes", Valid.TRUE)
+
+
+def discarded_writes(facts: Facts, final: dict) -> tuple[list[Write], str]:
+    """The acknowledged writes the store threw away (acknowledged_writes' rule, every one of them, in history order),
+    and why the rest could not be decided ('' when every one could)."""
+    lost: list[Write] = []
     undecided = ""
-    for write in acknowledged:
+    for write in (w for w in facts.writes if w.outcome == "committed" and w.company is not None):
         state = (final or {}).get(write.company)
         if state is None:
             undecided = undecided or f"company {write.company} was not read at the end"
@@ -269,15 +282,17 @@ def acknowledged_writes(facts: Facts, final: dict) -> Finding:
                                           "write may be the one in the table")
             continue
         asked = _commit_lower_bound(write)
-        later = [w for found in candidates.values() for w in found if w.ended is None or w.ended >= asked]
-        if not later:
-            kept = ", ".join(sorted(runs)) or "no run's"
-            return Finding("acknowledged writes", Valid.FALSE, Kind.ACKNOWLEDGED_WRITE_LOST, _idx(write),
-                           f"{write.process}'s commit of company {write.company} (asked {asked:.3f}s) returned ok, and "
-                           f"the company ends with {kept} rows, written before it")
-    if undecided:
-        return Finding("acknowledged writes", Valid.UNKNOWN, None, (), undecided)
-    return Finding("acknowledged writes", Valid.TRUE)
+        if not [w for found in candidates.values() for w in found if w.ended is None or w.ended >= asked]:
+            lost.append(write)
+    return lost, undecided
+
+
+def survived(facts: Facts, discarded: list[Write]) -> Facts:
+    """The history the store kept: the same facts, with each discarded write as one that never landed. A holder's
+    commit that a rewind threw away cannot have made a write stale or two writes overlap in the company."""
+    gone = {id(w) for w in discarded}
+    writes = [replace(w, outcome="discarded") if id(w) in gone else w for w in facts.writes]
+    return replace(facts, writes=writes)
 
 
 def _may_have_landed(write: Write) -> bool:
@@ -429,21 +444,36 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
     """Every checker over one trial's history, composed: the worst kind found, the lock's exclusion, and
     whether the right was ever contested (exercised).
 
+    Two timelines: the lock's promise and the company are judged on the history that *survived* (an acknowledged
+    commit the store later discarded is the store's finding, `acknowledged writes`, and cannot make a write stale
+    or two writes overlap); whether two holders believed they held at once (`Verdict.lock`) is judged on the
+    history as *acknowledged*, what each holder was told. Where the store discarded nothing, the two are one.
+
     promises_exclusion: the backend claims one writer per company (capability `exclusion`); a strategy
     that does not (no lock, an idempotent upsert, SERIALIZABLE) is judged by the company alone.
     lease_ttl: the lock is a lease of this TTL; the linearizability evidence then asks the lease model too.
     """
     facts = facts_of(ops)
+    discarded, _ = discarded_writes(facts, final or {})
+    kept = survived(facts, discarded) if discarded else facts
+    timeline = Timeline.SURVIVED if discarded else None
     storage_orders = any(r.scope == COMPANY for r in facts.rights)
     findings = [company_state(final or {}, size), torn_states(facts, size), acknowledged_writes(facts, final or {})]
     lock = exclusion(facts)
+    as_told: list[Finding] = []  # the lock checks on the acknowledged timeline, where it differs: evidence only
     if promises_exclusion:
-        findings += [stale_writes(facts, storage_orders), overlapping_writes(facts), false_releases(facts)]
-    findings.append(lapsed_writes(facts))
+        findings += [_on(stale_writes(kept, storage_orders), timeline), _on(overlapping_writes(kept), timeline),
+                     false_releases(facts)]
+        if discarded:
+            as_told = [_on(stale_writes(facts, storage_orders), Timeline.ACKNOWLEDGED),
+                       _on(overlapping_writes(facts), Timeline.ACKNOWLEDGED)]
+    findings.append(_on(lapsed_writes(kept), timeline))
     findings.append(lock)
     evidence = linearizability(ops, lease_ttl)  # the mutex search decides 'lost' too; the lease model is evidence
-    lock_valid = Valid.FALSE if any(f.kind in (Kind.LOST, Kind.OVERLAPPING_WRITES) and f.valid is Valid.FALSE
-                                    for f in findings + evidence) else Valid.TRUE
+    two_at_once = (Kind.LOST, Kind.OVERLAPPING_WRITES, Kind.STALE_WRITE_ACCEPTED) if as_told else (
+        Kind.LOST, Kind.OVERLAPPING_WRITES)
+    lock_valid = Valid.FALSE if any(f.kind in two_at_once and f.valid is Valid.FALSE
+                                    for f in findings + evidence + as_told) else Valid.TRUE
     kinds = [f.kind for f in findings + evidence if f.kind is not None]
     # A lost lock is LOST only when its holder wrote nothing after it to judge: a write it made after the
     # loss decides (accepted stale, refused, rolled back, or ordered behind the newer holder's by the storage).
@@ -458,7 +488,12 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
     torn = sorted({n for _, _, n in facts.observed if n != size})
     if torn:
         shown.setdefault("seen", torn)
-    return Verdict(worst(kinds), lock_valid, contested(facts), tuple(findings + evidence), shown)
+    return Verdict(worst(kinds), lock_valid, contested(facts), tuple(findings + evidence + as_told), shown)
+
+
+def _on(finding: Finding, timeline: Timeline | None) -> Finding:
+    """The finding, saying which history it judged (None: the two histories are one)."""
+    return finding if timeline is None else replace(finding, timeline=timeline)
 
 
 def _quiet_kind(facts: Facts) -> Kind:

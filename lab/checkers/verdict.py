@@ -58,10 +58,19 @@ SAFETY_OF = {
 RANK = {kind: i for i, kind in enumerate(Kind)}
 
 
+class Timeline(str, Enum):
+    """Which history a checker judged. A store can acknowledge a write and then throw it away (a primary rewound
+    after a split brain): the holders believed what they were told, the company is what survived."""
+
+    ACKNOWLEDGED = "acknowledged"  # every write as its client was told it ended: what each holder believed
+    SURVIVED = "survived"  # the same, less the acknowledged writes the store discarded: what the company is made of
+
+
 class Question(str, Enum):
     """The three questions every judged trial answers apart, so that a failure is charged to what failed."""
 
-    LOCK = "lock"  # did the lock keep its promise: no two holders' writes accepted, no lost lock unnoticed
+    LOCK = "lock"  # did the lock keep its promise in what survived: no superseded holder's write kept, no lost lock
+    # unnoticed (a write the store discarded is the store's finding, never a stale write)
     COMPANY = "company"  # did the company stay one run's whole rebuild
     STORE = "store"  # did the store keep every write it acknowledged
 
@@ -86,6 +95,8 @@ def answers(kind: Kind, findings: tuple[Finding, ...] | list[Finding]) -> dict[Q
     The company answers from the final table and the observers; the store from the acknowledged writes."""
     found = {question: Valid.TRUE for question in Question}
     for f in findings:
+        if f.timeline is Timeline.ACKNOWLEDGED:
+            continue  # what the holders believed: the verdict's `lock` (two holders at once), not a question here
         question = QUESTION_OF.get(f.kind) if f.kind is not None else None
         if question is not None and f.valid is not Valid.TRUE and f.kind is not Kind.LOST:
             found[question] = _worse(found[question], Valid.UNKNOWN if f.kind is Kind.INDETERMINATE else f.valid)
@@ -110,6 +121,8 @@ class Finding:
     kind: Kind | None = None
     proof: tuple[int, ...] = ()  # indices into the trial's history
     detail: str = ""
+    # The history it judged, where the two differ (a store discarded an acknowledged write); None: both are one.
+    timeline: Timeline | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +131,9 @@ class Verdict:
     took the right away (exercised); figures are the numbers the words quote (rows, detection)."""
 
     kind: Kind
-    lock: Valid  # two processes holding the right at once, each believing it held: FALSE
+    # Two processes holding the right at once, each believing it held: FALSE. Judged on the acknowledged timeline
+    # (what each was told): the harm itself where nothing downstream can refuse a stale write.
+    lock: Valid
     exercised: bool | None
     findings: tuple[Finding, ...] = ()
     figures: dict = field(default_factory=dict, hash=False, compare=False)
@@ -143,12 +158,15 @@ class Verdict:
                 "findings": [{"checker": f.checker, "valid": f.valid.value,
                               **({"kind": f.kind.value} if f.kind else {}),
                               **({"proof": list(f.proof)} if f.proof else {}),
-                              **({"detail": f.detail} if f.detail else {})} for f in self.findings]}
+                              **({"detail": f.detail} if f.detail else {}),
+                              **({"timeline": f.timeline.value} if f.timeline else {})} for f in self.findings]}
 
     @classmethod
     def from_json(cls, data: dict) -> Verdict:
         findings = tuple(Finding(f["checker"], Valid(f["valid"]), Kind(f["kind"]) if "kind" in f else None,
-                                 tuple(f.get("proof", ())), f.get("detail", "")) for f in data.get("findings", ()))
+                                 tuple(f.get("proof", ())), f.get("detail", ""),
+                                 Timeline(f["timeline"]) if f.get("timeline") else None)
+                         for f in data.get("findings", ()))
         return cls(Kind(data["kind"]), Valid(data["lock"]), data.get("exercised"), findings,
                    dict(data.get("figures") or {}))
 

@@ -5,8 +5,8 @@ it, and the store findings that concern it.
 Which columns can happen to the stack comes from each column's declaration (lab/exposure.py, recorded in
 meta.json), evaluated per lock over the services its lock, fence and writes live on (lab/where.py). A column that
 cannot happen to a lock on this stack is n/a for that lock, and the decision page's own model does the rest
-(lab/report/decide.py: compare, qualifies, ranked, verdict_paragraph, cost_sentence): nothing here ranks locks by a
-rule of its own, and nothing names a column or a backend.
+(lab/decision: the same grid, masked for the stack, and the same decide()): nothing here ranks locks by a rule of its
+own, and nothing names a column or a backend.
 """
 
 from __future__ import annotations
@@ -21,19 +21,23 @@ from lab.errors import LabError
 from lab.exposure import Answer, Happens, Setting, Trait, When, happens, read_trait
 from lab.report.banner import why_not_the_reference
 from lab.report.common import declaration
-from lab.report.decide import (NEEDS, Comparison, Need, can_serve, compare, cost_sentence, need_title,
-                               verdict_paragraph, where_of)
+from lab.decision.answer import decide
+from lab.decision.compare import Comparison, compare
+from lab.decision.grid import CANNOT_HAPPEN, Grid
+from lab.decision.harm import Harm
+from lab.decision.needs import NEEDS, Need
+from lab.decision.standing import Outcome, Standing, outcome_of
+from lab.decision.where import where_of
+from lab.report.decide import can_serve, cost_sentence, grid_of, verdict_sentence
 from lab.report.declared import Declared, Happening, conditions_of
-from lab.report.matrix import Cell, Mark, MatrixCell, control_of, declared_run, matrix_rows
+from lab.report.matrix import MatrixCell, control_of, declared_run, matrix_rows
 from lab.report.meta import provenance_runs
 from lab.report.sections import MAIN, RunView
-from lab.report.standing import Outcome, Standing, outcome_of
-from lab.report.charge import store_losses
+from lab.decision.cells import store_losses
 from lab.report.store_findings import StoreFinding, acknowledged, store_findings
 from lab.results import RunFolder
 from lab.stack import Stack, Unknown
 
-CANNOT_HAPPEN = Cell(Mark.NOT_APPLICABLE, "n/a: cannot happen to this stack")
 
 
 # --- what the advice says, typed ----------------------------------------------------------------------------------
@@ -68,10 +72,10 @@ class Kept:
     summary: str | None
     faults_kept: int
     exercised_trials: int  # behind its ✓ cells
-    weakest: str | None  # the ✓ with the highest bound
+    weakest: str | None  # its deciding ✓ with the highest bound
     weakest_n: int
     bound: float | None  # that ✓'s 95 % upper bound of its failure rate
-    strong: bool  # every ✓ meets the declared bound
+    strong: bool  # its weakest deciding ✓ meets the declared bound
     unknown: tuple[str, ...]
     store: tuple[str, ...]  # faults under which the store lost writes whatever the lock (◆)
     cost: str
@@ -84,8 +88,8 @@ class NeedAnswer:
     candidates: int
     faults: int  # the stack's fault columns any candidate faced
     qualifying: tuple[Kept, ...]
-    unproven: tuple[tuple[str, tuple[str, ...]], ...]  # (backend, the faults it is unknown under that failed another)
-    verdict: str  # the decision page's paragraph, over these faults
+    unproven: tuple[tuple[str, tuple[str, ...]], ...]  # (backend, faults that failed another it has no answer to)
+    verdict: str  # the decision page's words for this need, over these faults
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,19 @@ class StackView:
     def masked_rows(self, backends: list[str], changed: dict[Trait, str] | None = None) -> dict[str, list[MatrixCell]]:
         return {b: self.masked(b, changed) for b in backends}
 
+    def grid(self, backends: list[str]) -> Grid:
+        """The run's decision grid (every harm) with the columns that cannot happen to these locks made n/a."""
+        hidden = {b: {i for i in range(len(self.columns)) if self.answer(b, i).happens is Happens.NO} for b in backends}
+        return grid_of(self.run).masked(hidden)
+
+    def comparison(self, backends: list[str]) -> Comparison:
+        """These locks compared over the stack's faults, read for the surviving company (the lab's writes live in
+        the database), as the decision compares a need's candidates."""
+        grid = self.grid(backends)
+        rows = {b: grid.row(Harm.SURVIVING_COMPANY, b) for b in backends}
+        services = {b: len(w.services()) for b in backends if (w := where_of(self.run.meta, b)) is not None}
+        return compare(rows, backends, services, grid.costs)
+
 
 def _unknown_words(answer: Answer) -> tuple[str, ...]:
     return tuple(f"{condition.words()}: {why}" for condition, why in answer.unknown)
@@ -277,31 +294,30 @@ def exposures(view: StackView) -> tuple[list[Exposure], list[RuledOut]]:
 
 # --- for each need ------------------------------------------------------------------------------------------------
 
-def _kept(s: Standing, view: StackView) -> Kept:
-    weakest = s.weakest()
+def _kept(s: Standing, comparison: Comparison, view: StackView) -> Kept:
+    weakest = comparison.weakest(s.backend)
     return Kept(s.backend, declaration(view.run.meta, "summaries", s.backend), s.count(Outcome.KEPT), s.kept_trials,
                 weakest[0] if weakest else None, weakest[1].exercised if weakest else 0,
-                weakest[1].bound if weakest else None, not s.weak, tuple(s.faults(Outcome.UNKNOWN)),
+                weakest[1].bound if weakest else None, not comparison.weak(s.backend), tuple(s.faults(Outcome.UNKNOWN)),
                 tuple(s.faults(Outcome.STORE)), view.cost(s.backend))
 
 
 def need_answers(view: StackView) -> list[NeedAnswer]:
-    meta, frame = view.run.meta, view.run.frame
+    """Each need's answer over the stack's faults: the decision (lab/decision/answer.py) over the locks the stack can
+    run, on the run's grid with what cannot happen to the stack made n/a."""
     runnable = view.runnable()
-    rows = view.masked_rows(runnable)
+    if not runnable:
+        return []
+    decision = decide(view.grid(runnable), runnable)
     out = []
-    for need in NEEDS:
-        able = [b for b in runnable if _serves(need, meta, b)]
-        if not able:
-            continue
-        comparison = compare(rows, able, meta)
-        title = need_title(need, meta, able)
-        faults = len(next(iter(comparison.standings.values())).cells)
-        unproven = tuple((b, tuple(comparison.unproven(b))) for b in able if comparison.unproven(b)
-                         and not comparison.standings[b].count(Outcome.FAILED))
-        out.append(NeedAnswer(title, need.why, len(able), faults,
-                              tuple(_kept(s, view) for s in comparison.ranked()), unproven,
-                              verdict_paragraph(title, comparison, meta, frame)))
+    for answer in decision.needs:
+        comparison = answer.comparison
+        qualified = {s.backend for s in answer.ranked}
+        unproven = tuple((b, tuple(comparison.unproven(b))) for b in answer.candidates
+                         if b not in qualified and comparison.unproven(b) and b not in answer.ruled_out)
+        out.append(NeedAnswer(answer.title, answer.need.why, len(answer.candidates), comparison.faced,
+                              tuple(_kept(s, comparison, view) for s in answer.ranked), unproven,
+                              verdict_sentence(answer, view.run.meta)))
     return out
 
 
@@ -384,7 +400,7 @@ def lock_fixes(view: StackView, lock: str) -> list[Fix]:
     code, not a new dependency), then the most capabilities shared and the fewest apart, then the evidence."""
     meta = view.run.meta
     pool = view.runnable()
-    comparison: Comparison = compare(view.masked_rows(pool), pool, meta) if pool else Comparison({})
+    comparison: Comparison = view.comparison(pool) if pool else Comparison({})
     mine = where_of(meta, lock)
     caps = frozenset(declaration(meta, "capabilities", lock) or ())
     wanted = _needs_of(meta, lock)
@@ -395,7 +411,7 @@ def lock_fixes(view: StackView, lock: str) -> list[Fix]:
         theirs = frozenset(declaration(meta, "capabilities", backend) or ())
         served = tuple(n for n in _needs_of(meta, backend) if n in wanted)
         s = comparison.standings[backend]
-        weakest = s.weakest()
+        weakest = comparison.weakest(backend)
         evidence = (f"kept {s.count(Outcome.KEPT)} faults on {s.kept_trials} exercised trials"
                     + (f", its weakest ✓ {weakest[0]} (n={weakest[1].exercised}, ≤{(weakest[1].bound or 1) * 100:.0f}%)"
                        if weakest else "")
@@ -406,7 +422,7 @@ def lock_fixes(view: StackView, lock: str) -> list[Fix]:
                   same_services=theirs_where == mine, where=theirs_where.describe() if theirs_where else "",
                   needs=served, evidence=evidence)
         library = declaration(meta, "libraries", backend) is not None
-        found.append((fix, (library, -len(caps & theirs), len(caps ^ theirs), comparison.evidence(s))))
+        found.append((fix, (library, -len(caps & theirs), len(caps ^ theirs), comparison.rank_key(backend, [backend]))))
     found.sort(key=lambda f: (not f[0].same_services, -len(f[0].needs), f[1], f[0].backend))
     return [fix for fix, _ in found]
 
@@ -428,7 +444,7 @@ def lock_answer(view: StackView) -> tuple[LockAnswer | None, str | None]:
                 "is counted as possible")
     failing = _failures(view, row)
     pool = [b for b in view.runnable() if b != row] + [row]
-    comparison = compare(view.masked_rows(pool), pool, view.run.meta)
+    comparison = view.comparison(pool)
     standing = comparison.standings[row]
     failed_elsewhere = comparison.failed_by
     untested = tuple(label for label in standing.faults(Outcome.NOT_EXERCISED) if failed_elsewhere.get(label))

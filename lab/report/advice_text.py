@@ -6,7 +6,7 @@ from __future__ import annotations
 from lab.exposure import Happens
 from lab.report.advice import Advice, Fix, FixKind, Kept, LockAnswer, StoreAnswer
 from lab.report.declared import Declared
-from lab.report.strength import bound_text
+from lab.decision.strength import bound_text
 
 SHOWN_FIXES = 3  # lock alternatives shown in text; --json has every one
 

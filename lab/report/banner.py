@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 from lab.checkers.outcomes import latest_per_trial
-from lab.report.matrix import UNSTABLE, matrix_rows
+from lab.report.changes import changed_cells
+from lab.report.matrix import UNSTABLE
 from lab.report.sections import RunView, section
 
 FLAG = "⚑"
@@ -56,11 +57,12 @@ def section_banner(run: RunView) -> str | None:
         lines.append(f"**The reference:** run `{run.run_id}`, made by `{meta.get('command', '')}` at commit "
                      f"`{commit}` on {meta.get('started', 'an unknown date')}{where}{wall}.")
     if run.previous_id:
-        unstable = [f"`{backend}` under *{c.label}*" for backend, cells in matrix_rows(run) for c in cells
-                    if c.cell.unstable]
+        changed = changed_cells(run)
+        now_pass = sum(1 for c in changed if c.passes_now)
         lines.append(f"Against the previous reference, `{run.previous_id}`: "
-                     + (f"{len(unstable)} safety verdicts flipped, shown as unstable ({UNSTABLE} in the matrix): "
-                        f"{'; '.join(unstable)}." if unstable else "no safety verdict flipped."))
+                     + (f"{len(changed)} cells changed their mark ({UNSTABLE} in the matrix), {now_pass} of them "
+                        f"failed there and pass now; each is listed in [Changes since the previous reference]"
+                        f"(#changes-since-the-previous-reference)." if changed else "no cell changed its mark."))
     statuses = Counter(t.get("status") for t in latest_per_trial(run.trials))
     errors, total = statuses.get("error", 0), sum(statuses.values())
     if errors:

@@ -15,9 +15,9 @@ from lab.exposure import TRAITS
 from lab.report.advice import StackView, measured, store_columns
 from lab.report.decide import NEEDS, can_serve, where_of
 from lab.report.markdown_html import attribute
-from lab.report.matrix import SEVERITY
+from lab.decision.cells import SEVERITY
 from lab.report.sections import RunView
-from lab.report.standing import Outcome, outcome_of
+from lab.decision.standing import Outcome, outcome_of
 from lab.stack import Stack
 from lab.stack_choices import SERVICES, SERVICES_KEY
 

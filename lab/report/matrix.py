@@ -11,148 +11,19 @@ from enum import Enum
 import pandas as pd
 
 from lab.capabilities import Capability
-from lab.checkers.outcomes import Safety, SkipKind, exercised_of, judgement_of, safety_of, skip_of
-from lab.checkers.verdict import Kind
 from lab.columns import Column, FaultColumns
 from lab.measures.kinds import Measured
 from lab.post_role import PostRole
-from lab.report.charge import charged_to_store, lock_broke_with_store
+from lab.decision.cells import (CALIBRATION_WORDS, NOT_EXERCISED, SEVERITY, UNSTABLE, Cell, Mark, against_previous,
+                                judge, judge_in_column, severity)
+from lab.decision.harm import Harm
+from lab.decision.where import unaffected_reason, where_of
 from lab.report.charts import matrix_chart
 from lab.report.common import backend_with_role, md_table, ordered_backends, with_capability
-from lab.report.compare import safety_set
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
 from lab.report.libraries import Library, languages_recorded, library_of
 from lab.report.sections import MATRIX, RunView, section
-from lab.report.strength import bound_text, strong, upper_bound
-
-# Calibration measures detection: every verdict there is a lost lock, said so in the cell.
-CALIBRATION_WORDS = {"within one poll": "lost within one poll", "late": "lost, detected late",
-                     "not detected": "lost, never detected"}
-NOT_EXERCISED = "○ not exercised:"
-
-
-class Mark(Enum):
-    """What a matrix cell says about a backend under a fault."""
-
-    FAILED = "✗"  # some trial let another run in while the holder still believed it held
-    # The store lost acknowledged writes while the lock kept its promise, as the no-lock control did under the same
-    # fault: a finding about the database or its manager (lab/report/charge.py), never the lock's failure.
-    STORE = "◆"
-    KEPT = "✓"  # every trial kept the company whole (and, where recorded, the fault took the lock away)
-    NOT_EXERCISED = "○"  # the fault struck, but in no trial did it take the lock away: proves nothing
-    UNKNOWN = "?"  # no failure, but some trial's safety could not be judged
-    LOST = "⚠"  # the lock was lost while its holder believed it held, and the trials wrote nothing after it
-    NOT_APPLICABLE = "n/a"
-    DOES_NOT_RUN = "does not run"
-    ERROR = "error"
-    NOT_RUN = "not run"
-    CONTROL = "control"  # the no-lock baseline's cell: what the store does on its own under the fault, never a ✓
-
-
-# Every mark, worst first: what a summary of several cells leads with (lab/report/fault_summary.py). A new mark
-# takes its place here, by what it says against the lock; tests/fast/test_fault_summary.py fails until it does.
-SEVERITY = (Mark.FAILED, Mark.LOST, Mark.ERROR, Mark.UNKNOWN, Mark.STORE, Mark.NOT_RUN, Mark.DOES_NOT_RUN,
-            Mark.NOT_EXERCISED, Mark.KEPT, Mark.CONTROL, Mark.NOT_APPLICABLE)
-
-
-def severity(mark: Mark) -> int:
-    """A mark's rank in SEVERITY: 0 is the worst."""
-    return SEVERITY.index(mark)
-
-
-@dataclass(frozen=True)
-class Cell:
-    mark: Mark
-    text: str
-    exercised: int = 0  # ok trials whose fault took the lock away
-    not_exercised: int = 0  # ok trials whose fault did not
-    unrecorded: int = 0  # ok trials of a run that did not record it
-    n: int = 0  # ok trials behind the cell
-    bound: float | None = None  # a ✓'s 95 % upper bound of its per-trial failure rate (lab/report/strength.py)
-    unstable: bool = False  # its safety verdict differs from the previous reference's (lab report --previous)
-
-    @property
-    def strong(self) -> bool:
-        """A ✓ whose bound meets the declared one."""
-        return strong(self.bound)
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _verdict_word(record: dict) -> str:
-    verdict = record["verdict"]
-    return CALIBRATION_WORDS.get(verdict, verdict) if record.get("measured") == Measured.CALIBRATION else verdict
-
-
-def _acquired(record: dict) -> bool:
-    """Whether the trial's holder got the right at all: a trial whose holder never did ('not acquired') tested
-    nothing, so it reads as not exercised, never as a lost lock."""
-    judgement = judgement_of(record)
-    return judgement is None or judgement.get("kind") != Kind.NOT_ACQUIRED.value
-
-
-def judge(records: list[dict]) -> Cell:
-    """A cell's mark and text from its trials' safety and exercised fields (unknown on older runs)."""
-    if not records:
-        return Cell(Mark.NOT_RUN, "not run")
-    ok = [r for r in records if r["status"] == "ok"]
-    if not ok:
-        skipped = [r for r in records if r["status"] == "skipped"]
-        kinds = {skip_of(r) for r in skipped}
-        if SkipKind.NOT_APPLICABLE in kinds:
-            return Cell(Mark.NOT_APPLICABLE, "n/a")  # the fault cannot reach it, whatever else kept it from running
-        if kinds == {SkipKind.DOES_NOT_RUN}:
-            return Cell(Mark.DOES_NOT_RUN, "does not run")  # the library cannot work here; reason in Every outcome
-        if kinds:
-            return Cell(Mark.NOT_RUN, "not run")  # the fault reaches it, the lab could not run it: unknown
-        return Cell(Mark.ERROR, f"error {len(records)}/{len(records)}")
-    total = len([r for r in records if r["status"] != "skipped"])
-    counts = Counter(_verdict_word(r) for r in ok)
-    text = ", ".join(f"{v} {n}/{total}" for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    errors = sum(r["status"] == "error" for r in records)
-    if errors:
-        text += f", error {errors}/{total}"
-    safety = [safety_of(r) for r in ok]
-    exercised = [exercised_of(r) for r in ok]
-    yes, no, unrecorded = exercised.count(True), exercised.count(False), exercised.count(None)
-    def counted(mark: Mark, words: str, bound: float | None = None) -> Cell:
-        return Cell(mark, words, exercised=yes, not_exercised=no, unrecorded=unrecorded, n=len(ok), bound=bound)
-
-    if Safety.UNSAFE in safety:
-        return counted(Mark.FAILED, f"✗ {text}")  # a failure found stands, whatever else errored
-    if errors:  # the survivors of a partly errored cell are not a result
-        reason = next(str(r.get("reason") or "") for r in records if r["status"] == "error")
-        return counted(Mark.ERROR, f"incomplete: error {errors}/{total} ({reason[:80]}); {text}")
-    if Safety.UNKNOWN in safety:
-        return counted(Mark.UNKNOWN, f"? {text}, safety unknown {safety.count(Safety.UNKNOWN)}/{len(ok)}")
-    if any(sa is Safety.UNTESTED and _acquired(r) for r, sa in zip(ok, safety)):
-        return counted(Mark.LOST, f"⚠ {text}")  # a lost lock; what a write would do is another column's
-    if no == len(ok):
-        return counted(Mark.NOT_EXERCISED, f"{NOT_EXERCISED} {text}")
-    # The bound counts the trials that took the right away (all of them, for a run that did not record it).
-    bound = upper_bound(0, yes if yes else unrecorded)
-    if yes == len(ok) or unrecorded == len(ok):  # all unrecorded: kept whole, exercised not claimed
-        return counted(Mark.KEPT, f"✓ {text} · {bound_text(bound)}", bound)
-    return counted(Mark.KEPT, f"✓ {text}, {yes}/{len(ok)} exercised · {bound_text(bound)}", bound)
-
-
-def judge_in_column(records: list[dict], control: list[dict], is_control: bool = False) -> Cell:
-    """A cell judged beside its column's no-lock control: the control's own cell is shown as the control (what the
-    store does on its own, never a ✓); a failure whose every unsafe trial lost only an acknowledged write with the
-    lock's promise kept, as the control's did, is the store's (◆), not the lock's."""
-    cell = judge(records)
-    if is_control and cell.mark in (Mark.FAILED, Mark.KEPT, Mark.NOT_EXERCISED, Mark.UNKNOWN, Mark.LOST):
-        words = cell.text.split(" ", 1)[1] if cell.mark is not Mark.NOT_EXERCISED else cell.text.removeprefix(
-            f"{NOT_EXERCISED} ")
-        return replace(cell, mark=Mark.CONTROL, text=f"control: {words.split(' · ')[0]}", bound=None)
-    if cell.mark is Mark.FAILED and charged_to_store(records, control):
-        return replace(cell, mark=Mark.STORE, text=f"◆ store: {cell.text.removeprefix('✗ ')}")
-    if cell.mark is Mark.FAILED and any(lock_broke_with_store(r) for r in records):
-        return replace(cell, text=f"{cell.text}, the lock's exclusion broken too")  # the lock's failure, said so
-    return cell
-
 
 def cell(records: list[dict]) -> str:
     """'✗ stale write accepted 3/3' / '✓ held 3/3' / '○ not exercised: held 2/2' / 'n/a' / 'not run'."""
@@ -219,43 +90,45 @@ def control_of(frame: pd.DataFrame) -> str | None:
     return backend_with_role(frame, PostRole.NO_LOCK)
 
 
-UNSTABLE = "↯"  # a cell whose safety verdict flipped against the previous reference
-
-
-def matrix_rows(run: RunView) -> list[tuple[str, list[MatrixCell]]]:
+def matrix_rows(run: RunView, harm: Harm = Harm.SURVIVING_COMPANY) -> list[tuple[str, list[MatrixCell]]]:
     """Every row of the matrix in the run's backend order, each cell judged from its trials beside its column's
-    control (judge_in_column), and marked unstable where its safety verdict differs from the previous
-    reference's (flipped())."""
-    frame, columns = run.frame, columns_run(run)
+    control (judge_in_column) and read for a harm (by default the surviving company: the lab's writes live in the
+    database), *unaffected* where its ○ is out of the fault's reach by declaration, and marked ↯ with the previous
+    reference's mark where the two differ."""
+    frame, columns = run.frame, declared_run(run)
     control = control_of(frame)
     before = _previous_cells(run)
     rows = []
     for backend in ordered_backends(frame) if columns else []:
+        where = where_of(run.meta, backend)
         cells = []
-        for (scenario, variant), label in columns:
+        for scenario, column in columns:
+            variant = column.variant
+            reason = unaffected_reason(where, column.strikes)
             records = fault_records(frame, backend, scenario, variant)
             beside = fault_records(frame, control, scenario, variant) if control else []
-            cell = judge_in_column(records, beside, backend == control)
-            if flipped(records, before.get((scenario, backend, variant), [])):
-                cell = replace(cell, text=f"{cell.text} {UNSTABLE}", unstable=True)
-            cells.append(MatrixCell(backend, scenario, variant, label, records, cell))
+            cell = judge_in_column(records, beside, backend == control, harm, reason)
+            earlier = _in_variant(before.get((scenario, backend), []), variant)
+            if earlier:
+                controls = before.get((scenario, control), []) if control else []
+                was = judge_in_column(earlier, _in_variant(controls, variant), backend == control, harm, reason)
+                cell = against_previous(cell, was)
+            cells.append(MatrixCell(backend, scenario, variant, column.label, records, cell))
         rows.append((backend, cells))
     return rows
 
 
-def _previous_cells(run: RunView) -> dict[tuple[str, str, str], list[dict]]:
-    """The previous reference's records by (scenario, backend, variant); a scenario with no variants counts in each."""
-    out: dict[tuple[str, str, str], list[dict]] = {}
+def _previous_cells(run: RunView) -> dict[tuple[str, str], list[dict]]:
+    """The previous reference's records by (scenario, backend)."""
+    out: dict[tuple[str, str], list[dict]] = {}
     for record in run.previous:
-        out.setdefault((record["scenario"], record["backend"], record["variant"]), []).append(record)
+        out.setdefault((record["scenario"], record["backend"]), []).append(record)
     return out
 
 
-def flipped(records: list[dict], before: list[dict]) -> bool:
-    """Whether a cell's safety verdict differs between two references: both ran it, and the safety of their
-    exercised or failing trials differs (lab/report/compare.py's rule, the one `lab report --compare` lists)."""
-    mine, theirs = safety_set(records), safety_set(before)
-    return bool(mine) and bool(theirs) and mine != theirs
+def _in_variant(records: list[dict], variant: str) -> list[dict]:
+    """A cell's records among a scenario's: its variant's, or every one of a scenario with no variants ("-")."""
+    return [r for r in records if r["variant"] in (variant, "-")]
 
 
 # A column no row of a family ran is left out of its table; one that *does not run* here stays, to say so.

@@ -114,7 +114,7 @@ def test_the_report_puts_it_in_the_matrix_its_legend_the_lease_table_and_the_dec
     header = next(line for line in matrix.splitlines() if line.startswith("| backend |"))
     assert "the planted column" in header
     assert "- *the planted column* (`planted`/`only`): plants a column; confirmed never." in matrix
-    assert "| redis | ✗ stale write accepted 1/1 |" in matrix
+    assert "| redis | ✗ stale write accepted 1/1 · rate 1/1 (95 %: 2–100 %) |" in matrix
     assert "the planted fault's title" in section_why_not_leases(view)
     decision = section_decide(view)
     assert "the planted column" in decision.split("Do not use", 1)[-1]

@@ -330,7 +330,7 @@ def test_the_stack_panel_has_every_trait_and_its_data_holds_what_the_answer_read
     from lab.report.declared import conditions_of
     from lab.report.html_stack import OUTCOMES
     from lab.report.matrix import declared_run
-    from lab.report.standing import Outcome, outcome_of
+    from lab.decision.standing import Outcome, outcome_of
     from lab.stack import Stack
     from lab.stack_choices import SERVICES
 

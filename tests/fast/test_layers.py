@@ -20,6 +20,7 @@ LAYERS = {
     "holder": ("lab.holder",),
     "backends": ("backends",),
     "scenarios": ("scenarios",),
+    "decision": ("lab.decision",),
     "report": ("lab.report",),
     "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.doctor_mariadb", "lab.provenance",
             "lab.contract", "lab.quiet", "lab.reference", "lab.survey"),
@@ -27,7 +28,8 @@ LAYERS = {
 # Which layers each may import. The checkers are pure functions of what a trial recorded: the lab's base and
 # nothing else. The measures' shapes and rules read the checkers' vocabulary; the workload and the holder reach
 # servers, never a fault, a backend or the report. The report reads results, the checkers' vocabulary and the
-# measures, never a server, a holder, a backend or a scenario: a saved run renders from its folder alone.
+# measures, never a server, a holder, a backend or a scenario: a saved run renders from its folder alone. The decision
+# sits below the report: the report draws it, and it never reads a report module.
 ALLOWED = {
     "base": {"base"},
     "servers": {"base", "servers"},
@@ -38,7 +40,9 @@ ALLOWED = {
     "holder": {"base", "servers", "checkers", "workload", "holder"},
     "backends": {"base", "servers", "checkers", "workload", "holder", "backends"},
     "scenarios": {"base", "servers", "faults", "checkers", "measures", "workload", "holder", "backends", "scenarios"},
-    "report": {"base", "checkers", "measures", "report"},
+    # The decision reads cells and declarations and writes plain data: the checkers' vocabulary, the measures' kinds.
+    "decision": {"base", "checkers", "measures", "decision"},
+    "report": {"base", "checkers", "measures", "decision", "report"},
     "top": set(LAYERS),
 }
 

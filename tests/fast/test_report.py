@@ -145,8 +145,10 @@ def test_a_matrix_cell_counts_errored_trials_too():
     # Issue 14: the survivors of a partly errored cell are not a result; a failure found still stands.
     assert cell([ok, ok, {"status": "error", "reason": "x"}]) == \
         "incomplete: error 1/3 (x); stale write rejected 2/3, error 1/3"
-    assert cell([accepted, {"status": "error", "reason": "x"}]) == "✗ stale write accepted 1/2, error 1/2"
-    assert cell([accepted]) == "✗ stale write accepted 1/1"
+    # A ✗ states its rate over the trials that finished, with its interval.
+    assert cell([accepted, {"status": "error", "reason": "x"}]) == \
+        "✗ stale write accepted 1/2, error 1/2 · rate 1/1 (95 %: 2–100 %)"
+    assert cell([accepted]) == "✗ stale write accepted 1/1 · rate 1/1 (95 %: 2–100 %)"
 
 
 def test_provenance_says_when_the_run_started_from_a_changed_checkout():

@@ -7,7 +7,7 @@ from lab.checkers.outcomes import RunOrder, Safety, exercised_of, lock_lost, saf
 from lab.report import published, render
 from lab.report.common import trials_frame
 from lab.report.declared import measured_of
-from lab.report.decide import section_decide
+from lab.report.decide import cost_sentence, section_comparison, section_decide
 from lab.report.matrix import cell, section_matrix, section_why_not_leases
 from lab.report.sections import RunView
 from lab.report.summary import _heartbeat, _perf_ratio, _timing_range
@@ -76,9 +76,10 @@ def test_a_cell_is_a_pass_only_when_the_fault_took_the_lock_away():
 
 def test_calibration_late_or_never_detected_is_a_failure_not_a_pass():
     within = trial("calibrate", "session", "terminate", "within one poll")
-    assert cell([within]) == "✗ lost within one poll 1/1"
-    assert cell([trial("calibrate", "session", "terminate", "late")]) == "✗ lost, detected late 1/1"
-    assert cell([trial("calibrate", "session", "terminate", "not detected")]) == "✗ lost, never detected 1/1"
+    rate = " · rate 1/1 (95 %: 2–100 %)"  # a ✗ states its rate with its interval
+    assert cell([within]) == "✗ lost within one poll 1/1" + rate
+    assert cell([trial("calibrate", "session", "terminate", "late")]) == "✗ lost, detected late 1/1" + rate
+    assert cell([trial("calibrate", "session", "terminate", "not detected")]) == "✗ lost, never detected 1/1" + rate
 
 
 def test_the_matrix_legend_says_when_exercised_was_not_recorded_and_the_chart_colours_not_exercised(tmp_path):
@@ -120,23 +121,24 @@ def test_the_decision_page_counts_only_exercised_faults_and_a_planted_failure_mo
     trials = [lease("pause", "etcd_fenced", "stale write rejected", exercised=True),
               lease("cut", "etcd_fenced", "stale write rejected", exercised=True),
               lease("restart", "etcd_fenced", "held", exercised=False)]
-    text = section_decide(RunView.of(trials, DECLARED))
-    assert ("- `etcd_fenced`: etcd lock + revision as fencing token. kept 2 · failed 0 · store 0 · not exercised 1 · "
-            "unknown 0 · n/a 0 (2 exercised trials)") in text
-    assert "**A lock service you already run (etcd)**" in text and "Do not use" not in text
-    assert "use `etcd_fenced`" in text
+    run = RunView.of(trials, DECLARED)
+    text = section_decide(run)
+    assert ("- `etcd_fenced`: etcd lock + revision as fencing token. kept 2 · failed 0 · store 0 · unaffected 0 · "
+            "not exercised 1 · unknown 0 · n/a 0; weakest deciding ✓ *") in section_comparison(run)
+    assert "| A lock service you already run (etcd) (surviving company;" in text and "Do not use" not in text
+    assert "| `etcd_fenced` |" in text
     planted = trials[:2] + [lease("restart", "etcd_fenced", "stale write accepted", exercised=True)]
     text = section_decide(RunView.of(planted, DECLARED))
-    assert "use `etcd_fenced`" not in text and "no lock measured here qualifies" in text
+    assert "| `etcd_fenced` |" not in text and "none qualifies" in text
     assert "- *lock server restarted*: `etcd_fenced` (stale write accepted 1/1)." in text
     # An older run that never recorded whether a fault took the right away: nothing is claimed as exercised.
     older = [{k: v for k, v in t.items() if k != "exercised"} for t in trials]
-    assert "use `etcd_fenced`" not in section_decide(RunView.of(older, DECLARED))
+    assert "| `etcd_fenced` |" not in section_decide(RunView.of(older, DECLARED))
 
 
 def test_a_need_is_chosen_by_declaration_and_left_out_when_no_lock_can_serve_it():
     text = section_decide(RunView.of([lease("pause", "xact", "rolled back", exercised=True)], DECLARED))
-    assert "**One writer per company, every write in PostgreSQL**" in text and "- `xact`" in text
+    assert "| One writer per company, every write in PostgreSQL (surviving company;" in text and "| `xact` |" in text
     assert "lock service" not in text and "run-level lock" not in text  # xact serves neither
 
 
@@ -150,15 +152,14 @@ def test_the_decision_page_states_the_cost_per_company_and_a_planted_figure_chan
               _perf_trial("none", "transaction_per_company", 1.5), _perf_trial("xact", "per_company_lock", 1.7)]
     meta = {**DECLARED, "post_roles": {"none": "no_lock"}}
     text = section_decide(RunView.of(trials, meta))
-    assert ("per company, a company's transaction took 1.70 ms with it against 1.50 ms without a lock (cost table, "
-            "1,000 companies, median of 1)") in text
+    assert "| 1.70 ms a company (1.70–1.70, 1 repetition) |" in text
     planted = trials[:2] + [_perf_trial("xact", "per_company_lock", 2.4)]
-    assert "a company's transaction took 2.40 ms with it" in section_decide(RunView.of(planted, meta))
+    assert "| 2.40 ms a company (2.40–2.40, 1 repetition) |" in section_decide(RunView.of(planted, meta))
     # A run-level lock is priced per run, and a fenced one's per-company fence is said to be untimed.
     run_level = [lease("pause", "etcd_fenced", "stale write rejected", exercised=True), *trials[1:]]
-    text = section_decide(RunView.of(run_level, meta))
     assert ("once per run, acquire + release not measured here; per company, a fence upsert in each company's "
-            "transaction, not measured here") in text
+            "transaction, not measured here") == cost_sentence(RunView.of(run_level, meta).frame, meta, "etcd_fenced")
+    assert "| `etcd_fenced` | fewest services |" not in section_decide(RunView.of(run_level, meta))
 
 
 def test_do_not_use_counts_a_lock_lost_with_no_write_to_judge_as_a_failure():
@@ -341,7 +342,8 @@ def search(struck, tried=12):
 def test_a_kill_point_search_whose_faults_never_struck_is_not_a_pass():
     struck = render(META, [search(12)], "r")
     assert "| xact | 12 of 12 schedules struck, none failed | - | 5 s |" in struck
-    assert "| ✓ 12 schedules struck, none failed 1/1 · ≤95% |" in section_matrix(RunView.of([search(12)], META))
+    # each schedule that struck is a trial: 12, none failed, ≤22 %
+    assert "| ✓ 12 schedules struck, none failed 1/1 · ≤22% |" in section_matrix(RunView.of([search(12)], META))
     never = render(META, [search(0)], "r")
     assert "| xact | ○ not exercised: none of 12 schedules struck its target |" in never
     assert "| ○ not exercised: 0 schedules struck, none failed 1/1 |" in section_matrix(RunView.of([search(0)], META))

@@ -1,10 +1,9 @@
 """A lock's standing for a decision: each fault column it faced, sorted into what the lock did there.
 
-The decision page compares candidates over the same faults (lab/report/decide.py); this module only sorts one
-backend's matrix cells (lab/report/matrix.py, judged beside the no-lock control) into outcomes a decision can
-count: kept (✓, the right taken away and the company whole), failed (✗, or ⚠ a lock lost while its holder
-believed it held: the lock broke its promise), store (◆, the database lost acknowledged writes, as the control
-did), not exercised (○), unknown (?, errors, not run, does not run) and n/a (the fault reaches none of its
+Outcomes a decision can count: kept (✓, the right taken away and the company whole), failed (✗, or ⚠ a lock lost
+while its holder believed it held: the lock broke its promise), store (◆, the database lost acknowledged writes, as
+the control did), unaffected (○ where the fault cannot reach the lock, by declaration), not exercised (○ with no
+such reason: proves nothing), unknown (?, errors, not run, does not run) and n/a (the fault reaches none of its
 parts, by its declaration).
 """
 
@@ -13,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from lab.report.matrix import Cell, Mark
+from lab.decision.cells import Cell, Mark
 
 
 class Outcome(str, Enum):
@@ -22,6 +21,7 @@ class Outcome(str, Enum):
     KEPT = "kept"
     FAILED = "failed"
     STORE = "store"
+    UNAFFECTED = "unaffected"
     NOT_EXERCISED = "not exercised"
     UNKNOWN = "unknown"
     NOT_APPLICABLE = "n/a"
@@ -29,9 +29,13 @@ class Outcome(str, Enum):
 
 OUTCOME_OF = {
     Mark.KEPT: Outcome.KEPT, Mark.FAILED: Outcome.FAILED, Mark.LOST: Outcome.FAILED, Mark.STORE: Outcome.STORE,
-    Mark.NOT_EXERCISED: Outcome.NOT_EXERCISED, Mark.UNKNOWN: Outcome.UNKNOWN, Mark.ERROR: Outcome.UNKNOWN,
-    Mark.NOT_RUN: Outcome.UNKNOWN, Mark.DOES_NOT_RUN: Outcome.UNKNOWN, Mark.NOT_APPLICABLE: Outcome.NOT_APPLICABLE,
+    Mark.UNAFFECTED: Outcome.UNAFFECTED, Mark.NOT_EXERCISED: Outcome.NOT_EXERCISED, Mark.UNKNOWN: Outcome.UNKNOWN,
+    Mark.ERROR: Outcome.UNKNOWN, Mark.NOT_RUN: Outcome.UNKNOWN, Mark.DOES_NOT_RUN: Outcome.UNKNOWN,
+    Mark.NOT_APPLICABLE: Outcome.NOT_APPLICABLE,
 }
+# What answers a fault that failed a rival: a ✓ with its n, a store's loss with the lock's promise kept, a
+# declared and checked reason the fault cannot reach the lock, or n/a. Anything else leaves the lock unproven there.
+ANSWERS_A_RIVALS_FAILURE = frozenset({Outcome.KEPT, Outcome.STORE, Outcome.UNAFFECTED, Outcome.NOT_APPLICABLE})
 
 
 def outcome_of(cell: Cell) -> Outcome:
@@ -60,17 +64,14 @@ class Standing:
         """The exercised trials behind its ✓ cells."""
         return sum(c.exercised for c in self.cells.values() if outcome_of(c) is Outcome.KEPT)
 
-    def weakest(self) -> tuple[str, Cell] | None:
-        """Its ✓ cell with the highest bound (the fewest exercised trials), or None without a ✓."""
-        kept = [(label, cell) for label, cell in self.cells.items() if outcome_of(cell) is Outcome.KEPT]
+    def weakest(self, among: list[str] | None = None) -> tuple[str, Cell] | None:
+        """Its ✓ cell with the highest bound (the fewest exercised trials), among some columns (default: all), or
+        None without a ✓ there."""
+        kept = [(label, cell) for label, cell in self.cells.items()
+                if outcome_of(cell) is Outcome.KEPT and (among is None or label in among)]
         return max(kept, key=lambda lc: (lc[1].bound or 1.0), default=None)
-
-    @property
-    def weak(self) -> bool:
-        """Whether a ✓ it rests on misses the declared strength (lab/report/strength.py)."""
-        return any(not cell.strong for label, cell in self.cells.items() if outcome_of(cell) is Outcome.KEPT)
 
 
 def counts_line(s: Standing) -> str:
-    """'kept 16 · failed 0 · store 2 · not exercised 5 · unknown 1 · n/a 3'."""
+    """'kept 16 · failed 0 · store 2 · unaffected 1 · not exercised 5 · unknown 1 · n/a 3'."""
     return " · ".join(f"{outcome.value} {s.count(outcome)}" for outcome in Outcome)

@@ -1,0 +1,55 @@
+"""The needs an engineer comes with: who may be a candidate (by declaration) and the harm each is decided on.
+
+Admission is by what a lock declares (where its writes go, whether it is held across the run's transactions),
+never by its name, so a plugin lands where it qualifies. The harm is declared beside the need: a lock's cell can
+be ◆ for one need and ✗ for another, and the page says which need a mark is read for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from lab.capabilities import Capability
+from lab.decision.harm import Harm
+from lab.where import Service, Where
+
+# What makes a lock one right for a whole run, held between its per-company transactions (as
+# Backend.holds_across_writes reads it).
+HELD_ACROSS_WRITES = frozenset({Capability.SESSION_LOCK, Capability.LEASE_EXPIRY, Capability.CONNECTION_HELD})
+
+
+@dataclass(frozen=True)
+class Need:
+    """A need, which declared locks can serve it at all, and the harm it is decided on."""
+
+    title: str
+    serves: Callable[[frozenset, Where], bool]  # (capabilities, where it lives) -> can it serve the need
+    why: str  # what a lock must do for it, in one line
+    harm: Harm
+    names_services: bool = False  # its heading names the lock services its candidates declare
+
+
+def held_across_writes(caps: frozenset) -> bool:
+    return bool(HELD_ACROSS_WRITES & caps)
+
+
+NEEDS = [
+    Need("One writer per company, every write in PostgreSQL",
+         lambda caps, where: where.writes == Service.POSTGRES,
+         "the company's rows are in PostgreSQL, wherever the lock lives", Harm.SURVIVING_COMPANY),
+    Need("One writer per company, every write in MariaDB",
+         lambda caps, where: where.writes == Service.MARIADB,
+         "the company's rows are in MariaDB, wherever the lock lives", Harm.SURVIVING_COMPANY),
+    Need("A run-level lock held across many transactions",
+         lambda caps, where: held_across_writes(caps),
+         "one right for the whole run, held between its per-company transactions; judged where its writes go, the "
+         "database", Harm.SURVIVING_COMPANY),
+    Need("Writes outside the database, where nothing can refuse a stale write",
+         lambda caps, where: held_across_writes(caps),
+         "a file, an API, a message: no fence can be checked there, so two holders at once is the harm itself",
+         Harm.TWO_HOLDERS),
+    Need("A lock service you already run",
+         lambda caps, where: where.lock != where.writes,
+         "the lock lives apart from the rows it protects", Harm.SURVIVING_COMPANY, names_services=True),
+]
