@@ -146,3 +146,10 @@ def decide(grid: Grid, candidates: list[str] | None = None) -> Decision:
         if failed:
             avoid.append(Avoid(backend, failed[0][0], failed[0][1], len(failed) - 1))
     return Decision(tuple(answers), tuple(avoid))
+
+
+def deciding_cells(decision: Decision) -> set[tuple[str, str]]:
+    """(backend, fault label) of every cell the answer depends on: for each need, every candidate under each fault
+    that failed any of them. More trials there can move a lock in or out of a recommendation (issue 56)."""
+    return {(backend, label) for answer in decision.needs for label in answer.comparison.failed_by
+            for backend in answer.candidates}

@@ -153,7 +153,8 @@ class Measured:
 
     @property
     def kept_every_write(self) -> bool:
-        return self.control_trials > 0 and not self.control_lost and not self.locks_lost
+        """Writes were acknowledged under it and none was lost: a remedy shown, not one that merely lost nothing."""
+        return self.control_acknowledged > 0 and not self.control_lost and not self.locks_lost
 
 
 @dataclass(frozen=True)

@@ -180,12 +180,11 @@ def situation(run: RunView, decision: Decision) -> list[str]:
     harm = NEEDS[0].harm
     hit = grid.row(harm, first)[guard]
     safe = outcome_of(hit) in (Outcome.KEPT, Outcome.NOT_EXERCISED)
-    lines = [f"**Your situation**, a session lock on a default psycopg2 / SQLAlchemy connection under a DBA's "
-             f"`idle_in_transaction_session_timeout`: {'safe' if safe else 'not safe'}, `{first}` {hit.text} under "
-             f"*{guard}*."]
+    lines = [f"**Your situation**, a session lock on a default connection under a DBA's "
+             f"`idle_in_transaction_session_timeout`: {'safe' if safe else 'not safe'}, `{first}` {hit.text}."]
     small_row = grid.row(harm, smallest)
     broke = [label for label, cell in small_row.items() if outcome_of(cell) is Outcome.FAILED]
-    lines.append(f"The smallest fix, AUTOCOMMIT (`{smallest}`), {small_row[guard].text} there, but fails "
+    lines.append(f"- The smallest fix, AUTOCOMMIT (`{smallest}`): {small_row[guard].text} there, but it fails "
                  f"{_count(len(broke), 'other fault')}{f' (first: *{broke[0]}*)' if broke else ''}.")
     if robust is not None and robust in grid.backends:
         chosen = [a.need.title for a in decision.needs if a.choice == robust]
@@ -197,8 +196,8 @@ def situation(run: RunView, decision: Decision) -> list[str]:
         else:
             why = next((a for a in decision.needs if robust in a.candidates), None)
             verdict = f"qualifies for no need: {_why_not(why, robust) if why else 'no need admits it'}"
-        lines.append(f"The robust fix, the lock inside the write transaction (`{robust}`): {verdict}.")
-    return [" ".join(lines), ""]
+        lines.append(f"- The robust fix, the lock inside the write transaction (`{robust}`): {verdict}.")
+    return [lines[0], "", *lines[1:], ""]
 
 
 def _listed_plain(titles: list[str]) -> str:
@@ -258,21 +257,27 @@ def change_lines(decision: Decision) -> list[str]:
 
 def avoid_lines(decision: Decision) -> list[str]:
     """The locks to avoid, grouped by the first fault that rules each out (read for the surviving company)."""
-    grouped: dict[str, list[str]] = {}
+    grouped: dict[str, list[tuple[str, str]]] = {}
     for avoid in decision.avoid:
         words = avoid.cell.text.split(" · ")[0].split(" ", 1)[-1]
-        grouped.setdefault(avoid.label, []).append(f"`{avoid.backend}` ({words})")
-    return [f"- *{label}*: {', '.join(locks)}." for label, locks in grouped.items()]
+        grouped.setdefault(avoid.label, []).append((avoid.backend, words))
+    lines = []
+    for label, locks in grouped.items():
+        said = {words for _, words in locks}
+        if len(said) == 1 and len(locks) > 1:  # the same words for all: said once
+            lines.append(f"- *{label}* (each: {said.pop()}): {', '.join(f'`{b}`' for b, _ in locks)}.")
+        else:
+            lines.append(f"- *{label}*: {', '.join(f'`{b}` ({words})' for b, words in locks)}.")
+    return lines
 
 
-INTRO = ("Each need is decided on the harm it cares about: for writes in a database, the surviving company whole with "
-         "no stale write in it (a write the store acknowledged and then discarded is the store's, ◆); for writes "
-         "outside it, two holders believing they held at once. Every candidate is judged on the same evidence: under "
-         "each fault that failed one of them, every other shows ✓ with its n, ◆, *unaffected* (the fault cannot "
-         "reach its lock, by declaration, and never did) or n/a, or it is unproven.")
-RANKING = (f"Qualifiers are ranked by: 1. fewest services; 2. cost per company (a difference inside the spread "
-           f"decides nothing); 3. the lower 95 % bound of the weakest deciding ✓, strong at ≤{STRONG_AT_MOST * 100:.0f}% "
-           f"({STRONG_TRIALS} trials, none failed). [Every candidate's counts](#the-comparison-behind-each-need).")
+INTRO = ("Each need is decided on its own harm: for writes in a database, the surviving company whole with no stale "
+         "write (a write the store discarded is the store's, ◆); for writes outside it, two holders at once. Where a "
+         "fault failed one candidate, every other needs ✓ with its n, ◆, *unaffected* (its lock out of the fault's "
+         "reach) or n/a, else it is unproven.")
+RANKING = (f"Qualifiers rank by: 1. fewest services; 2. cost per company, beyond its spread; 3. the lower 95 % bound of "
+           f"the weakest deciding ✓ (strong at ≤{STRONG_AT_MOST * 100:.0f}%: {STRONG_TRIALS} trials, none failed). "
+           "[Every candidate's counts](#the-comparison-behind-each-need).")
 
 
 @section(10)
@@ -282,7 +287,7 @@ def section_decide(run: RunView) -> str | None:
     decision = decision_of(run)
     if not decision.needs:
         return None
-    out = ["## Which lock, for which need", "", INTRO, RANKING, "", *situation(run, decision),
+    out = ["## Which lock, for which need", "", INTRO, "", RANKING, "", *situation(run, decision),
            "| need (harm; candidates, faults) | use | ranked first by | runner-up: what separates them | "
            "weakest deciding ✓ | cost per company |", "|---|---|---|---|---|---|",
            *["| " + " | ".join(need_row(a, run.meta)) + " |" for a in decision.needs], ""]

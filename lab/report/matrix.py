@@ -250,18 +250,24 @@ POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the databas
 
 @section(160)
 def section_why_not_leases(run: RunView) -> str | None:
-    """The post's 'Redis, etcd or a lease row' row of Why not just...?, backed by the lease-fault trials
-    of every backend whose right is a lease (capability `lease_expiry`)."""
+    """The post's 'Redis, etcd or a lease row' row of Why not just...?, backed by the lease-fault cells of every
+    backend whose right is a lease (capability `lease_expiry`): the matrix's own cells, judged beside the control,
+    one per fault (a scenario with several columns shows its worst, with how many of its faults gave each mark:
+    trials of different faults are never pooled into one count)."""
     frame = run.frame
-    columns = [(f.scenario, f.title, f.replicated) for f in lease_faults_run(run)]
-    relevant = with_capability(frame[frame.scenario.isin([s for s, _, _ in columns])], Capability.LEASE_EXPIRY)
+    faults = lease_faults_run(run)
+    relevant = with_capability(frame[frame.scenario.isin([f.scenario for f in faults])], Capability.LEASE_EXPIRY)
     if relevant.empty:
         return None
-    rows = []
-    for backend in ordered_backends(relevant):
-        mine = relevant[relevant.backend == backend]
-        rows.append([backend, *[cell(mine[mine.scenario == s].to_dict("records")) for s, _, _ in columns]])
-    clusters = [s for s, _, replicated in columns if replicated]
+    leases = set(relevant.backend)
+    by_scenario: dict[tuple[str, str], list[MatrixCell]] = {}
+    for backend, cells in matrix_rows(run):
+        if backend in leases:
+            for c in cells:
+                by_scenario.setdefault((backend, c.scenario), []).append(c)
+    rows = [[backend, *[_lease_cell(by_scenario.get((backend, f.scenario), [])) for f in faults]]
+            for backend in ordered_backends(relevant)]
+    clusters = [f.scenario for f in faults if f.replicated]
     return "\n".join([
         "## Why not just Redis, etcd or a lease row?", "",
         f"The post: *{POST_LEASE_ROW}* Measured here, for every backend whose right is a lease with a TTL: the "
@@ -269,12 +275,25 @@ def section_why_not_leases(run: RunView) -> str | None:
         "restart, for longer than the TTL; a second run takes the company; the holder then writes. "
         + ("In the replicated columns the lock service loses a server instead: a PostgreSQL standby or a Redis "
            "replica promoted (with the replica caught up or held behind), a Redlock master that granted "
-           "restarted, an etcd member partitioned or its leader killed; each column sums its variants, which the "
-           f"matrix ([{MATRIX}]({MATRIX})) shows apart. " if clusters else "")
-        + f"Cells read as in the matrix, [{MATRIX}]({MATRIX}). Reproduce: "
-        f"`lab run --backend all --scenario {','.join(s for s, _, _ in columns)}`.",
-        "", md_table(["backend", *[title for _, title, _ in columns]], rows), "",
+           "restarted, an etcd member partitioned or its leader killed. " if clusters else "")
+        + f"Each cell is the matrix's, judged beside the no-lock control ([{MATRIX}]({MATRIX})); a fault with "
+        "several variants shows its worst cell and how many of its variants gave each mark. Reproduce: "
+        f"`lab run --backend all --scenario {','.join(f.scenario for f in faults)}`.",
+        "", md_table(["backend", *[f.title for f in faults]], rows), "",
         *_token_evidence(relevant)])
+
+
+def _lease_cell(cells: list[MatrixCell]) -> str:
+    """One fault's cell, or for several variants the worst one's text and each mark's count."""
+    shown = [c for c in cells if c.cell.mark is not Mark.NOT_APPLICABLE] or cells
+    if not shown:
+        return "not run"
+    if len(shown) == 1:
+        return shown[0].cell.text
+    worst = min(shown, key=lambda c: severity(c.cell.mark))
+    counts = Counter(c.cell.mark for c in shown)
+    tally = " · ".join(f"{mark.value} {n}" for mark, n in sorted(counts.items(), key=lambda kv: severity(kv[0])))
+    return f"{worst.cell.text} ({tally} of {len(shown)} variants)"
 
 
 def _token_evidence(relevant: pd.DataFrame) -> list[str]:

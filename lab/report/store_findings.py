@@ -84,9 +84,13 @@ def store_findings(run: RunView, rows: dict[str, list[MatrixCell]] | None = None
 
 
 def _kept_it(kept: KeptIt) -> str:
+    """A configuration measured beside the finding: a remedy only where writes were acknowledged and kept under it;
+    with none acknowledged it shows nothing, and says so."""
     n = kept.n
-    return (f"*{kept.label}*: the control lost none of the {kept.acknowledged} writes acknowledged in its {n} "
-            f"{'trial' if n == 1 else 'trials'}")
+    trials = f"{n} {'trial' if n == 1 else 'trials'}"
+    if not kept.acknowledged:
+        return f"*{kept.label}*: not shown, no write was acknowledged in the control's {trials}"
+    return f"*{kept.label}*: the control lost none of the {kept.acknowledged} writes acknowledged in its {trials}"
 
 
 @section(12)
