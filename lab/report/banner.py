@@ -13,7 +13,7 @@ from collections import Counter
 
 from lab.checkers.outcomes import latest_per_trial
 from lab.report.changes import changed_cells
-from lab.report.matrix import UNSTABLE
+from lab.decision.cells import UNSTABLE
 from lab.report.sections import RunView, section
 
 FLAG = "⚑"

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from lab.columns import FaultFamily
 from lab.report.families import TABLE_ORDER, table_of
-from lab.report.matrix import IDLE_MARKS, Mark, MatrixCell, declared_run, matrix_rows, severity
+from lab.decision.cells import Mark, severity
+from lab.report.matrix import IDLE_MARKS, MatrixCell, declared_run, matrix_rows
 from lab.report.sections import RunView
 
 

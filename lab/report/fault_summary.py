@@ -7,7 +7,7 @@ from __future__ import annotations
 from lab.columns import FaultFamily
 from lab.report.common import md_table
 from lab.report.fault_groups import Summary, summary_tables
-from lab.report.matrix import Mark, severity
+from lab.decision.cells import Mark, severity
 from lab.report.sections import MATRIX, RunView, section
 from lab.report.summary import anchor
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import weakref
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from enum import Enum
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -14,11 +13,10 @@ from lab.capabilities import Capability
 from lab.columns import Column, FaultColumns
 from lab.measures.kinds import Measured
 from lab.post_role import PostRole
-from lab.decision.cells import (CALIBRATION_WORDS, NOT_EXERCISED, SEVERITY, UNSTABLE, Cell, Mark, against_previous,
+from lab.decision.cells import (Cell, Mark, against_previous,
                                 judge, judge_in_column, severity)
 from lab.decision.harm import Harm
 from lab.decision.where import unaffected_reason, where_of
-from lab.report.charts import matrix_chart
 from lab.report.common import backend_with_role, md_table, ordered_backends, with_capability
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
@@ -188,55 +186,6 @@ def family_tables_of(run: RunView) -> list[FamilyTable]:
 
 def _library_order(library: Library | None) -> tuple:
     return library.order() if library is not None else ()
-
-
-@section(20, file=MATRIX)
-def section_matrix(run: RunView) -> str | None:
-    """The matrix appendix: every cell, a section per family of faults (lab/report/matrix_split.py)."""
-    from lab.report.matrix_split import split_markdown  # it reads this module's tables
-    charts = run.charts
-    columns = columns_run(run)
-    if not columns:
-        return None
-    rows, cells = [], []
-    for backend, judged in matrix_rows(run):
-        rows.append([backend, *[c.cell.text for c in judged]])
-        cells.append([c.cell for c in judged])
-    if charts is not None:
-        charts["matrix.png"] = lambda path: matrix_chart([r[0] for r in rows], [label for _, label in columns],
-                                                         [[c.mark.name for c in row] for row in cells], path)
-    flat = [c for row in cells for c in row]
-    unrecorded = sum(c.unrecorded for c in flat if c.mark is Mark.KEPT)
-    lost = any(c.mark is Mark.LOST for c in flat)
-    return "\n".join([
-        "# Every backend under every fault", "",
-        "Each cell is the measured outcome with its trial count: ✗ marks a failure of the lock's one job "
-        "(another run got in while the holder still believed it held: *lost*; the holder's write accepted after "
-        "that: *stale write accepted*; two rebuilds in one company: *merged*; a killed lock session, however "
-        "soon detected: *lost within one poll*, *detected late*, *never detected*), ✓ a fault that took the "
-        "lock away while the company stayed whole (*held*, *stale write rejected* by the fence, *rolled back* "
-        "with the transaction, *intact*); *k/N exercised*: the fault took the lock away in only k trials. "
-        "○ *not exercised*: the fault struck but never took the lock away, so the cell proves nothing either "
-        "way. *n/a*: the fault does not apply to that backend; *does not run*: the library cannot work "
-        "against the lab's servers (*Every outcome* gives both reasons). "
-        + ("In the third-party libraries' table, *library* is the library's project, the version the run had "
-           "installed and the language of its client; a library's rows sit together, Python's first. "
-           if languages_recorded(run.meta) else "")
-        + ("⚠ *lost*: another run got the lock while the holder still believed it held, in trials that write "
-           "nothing after that (the post's cases, the detector check): the cell shows the lock failed, and the "
-           "columns where the holder writes show whether the company paid for it. " if lost else "")
-        + (f"{unrecorded} of the trials behind ✓ cells come from runs that did not record whether the fault "
-           "took the lock away: those cells say the company stayed whole, not that the fault was exercised. "
-           if unrecorded else "")
-        + "Lease and lock TTLs, and the idle guard on the holder's PostgreSQL sessions, are the profile's "
-        "`ttl_s`. Reproduce: `lab run --backend all --scenario all`.", "",
-        "Below, a section per family of faults (REPORT.md's summary sums each), a table per family of locks, and "
-        "each column with what its fault does and what confirms in every trial that it struck (a trial whose fault "
-        "cannot confirm it is an error, never a verdict). A column n/a or not run for every row of its table is "
-        "not printed, nor a row n/a or not run in every column (each table names its rows left out).", "",
-        *split_markdown(run),
-        "![the matrix as colours: red failed, green kept the company whole, light blue-grey not exercised "
-        "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
 
 
 def lease_faults_run(run: RunView) -> list[FaultColumns]:

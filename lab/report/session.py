@@ -9,7 +9,7 @@ from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import published
 from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side, with_role
-from lab.report.matrix import CALIBRATION_WORDS as LOST_WORDS
+from lab.decision.cells import CALIBRATION_WORDS as LOST_WORDS
 from lab.report.sections import RunView, measured_section, section
 
 # The post's three session-lock methods, by the role a backend declares (lab/post_role.py).

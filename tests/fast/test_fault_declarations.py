@@ -15,7 +15,8 @@ import scenarios
 from lab import cli
 from lab.provenance import declarations
 from lab.report.decide import section_decide
-from lab.report.matrix import section_matrix, section_why_not_leases
+from lab.report.matrix import section_why_not_leases
+from lab.report.matrix_split import section_matrix
 from lab.report.sections import RunView
 from lab.runner import RunRequest, make_plan
 from lab.servers.services import Services

@@ -11,7 +11,8 @@ from lab.columns import Column, FaultColumns, FaultFamily, from_meta, to_meta
 from lab.report import declared
 from lab.report.fault_groups import summary_of, summary_tables
 from lab.report.fault_summary import section_fault_summary
-from lab.report.matrix import SEVERITY, Mark, section_matrix
+from lab.decision.cells import SEVERITY, Mark
+from lab.report.matrix_split import section_matrix
 from lab.report.matrix_split import COLUMN_LIMIT, split_tables
 from lab.report.sections import RunView
 

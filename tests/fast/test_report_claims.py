@@ -8,7 +8,8 @@ from lab.report import published, render
 from lab.report.common import trials_frame
 from lab.report.declared import measured_of
 from lab.report.decide import cost_sentence, section_comparison, section_decide
-from lab.report.matrix import cell, section_matrix, section_why_not_leases
+from lab.report.matrix import cell, section_why_not_leases
+from lab.report.matrix_split import section_matrix
 from lab.report.sections import RunView
 from lab.report.summary import _heartbeat, _perf_ratio, _timing_range
 from tests.fast.test_report import META

@@ -182,7 +182,7 @@ def test_lab_services_accept_a_pooler_as_the_users_postgres(bouncer):
 
 def test_a_missing_pgbouncer_makes_every_pooler_cell_does_not_run(monkeypatch, tmp_path):
     """PATH pointed at nothing: every backend x mode is recorded as 'does not run' with the reason, none dropped."""
-    from lab.report.matrix import Mark, judge
+    from lab.decision.cells import Mark, judge
     from lab.runner import Runner, RunRequest
     from lab.servers.pgbouncer.server import MISSING, find_pgbouncer
     from scenarios.pooler import Pooler
