@@ -8,6 +8,7 @@ n/a; otherwise it is unproven there, and cannot qualify by never having been tes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from lab.decision.cells import Cell
 from lab.decision.cost import CompanyCost
@@ -48,7 +49,7 @@ class Comparison:
     def faced(self) -> int:
         return len(next(iter(self.standings.values())).cells) if self.standings else 0
 
-    @property
+    @cached_property
     def failed_by(self) -> dict[str, list[str]]:
         """Fault label -> the candidates it failed, in column order."""
         out: dict[str, list[str]] = {}

@@ -10,6 +10,7 @@ parts, by its declaration).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from enum import Enum
 
 from lab.decision.cells import Cell, Mark
@@ -52,9 +53,17 @@ class Standing:
     backend: str
     cells: dict[str, Cell]
 
+    @cached_property
+    def by_outcome(self) -> dict[Outcome, list[str]]:
+        """Outcome -> the labels of the columns with it, in column order (each cell read once)."""
+        out: dict[Outcome, list[str]] = {outcome: [] for outcome in Outcome}
+        for label, cell in self.cells.items():
+            out[outcome_of(cell)].append(label)
+        return out
+
     def faults(self, outcome: Outcome) -> list[str]:
         """The labels of the columns with this outcome, in column order."""
-        return [label for label, cell in self.cells.items() if outcome_of(cell) is outcome]
+        return list(self.by_outcome[outcome])
 
     def count(self, outcome: Outcome) -> int:
         return len(self.faults(outcome))
@@ -62,13 +71,13 @@ class Standing:
     @property
     def kept_trials(self) -> int:
         """The exercised trials behind its ✓ cells."""
-        return sum(c.exercised for c in self.cells.values() if outcome_of(c) is Outcome.KEPT)
+        return sum(self.cells[label].exercised for label in self.by_outcome[Outcome.KEPT])
 
     def weakest(self, among: list[str] | None = None) -> tuple[str, Cell] | None:
         """Its ✓ cell with the highest bound (the fewest exercised trials), among some columns (default: all), or
         None without a ✓ there."""
-        kept = [(label, cell) for label, cell in self.cells.items()
-                if outcome_of(cell) is Outcome.KEPT and (among is None or label in among)]
+        kept = [(label, self.cells[label]) for label in self.by_outcome[Outcome.KEPT]
+                if among is None or label in among]
         return max(kept, key=lambda lc: (lc[1].bound or 1.0), default=None)
 
 
