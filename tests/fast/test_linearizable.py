@@ -400,3 +400,56 @@ def test_unknown_evidence_never_changes_a_verdicts_kind_safety_or_answers():
         assert verdict.answers == answers(verdict.kind, rest)
         assert verdict.lock is (Valid.FALSE if any(f.valid is Valid.FALSE and f.kind in (Kind.LOST, Kind.OVERLAPPING_WRITES)
                                                    for f in rest) else Valid.TRUE)
+
+
+# --- where the report cites it (lab/report/linearizability.py) ---------------------------------------------
+
+def _record(id_, history, lock_lost_by=None):
+    """A judged trial's record; lock_lost_by: plant the search's finding (or the exclusion checker's) as false
+    where the other says true, a disagreement the report must name."""
+    from dataclasses import replace
+
+    from lab.checkers import ops as history_ops
+    from lab.checkers.judge import judge
+    from lab.checkers.verdict import Verdict
+
+    verdict = judge(history, None, 250)
+    if lock_lost_by is not None:
+        flipped = tuple(replace(f, valid=Valid.FALSE, kind=Kind.LOST) if f.checker == lock_lost_by else f
+                        for f in verdict.findings)
+        verdict = Verdict(verdict.kind, verdict.lock, verdict.exercised, flipped, verdict.figures)
+    return {"id": id_, "scenario": "two_runs", "backend": "planted", "variant": "-", "index": 0, "status": "ok",
+            "schema": 2, "verdict": "planted", "judgement": verdict.to_json(), "history": history_ops.to_json(history),
+            "measures": {}}
+
+
+def test_the_report_says_what_the_search_ordered_found_and_that_it_agreed_with_exclusion():
+    from lab.report.linearizability import section_linearizability, tally
+    from lab.report.sections import RunView
+
+    lost = timed([*grant(0.0, "holder"), *grant(2.0, "contender"), op(3.0, "holder", OK, F.TOLD, how="held")])
+    kept = [*grant(0.0, "a"), *release(1.0, "a"), *grant(2.0, "b"), *release(3.0, "b")]
+    inside = timed([*in_write(0.0, "holder"), *in_write(0.2, "contender")])
+    records = [_record("t/lost/0", lost), _record("t/kept/0", kept), _record("t/inside/0", inside)]
+    found = tally(records)
+    assert (found.judged, found.ordered, found.not_linearizable, found.nothing_to_order, found.disagreed) == (
+        3, 2, 1, 1, [])
+    text = section_linearizability(RunView.of(records))
+    assert ("Of 3 trials judged here, it ordered 2 and found 1 not linearizable; it agreed with the exclusion "
+            "checker in every one of them.") in text
+    assert "1 trial had no run-level acquire or release to order" in text
+
+
+def test_a_planted_disagreement_with_the_exclusion_checker_is_named_never_smoothed_over():
+    """Either way round: the search finds no mutex where exclusion found none lost, or exclusion finds a lost lock
+    where the search found an order. The page names both trials instead of claiming agreement."""
+    from lab.report.linearizability import section_linearizability
+    from lab.report.sections import RunView
+
+    kept = [*grant(0.0, "a"), *release(1.0, "a"), *grant(2.0, "b"), *release(3.0, "b")]
+    text = section_linearizability(RunView.of([_record("t/search/0", kept, lock_lost_by=CHECKER),
+                                               _record("t/exclusion/0", kept, lock_lost_by="exclusion"),
+                                               _record("t/fine/0", kept)]))
+    assert "agreed with the exclusion checker in every one" not in text
+    assert ("it ordered 3 and found 1 not linearizable; ⚑ it disagreed with the exclusion checker in 2 of them, "
+            "where the worse answer decides: `t/search/0`, `t/exclusion/0`") in text
