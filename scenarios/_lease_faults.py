@@ -200,7 +200,8 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
     stopped at its fault point after its delete; a strategy without a lock has no right at all. The holder
     reports when it asks COMMIT (its write's `before_commit` point) and its write once it has ended; a holder
     that never reached that point is bounded by the report of its write. Every signal it heard (told.py) is
-    a `told` operation.
+    a `told` operation; its keep-alive's first failed renewal is a failed `renew` as well, where the margin
+    search reads what the lease did (lab/checkers/lease.py).
     """
     run_level = scope == "run"
     rec = Recorder(t0)
@@ -234,6 +235,9 @@ def holder_ops(events: list[dict], t0: float, company: int, scope: str | None) -
         rec.add("holder", type_, F.WRITE, at=write["t"], company=company, error=write.get("error"), **extra)
     for said in signals(events, t0):
         rec.add("holder", Type.OK, F.TOLD, at=t0 + said["at"], how=said["how"], via=said["via"], text=said["text"])
+    held = first.get("held")
+    if held is not None and held.get("noticed_loss_at") is not None:  # its keep-alive's first failed renewal
+        rec.add("holder", Type.FAIL, F.RENEW, at=held["noticed_loss_at"])
     for reading in (e for e in events if e["event"] == "clock"):  # a holder on a fake clock reports it
         rec.add("holder", Type.OK, F.CLOCK, at=reading["t"], clock="holder", offset_s=reading["wall_offset_s"],
                 monotonic_offset_s=reading["monotonic_offset_s"])

@@ -21,6 +21,7 @@ from typing import Callable
 
 import backends
 from lab.capabilities import Capability
+from lab.checkers import ops
 from lab.checkers.judge import margin_verdict
 from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.verdict import Verdict
@@ -104,10 +105,11 @@ class Margin(Scenario):
         def run_step(strength: float) -> Outcome:
             measures = graded.trial(env, kind(strength), len(recorded))  # a Skip ends the search
             verdict = judged(measures, cls)
-            recorded.append({"strength": strength, "outcome": outcome_of(verdict).value,
+            outcome = outcome_of(verdict, ops.from_json(measures["history"]))  # what the lease did, too
+            recorded.append({"strength": strength, "outcome": outcome.value,
                              "judgement": verdict.to_json(), "history": measures.pop("history"),
                              "evidence": measures.get("evidence", {}), "ttl_s": measures["ttl_s"]})
-            return outcome_of(verdict)
+            return outcome
 
         steps = search(run_step, plan)
         margin = bounds(steps)

@@ -430,7 +430,8 @@ def linearizability(ops: list[Op], lease_ttl: float | None) -> list[Finding]:
     Jepsen's way, with indeterminate operations ordered or left out as they may have been, so it decides: a
     history that is no mutex is a lost lock (Kind.LOST), with the operations that prove it. For a lease, the
     lease model (a second grant only after the first's TTL) is asked as well, as evidence only: a lease lapsing
-    by design is no finding."""
+    by design is no finding. A history with no run-level acquire or release (locks inside the write, no lock)
+    gives both nothing to order: unknown, with no kind, so it changes no verdict's kind, lock or answers."""
     found = [mutex_finding(ops, max_seconds=0.5)]
     if lease_ttl:
         lease = mutex_finding(ops, expires_after=lease_ttl, max_seconds=0.5)

@@ -29,7 +29,8 @@ earlier, so its TTL cannot have run out earlier). Renewals are ignored, so the l
 permissive one: it says a history is a lease behaving as a lease, never that a renewal was honoured.
 Comparing the two answers tells a lease behaving as a lease from a mutex broken.
 
-The answer. `order` names each ordered op by its completion's index in the history (its invoke's
+The answer. A history with no run-level acquire or release (its locks live inside the write, or it has
+no lock) gives the search nothing to order: UNKNOWN, never "linearizable" by default. `order` names each ordered op by its completion's index in the history (its invoke's
 when it never completed); expiries are no history op, so they are not in it (`detail` names them).
 FALSE's detail is the deepest state the search could not leave: the op that had to come next by
 real-time order, and the hold that forbade it.
@@ -45,6 +46,7 @@ from lab.checkers.ops import F, Op, Type
 from lab.checkers.verdict import Finding, Kind, Valid
 
 CHECKER = "linearizable (mutex)"
+NOTHING_TO_ORDER = "no run-level acquire or release to order"
 FREE = -1  # the model's state when nobody holds the lock
 NEVER = float("inf")  # the completion of an op that may take effect at any time after its invoke
 _CLOCK_EVERY = 256  # states between looks at the clock
@@ -54,7 +56,7 @@ _CLOCK_EVERY = 256  # states between looks at the clock
 class Linearization:
     """The search's answer: valid or not (or unknown at the bound), a legal order, its cost and why."""
 
-    valid: Valid  # TRUE: a legal order exists; FALSE: none does; UNKNOWN: the bound was reached
+    valid: Valid  # TRUE: a legal order exists; FALSE: none does; UNKNOWN: the bound was reached, or nothing to order
     order: tuple[int, ...]  # indices into the given history of the ops in a legal order (TRUE), else ()
     explored: int  # search states visited
     detail: str  # one line: why
@@ -303,8 +305,6 @@ def _why_not(search: _Search) -> str:
 def _why(ops: list[MutexOp], path: list[int | None], ttl: float | None, holders: list[int]) -> str:
     """One line for TRUE: how many ops the legal order has, and whose leases it let lapse."""
     ordered = sum(1 for i in path if i is not None)
-    if not ops:
-        return "no run-level acquire or release to order"
     line = f"a legal order of {ordered} of {len(ops)} operations exists"
     if holders:
         names = ", ".join(dict.fromkeys(ops[h].process for h in holders))
@@ -328,6 +328,8 @@ def _check(history: list[Op], *, expires_after: float | None = None, max_states:
            max_seconds: float = 2.0) -> tuple[Linearization, tuple[int, ...]]:
     """The search and its proof: for FALSE, the history indices of the blocked op and the hold before it."""
     ops = mutex_ops(history)
+    if not ops:  # an empty order is legal, but it answers nothing: the history has no mutex in it to judge
+        return Linearization(Valid.UNKNOWN, (), 0, NOTHING_TO_ORDER), ()
     search = _Search(ops, expires_after, max_states, max_seconds)
     valid, path = search.run()
     explored = len(search.seen)
@@ -357,7 +359,8 @@ def check_mutex(history: list[Op], *, expires_after: float | None = None,
 def mutex_finding(history: list[Op], **kwargs) -> Finding:
     """The search as one of judge()'s findings: checker 'linearizable (mutex)', Kind.LOST when invalid.
 
-    Its proof is the blocked op and the acquire that held the lock (history indices); UNKNOWN has no kind.
+    Its proof is the blocked op and the acquire that held the lock (history indices); UNKNOWN (the bound reached,
+    or nothing to order) has no kind, so it changes no verdict.
     """
     result, proof = _check(history, **kwargs)
     kind = Kind.LOST if result.valid is Valid.FALSE else None

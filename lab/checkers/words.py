@@ -26,6 +26,10 @@ WORDS = {
     Kind.NOT_ACQUIRED: "not acquired",
 }
 
+# A margin step (lab/measures/margin.py) whose lease was visibly gone (a renewal failed, its release raised) while
+# nobody else got in: neither survived nor broke.
+LAPSED = "lease lost, not taken"
+
 # What each kind means, for a legend.
 MEANING = {
     Kind.ACKNOWLEDGED_WRITE_LOST: "a rebuild whose commit returned ok is not in the company at the end, and no write "
@@ -82,7 +86,8 @@ def _search_text(verdict: Verdict) -> str:
 
 def margin_text(margin: dict, verdict: Verdict | None = None) -> str:
     """'survived 0.94 TTL (2 trials), broke at 0.97 TTL (2 trials: stale write accepted)': a margin search's bounds
-    (lab/measures/margin.py), each with the trials behind it; a bound from one trial says so."""
+    (lab/measures/margin.py), each with the trials behind it; a bound from one trial says so, and a breaking point
+    on fewer broken trials than it needs says how many of them ('1 of 2')."""
     def trials(n: int) -> str:
         return "1 trial" if n == 1 else f"{n} trials"
 
@@ -93,10 +98,14 @@ def margin_text(margin: dict, verdict: Verdict | None = None) -> str:
         parts.append("survived no strength tried")
     if margin.get("broke") is not None:
         what = f": {WORDS.get(verdict.kind, verdict.kind.value)}" if verdict is not None else ""
-        parts.append(f"broke at {margin['broke']:g} TTL ({trials(margin['broke_trials'])}{what})")
+        breaks, needed = margin.get("breaks"), margin.get("breaks_needed")  # a run before issue 56 has neither
+        short = f"; {breaks} of {needed}" if breaks is not None and needed is not None and breaks < needed else ""
+        parts.append(f"broke at {margin['broke']:g} TTL ({trials(margin['broke_trials'])}{what}{short})")
     else:
         parts.append("never broke in the range")
     text = ", ".join(parts)
     if margin.get("contradictions"):
         text += f"; survived above a broken strength at {', '.join(f'{s:g}' for s in margin['contradictions'])} TTL"
+    if margin.get("lapsed"):
+        text += f"; {LAPSED} at {', '.join(f'{s:g}' for s in margin['lapsed'])} TTL"
     return text

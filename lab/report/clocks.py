@@ -3,7 +3,8 @@ margin of every lease against a server clock that jumps or runs fast.
 
 Read from the run's files alone: the server_clock, holder_clock and margin trials, their typed verdicts and
 histories. A margin is computed again here from the steps each search recorded (lab/measures/margin.py's
-`bounds`, over each step's verdict as the checkers gave it), never taken from the summary the scenario wrote.
+`bounds`, over each step's verdict as the checkers gave it and what its history shows the lease did), never taken
+from the summary the scenario wrote; the range each search covered is read from the plan it recorded.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import pandas as pd
 from lab.checkers import ops
 from lab.checkers.outcomes import does_not_run, judgement_of
 from lab.checkers.verdict import Kind, Valid, Verdict
-from lab.checkers.words import WORDS
+from lab.checkers.words import LAPSED, WORDS
 from lab.measures.kinds import Measured
-from lab.measures.margin import Margin, Step, bounds, outcome_of
+from lab.measures.margin import BREAKS_NEEDED, Confidence, Margin, Outcome, Step, bounds, outcome_of
 from lab.report.common import FLAG, md_table, measuring, ordered_backends
 from lab.report.sections import RunView, measured_section, section
 from lab.report.timelines import history_picture, slug
@@ -199,10 +200,14 @@ def section_holder_clock(run: RunView, trials: pd.DataFrame) -> str | None:
 
 # --- safety margins ---------------------------------------------------------------------------------------
 
+def _outcome(step: dict) -> Outcome:
+    """One recorded step as the checkers judged it and as its history shows its lease (never its stored outcome)."""
+    return outcome_of(Verdict.from_json(step["judgement"]), ops.from_json(step["history"]))
+
+
 def steps_of(record: dict) -> list[Step]:
-    """A margin search's steps as the checkers judged them, from its record."""
-    return [Step(float(s["strength"]), outcome_of(Verdict.from_json(s["judgement"])))
-            for s in record["measures"]["steps"]]
+    """A margin search's steps as the checkers judged them and their histories show, from its record."""
+    return [Step(float(s["strength"]), _outcome(s)) for s in record["measures"]["steps"]]
 
 
 def _trials(n: int) -> str:
@@ -210,11 +215,15 @@ def _trials(n: int) -> str:
 
 
 def margin_cell(margin: Margin, kinds: dict[float, str]) -> tuple[str, str, str]:
-    """(largest survived, smallest broken, note) as the table shows them, each bound with its trials."""
+    """(largest survived, smallest broken, note) as the table shows them, each bound with its trials; a breaking
+    point on fewer broken trials than it needs says how many of them broke ('1 of 2')."""
     survived = "none" if margin.survived is None else f"{margin.survived:g} ({_trials(margin.survived_trials)})"
+    short = f"; {margin.breaks} of {BREAKS_NEEDED}" if margin.confidence is Confidence.SHORT else ""
     broke = ("not in the range" if margin.broke is None
-             else f"{margin.broke:g} ({_trials(margin.broke_trials)}: {kinds.get(margin.broke, '?')})")
+             else f"{margin.broke:g} ({_trials(margin.broke_trials)}: {kinds.get(margin.broke, '?')}{short})")
     notes = []
+    if margin.lapsed:
+        notes.append(f"{LAPSED} at {', '.join(f'{s:g}' for s in margin.lapsed)}")
     if margin.contradictions:
         notes.append(f"{FLAG} not monotone: survived at {', '.join(f'{s:g}' for s in margin.contradictions)} above "
                      f"the smallest broken strength, so no clean margin")
@@ -236,10 +245,11 @@ def asked_after_grant(history: list[ops.Op]) -> float | None:
 
 def _kinds_at(record: dict) -> dict[float, str]:
     """Strength -> what the checkers found there (the worst kind among its trials, in the report's words)."""
-    found: dict[float, list[Verdict]] = {}
+    found: dict[float, list[tuple[Verdict, Outcome]]] = {}
     for step in record["measures"]["steps"]:
-        found.setdefault(round(float(step["strength"]), 4), []).append(Verdict.from_json(step["judgement"]))
-    return {s: ", ".join(sorted({WORDS.get(v.kind, v.kind.value) for v in vs if outcome_of(v).value == "broke"}))
+        found.setdefault(round(float(step["strength"]), 4), []).append((Verdict.from_json(step["judgement"]),
+                                                                         _outcome(step)))
+    return {s: ", ".join(sorted({WORDS.get(v.kind, v.kind.value) for v, outcome in vs if outcome is Outcome.BROKE}))
             or "survived" for s, vs in found.items()}
 
 
@@ -251,7 +261,10 @@ def section_margins(run: RunView, trials: pd.DataFrame) -> str | None:
              if len(records := trials[trials.backend == b].to_dict("records")) and all(
                  x["status"] == "skipped" and x["variant"] == "-" and not does_not_run(x) for x in records)
              for r in records[:1]}
-    units = {}
+    units: dict[str, str] = {}
+    plans: dict[str, list[dict]] = {}  # variant -> each search's plan, as its record keeps it
+    margins: list[Margin] = []
+    lapsed = 0  # trials whose lease was lost with nobody taking it
     rows = []
     for backend in ordered_backends(trials[~trials.backend.isin(list(whole))]):
         mine = trials[trials.backend == backend]
@@ -263,35 +276,75 @@ def section_margins(run: RunView, trials: pd.DataFrame) -> str | None:
                 continue
             for record in done:
                 units[variant] = record["measures"].get("unit", "")
-                margin = bounds(steps_of(record))
+                if record["measures"].get("plan"):
+                    plans.setdefault(variant, []).append(record["measures"]["plan"])
+                steps = steps_of(record)
+                margin = bounds(steps)
+                margins.append(margin)
+                lapsed += sum(step.outcome is Outcome.LAPSED for step in steps)
                 survived, broke, note = margin_cell(margin, _kinds_at(record))
                 asked = [t for step in record["measures"]["steps"]
                          if (t := asked_after_grant(ops.from_json(step["history"]))) is not None]
                 rows.append([backend, variant, survived, broke, str(margin.trials),
                              f"{statistics.median(asked):.2f}" if asked else "-", note])
     ttl = sorted({r["measures"].get("ttl_s") for r in trials.to_dict("records") if r["status"] == "ok"})
-    plan = next((r["measures"]["plan"] for r in trials.to_dict("records") if r["status"] == "ok"), None)
     return "\n".join([
         "## The safety margin of each lease against a clock that moves or a slow network", "",
         "How far the clock that keeps a lease may move, or how much later its renewals may arrive, before the lease "
         "breaks, as a share of its TTL: for each "
         "lease backend and fault, a bisection of real trials (each judged by the checkers; *broke* means another "
-        "run held the lock while the holder still believed it held, or the company was left unsafe), the largest "
+        "run held the lock while the holder still believed it held, or the company was left unsafe; *survived* "
+        "means nobody else got in and the holder's lease demonstrably held: its renewal or its release succeeded, "
+        "or its server said it held), the largest "
         "strength that survived every trial at it and the smallest that broke one, each with the trials behind it "
-        "(a bound from one trial says so). The true threshold lies between the two bounds. A jump breaks a lease when "
+        "(a bound from one trial says so). A breaking point rests on "
+        f"{BREAKS_NEEDED} broken trials at its strength; where fewer broke, its cell says how many of the "
+        f"{BREAKS_NEEDED} did (*1 of {BREAKS_NEEDED}*). A trial whose lease was visibly gone (a renewal failed, "
+        f"the release raised) while nobody else got in is *{LAPSED}*: neither survived nor broke, its strength named "
+        "in the note. The true threshold lies between the two bounds. A jump breaks a lease when "
         "it exceeds what is left of it as the contender asks, so the table gives how long after the holder's grant "
         "the contender first asked (the median over the search's trials: a fault that takes longer to strike and "
         "confirm, such as Redlock's five masters, leaves less). A fenced lock breaks "
         "here like any other (its lease is what is measured); what its fence then did is in the *broke* cell."
         + (f" TTL {', '.join(f'{t:g} s' for t in ttl)}." if ttl else "")
-        + (f" Each search: range {plan['low']:g} to {plan['high']:g}, at most {plan['budget']} trials, stopping "
-           f"when the bounds are {plan['resolution']:g} apart, and up to {_trials(plan['confirm'])} at each bound."
-           if plan else ""), "",
-        *[f"- `{variant}`: strength in {unit}." for variant, unit in units.items()], "",
-        md_table(["backend", "fault", "largest survived (TTLs)", "smallest broke (TTLs)", "trials",
-                  "contender asked after grant (s, median)", "note"], rows),
-        "", *([f"n/a ({reason}): {', '.join(names)}." for reason, names in _by_reason(whole).items()] + [""]
-              if whole else [])])
+        + _search_limits([plan for found in plans.values() for plan in found]), "",
+        *[f"- `{variant}`: strength in {unit}{_ranges(plans.get(variant, []))}." for variant, unit in units.items()],
+        "", md_table(["backend", "fault", "largest survived (TTLs)", "smallest broke (TTLs)", "trials",
+                      "contender asked after grant (s, median)", "note"], rows),
+        "", *_margin_counts(margins, lapsed),
+        *([f"n/a ({reason}): {', '.join(names)}." for reason, names in _by_reason(whole).items()] + [""]
+          if whole else [])])
+
+
+def _ranges(plans: list[dict]) -> str:
+    """'; range searched 0 to 4': the range each search of a fault recorded in its plan (several when they differ)."""
+    ranges = list(dict.fromkeys((float(p["low"]), float(p["high"])) for p in plans))
+    return f"; range searched {', '.join(f'{low:g} to {high:g}' for low, high in ranges)}" if ranges else ""
+
+
+def _search_limits(plans: list[dict]) -> str:
+    """' Each search: at most 12 trials, ...': the budget, resolution and confirmations the searches recorded."""
+    limits = list(dict.fromkeys((p["budget"], p["resolution"], p["confirm"]) for p in plans))
+    if not limits:
+        return ""
+    return " Each search: " + "; or ".join(
+        f"at most {budget} trials, stopping when the bounds are {resolution:g} apart, and up to {_trials(confirm)} "
+        f"at each bound" for budget, resolution, confirm in limits) + "."
+
+
+def _margin_counts(margins: list[Margin], lapsed: int) -> list[str]:
+    """The lines under the table: how many breaking points rest on fewer broken trials than they need, and how many
+    trials lost their lease with nobody taking it."""
+    broken = [m for m in margins if m.confidence is not None]
+    short = sum(m.confidence is Confidence.SHORT for m in broken)
+    lines = []
+    if broken:
+        lines.append(f"{short} of {len(broken)} breaking points rest on fewer broken trials than the {BREAKS_NEEDED} "
+                     "a breaking point needs.")
+    if lapsed:
+        lines.append(f"{_trials(lapsed)} lost {'its lease' if lapsed == 1 else 'their lease'} with nobody else "
+                     f"taking it (*{LAPSED}*): counted neither survived nor broke.")
+    return [" ".join(lines), ""] if lines else []
 
 
 def _by_reason(reasons: dict[str, str]) -> dict[str, list[str]]:

@@ -63,17 +63,22 @@ def test_the_clock_histories_judge_as_the_checkers_say():
 
 # --- margins ------------------------------------------------------------------------------------------------
 
-def _step(strength: float, broke: bool) -> dict:
-    verdict = judge(lease_history(broke), FINAL_WHOLE, 250)
+def _step(strength: float, broke: bool, renew_failed: bool = False) -> dict:
+    """One step of a search; renew_failed: nobody else got in, but the holder's renewal failed (its lease was gone)."""
+    history = lease_history(broke)
+    if renew_failed:
+        history = sorted([*history, Op("holder", Type.FAIL, F.RENEW, 0.095)], key=lambda o: o.time)
+    verdict = judge(history, FINAL_WHOLE, 250)
     return {"strength": strength, "outcome": "broke" if broke else "survived", "judgement": verdict.to_json(),
-            "history": ops.to_json(lease_history(broke)), "evidence": {}, "ttl_s": 1.0}
+            "history": ops.to_json(history), "evidence": {}, "ttl_s": 1.0}
 
 
-def margin_record(backend: str, steps: list[dict], claimed: dict) -> dict:
-    return {"id": f"margin/{backend}/server_jump/0", "scenario": "margin", "backend": backend, "variant": "server_jump",
+def margin_record(backend: str, steps: list[dict], claimed: dict, variant: str = "server_jump",
+                  high: float = 1.5) -> dict:
+    return {"id": f"margin/{backend}/{variant}/0", "scenario": "margin", "backend": backend, "variant": variant,
             "index": 0, "status": "ok", "verdict": "planted", "schema": 2,
-            "measures": {"steps": steps, "margin": claimed, "unit": "TTLs the clock jumps", "ttl_s": 1.0,
-                         "plan": {"low": 0.0, "high": 1.5, "budget": 10, "resolution": 0.05, "confirm": 2}}}
+            "measures": {"steps": steps, "margin": claimed, "unit": f"TTLs of {variant}", "ttl_s": 1.0,
+                         "plan": {"low": 0.0, "high": high, "budget": 10, "resolution": 0.05, "confirm": 2}}}
 
 
 def _row(text: str, backend: str) -> list[str]:
@@ -87,7 +92,36 @@ def test_the_margin_table_computes_each_bound_from_the_steps_with_its_trials():
     text = section_margins(RunView.of([margin_record("redis", steps, {})]))
     assert _row(text, "redis") == ["redis", "server_jump", "0.9375 (2 trials)", "1.125 (2 trials: stale write accepted)",
                                    "7", "0.04", ""]  # the contender asked 0.04 s after the grant in the planted history
-    assert "range 0 to 1.5, at most 10 trials" in text and "TTLs the clock jumps" in text
+    assert "- `server_jump`: strength in TTLs of server_jump; range searched 0 to 1.5." in text
+    assert "at most 10 trials" in text
+
+
+def test_the_range_text_equals_the_searched_range():
+    """The fast clock searched 0 to 4 where the jump searched 0 to 1.5: each fault states its own, as recorded."""
+    steps = [_step(1.5, True), _step(0.0, False)]
+    text = section_margins(RunView.of([margin_record("redis", steps, {}),
+                                       margin_record("redis", steps, {}, "server_fast", high=4.0)]))
+    jump = next(line for line in text.splitlines() if line.startswith("- `server_jump`"))
+    fast = next(line for line in text.splitlines() if line.startswith("- `server_fast`"))
+    assert jump.endswith("range searched 0 to 1.5.") and fast.endswith("range searched 0 to 4.")
+    assert "range 0 to 1.5" not in text  # no one range stated for every fault
+
+
+def test_a_margin_trial_whose_renew_failed_is_not_survived():
+    """Nobody else got in at 0.75, but the holder's renewal failed there: its lease was lost, not taken. The step is
+    no survived bound (0 is), and the note says what it was."""
+    steps = [_step(1.5, True), _step(0.0, False), _step(0.75, False, renew_failed=True)]
+    text = section_margins(RunView.of([margin_record("redis", steps, {})]))
+    row = _row(text, "redis")
+    assert row[2] == "0 (1 trial)" and "lease lost, not taken at 0.75" in row[6]
+    assert "1 trial lost its lease with nobody else taking it (*lease lost, not taken*)" in text
+
+
+def test_a_breaking_point_on_one_broken_trial_says_1_of_2():
+    steps = [_step(1.5, True), _step(0.0, False), _step(0.75, False), _step(1.125, True), _step(1.125, False)]
+    text = section_margins(RunView.of([margin_record("redis", steps, {})]))
+    assert _row(text, "redis")[3] == "1.125 (2 trials: stale write accepted; 1 of 2)"
+    assert "1 of 1 breaking points rest on fewer broken trials than the 2 a breaking point needs." in text
 
 
 def test_a_planted_contradiction_is_flagged_and_never_read_from_the_scenarios_own_summary():

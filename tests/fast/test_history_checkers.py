@@ -184,3 +184,37 @@ def test_a_fence_whose_tokens_went_backwards_lets_an_older_holder_overwrite_a_ne
                op(2.00, "r0", Type.OK, F.ACQUIRE, company=1, scope="company"),
                op(2.01, "r0", Type.INVOKE, F.COMMIT, company=1), op(2.02, "r0", Type.OK, F.WRITE, company=1)]
     assert judged(history, {1: {"rows": 250, "runs": ["r0"]}}).kind is Kind.STALE_WRITE_ACCEPTED
+
+
+# --- did the holder's lease hold (lab/checkers/lease.py, read by the margin search) -------------------------
+
+def test_a_lease_shown_gone_by_its_release_or_renewal_or_server_is_not_held():
+    from lab.checkers.lease import lease_held
+
+    granted = [op(0.0, "holder", Type.INVOKE, F.ACQUIRE), op(0.01, "holder", Type.OK, F.ACQUIRE, scope="run")]
+    for gone in ([op(1.0, "holder", Type.INVOKE, F.RELEASE), op(1.01, "holder", Type.FAIL, F.RELEASE)],
+                 [op(0.5, "holder", Type.FAIL, F.RENEW), op(1.0, "holder", Type.INVOKE, F.RELEASE),
+                  op(1.01, "holder", Type.OK, F.RELEASE)],
+                 [op(0.9, "holder", Type.OK, F.HELD, held=False)]):
+        history = in_time([*granted, *gone])
+        finding = lease_held(history)
+        assert finding.valid is Valid.FALSE and finding.kind is None
+        assert [history[i] for i in finding.proof] == [gone[-1] if gone[-1].f is F.HELD else
+                                                        next(o for o in gone if o.type is Type.FAIL)]
+
+
+def test_a_lease_shown_held_by_its_own_holder_after_its_grant_is_held():
+    from lab.checkers.lease import lease_held
+
+    history = in_time([op(0.0, "holder", Type.FAIL, F.RENEW),  # before its grant: says nothing of this lease
+                       op(0.01, "holder", Type.OK, F.ACQUIRE, scope="run"),
+                       op(0.2, "contender", Type.INVOKE, F.RELEASE), op(0.21, "contender", Type.FAIL, F.RELEASE),
+                       op(0.5, "holder", Type.OK, F.RENEW), op(0.9, "holder", Type.OK, F.HELD, held=True),
+                       op(1.0, "holder", Type.INVOKE, F.RELEASE), op(1.01, "holder", Type.OK, F.RELEASE)])
+    assert lease_held(history).valid is Valid.TRUE
+    quiet = in_time([op(0.01, "holder", Type.OK, F.ACQUIRE, scope="run"), op(1.0, "holder", Type.INVOKE, F.RELEASE),
+                     op(1.01, "holder", Type.INFO, F.RELEASE)])  # nobody knows how its release ended
+    assert lease_held(quiet).valid is Valid.UNKNOWN
+    inside = in_time([op(0.01, "holder", Type.OK, F.ACQUIRE, scope="company", company=1),
+                      op(1.01, "holder", Type.OK, F.RELEASE)])
+    assert lease_held(inside).valid is Valid.UNKNOWN  # no run-level grant: no lease to have held

@@ -159,7 +159,7 @@ def test_company_locks_are_not_run_level_mutex_ops():
                op(0.3, "a", I, F.WRITE, company=1), op(0.4, "a", OK, F.WRITE, company=1)]
     assert mutex_ops(history) == []
     result = check_mutex(history)
-    assert (result.valid, result.order) == (Valid.TRUE, ())
+    assert (result.valid, result.order) == (Valid.UNKNOWN, ())  # nothing of the model's to order: no answer
 
 
 def test_a_grant_recorded_without_its_invoke_counts_as_invoked_at_its_own_time():
@@ -318,7 +318,7 @@ def test_locks_inside_the_write_with_their_releases_are_no_mutex_operations():
     read 'not linearizable'. Two runs of a lock inside the write, overlapping: nothing for the model."""
     history = timed([*in_write(0.0, "holder"), *in_write(0.2, "contender")])
     assert mutex_ops(history) == []
-    assert check_mutex(history).valid is Valid.TRUE
+    assert check_mutex(history).valid is Valid.UNKNOWN
 
 
 def test_a_holder_told_of_its_loss_before_another_is_granted_is_a_mutex():
@@ -353,3 +353,103 @@ def test_a_holder_warned_then_releasing_normally_is_a_mutex():
 
 def refused(t, process):
     return [op(t - 0.001, process, I, F.ACQUIRE), op(t, process, FAIL, F.ACQUIRE)]
+
+
+# --- nothing to order: unknown, never "linearizable" (issue 56) -----------------------------------------------
+
+def test_a_history_with_nothing_to_order_is_unknown():
+    """671 trials of the reference (locks inside the write, no lock at all) were called linearizable with no
+    run-level acquire or release in them: the search has nothing to order there, so it says unknown."""
+    for history in (timed([*in_write(0.0, "holder"), *in_write(0.2, "contender")]),
+                    [op(0.0, "r0", I, F.WRITE, company=1), op(0.1, "r0", OK, F.WRITE, company=1)], []):
+        result = check_mutex(history)
+        assert (result.valid, result.order, result.detail) == (
+            Valid.UNKNOWN, (), "no run-level acquire or release to order")
+        assert check_mutex(history, expires_after=TTL).valid is Valid.UNKNOWN
+        finding = mutex_finding(history)
+        assert (finding.valid, finding.kind, finding.proof) == (Valid.UNKNOWN, None, ())
+
+
+def test_a_real_overlap_of_run_level_holds_beside_locks_inside_the_write_is_still_found():
+    """The in-write locks add nothing to order; the two run-level holds that overlap are still no mutex."""
+    history = timed([*in_write(0.0, "writer"), *grant(1.0, "holder"), *grant(2.0, "contender"),
+                     *release(3.0, "holder"), *release(4.0, "contender")])
+    finding = mutex_finding(history)
+    assert (finding.valid, finding.kind) == (Valid.FALSE, Kind.LOST) and finding.proof
+
+
+def test_unknown_evidence_never_changes_a_verdicts_kind_safety_or_answers():
+    """judge() composes the search's findings with the rest: where the search has nothing to order, its unknown
+    findings leave the kind, the safety, the lock's exclusion and the three answers as the other checkers say."""
+    from lab.checkers.judge import judge, linearizability
+    from lab.checkers.verdict import answers
+
+    clean = timed([*in_write(0.0, "holder"), op(0.1, "holder", I, F.WRITE, company=1),
+                   op(0.2, "holder", OK, F.WRITE, company=1)])
+    merged = timed([op(0.0, "a", I, F.WRITE, company=1), op(0.1, "b", I, F.WRITE, company=1),
+                    op(0.2, "a", OK, F.WRITE, company=1), op(0.3, "b", OK, F.WRITE, company=1)])
+    for history, final, exclusion in ((clean, {1: {"rows": 250, "runs": ["holder"]}}, True),
+                                      (merged, {1: {"rows": 500, "runs": ["a", "b"]}}, False),
+                                      (merged, None, False)):
+        verdict = judge(history, final, 250, exclusion, lease_ttl=TTL)
+        evidence = linearizability(history, TTL)
+        assert [f.valid for f in evidence] == [Valid.UNKNOWN, Valid.UNKNOWN]
+        assert all(f in verdict.findings for f in evidence)
+        assert set(verdict.figures["linearizable"].values()) == {"unknown"}
+        rest = tuple(f for f in verdict.findings if f not in evidence)
+        assert verdict.answers == answers(verdict.kind, rest)
+        assert verdict.lock is (Valid.FALSE if any(f.valid is Valid.FALSE and f.kind in (Kind.LOST, Kind.OVERLAPPING_WRITES)
+                                                   for f in rest) else Valid.TRUE)
+
+
+# --- where the report cites it (lab/report/linearizability.py) ---------------------------------------------
+
+def _record(id_, history, lock_lost_by=None):
+    """A judged trial's record; lock_lost_by: plant the search's finding (or the exclusion checker's) as false
+    where the other says true, a disagreement the report must name."""
+    from dataclasses import replace
+
+    from lab.checkers import ops as history_ops
+    from lab.checkers.judge import judge
+    from lab.checkers.verdict import Verdict
+
+    verdict = judge(history, None, 250)
+    if lock_lost_by is not None:
+        flipped = tuple(replace(f, valid=Valid.FALSE, kind=Kind.LOST) if f.checker == lock_lost_by else f
+                        for f in verdict.findings)
+        verdict = Verdict(verdict.kind, verdict.lock, verdict.exercised, flipped, verdict.figures)
+    return {"id": id_, "scenario": "two_runs", "backend": "planted", "variant": "-", "index": 0, "status": "ok",
+            "schema": 2, "verdict": "planted", "judgement": verdict.to_json(), "history": history_ops.to_json(history),
+            "measures": {}}
+
+
+def test_the_report_says_what_the_search_ordered_found_and_that_it_agreed_with_exclusion():
+    from lab.report.linearizability import section_linearizability, tally
+    from lab.report.sections import RunView
+
+    lost = timed([*grant(0.0, "holder"), *grant(2.0, "contender"), op(3.0, "holder", OK, F.TOLD, how="held")])
+    kept = [*grant(0.0, "a"), *release(1.0, "a"), *grant(2.0, "b"), *release(3.0, "b")]
+    inside = timed([*in_write(0.0, "holder"), *in_write(0.2, "contender")])
+    records = [_record("t/lost/0", lost), _record("t/kept/0", kept), _record("t/inside/0", inside)]
+    found = tally(records)
+    assert (found.judged, found.ordered, found.not_linearizable, found.nothing_to_order, found.disagreed) == (
+        3, 2, 1, 1, [])
+    text = section_linearizability(RunView.of(records))
+    assert ("Of 3 trials judged here, it ordered 2 and found 1 not linearizable; it agreed with the exclusion "
+            "checker in every one of them.") in text
+    assert "1 trial had no run-level acquire or release to order" in text
+
+
+def test_a_planted_disagreement_with_the_exclusion_checker_is_named_never_smoothed_over():
+    """Either way round: the search finds no mutex where exclusion found none lost, or exclusion finds a lost lock
+    where the search found an order. The page names both trials instead of claiming agreement."""
+    from lab.report.linearizability import section_linearizability
+    from lab.report.sections import RunView
+
+    kept = [*grant(0.0, "a"), *release(1.0, "a"), *grant(2.0, "b"), *release(3.0, "b")]
+    text = section_linearizability(RunView.of([_record("t/search/0", kept, lock_lost_by=CHECKER),
+                                               _record("t/exclusion/0", kept, lock_lost_by="exclusion"),
+                                               _record("t/fine/0", kept)]))
+    assert "agreed with the exclusion checker in every one" not in text
+    assert ("it ordered 3 and found 1 not linearizable; ⚑ it disagreed with the exclusion checker in 2 of them, "
+            "where the worse answer decides: `t/search/0`, `t/exclusion/0`") in text

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lab.checkers.judge import judge
+from lab.checkers.ops import F, Op, Type
 from lab.checkers.verdict import Finding, Kind, Valid, Verdict
 from lab.checkers.words import margin_text
-from lab.measures.margin import Margin, Outcome, Plan, Step, bounds, outcome_of, search
+from lab.measures.margin import Confidence, Margin, Outcome, Plan, Step, bounds, outcome_of, search
 
 RANGE = (0.0, 1.5)
 
@@ -94,6 +96,66 @@ def _verdict(kind: Kind, lock: Valid) -> Verdict:
     return Verdict(kind, lock, True, (Finding("exclusion", lock, Kind.LOST if lock is Valid.FALSE else None),))
 
 
+def margin_step(renew: Type | None = None, release: Type | None = Type.OK) -> list[Op]:
+    """One margin step's history in which nobody else got in: the holder granted, the fault, a contender refused,
+    then what the holder's lease did (a renewal answered `renew`, its release answered `release`)."""
+    history = [Op("holder", Type.INVOKE, F.ACQUIRE, 0.0), Op("holder", Type.OK, F.ACQUIRE, 0.01, {"scope": "run"}),
+               Op("fault", Type.OK, F.FAULT, 0.02, {"name": "clock"}), Op("contender", Type.INVOKE, F.ACQUIRE, 0.05),
+               Op("contender", Type.FAIL, F.ACQUIRE, 0.6), Op("fault", Type.OK, F.HEAL, 0.61, {"name": "clock"})]
+    if renew is not None:
+        history.append(Op("holder", renew, F.RENEW, 0.7))
+    history += [Op("holder", Type.INVOKE, F.WRITE, 0.8, {"company": 1}),
+                Op("holder", Type.INVOKE, F.COMMIT, 0.85, {"company": 1}),
+                Op("holder", Type.OK, F.WRITE, 0.9, {"company": 1})]
+    if release is not None:
+        history += [Op("holder", Type.INVOKE, F.RELEASE, 1.0), Op("holder", release, F.RELEASE, 1.01)]
+    return history
+
+
+KEPT = margin_step()  # its release succeeded: the lease demonstrably held
+
+
+@pytest.mark.parametrize("renew, release, outcome", [
+    (Type.FAIL, Type.OK, Outcome.LAPSED),  # a renewal failed: the lease was gone, though nobody took it
+    (Type.FAIL, None, Outcome.LAPSED),
+    (None, Type.FAIL, Outcome.LAPSED),  # release raised (NotAcquired): gone before the holder gave it back
+    (Type.OK, Type.FAIL, Outcome.LAPSED),
+    (None, Type.OK, Outcome.SURVIVED),
+    (Type.OK, None, Outcome.SURVIVED),
+    (None, None, Outcome.UNKNOWN),  # nothing the holder did shows its lease either way
+])
+def test_a_margin_trial_whose_renew_failed_is_not_survived(renew, release, outcome):
+    """The checkers find nothing wrong in any of these (nobody else got in): what the lease did decides."""
+    history = margin_step(renew, release)
+    verdict = judge(history, {1: {"rows": 250, "runs": ["holder"]}}, 250, lease_ttl=1.0)
+    assert verdict.kind is Kind.HELD and verdict.lock is Valid.TRUE
+    assert outcome_of(verdict, history) is outcome
+
+
+def test_a_lease_lost_and_not_taken_is_no_survived_bound_and_ends_the_search():
+    answers = iter([Outcome.BROKE, Outcome.SURVIVED, Outcome.LAPSED, Outcome.SURVIVED])
+    steps = search(lambda s: next(answers), Plan(*RANGE, 8, 0.05))
+    margin = bounds(steps)
+    assert len(steps) == 3 and margin.lapsed == (0.75,)
+    assert (margin.survived, margin.broke) == (0.0, 1.5)
+    again = bounds([Step(1.5, Outcome.BROKE), Step(0.75, Outcome.SURVIVED), Step(0.75, Outcome.LAPSED)])
+    assert again.survived is None and again.lapsed == (0.75,)  # one lapse at a strength: it did not survive there
+
+
+def test_a_breaking_point_on_one_broken_trial_says_1_of_2():
+    one = bounds([Step(1.5, Outcome.BROKE), Step(0.0, Outcome.SURVIVED), Step(0.75, Outcome.BROKE),
+                  Step(0.75, Outcome.SURVIVED)])
+    assert (one.broke, one.broke_trials, one.breaks, one.confidence) == (0.75, 2, 1, Confidence.SHORT)
+    assert "broke at 0.75 TTL (2 trials; 1 of 2)" in margin_text(one.to_json())
+    alone = bounds([Step(1.5, Outcome.BROKE), Step(0.0, Outcome.BROKE)])  # broke at the bottom, once
+    assert (alone.broke, alone.breaks, alone.confidence) == (0.0, 1, Confidence.SHORT)
+    two = bounds([Step(1.5, Outcome.BROKE), Step(0.0, Outcome.SURVIVED), Step(0.75, Outcome.BROKE),
+                  Step(0.75, Outcome.BROKE)])
+    assert (two.breaks, two.confidence) == (2, Confidence.CONFIRMED)
+    assert "of 2" not in margin_text(two.to_json())
+    assert bounds([Step(1.5, Outcome.SURVIVED)]).confidence is None  # no breaking point, nothing to confirm
+
+
 @pytest.mark.parametrize("kind, lock, outcome", [
     (Kind.STALE_WRITE_ACCEPTED, Valid.FALSE, Outcome.BROKE),
     (Kind.STALE_WRITE_REJECTED, Valid.FALSE, Outcome.BROKE),  # a fenced lock's lease broke; its fence held
@@ -103,14 +165,14 @@ def _verdict(kind: Kind, lock: Valid) -> Verdict:
     (Kind.INDETERMINATE, Valid.TRUE, Outcome.UNKNOWN),
     (Kind.NOT_ACQUIRED, Valid.TRUE, Outcome.UNKNOWN),
 ])
-def test_survived_or_broke_comes_from_the_typed_verdict_alone(kind, lock, outcome):
-    assert outcome_of(_verdict(kind, lock)) is outcome
+def test_survived_or_broke_comes_from_the_typed_verdict_and_what_the_lease_did(kind, lock, outcome):
+    assert outcome_of(_verdict(kind, lock), KEPT) is outcome
 
 
 def test_the_words_give_each_bound_its_trials_and_say_a_single_trial_is_one():
-    margin = Margin(0.9375, 0.97, 2, 1, 9).to_json()
+    margin = Margin(0.9375, 0.97, 2, 1, 9, breaks=1).to_json()
     text = margin_text(margin, _verdict(Kind.STALE_WRITE_ACCEPTED, Valid.FALSE))
-    assert text == "survived 0.9375 TTL (2 trials), broke at 0.97 TTL (1 trial: stale write accepted)"
+    assert text == "survived 0.9375 TTL (2 trials), broke at 0.97 TTL (1 trial: stale write accepted; 1 of 2)"
     assert "survived above a broken strength at 1.2" in margin_text({**margin, "contradictions": [1.2]})
 
 
@@ -119,3 +181,27 @@ def test_a_plan_that_cannot_search_is_refused():
         Plan(1.0, 0.5, 8, 0.05)
     with pytest.raises(ValueError):
         Plan(0.0, 1.0, 1, 0.05)
+
+
+def test_a_lease_fault_trial_records_its_failed_renewal_where_the_margin_reads_it():
+    """The holder process reports its keep-alive's first failed renewal (lab/holder/process.py's 'held' event); the
+    lease-fault history records it as a failed renew, so a step whose release then succeeded is still no survival."""
+    from lab.checkers.ops import Recorder
+    from scenarios._lease_faults import lease_history
+
+    def said(t, event, **fields):
+        return {"t": t, "run": "holder", "event": event, **fields}
+
+    events = [said(100.0, "acquire", granted=True, token=1), said(100.1, "at_point"), said(103.1, "resumed"),
+              said(103.3, "write", outcome="committed"), said(103.2, "commit_asked"),
+              said(103.35, "held", held=False, noticed_loss_at=101.5, noticed_how="returned False"),
+              said(103.4, "release", result="released")]
+    contender = Recorder(100.0)
+    contender.add("contender", Type.INVOKE, F.ACQUIRE, at=102.4)
+    contender.add("contender", Type.FAIL, F.ACQUIRE, at=103.0)
+    history = lease_history(events, contender, 1, "run", "pause", 100.2, 103.0)
+    assert [(o.process, o.type, o.time) for o in history if o.f is F.RENEW] == [("holder", Type.FAIL, 1.5)]
+    verdict = judge(history, {1: {"rows": 250, "runs": ["holder"]}}, 250, lease_ttl=1.0)
+    assert verdict.kind is Kind.HELD and outcome_of(verdict, history) is Outcome.LAPSED
+    kept = lease_history([e for e in events if e["event"] != "held"], contender, 1, "run", "pause", 100.2, 103.0)
+    assert outcome_of(judge(kept, {1: {"rows": 250, "runs": ["holder"]}}, 250), kept) is Outcome.SURVIVED
