@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from sqlalchemy.engine import URL, make_url
 
@@ -191,9 +191,12 @@ def _remove_tree(folder: Path) -> None:
         time.sleep(0.2)
 
 
-def start_services(needed: Iterable[str], external: ExternalAddresses | None = None) -> Services:
+def start_services(needed: Iterable[str], external: ExternalAddresses | None = None,
+                   check: Callable[[Services, list[str]], object] | None = None) -> Services:
     """Check the external servers given and start the embedded ones still needed.
 
+    check: called with the services and the names of those given by address, once those are attached and before any
+    server of the lab's own starts (the preflight, lab/preflight/): its error ends the start there, in seconds.
     On any failure everything already started is stopped before the error propagates.
     """
     external = external or ExternalAddresses()
@@ -201,9 +204,11 @@ def start_services(needed: Iterable[str], external: ExternalAddresses | None = N
     services = Services()
     try:
         # External addresses first: a wrong one fails in seconds, before any server starts.
-        for name in needed:
-            if (address := external.given(name)) is not None:
-                _attach_external(services, name, address)
+        given = {name: address for name in needed if (address := external.given(name)) is not None}
+        for name, address in given.items():
+            _attach_external(services, name, address)
+        if check is not None and given:
+            check(services, list(given))
         for name in needed:
             if external.given(name) is None:
                 if (why := not_installed(name)) is not None:
