@@ -40,6 +40,9 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
                                            "one (env LAB_ZK_HOSTS)")
     parser.add_argument("--mariadb-url", help="use this MariaDB (mysql://user:password@host:port/) instead of the "
                                               "embedded one (env LAB_MARIADB_URL)")
+    parser.add_argument("--pg-pooler-dsn", help="your PostgreSQL pooler (PgBouncer ...) in front of --pg-dsn's "
+                                                "database: the pooler scenario runs every lock through it "
+                                                "(env LAB_PG_POOLER_DSN)")
 
 
 def build_parser() -> argparse.ArgumentParser:

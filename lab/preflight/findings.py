@@ -35,6 +35,8 @@ class Problem(str, Enum):
     FOREIGN_SCHEMA = "a schema of the lab's name that the lab did not create"
     REPLICA = "replica"
     WRITE_REFUSED = "write refused"
+    NOT_A_POOLER = "not a pooler"  # --pg-pooler-dsn names something that lends no server session
+    ANOTHER_DATABASE = "another database"  # --pg-pooler-dsn reaches another server or database than --pg-dsn
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The preflight of every address a command was given, in the order the lab starts its services.
 
-`lab run`, `lab check-backend` and `lab replay` call it once the addresses given are parsed and reachable and
-before any server of the lab's own starts or anything is written (lab/servers/services.py start_services'
-`checked` hook); `lab doctor` reads the PostgreSQL part first and prints its line before its checks.
+`lab run` looks before it loads the runner and the backends (`Gate.ahead`); `lab check-backend` and `lab replay`
+through start_services' `check` hook, once the addresses given are parsed and before any server of the lab's own
+starts; nothing is written before. `lab doctor` reads the PostgreSQL part on its own session (lab/doctor.py) and
+prints its line before its checks. --pg-pooler-dsn's pooler is looked at after the database it fronts.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Callable, Iterable
 from lab.preflight import etcd, mariadb, postgres, redis, zookeeper
 from lab.preflight.findings import AddressRefused, Finding
 from lab.preflight.postgres import PostgresLook
+from lab.servers.clients import redact
 from lab.servers.service_kinds import KINDS, SERVICE_NAMES
-from lab.servers.services import ExternalAddresses, Services
+from lab.servers.services import ExternalAddresses, Services, attach_pooler
 
 # service -> how its address (as Services holds it) is looked at; PostgreSQL's look is kept whole (PostgresLook).
 LOOKS: dict[str, Callable[..., Finding]] = {
@@ -66,7 +68,9 @@ def look_at(services: Services, given: Iterable[str]) -> Preflight:
             finding = LOOKS[name](services.address(name))
         findings.append(finding)
         if finding.refusal is not None:
-            break
+            return Preflight(tuple(findings), pg)
+    if services.pg_pooler_url is not None and pg is not None:
+        findings.append(postgres.look_pooler(services.pg_pooler_url, pg))
     return Preflight(tuple(findings), pg)
 
 
@@ -92,15 +96,21 @@ class Gate:
     def ahead(self, external: ExternalAddresses) -> Preflight:
         given = {name: address for name in SERVICE_NAMES if (address := external.given(name)) is not None}
         services = Services(**{KINDS[name].field: KINDS[name].parse(address) for name, address in given.items()})
+        attach_pooler(services, external)
         self.found = checked(services, given)
         self._looked = self._shown(services, given)
         return self.found
 
     @staticmethod
     def _shown(services: Services, given) -> dict[str, str]:
-        return {name: KINDS[name].shown(services.address(name)) for name in given}
+        shown = {name: KINDS[name].shown(services.address(name)) for name in given}
+        if services.pg_pooler_url is not None:
+            shown[postgres.POOLER] = redact(services.pg_pooler_url)
+        return shown
 
     def __call__(self, services: Services, given: list[str]) -> None:
-        if self._looked is not None and self._shown(services, given) == self._looked:
-            return  # looked at ahead: the same addresses
-        self.found, self._looked = checked(services, given), None
+        if self._looked is None or self._shown(services, given) != self._looked:
+            self.found, self._looked = checked(services, given), None
+        pooler = self.found.of(postgres.POOLER)
+        if pooler is not None and pooler.pool_mode is not None:  # the pooler scenario runs its column through it
+            services.pg_pooler_mode = pooler.pool_mode.value

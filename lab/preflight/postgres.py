@@ -30,6 +30,7 @@ GUARDS = ("idle_in_transaction_session_timeout", "idle_session_timeout")
 READ_ONLY = "default_transaction_read_only"
 
 STATE_SQL = ("select pg_is_in_recovery() as in_recovery, current_setting('server_version') as version, "
+             "pg_postmaster_start_time()::text as started, "
              "current_user as role, current_database() as database, s.setting as read_only, s.source as read_only_source, "
              "has_database_privilege(current_database(), 'CREATE') as may_create, "
              "n.mark as schema_mark, n.usable as schema_usable "
@@ -47,6 +48,7 @@ class State:
     """The server, the role and the database as one session of theirs sees them."""
 
     version: str
+    started: str  # pg_postmaster_start_time(): with the database, which server a pooler reaches
     role: str
     database: str
     in_recovery: bool
@@ -120,7 +122,8 @@ def _state(conn: Connection) -> State:
         if sender is not None and sender.sender_host:
             upstream = f"{sender.sender_host}:{sender.sender_port}"
     conn.commit()
-    return State(row["version"], row["role"], row["database"], bool(row["in_recovery"]), row["read_only"] == "on",
+    return State(row["version"], row["started"], row["role"], row["database"], bool(row["in_recovery"]),
+                 row["read_only"] == "on",
                  row["read_only_source"], bool(row["may_create"]), row["schema_mark"], row["schema_usable"], upstream)
 
 
@@ -237,3 +240,33 @@ def _read_only_where(state: State, scoped: tuple[ScopedSetting, ...]) -> tuple[s
         return ("set in postgresql.conf or by ALTER SYSTEM",
                 f"ALTER ROLE {role} IN DATABASE {ident(state.database)} SET {READ_ONLY} = off")
     return f"source: {state.read_only_source}", f"ALTER ROLE {role} SET {READ_ONLY} = off"
+
+
+POOLER = "postgres pooler"  # the finding's service: --pg-pooler-dsn is no lock service, but a way to one
+
+
+def look_pooler(url: URL, database: PostgresLook) -> Finding:
+    """The user's pooler (--pg-pooler-dsn): a pooler, in front of the same server and database as --pg-dsn (the
+    pooler scenario watches its sessions through the database's own address), in a mode the scenario has a column
+    for."""
+    looked = look(url)
+    state, finding, shown = looked.state, looked.finding, redact(url)
+    facts = {**finding.facts, "behind": f"PostgreSQL {state.version} started {state.started}, database {state.database}"}
+    mode = looked.pooler.mode
+    if mode is None or mode is PoolMode.NONE:
+        what = "not a pooler: two clients each kept a server session of their own, on the port the address names" \
+            if mode is PoolMode.NONE else "a pooler that kept a second client waiting (no server session to spare)"
+        return Finding(POOLER, shown, Sits.PRIMARY if mode else Sits.POOLER, what, finding.meaning, refusal=Refusal(
+            Problem.NOT_A_POOLER, f"is {what}", "your pooler's address with --pg-pooler-dsn (one that can lend "
+                                                      "a second client a server session), or leave the flag out"),
+                       facts=facts, seconds=finding.seconds)
+    direct = database.state
+    if (state.started, state.database) != (direct.started, direct.database):
+        return Finding(POOLER, shown, Sits.POOLER, finding.what, finding.meaning, mode, Refusal(
+            Problem.ANOTHER_DATABASE, f"reaches database {state.database} of a server started {state.started}, not "
+                                        f"--pg-dsn's (database {direct.database}, started {direct.started})",
+            "a pooler in front of --pg-dsn's database: the lab watches the sessions it lends through that address"),
+                       facts=facts, seconds=finding.seconds)
+    return Finding(POOLER, shown, Sits.POOLER, finding.what, finding.meaning, mode,
+                   notes=(f"{POOLER} at {shown}: {finding.what}; the pooler scenario's {mode.value} pooling column "
+                          f"runs every lock through it",), facts=facts, seconds=finding.seconds)

@@ -103,6 +103,31 @@ def test_a_transaction_pooler_given_as_the_database_is_refused_in_one_line(guard
     assert no_results(tmp_path)
 
 
+def test_the_database_and_its_pooler_by_flags_of_their_own_give_every_cell_a_measure(guarded_pooler, tmp_path):
+    """What the refusal asks for: the database's own address (its 2 s idle guard pinned off on the lab's sessions)
+    for cases and overlap, the pooler by --pg-pooler-dsn for the pooler scenario's transaction column; the session
+    pooling column, which needs the lab's own PgBouncer in front of a PostgreSQL it started, is *not run*."""
+    pooler, direct = guarded_pooler
+    backends = ("session", "session_autocommit", "xact")
+    result, _ = lab("run", "--pg-dsn", direct, "--pg-pooler-dsn", pooler, "--backend", ",".join(backends),
+                    "--scenario", "cases,overlap,pooler", *QUICK, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    (run,) = (tmp_path / "results").iterdir()
+    trials = {t["id"]: t for t in map(json.loads, (run / "trials.jsonl").read_text().splitlines())}.values()
+    assert [t["id"] for t in trials if t["status"] == "error"] == []
+    through = {t["backend"]: t for t in trials if t["scenario"] == "pooler" and t["variant"] == "transaction_mode"}
+    assert set(through) == set(backends)
+    for backend, trial in through.items():
+        assert trial["status"] == "ok" and trial["verdict"] and trial["measures"]["pooler"] == "given", backend
+        assert trial["measures"]["sessions_moved"] is True  # the user's pooler lent server sessions across clients
+    unrun = [t for t in trials if t["scenario"] == "pooler" and t["variant"] == "session_mode"]
+    assert unrun and all(t["status"] == "skipped" and t["skip"] == "not run" for t in unrun)
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["preflight"]["postgres"]["sits"] == "primary"
+    assert meta["preflight"]["postgres pooler"]["pool_mode"] == "transaction"
+    assert pooler.split("@")[0].rsplit(":", 1)[1] not in (run / "meta.json").read_text()
+
+
 def test_lab_doctor_names_the_pooler_and_its_mode_first(guarded_pooler, tmp_path):
     pooler, _ = guarded_pooler
     result = doctor(pooler, tmp_path)
