@@ -27,7 +27,7 @@ _UNLOCK_ALL = text("select pg_advisory_unlock_all(), pg_backend_pid()")
 _PORTS = text("select client_port from pg_stat_activity where pid = any(:pids)")
 
 
-class Pooler(Protocol):
+class TrialPooler(Protocol):
     """A pooler a trial's clients go through, as the server and the lab can see it."""
 
     def server_ports(self) -> set[int]:
@@ -65,7 +65,7 @@ class GivenPooler:
     database's own address; how many clients it has is not for the lab to know."""
 
     def __init__(self, monitor: Engine):
-        self.monitor, self.pids = monitor, set()
+        self.monitor, self.pids = monitor, set[int]()
 
     def server_ports(self) -> set[int]:
         if not self.pids:
@@ -83,7 +83,7 @@ class GivenPooler:
 class PoolView:
     """The pooler's server sessions, read from the server itself (the pooler's own view is not evidence)."""
 
-    def __init__(self, monitor: Engine, pooler: Pooler):
+    def __init__(self, monitor: Engine, pooler: TrialPooler):
         self.monitor, self.pooler = monitor, pooler
 
     def sessions(self) -> list[dict]:

@@ -35,7 +35,7 @@ from lab.stack import PoolMode
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, Observer
 from scenarios._column_kinds import ColumnKind
-from scenarios._pool_evidence import (GivenPooler, OwnPooler, Pooler, PoolView, Probes, bystander_unlock_all,
+from scenarios._pool_evidence import (GivenPooler, OwnPooler, PoolView, Probes, TrialPooler, bystander_unlock_all,
                                       sessions_moved)
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
@@ -131,7 +131,7 @@ class Pooler(Scenario):
         return judged(measures, backend_cls)
 
 
-def through_pooler(env: TrialEnv, pooler: Pooler, routed: Services) -> dict:
+def through_pooler(env: TrialEnv, pooler: TrialPooler, routed: Services) -> dict:
     """Two runs of the trial's backend, lock and writes through the pooler (routed: the services with PostgreSQL's
     address the pooler's); run2 starts while run1 holds (before its write for a lock held across writes, after its
     delete for a lock inside the write)."""

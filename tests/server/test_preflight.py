@@ -240,3 +240,62 @@ def test_a_redis_replica_is_refused_naming_its_primary(redis_replica, tmp_path, 
     line = refused_in_one_line(result, wall, startup_s, "replica", "READONLY", "--redis-url")
     assert url.split("@")[0].rsplit(":", 1)[1] not in line
     assert no_results(tmp_path)
+
+
+# -- the preflight itself, in process: typed, and quick -----------------------------------------------------------
+
+def looked(**given: str):
+    """The preflight of these addresses (ExternalAddresses' fields), as `lab run` makes it ahead of everything."""
+    from lab.preflight import Gate
+    from lab.servers.services import ExternalAddresses
+
+    started = time.monotonic()
+    gate = Gate()
+    found = gate.look_only(ExternalAddresses(**given))
+    return found, time.monotonic() - started
+
+
+def test_each_address_kind_is_found_typed_and_within_seconds(guarded_pooler, standby, locked_roles, redis_replica):
+    from lab.preflight import Problem, Sits
+    from lab.stack import PoolMode
+
+    pooler, direct = guarded_pooler
+    url, pair = redis_replica
+    cases = [
+        ({"pg_dsn": pooler}, Sits.POOLER, Problem.TRANSACTION_POOLER),
+        ({"pg_dsn": direct}, Sits.PRIMARY, None),
+        ({"pg_dsn": direct, "pg_pooler_dsn": pooler}, Sits.PRIMARY, None),
+        ({"pg_dsn": standby}, Sits.STANDBY, Problem.STANDBY),
+        ({"pg_dsn": locked_roles["nocreate"]}, Sits.PRIMARY, Problem.NO_CREATE),
+        ({"pg_dsn": locked_roles["readonly"]}, Sits.PRIMARY, Problem.READ_ONLY_DEFAULT),
+        ({"redis_url": url}, Sits.REPLICA, Problem.REPLICA),
+        ({"redis_url": pair.primary.url}, Sits.PRIMARY, None),
+    ]
+    for given, sits, problem in cases:
+        found, seconds = looked(**given)
+        first = found.findings[0]
+        assert (first.sits, None if first.refusal is None else first.refusal.problem) == (sits, problem), given
+        assert seconds < WITHIN_S, (given, seconds)
+    found, _ = looked(pg_dsn=direct, pg_pooler_dsn=pooler)
+    assert found.of("postgres pooler").pool_mode is PoolMode.TRANSACTION and found.refused() is None
+    assert found.postgres.capacity.available > 0
+    assert any("idle_in_transaction_session_timeout=2s" in line
+               for line in found.of("postgres").facts["set_per_database_or_role"])
+
+
+def test_a_session_pooler_at_pg_dsn_is_run_through_with_a_line_that_says_so(services, tmp_path):
+    from lab.preflight import Sits
+    from lab.stack import PoolMode
+
+    with start_bouncer(services, "session", pool_size=4) as bouncer:
+        dsn = bouncer.url.render_as_string(hide_password=False)
+        found, _ = looked(pg_dsn=dsn)
+        first = doctor(dsn, tmp_path).stdout.splitlines()[0]
+    assert found.refused() is None and found.findings[0].sits is Sits.POOLER
+    assert found.findings[0].pool_mode is PoolMode.SESSION and found.notes()
+    assert first.startswith("talking to: ") and "session mode" in first
+
+
+def test_check_backend_shares_the_preflight(standby, tmp_path, startup_s):
+    result, wall = lab("check-backend", "session", "--pg-dsn", standby, cwd=tmp_path)
+    refused_in_one_line(result, wall, startup_s, "standby", "primary")
