@@ -42,9 +42,9 @@ def look(url: URL) -> Finding:
              "may_create": bool(row["may_create"])}
     seconds = time.monotonic() - started
     if row["read_only"]:
-        what = f"MariaDB {row['version']} with read_only on (a replica?)"
+        what = f"MariaDB {row['version']} with read_only on (a replica, or a server kept from writes)"
         return Finding("mariadb", shown, Sits.READ_ONLY, what, "no job can write here", refusal=Refusal(
-            Problem.WRITE_REFUSED, f"is {what}: it refuses the lab's writes", "the primary's address with "
+            Problem.WRITE_REFUSED, f"is {what}: the lab will not write there", "the primary's address with "
                                                                                "--mariadb-url"),
                        facts=facts, seconds=seconds)
     refused = None

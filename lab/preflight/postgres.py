@@ -104,10 +104,11 @@ def look_on(engine: Engine, reading: Engine, conn: Connection, url: URL) -> Post
     """The look on an open connection of `reading` (engine's read-only twin, which the second client comes from)."""
     started = time.monotonic()
     state = _state(conn)
+    capacity = capacity_on(conn)  # before the second client: a session just closed may linger in pg_stat_activity
+    conn.commit()
     pooler = see_pooler(reading, conn, url.host, url.port, refusal(engine))
     scoped = tuple(scoped_settings(conn))
     guards = guard_facts(conn, scoped)
-    capacity = capacity_on(conn)
     conn.rollback()
     options_refused = refusal(engine)
     finding = judge(state, pooler, scoped, guards, capacity, redact(url), time.monotonic() - started)
