@@ -93,8 +93,9 @@ def guarded_pooler(services):
 
 
 def test_a_transaction_pooler_given_as_the_database_is_refused_in_one_line(guarded_pooler, tmp_path, startup_s):
-    """Before: 4 min for 17 trials, two stalled 120 s ("run1 never reached the point where run2 should start"),
-    session_autocommit read *lost* in case B, not a word of the pooler."""
+    """Before (issue 57): 4 min for 17 trials, two stalled 120 s ("run1 never reached the point where run2 should
+    start"), session_autocommit read *lost* in case B, not a word of the pooler; here, on a pool of 2: 43 s, exit 0,
+    9 trials errored, "~0 s left" after 30 s."""
     pooler, _ = guarded_pooler
     result, wall = lab("run", "--pg-dsn", pooler, "--backend", "session,session_autocommit,xact",
                        "--scenario", "cases,overlap", *QUICK, cwd=tmp_path, timeout=300)
@@ -235,8 +236,9 @@ def redis_replica():
 
 
 def test_a_redis_replica_is_refused_naming_its_primary(redis_replica, tmp_path, startup_s):
+    """Before: 26 s, exit 0, overlap's trial an error (ReadOnlyError: You can't write against a read only replica)."""
     url, _ = redis_replica
-    result, wall = lab("run", "--redis-url", url, "--backend", "redis", "--scenario", "cases", *QUICK, cwd=tmp_path)
+    result, wall = lab("run", "--redis-url", url, "--backend", "redis", "--scenario", "overlap", *QUICK, cwd=tmp_path)
     line = refused_in_one_line(result, wall, startup_s, "replica", "READONLY", "--redis-url")
     assert url.split("@")[0].rsplit(":", 1)[1] not in line
     assert no_results(tmp_path)
