@@ -100,7 +100,7 @@ class Gate:
         return self.found
 
     def look_only(self, external: ExternalAddresses) -> Preflight:
-        """ahead's look, without refusing: what `lab doctor` and the tests read."""
+        """ahead's look, without refusing (what the tests read)."""
         given = {name: address for name in SERVICE_NAMES if (address := external.given(name)) is not None}
         services = Services(**{KINDS[name].field: KINDS[name].parse(address) for name, address in given.items()})
         attach_pooler(services, external)

@@ -70,8 +70,7 @@ class PostgresLook:
     pooler: PoolerSeen
     guards: dict[str, Guard]
     scoped: tuple[ScopedSetting, ...]
-    capacity: Capacity | None  # None on a standby behind a pooler that refused the question
-    options_refused: str | None  # the server's refusal of the options startup parameter (a pooler), if any
+    capacity: Capacity  # the connections the lab's role may still open, read before the second client
 
 
 def look_engine(url: URL, application_name: str = "locklab-preflight") -> Engine:
@@ -110,9 +109,8 @@ def look_on(engine: Engine, reading: Engine, conn: Connection, url: URL) -> Post
     scoped = tuple(scoped_settings(conn))
     guards = guard_facts(conn, scoped)
     conn.rollback()
-    options_refused = refusal(engine)
     finding = judge(state, pooler, scoped, guards, capacity, redact(url), time.monotonic() - started)
-    return PostgresLook(finding, state, pooler, guards, scoped, capacity, options_refused)
+    return PostgresLook(finding, state, pooler, guards, scoped, capacity)
 
 
 def _state(conn: Connection) -> State:

@@ -75,9 +75,8 @@ class Runner:
             self.console.print(note, highlight=False)
         try:
             # Capacity before work: a server that cannot give one trial its sessions refuses the run here.
-            looked = gate.found.postgres
-            capacity = looked.capacity if looked is not None and looked.capacity is not None else \
-                read_capacity(services.pg())
+            looked = gate.found.postgres  # the preflight read it on a PostgreSQL the lab was given
+            capacity = looked.capacity if looked is not None else read_capacity(services.pg())
             self.waves = {w.scenario: w for w in capacity_plan.fit(plan.demands(req.profile), capacity,
                                                                    redact(services.pg()))}
             for wave in self.waves.values():
