@@ -216,11 +216,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_check_backend(args, argv) -> int:
+    external = ExternalAddresses.from_flags_and_env(args)
+    gate = preflight.Gate()
+    gate.ahead(external)  # as lab run: before the backends' libraries load
     from lab.contract import check_backend
 
     for spec in args.backend_module:
         backends.add_module(spec)
-    return check_backend(args.name, external=ExternalAddresses.from_flags_and_env(args))
+    return check_backend(args.name, external=external, gate=gate)
 
 
 def cmd_run(args, argv) -> int:

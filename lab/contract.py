@@ -232,16 +232,18 @@ def _routable(bench: _Bench, cls, key: str) -> Promise:
             writes.dispose()
 
 
-def check_backend(name: str, services: Services | None = None, external: ExternalAddresses | None = None) -> int:
+def check_backend(name: str, services: Services | None = None, external: ExternalAddresses | None = None,
+                  gate: preflight.Gate | None = None) -> int:
     """Print each promise of the backend registered as name; 1 when any is broken, else 0.
 
     `services`: servers already started (the tests'); by default the lab starts the backend's own, or uses those
-    given by `external` (flags or environment) once the preflight found it can measure through them."""
+    given by `external` (flags or environment) once the preflight (`gate`, when the caller looked ahead) found it
+    can measure through them."""
     if name not in backends.names():
         raise LabError(f"unknown backend {name!r}; see 'lab list'")
     cls = backends.load(name)
     if services is None:
-        with start_services(set(cls.services) | {"postgres"}, external, check=preflight.Gate()) as started:
+        with start_services(set(cls.services) | {"postgres"}, external, check=gate or preflight.Gate()) as started:
             return check_backend(name, started)
     try:
         reason = step("cannot_run()", cls.cannot_run, services)

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 from sqlalchemy import text
 from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from lab.errors import ServiceError
 from lab.preflight.findings import Finding, Problem, Refusal, Sits
@@ -83,20 +84,28 @@ def look_engine(url: URL, application_name: str = "locklab-preflight") -> Engine
                      connect_args={"application_name": application_name})
 
 
-def look(dsn: URL | str) -> PostgresLook:
-    """Look at the PostgreSQL a DSN reaches; ServiceError (one line, no password) when it cannot be reached."""
+def look(dsn: URL | str, tries: int = 2) -> PostgresLook:
+    """Look at the PostgreSQL a DSN reaches; ServiceError (one line, no password) when it cannot be reached, or when
+    the server ended the look's session on each try (a 1 s idle guard on a loaded machine may end one)."""
     url = parse_pg_dsn(dsn) if isinstance(dsn, str) else dsn
-    engine = look_engine(url)
-    try:
-        reading = engine.execution_options(postgresql_readonly=True)
+    for attempt in range(1, tries + 1):
+        engine = look_engine(url)
         try:
-            conn = reading.connect()
-        except Exception as exc:
-            raise ServiceError(f"postgres at {redact(url)} is unreachable: {first_line(exc)}") from None
-        with conn:
-            return look_on(engine, reading, conn, url)
-    finally:
-        engine.dispose()
+            reading = engine.execution_options(postgresql_readonly=True)
+            try:
+                conn = reading.connect()
+            except Exception as exc:
+                raise ServiceError(f"postgres at {redact(url)} is unreachable: {first_line(exc)}") from None
+            with conn:
+                return look_on(engine, reading, conn, url)
+        except DBAPIError as exc:
+            if isinstance(exc, OperationalError) and attempt < tries:
+                continue
+            raise ServiceError(f"postgres at {redact(url)}: the preflight could not read what sits there: "
+                               f"{first_line(exc)}") from None
+        finally:
+            engine.dispose()
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 def look_on(engine: Engine, reading: Engine, conn: Connection, url: URL) -> PostgresLook:
