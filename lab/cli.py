@@ -19,6 +19,7 @@ from rich.table import Table
 
 import backends
 import scenarios
+from lab import preflight
 from lab.checkers.outcomes import outcome_rows
 from lab.errors import LabError
 from lab.servers.postgres import drivers
@@ -39,6 +40,9 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
                                            "one (env LAB_ZK_HOSTS)")
     parser.add_argument("--mariadb-url", help="use this MariaDB (mysql://user:password@host:port/) instead of the "
                                               "embedded one (env LAB_MARIADB_URL)")
+    parser.add_argument("--pg-pooler-dsn", help="your PostgreSQL pooler (PgBouncer ...) in front of --pg-dsn's "
+                                                "database: the pooler scenario runs every lock through it "
+                                                "(env LAB_PG_POOLER_DSN)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -156,10 +160,12 @@ def _add_list(sub) -> None:
 
 def _add_check_backend(sub) -> None:
     """`lab check-backend`: a backend's promises checked on embedded servers."""
-    check = sub.add_parser("check-backend", help="check a backend's promises on embedded servers, one line each")
+    check = sub.add_parser("check-backend", help="check a backend's promises on embedded servers (or yours, by flag "
+                                                 "or environment), one line each")
     check.add_argument("name", help="a registered backend, or the name of one given with --backend-module")
     check.add_argument("--backend-module", action="append", default=[], metavar="MODULE:CLASS",
                        help="add a backend from your own module (repeatable); the current folder is importable")
+    _add_server_flags(check)
 
 
 def _add_services(sub) -> None:
@@ -210,17 +216,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_check_backend(args, argv) -> int:
+    external = ExternalAddresses.from_flags_and_env(args)
+    gate = preflight.Gate()
+    gate.ahead(external)  # as lab run: before the backends' libraries load
     from lab.contract import check_backend
 
     for spec in args.backend_module:
         backends.add_module(spec)
-    return check_backend(args.name)
+    return check_backend(args.name, external=external, gate=gate)
 
 
 def cmd_run(args, argv) -> int:
+    external = ExternalAddresses.from_flags_and_env(args)
+    # What sits at each address given, before the runner and the backends' libraries load (seconds): one the lab
+    # cannot measure through ends the run here, in one line (lab/preflight).
+    gate = preflight.Gate()
+    if not args.resume:
+        gate.ahead(external)
     from lab.runner import Runner, RunRequest
 
-    external = ExternalAddresses.from_flags_and_env(args)
     request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
                          external=external, argv=argv, resume=args.resume,
                          fault_commands=parse_fault_commands(args.fault_command))
@@ -234,7 +248,7 @@ def cmd_run(args, argv) -> int:
         request.backends = backends.resolve(args.backend)
         request.scenarios = scenarios.resolve(args.scenario)
         request.drivers = drivers.resolve(args.driver)
-    runner = Runner(request)
+    runner = Runner(request, gate=gate)
     try:
         folder = runner.execute()
     except KeyboardInterrupt:
@@ -406,13 +420,17 @@ def cmd_doctor(args, argv) -> int:
             stack.save(args.stack)
         except OSError as exc:
             raise LabError(f"cannot write the stack description to {args.stack}: {exc.strerror}") from None
-    described = {"stack": stack.to_json(), "not_described": found.not_described}
+    # What the doctor is talking to comes first: a primary, a standby, a pooler and its mode (lab/preflight).
+    talking_to = {"postgres": examined.finding.to_json()} if examined else {}
+    if examined and not args.json:
+        print(f"talking to: {examined.finding.line()}")
+    described = {"talking_to": talking_to, "stack": stack.to_json(), "not_described": found.not_described}
     if args.advise:
         return print_advice(stack, args.run, args.results, args.json, described)
     checks = examined.checks if examined else []
     if args.json:
         doctor = as_json(args.dsn, examined.version, checks) if examined else {"status": worst(checks), "checks": []}
-        print(json.dumps({**doctor, **described}, indent=2, ensure_ascii=False))
+        print(json.dumps({"talking_to": talking_to, **doctor, **described}, indent=2, ensure_ascii=False))
     else:
         if examined:
             print_checks(f"PostgreSQL {examined.version}", checks)

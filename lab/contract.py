@@ -14,11 +14,11 @@ from sqlalchemy import text
 
 import backends
 from backends.base import Backend, BackendContext, BareCall
-from lab import faults
+from lab import faults, preflight
 from lab.errors import LabError, LockLost
 from lab.faults import FaultNotConfirmed, Target
 from lab.servers import sessions
-from lab.servers.services import Services, start_services
+from lab.servers.services import ExternalAddresses, Services, start_services
 from lab.servers.stores import run_engines, writes_engine
 from lab.workload.table import CompanyTable, drop_schema, ensure_schema, table_name
 
@@ -232,15 +232,18 @@ def _routable(bench: _Bench, cls, key: str) -> Promise:
             writes.dispose()
 
 
-def check_backend(name: str, services: Services | None = None) -> int:
+def check_backend(name: str, services: Services | None = None, external: ExternalAddresses | None = None,
+                  gate: preflight.Gate | None = None) -> int:
     """Print each promise of the backend registered as name; 1 when any is broken, else 0.
 
-    `services`: servers already started (the tests'); by default the lab starts the backend's own."""
+    `services`: servers already started (the tests'); by default the lab starts the backend's own, or uses those
+    given by `external` (flags or environment) once the preflight (`gate`, when the caller looked ahead) found it
+    can measure through them."""
     if name not in backends.names():
         raise LabError(f"unknown backend {name!r}; see 'lab list'")
     cls = backends.load(name)
     if services is None:
-        with start_services(set(cls.services) | {"postgres"}) as started:
+        with start_services(set(cls.services) | {"postgres"}, external, check=gate or preflight.Gate()) as started:
             return check_backend(name, started)
     try:
         reason = step("cannot_run()", cls.cannot_run, services)

@@ -1,29 +1,26 @@
 """`lab doctor`: check a real PostgreSQL for the post's hidden-expiry traps, reading only.
 
-The session is opened with default_transaction_read_only=on and runs only SELECT and SHOW,
-so it is safe to point at production. Each check returns pass / warn / fail with the
-evidence and the SQL it ran, so an operator can re-run it by hand.
+Every transaction of its session is BEGIN READ ONLY and runs only SELECT and SHOW, so it is safe to point at
+production. It first says what sits at the DSN (the preflight's look: a primary, a standby, a pooler and its
+mode); each check then returns pass / warn / fail with the evidence and the SQL it ran, so an operator can re-run
+it by hand.
 """
 
 from __future__ import annotations
 
-import os
-import queue
-import socket
-import threading
 from dataclasses import asdict, dataclass, field
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from lab.errors import ServiceError
-from lab.servers.clients import first_line, parse_pg_dsn, pg_engine, redact
+from lab.preflight.findings import Finding
+from lab.preflight.pooler import POOLER_WAIT_S, PoolerSeen
+from lab.preflight.postgres import GUARD_SETTINGS_SQL, GUARDS, look_engine, look_on
+from lab.servers.clients import first_line, parse_pg_dsn, redact
 from lab.servers.kernel_timers import keepalive_lateness_s
-from lab.servers.pooler_settings import refusal
-from lab.servers.postgres.sql import KEEPALIVE_SQL, keepalive_estimate
-from lab.stack import Guard, Patroni, PoolMode, Postgres, Replication, Unknown
-
-GUARDS = ("idle_in_transaction_session_timeout", "idle_session_timeout")
+from lab.servers.postgres.sql import KEEPALIVE_SQL, SCOPED_SETTINGS_SQL, keepalive_estimate, scoped_settings
+from lab.stack import Patroni, PoolMode, Postgres, Replication, Unknown
 
 
 @dataclass
@@ -39,36 +36,11 @@ def _rows(conn: Connection, sql: str, params: dict | None = None) -> list[dict]:
     return [dict(r._mapping) for r in conn.execute(text(sql), params or {})]
 
 
-GUARD_SETTINGS_SQL = ("select name, setting, unit, source from pg_settings where name in "
-                      "('idle_in_transaction_session_timeout', 'idle_session_timeout') order by name")
-GUARD_SCOPED_SQL = ("select coalesce(d.datname, '(every database)') as database, "
-                    "coalesce(r.rolname, '(every role)') as role, s.setconfig, "
-                    "s.setdatabase = 0 or d.datname = current_database() as here "
-                    "from pg_db_role_setting s left join pg_database d on d.oid = s.setdatabase "
-                    "left join pg_roles r on r.oid = s.setrole")
-
-
-def guard_facts(conn: Connection) -> dict[str, Guard]:
-    """Each idle guard as this session gets it (ms, its source), with the settings per database or role that may
-    give another role's sessions of this database a value other than 0."""
-    elsewhere: dict[str, list[str]] = {name: [] for name in GUARDS}
-    for scoped in _rows(conn, GUARD_SCOPED_SQL):
-        for item in scoped["setconfig"] or []:
-            name, _, value = item.partition("=")
-            if name in GUARDS and scoped["here"] and value.strip() not in ("0", "0ms", "0s", "0min"):
-                elsewhere[name].append(f"database {scoped['database']}, role {scoped['role']}: {item}")
-    return {r["name"]: Guard(int(r["setting"]), r["source"], tuple(elsewhere[r["name"]]))
-            for r in _rows(conn, GUARD_SETTINGS_SQL)}
-
-
 def check_guards(conn: Connection) -> Check:
-    settings_sql, scoped_sql = GUARD_SETTINGS_SQL, GUARD_SCOPED_SQL
+    settings_sql, scoped_sql = GUARD_SETTINGS_SQL, SCOPED_SETTINGS_SQL
     rows = _rows(conn, settings_sql)
     evidence = [f"{r['name']} = {r['setting']}{r['unit'] or ''} (source: {r['source']})" for r in rows]
-    for scoped in _rows(conn, scoped_sql):
-        for item in scoped["setconfig"] or []:
-            if item.split("=", 1)[0] in GUARDS:
-                evidence.append(f"set for database {scoped['database']}, role {scoped['role']}: {item}")
+    evidence += [f"set for {s.scope}: {s.name}={s.value}" for s in scoped_settings(conn, GUARDS)]
     active = {r["name"]: r for r in rows if r["setting"] not in ("0", None)}
     if not active:
         return Check("idle guards", "pass", "neither idle guard is set for this session", evidence,
@@ -123,132 +95,31 @@ def check_keepalives(conn: Connection) -> Check:
     return Check("TCP keepalives", "warn" if total > 3600 else "pass", summary, evidence, [sql])
 
 
-POOLER_WAIT_S = 2.0  # how long a client may wait for a server session before the check says why
-_PID_SQL = "select pg_backend_pid()"
+def check_pooler(seen: PoolerSeen) -> Check:
+    """Transaction pooling, as the preflight's two clients saw it (lab/preflight/pooler.py), worded as a check."""
+    evidence, sql = list(seen.evidence), list(seen.sql)
+    if seen.queued:
+        return Check("connection pooler", "warn", f"a second client got no server session within "
+                     f"{POOLER_WAIT_S:.0f} s while the first stayed connected: a pooler with no server session "
+                     f"to spare (session pooling with a full pool?)", evidence, sql)
+    if seen.mode is PoolMode.TRANSACTION:
+        return Check("connection pooler", "fail", "transaction pooling (e.g. PgBouncer pool_mode = transaction): "
+                     "one client's transactions run on server sessions that other clients' transactions use, so a "
+                     "session advisory lock stays behind on a session anyone may get; use transaction-level locks "
+                     "(pg_advisory_xact_lock) or a lease row", evidence, sql)
+    if seen.mode is PoolMode.SESSION:
+        return Check("connection pooler", "warn", "something (a pooler or proxy) sits in between, and it gives each "
+                     "client a server session of its own (session pooling, no transaction pooling seen)", evidence, sql)
+    return Check("connection pooler", "pass", "one session per connection, no sign of a pooler in between",
+                 evidence, sql)
 
 
-class _Pending:
-    """One client's query in a daemon thread: a pooler that queues a client for a server session
-    must not hang the doctor (PgBouncer waits up to 120 s by default)."""
-
-    def __init__(self, fn):
-        self._done: queue.Queue = queue.Queue(1)
-        threading.Thread(target=self._call, args=(fn,), name="doctor-client", daemon=True).start()
-
-    def _call(self, fn) -> None:
-        try:
-            self._done.put((True, fn()))
-        except BaseException as exc:  # handed back to the doctor's thread
-            self._done.put((False, exc))
-
-    def result(self, timeout: float) -> tuple[bool, object]:
-        """(True, value) when the query answered within timeout, (False, None) while it still waits."""
-        try:
-            ok, value = self._done.get(timeout=timeout)
-        except queue.Empty:
-            return False, None
-        if not ok:
-            raise value
-        return True, value
-
-
-def _hang_up(conn: Connection, waiting: _Pending) -> None:
-    """End a client the pooler keeps queueing: shut its socket (a cancel request does not reach a queued
-    client), let its query fail in its thread, and throw the connection away."""
-    dbapi = conn.connection.dbapi_connection
-    if dbapi is None:  # SQLAlchemy detached it: the connection was closed or invalidated
-        raise RuntimeError("no driver connection to hang up")
-    fd = dbapi.fileno()
-    with socket.socket(fileno=os.dup(fd)) as sock:
-        sock.shutdown(socket.SHUT_RDWR)
-    try:
-        waiting.result(10)
-    except Exception:  # the query's own end: "server closed the connection"
-        pass
-    conn.invalidate()
-
-
-def _pid(conn: Connection) -> int:
-    return conn.execute(text(_PID_SQL)).scalar_one()
-
-
-@dataclass(frozen=True)
-class PoolerSeen:
-    """What the two clients saw between them and the server: the check, and the pool mode as a stack fact."""
-
-    check: Check
-    mode: PoolMode | Unknown
-    kind: str | None | Unknown  # what sits in between, in words; None: nothing
-
-
-def _kind(refused: str | None) -> str:
-    return ("a pooler that refuses the options startup parameter, such as PgBouncer" if refused else
-            "a pooler or proxy (the server listens on another port than the DSN names)")
-
-
-def check_pooler(engine: Engine, conn: Connection, dsn_host: str | None, dsn_port: int | None,
-                 refused: str | None = None) -> Check:
-    """Transaction pooling, seen with two clients (see_pooler)."""
-    return see_pooler(engine, conn, dsn_host, dsn_port, refused).check
-
-
-def see_pooler(engine: Engine, conn: Connection, dsn_host: str | None, dsn_port: int | None,
-               refused: str | None = None) -> PoolerSeen:
-    """Transaction pooling, seen with two clients: one client's transaction stays open while the other's
-    next one runs. Without a pooler each client keeps its own server session; a transaction pooler
-    gives the second client the session the first one's last transaction used, or moves the first
-    one's next transaction to another session (or makes it wait). One client alone cannot see it."""
-    addr_sql = "select inet_server_addr()::text as addr, inet_server_port() as port"
-    sql = [_PID_SQL, addr_sql]
-    first = _pid(conn)
-    conn.commit()
-    evidence = [f"client 1, a transaction: server session pid {first}"]
-    other = engine.connect()
-    try:
-        waiting = _Pending(lambda: _pid(other))
-        answered, open_pid = waiting.result(POOLER_WAIT_S)
-        if not answered:
-            _hang_up(other, waiting)
-            return PoolerSeen(
-                Check("connection pooler", "warn", f"a second client got no server session within "
-                      f"{POOLER_WAIT_S:.0f} s while the first stayed connected: a pooler with no server session "
-                      f"to spare (session pooling with a full pool?)", evidence, sql),
-                Unknown(f"a second client waited more than {POOLER_WAIT_S:.0f} s for a server session: a pooler "
-                        "with none to spare, whose mode two clients could not see"), "a pooler (it queued a client)")
-        evidence.append(f"client 2, a transaction kept open: pid {open_pid}")
-        pending = _Pending(lambda: _pid(conn))
-        answered, second = pending.result(POOLER_WAIT_S)
-        waited = not answered
-        if waited:
-            other.rollback()  # frees the server session client 1's transaction waits for
-            answered, second = pending.result(30)
-        conn.commit()
-        evidence.append(f"client 1, its next transaction while client 2's stayed open: pid {second}"
-                        + (f" (it waited until client 2's ended, {POOLER_WAIT_S:.0f} s)" if waited else ""))
-    finally:
-        if not other.invalidated:
-            other.rollback()
-        other.close()
-    where = _rows(conn, addr_sql)[0]
-    conn.commit()
-    evidence.append(f"server sees this session on {where['addr']}:{where['port']}; the DSN names {dsn_host}:{dsn_port}")
-    if refused:
-        evidence.append(f"the server refused the options startup parameter ({refused}): a pooler such as "
-                        f"PgBouncer; the doctor's settings went with each transaction (SET LOCAL)")
-    if waited or open_pid == first or second != first:
-        return PoolerSeen(
-            Check("connection pooler", "fail", "transaction pooling (e.g. PgBouncer pool_mode = transaction): "
-                  "one client's transactions run on server sessions that other clients' transactions use, so a "
-                  "session advisory lock stays behind on a session anyone may get; use transaction-level locks "
-                  "(pg_advisory_xact_lock) or a lease row", evidence, sql),
-            PoolMode.TRANSACTION, _kind(refused) if refused else "a transaction pooler")
-    if refused or (where["port"] is not None and dsn_port is not None and where["port"] != dsn_port):
-        return PoolerSeen(
-            Check("connection pooler", "warn", "something (a pooler or proxy) sits in between, and it gives each "
-                  "client a server session of its own (session pooling, no transaction pooling seen)", evidence, sql),
-            PoolMode.SESSION, _kind(refused))
-    return PoolerSeen(Check("connection pooler", "pass", "one session per connection, no sign of a pooler in between",
-                            evidence, sql), PoolMode.NONE, None)
+def pooler_mode(seen: PoolerSeen) -> PoolMode | Unknown:
+    """The pool mode as a stack fact."""
+    if seen.mode is None:
+        return Unknown(f"a second client waited more than {POOLER_WAIT_S:.0f} s for a server session: a pooler "
+                       "with none to spare, whose mode two clients could not see")
+    return seen.mode
 
 
 def check_waiters(conn: Connection) -> Check:
@@ -281,15 +152,6 @@ def replication_fact(conn: Connection) -> Replication | Unknown:
     return Replication.ASYNC if row["standbys"] else Replication.NONE
 
 
-@dataclass(frozen=True)
-class Examined:
-    """What one read-only visit found: the server's version, the checks, and the PostgreSQL part of a stack."""
-
-    version: str
-    checks: list[Check]
-    postgres: Postgres
-
-
 def connect_or_unreachable(engine: Engine, server: str, url) -> Connection:
     """A connection of engine's; ServiceError naming the server at url (its password hidden) where it cannot be
     reached, without the driver's traceback."""
@@ -297,6 +159,17 @@ def connect_or_unreachable(engine: Engine, server: str, url) -> Connection:
         return engine.connect()
     except Exception as exc:
         raise ServiceError(f"{server} at {redact(url)} is unreachable: {first_line(exc)}") from None
+
+
+@dataclass(frozen=True)
+class Examined:
+    """What one read-only visit found: the server's version, the checks, the PostgreSQL part of a stack, and what
+    sits at the DSN (the preflight's finding: a primary, a standby, a pooler and its mode)."""
+
+    version: str
+    checks: list[Check]
+    postgres: Postgres
+    finding: Finding
 
 
 def run_doctor(dsn: str, hung_after_s: float = 3600) -> tuple[str, list[Check]]:
@@ -310,38 +183,37 @@ NO_HA_READ = Unknown("no --patroni-url given: PostgreSQL does not say which HA m
 
 def examine(dsn: str, hung_after_s: float = 3600, ha: Patroni | None | Unknown = NO_HA_READ) -> Examined:
     """run_doctor's visit, also returning the facts a stack description keeps (ha: what the caller read of the HA
-    manager, which PostgreSQL cannot tell)."""
+    manager, which PostgreSQL cannot tell). The preflight's look (lab/preflight/postgres.py) runs first on the
+    same session: what sits at the DSN, its guards and its pooler; the checks then read the rest."""
     url = parse_pg_dsn(dsn)
     if url.query.get("target_session_attrs") == "read-write":
-        # libpq tells read-write by transaction_read_only, which the doctor's own read-only session sets: it would
-        # refuse every server. "primary" (libpq 14+) asks pg_is_in_recovery() instead and finds the same server.
+        # libpq tells read-write by transaction_read_only, which the doctor's own read-only transactions set: it
+        # would refuse every server. "primary" (libpq 14+) asks pg_is_in_recovery() instead and finds the same server.
         url = url.update_query_dict({"target_session_attrs": "primary"})
-    # pin=False: the doctor reports what the server gives a session, so it must not pin anything itself.
-    engine = pg_engine(url, {"default_transaction_read_only": "on"}, pin=False, poolclass=None,
-                       connect_args={"application_name": "locklab-doctor"})
+    # Nothing pinned: the doctor reports what the server gives a session. Every transaction is BEGIN READ ONLY.
+    engine = look_engine(url, "locklab-doctor")
     try:
-        with connect_or_unreachable(engine, "postgres", url) as conn:
-            version: str = conn.execute(text("show server_version")).scalar_one()
-            # Read-only is the doctor's promise: a pooler that drops the startup options silently must not void it.
+        reading = engine.execution_options(postgresql_readonly=True)
+        with connect_or_unreachable(reading, "postgres", url) as conn:
+            # Read-only is the doctor's promise: it must hold through whatever sits in between.
             read_only = conn.execute(text("show transaction_read_only")).scalar()
             conn.commit()
             if read_only != "on":
-                raise ServiceError(f"postgres at {redact(url)}: the doctor's session is not read-only "
-                                   f"(transaction_read_only = {read_only}): something in between drops its settings "
-                                   f"(a pooler that ignores the options startup parameter?); the doctor will not run")
-            refused = refusal(engine)
-            pooler = see_pooler(engine, conn, url.host, url.port, refused)
-            checks = [check_guards(conn), check_holders(conn, hung_after_s), check_keepalives(conn), pooler.check,
-                      check_waiters(conn)]
-            guards = guard_facts(conn)
+                raise ServiceError(f"postgres at {redact(url)}: the doctor's transactions are not read-only "
+                                   f"(transaction_read_only = {read_only}); the doctor will not run")
+            looked = look_on(engine, reading, conn, url)
+            checks = [check_guards(conn), check_holders(conn, hung_after_s), check_keepalives(conn),
+                      check_pooler(looked.pooler), check_waiters(conn)]
             replication = replication_fact(conn)
             conn.rollback()
     finally:
         engine.dispose()
     unread = Unknown("not in this server")
-    postgres = Postgres(version, guards.get("idle_in_transaction_session_timeout", unread),
-                        guards.get("idle_session_timeout", unread), pooler.mode, pooler.kind, replication, ha)
-    return Examined(version, checks, postgres)
+    version = looked.state.version
+    postgres = Postgres(version, looked.guards.get("idle_in_transaction_session_timeout", unread),
+                        looked.guards.get("idle_session_timeout", unread), pooler_mode(looked.pooler),
+                        looked.pooler.kind, replication, ha)
+    return Examined(version, checks, postgres, looked.finding)
 
 
 def as_json(dsn: str, version: str, checks: list[Check]) -> dict:

@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 import backends
+from lab import preflight
 from lab.checkers.ops import Op
 from lab.checkers.outcomes import latest_per_trial, schema_of
 from lab.errors import LabError
@@ -53,7 +54,7 @@ def replay(results: Path, run: str, trial: str, external: ExternalAddresses, tri
     schedule, ttl = minimal["schedule"], record["measures"]["ttl_s"]
     cls = backends.load(record["backend"])
     print(f"replaying {record['id']} from {folder.path}: {describe(schedule)}")
-    with start_services(set(cls.services) | {"postgres"}, external) as services:
+    with start_services(set(cls.services) | {"postgres"}, external, check=preflight.Gate()) as services:
         monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
         try:
             ensure_schema(monitor)

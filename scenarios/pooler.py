@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import ClassVar
 
 import backends
@@ -25,15 +26,17 @@ from lab.checkers.verdict import Verdict
 from lab.columns import FaultFamily
 from lab.errors import LabError
 from lab.exposure import Trait, when
-from lab.pacing import Pacing
+from lab.pacing import Exclusive, Pacing
 from lab.servers.clients import pg_engine
 from lab.servers.pgbouncer.server import MISSING, PgBouncer, find_pgbouncer
 from lab.servers.pooler_settings import refusal
+from lab.servers.services import Services
 from lab.stack import PoolMode
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, Observer
 from scenarios._column_kinds import ColumnKind
-from scenarios._pool_evidence import PoolView, Probes, bystander_unlock_all, sessions_moved
+from scenarios._pool_evidence import (GivenPooler, OwnPooler, PoolView, Probes, TrialPooler, bystander_unlock_all,
+                                      sessions_moved)
 from scenarios.base import Scenario, Skip, TrialEnv, judged
 
 MODES = {"session_mode": PoolMode.SESSION.value, "transaction_mode": PoolMode.TRANSACTION.value}
@@ -43,7 +46,7 @@ POOL_SIZE = {PoolMode.SESSION.value: 16, PoolMode.TRANSACTION.value: 2}
 PROBE_CLIENTS, PROBE_ROUNDS = 3, 2
 COMPANY = 1
 EXTERNAL = ("needs a PostgreSQL the lab started: its own PgBouncer keeps the server's password in a file, which the "
-            "lab writes only for a password that dies with the run (--pg-dsn at your own pooler runs the rest through it)")
+            "lab writes only for a password that dies with the run (--pg-pooler-dsn runs this column through yours)")
 
 
 # Its columns: PostgreSQL through PgBouncer, each in its mode.
@@ -52,8 +55,9 @@ THROUGH_PGBOUNCER = ColumnKind(FaultFamily.POOLERS, strikes=("postgres",))
 
 class Pooler(Scenario):
     name = "pooler"
-    # The sequential rule: a cell whose trials disagree runs up to three more.
-    pacing = Pacing(extra_trials_when_varied=3)
+    # The sequential rule: a cell whose trials disagree runs up to three more. A trial through the user's pooler
+    # runs alone: its server sessions are one pool that every such trial would share.
+    pacing = Pacing(extra_trials_when_varied=3, exclusive=Exclusive.PER_TRIAL)
     summary = ("every PostgreSQL lock and its writes through the lab's own PgBouncer, session and transaction "
                "pooling, more clients than server sessions")
     title = "through PgBouncer"
@@ -91,21 +95,34 @@ class Pooler(Scenario):
                           "the pinned guards) as session state, which transaction pooling does not keep")
         return None
 
+    def exclusive(self, spec, services) -> bool:
+        """A trial through the user's pooler (--pg-pooler-dsn): one pool for all of them, so one at a time."""
+        return services.pg_pooler_url is not None and services.pg_pooler_mode == MODES[spec.variant]
+
     def pg_sessions(self, backend_cls, profile: str) -> int:
         """At most the pooler's server sessions, and the observer's."""
         return max(POOL_SIZE.values()) + 1
 
     def run_trial(self, env: TrialEnv) -> dict:
+        """Through the user's pooler (--pg-pooler-dsn) for the column of its mode; else through the lab's own
+        PgBouncer, which needs a PostgreSQL the lab started."""
+        mode, given = MODES[env.spec.variant], env.services.pg_pooler_url
+        if given is not None and env.services.pg_pooler_mode == mode:
+            routed = replace(env.services, pg_url=given, embedded={}, tmp=None)
+            return {"pool_mode": mode, "pooler": "given", **through_pooler(env, GivenPooler(env.monitor), routed)}
         server = env.services.embedded.get("postgres")
         if server is None or env.services.tmp is None:  # the lab's temp dir comes with its servers
-            raise Skip(EXTERNAL)
+            raise Skip(NotRun(EXTERNAL if given is None else
+                              f"your pooler (--pg-pooler-dsn) pools by {env.services.pg_pooler_mode}, and the lab's "
+                              f"own PgBouncer in {mode} mode needs a PostgreSQL the lab started"))
         binary = find_pgbouncer(self.search_path)
         if binary is None:
             raise Skip(DoesNotRun(MISSING))
-        mode = MODES[env.spec.variant]
         with PgBouncer(env.services.tmp, env.services.pg(), mode, pool_size=POOL_SIZE[mode],
                        os_user=server.user, binary=binary) as bouncer:
-            return {"pool_mode": mode, "pool_size": POOL_SIZE[mode], **through_pooler(env, bouncer)}
+            routed = env.services.routed("postgres", [bouncer.port])
+            return {"pool_mode": mode, "pool_size": POOL_SIZE[mode],
+                    **through_pooler(env, OwnPooler(bouncer), routed)}
 
     def judge(self, measures: dict, backend_cls) -> Verdict:
         """The checkers over both runs' operations: the same as without a pooler, unless the pooler let run2 in
@@ -114,16 +131,16 @@ class Pooler(Scenario):
         return judged(measures, backend_cls)
 
 
-def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
-    """Two runs of the trial's backend, lock and writes through the pooler; run2 starts while run1 holds
-    (before its write for a lock held across writes, after its delete for a lock inside the write)."""
+def through_pooler(env: TrialEnv, pooler: TrialPooler, routed: Services) -> dict:
+    """Two runs of the trial's backend, lock and writes through the pooler (routed: the services with PostgreSQL's
+    address the pooler's); run2 starts while run1 holds (before its write for a lock held across writes, after its
+    delete for a lock inside the write)."""
     cls = backends.load(env.spec.backend)
     run_level = cls.holds_across_writes()
-    routed = env.services.routed("postgres", [bouncer.port])
     writes = pg_engine(routed.pg(), pool_size=2, max_overflow=2, connect_args={"application_name": "locklab-writes"})
     table = env.table()
     table.seed(env.writes, COMPANY, COMPANY_SIZE)
-    pool, history, seen = PoolView(env.monitor, bouncer), Recorder(), {}
+    pool, history, seen = PoolView(env.monitor, pooler), Recorder(), {}
     first, second = (env.backend(table=table, routed=routed, writes=writes) for _ in range(2))
     probes = Probes(routed.pg(), PROBE_CLIENTS)
     started, second_done = threading.Event(), threading.Event()
@@ -134,16 +151,18 @@ def through_pooler(env: TrialEnv, bouncer: PgBouncer) -> dict:
         if name != ("after_acquire" if run_level else "after_delete"):
             return
         seen["probes"] = probes.run(PROBE_ROUNDS)
+        pooler.saw(first.lock_pid, *(probe["pid"] for probe in seen["probes"]))
         seen["at_hold"], seen["clients"] = pool.sessions(), pool.clients()
         started.set()
         # A run2 still going after the hold waits behind run1 on the pool's last server session: a client
         # more would wait for one as well, so the bystander comes only once run2 is done.
         if second_done.wait(env.params["hold_s"]):
-            seen["bystander"] = bystander_unlock_all(routed.pg_url, pool)
+            seen["bystander"] = bystander_unlock_all(routed.pg(), pool)
             seen["held_after_bystander"] = first.held() if run_level else None
 
     def second_point(name, conn):
         if name == "after_acquire" and run_level:
+            pooler.saw(second.lock_pid)
             seen["both"] = {"first_held": first.held(), "second_held": second.held(), "sessions": pool.sessions()}
 
     closed: list[bool] = []

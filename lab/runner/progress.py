@@ -42,19 +42,26 @@ class ScenarioProgress:
         return f"{trials} trials" if events is None else f"{events} events, {trials} subjects"
 
     def _left(self, elapsed: float) -> str:
-        """Time left: the estimate until a first round of trials (or events) has finished, then their observed pace."""
+        """Time left: the estimate until a first round of trials (or events) has finished, then their observed pace.
+        Past the estimate with none of that round done, it says by how much and how many are still to go, never
+        "~0 s left" while trials still wait."""
         if self.total == 0:
             return ""
         done, total = getattr(self, "done", 0), self.total
+        unit = "trials"
         if getattr(self, "events", None) is not None:
-            done, total = self.events_done, self.events or 0
-        if done >= min(self.at_once, total) and done:
-            left = elapsed / done * (total - done)
-        elif self.estimate is not None:
-            left = max(0.0, self.estimate - elapsed)
-        else:
+            done, total, unit = self.events_done, self.events or 0, "events"
+        if done >= total:
             return ""
-        return f"~{_duration(left)} left" if done < total else ""
+        if done >= min(self.at_once, total) and done:
+            return f"~{_duration(elapsed / done * (total - done))} left"
+        if self.estimate is None:
+            return ""
+        if elapsed >= self.estimate:
+            still = total - done
+            return f"{_duration(elapsed - self.estimate)} past its ~{_duration(self.estimate)} estimate, " \
+                   f"{still} {unit if still > 1 else unit[:-1]} still to finish"
+        return f"~{_duration(max(1.0, self.estimate - elapsed))} left"
 
     def advance_event(self, records: list[Mapping[str, Any]] | None) -> None:
         """One event finished: each subject's record (None: it was interrupted and none was kept)."""

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import backends
-from lab import host_cpu
+from lab import host_cpu, preflight
 from lab.holder import forks
 from lab.pacing import Exclusive, Lane
 from lab.provenance import run_meta
@@ -43,8 +43,10 @@ from scenarios.events import plan_events
 class Runner:
     """Runs one plan end to end; stops every server it started, whatever happens."""
 
-    def __init__(self, request: RunRequest, console: Console | None = None):
+    def __init__(self, request: RunRequest, console: Console | None = None, gate: preflight.Gate | None = None):
+        """gate: the preflight, when the caller looked at the addresses ahead (lab/preflight/look.py)."""
         self.request = request  # on resume, replaced by the request the run was started with
+        self.gate = gate or preflight.Gate()
         self.console = console or Console(stderr=True)
         self.stop = threading.Event()
         self.folder: RunFolder | None = None  # set once the run's folder exists
@@ -60,15 +62,21 @@ class Runner:
         plan = make_plan(req, done)
 
         # Servers first: a bad address must fail before anything is written under results/.
-        # An address the user gave is checked even when no chosen backend needs it.
+        # An address the user gave is checked even when no chosen backend needs it, and what sits there is looked at
+        # before any server of the lab's own starts: one the lab cannot measure through (a transaction pooler, a
+        # standby, a read-only role) ends the run in one line (lab/preflight).
         given = {name for name in SERVICE_NAMES if req.external.given(name)}
-        services = start_services(plan.services | given, req.external)
+        gate = self.gate
+        services = start_services(plan.services | given, req.external, check=gate)
         services.fault_commands = dict(req.fault_commands)
         if services.swept:
             self.console.print(f"removed the temp dirs of lab runs that were killed: {', '.join(services.swept)}")
+        for note in gate.found.notes():
+            self.console.print(note, highlight=False)
         try:
             # Capacity before work: a server that cannot give one trial its sessions refuses the run here.
-            capacity = read_capacity(services.pg())
+            looked = gate.found.postgres  # the preflight read it on a PostgreSQL the lab was given
+            capacity = looked.capacity if looked is not None else read_capacity(services.pg())
             self.waves = {w.scenario: w for w in capacity_plan.fit(plan.demands(req.profile), capacity,
                                                                    redact(services.pg()))}
             for wave in self.waves.values():
@@ -79,6 +87,7 @@ class Runner:
             else:
                 _set_bounds_aside(folder)
             _record_capacity(folder, capacity, self.waves)
+            _record_preflight(folder, gate.found)
             self.folder = folder
             shared = f" ({plan.events} shared fault events among them)" if plan.events else ""
             self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials{shared}; "
@@ -304,6 +313,14 @@ def _record_capacity(folder: RunFolder, capacity: Capacity, waves: dict[str, cap
     meta.setdefault("capacity", []).append({"server": capacity.as_dict(),
                                             "waves": {n: w.as_dict() for n, w in waves.items()}})
     folder.write_meta(meta)
+
+
+def _record_preflight(folder: RunFolder, found: preflight.Preflight) -> None:
+    """meta.json keeps what sat at each address given (a resumed run: what it found this time)."""
+    if found.findings:
+        meta = folder.meta()
+        meta["preflight"] = found.to_json()
+        folder.write_meta(meta)
 
 
 def _record_peak(folder: RunFolder, scenario: str, peak: tuple[int, dict]) -> None:

@@ -16,17 +16,18 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from sqlalchemy.engine import URL, make_url
 
 from lab.errors import ServiceError
-from lab.servers.clients import first_line
+from lab.servers.clients import first_line, parse_pg_dsn
 from lab.servers.owner import OWNER_FILE, mark_owner, owner_alive
 from lab.servers.postgres.server import traversable_by_others
 from lab.servers.service_kinds import ENV_VARS, KINDS, OS_PACKAGES, SERVICE_NAMES
 
 CONNECT_TIMEOUT = 5
+POOLER_ENV_VAR = "LAB_PG_POOLER_DSN"  # --pg-pooler-dsn's environment variable
 __all__ = ["ENV_VARS", "OS_PACKAGES", "SERVICE_NAMES", "ExternalAddresses", "Services", "start_services"]
 
 
@@ -40,13 +41,17 @@ class ExternalAddresses:
     redlock_urls: str | None = None  # comma-separated Redis URLs, one per Redlock master
     zk_hosts: str | None = None  # a ZooKeeper connect string: host:port[,host:port...][/chroot]
     mariadb_url: str | None = None  # a MariaDB URL: mysql://user:password@host:port/
+    # A PostgreSQL pooler in front of pg_dsn's database (PgBouncer ...): not a lock service of its own, but where
+    # the pooler scenario runs every lock (scenarios/pooler.py); pg_dsn stays the database's own address.
+    pg_pooler_dsn: str | None = None
 
     @classmethod
     def from_flags_and_env(cls, flags: object = None) -> "ExternalAddresses":
         """Each service's address from its flag (the attribute of an argparse namespace named as its field here)
-        or else from its environment variable."""
+        or else from its environment variable; likewise the pooler's."""
         return cls(**{kind.flag: getattr(flags, kind.flag, None) or os.environ.get(kind.env_var) or None
-                      for kind in KINDS.values()})
+                      for kind in KINDS.values()},
+                   pg_pooler_dsn=getattr(flags, "pg_pooler_dsn", None) or os.environ.get(POOLER_ENV_VAR) or None)
 
     def given(self, service: str) -> str | None:
         return getattr(self, KINDS[service].flag)
@@ -62,6 +67,8 @@ class Services:
     redlock_urls: list[str] | None = None
     zk_hosts: str | None = None  # the ZooKeeper connect string kazoo takes
     mariadb_url: URL | None = None  # SQLAlchemy's MariaDB dialect on PyMySQL
+    pg_pooler_url: URL | None = None  # the user's pooler in front of pg_url's database (--pg-pooler-dsn)
+    pg_pooler_mode: str | None = None  # its pool mode as the preflight's two clients saw it (lab.stack.PoolMode)
     embedded: dict = field(default_factory=dict)  # service name -> Embedded* server
     versions: dict = field(default_factory=dict)
     tmp: Path | None = None
@@ -191,9 +198,12 @@ def _remove_tree(folder: Path) -> None:
         time.sleep(0.2)
 
 
-def start_services(needed: Iterable[str], external: ExternalAddresses | None = None) -> Services:
+def start_services(needed: Iterable[str], external: ExternalAddresses | None = None,
+                   check: Callable[[Services, list[str]], object] | None = None) -> Services:
     """Check the external servers given and start the embedded ones still needed.
 
+    check: called with the services and the names of those given by address, once those are attached and before any
+    server of the lab's own starts (the preflight, lab/preflight/): its error ends the start there, in seconds.
     On any failure everything already started is stopped before the error propagates.
     """
     external = external or ExternalAddresses()
@@ -201,9 +211,12 @@ def start_services(needed: Iterable[str], external: ExternalAddresses | None = N
     services = Services()
     try:
         # External addresses first: a wrong one fails in seconds, before any server starts.
-        for name in needed:
-            if (address := external.given(name)) is not None:
-                _attach_external(services, name, address)
+        given = {name: address for name in needed if (address := external.given(name)) is not None}
+        for name, address in given.items():
+            _attach_external(services, name, address)
+        attach_pooler(services, external)
+        if check is not None and given:
+            check(services, list(given))
         for name in needed:
             if external.given(name) is None:
                 if (why := not_installed(name)) is not None:
@@ -214,6 +227,16 @@ def start_services(needed: Iterable[str], external: ExternalAddresses | None = N
     except BaseException:
         services.stop()
         raise
+
+
+def attach_pooler(services: Services, external: ExternalAddresses) -> None:
+    """The user's pooler (--pg-pooler-dsn), parsed, beside the database's own address, which it needs."""
+    if external.pg_pooler_dsn is None:
+        return
+    if external.pg_dsn is None:
+        raise ServiceError("--pg-pooler-dsn names a pooler in front of your database: give the database's own address "
+                           "with --pg-dsn too")
+    services.pg_pooler_url = parse_pg_dsn(external.pg_pooler_dsn)
 
 
 def not_installed(service: str) -> str | None:

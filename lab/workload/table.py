@@ -26,7 +26,7 @@ from lab.errors import LabError
 from lab.workload.statements import Statement
 
 SCHEMA = "locklab"
-_SCHEMA_MARK = "created by locklab; dropped by locklab"
+SCHEMA_MARK = "created by locklab; dropped by locklab"  # the comment that tells the lab's schema from a namesake
 COMPANY_SIZE = 250  # rows per company in the post's company_design runs
 
 
@@ -47,12 +47,12 @@ def ensure_schema(engine: Engine) -> bool:
     with engine.begin() as conn:
         exists = conn.execute(text("select obj_description(oid, 'pg_namespace') from pg_namespace "
                                    "where nspname = :s"), {"s": SCHEMA}).first()
-        if exists is not None and exists[0] != _SCHEMA_MARK:
+        if exists is not None and exists[0] != SCHEMA_MARK:
             raise LabError(f"schema {SCHEMA!r} exists and was not created by locklab; "
                            f"the lab will not touch it")
         if exists is None:
             conn.execute(text(f"create schema {SCHEMA}"))
-            conn.execute(text(f"comment on schema {SCHEMA} is '{_SCHEMA_MARK}'"))
+            conn.execute(text(f"comment on schema {SCHEMA} is '{SCHEMA_MARK}'"))
     return exists is None
 
 
@@ -61,10 +61,10 @@ def _ensure_database(engine: Engine) -> bool:
     with engine.begin() as conn:
         mark = conn.execute(text("select schema_comment from information_schema.schemata where schema_name = :s"),
                             {"s": SCHEMA}).first()
-        if mark is not None and mark[0] != _SCHEMA_MARK:
+        if mark is not None and mark[0] != SCHEMA_MARK:
             raise LabError(f"database {SCHEMA!r} exists and was not created by locklab; the lab will not touch it")
         if mark is None:
-            conn.execute(text(f"create database {SCHEMA} comment '{_SCHEMA_MARK}'"))
+            conn.execute(text(f"create database {SCHEMA} comment '{SCHEMA_MARK}'"))
     return mark is None
 
 
@@ -74,13 +74,13 @@ def drop_schema(engine: Engine) -> None:
         with engine.begin() as conn:
             mark = conn.execute(text("select schema_comment from information_schema.schemata "
                                      "where schema_name = :s"), {"s": SCHEMA}).scalar()
-            if mark == _SCHEMA_MARK:
+            if mark == SCHEMA_MARK:
                 conn.execute(text(f"drop database {SCHEMA}"))
         return
     with engine.begin() as conn:
         mark = conn.execute(text("select obj_description(oid, 'pg_namespace') from pg_namespace "
                                  "where nspname = :s"), {"s": SCHEMA}).scalar()
-        if mark == _SCHEMA_MARK:
+        if mark == SCHEMA_MARK:
             conn.execute(text(f"drop schema {SCHEMA} cascade"))
 
 

@@ -17,6 +17,7 @@ LAYERS = {
     "checkers": ("lab.checkers",),
     "measures": ("lab.measures",),
     "workload": ("lab.workload",),
+    "preflight": ("lab.preflight",),
     "holder": ("lab.holder",),
     "backends": ("backends",),
     "scenarios": ("scenarios",),
@@ -27,7 +28,8 @@ LAYERS = {
 }
 # Which layers each may import. The checkers are pure functions of what a trial recorded: the lab's base and
 # nothing else. The measures' shapes and rules read the checkers' vocabulary; the workload and the holder reach
-# servers, never a fault, a backend or the report. The report reads results, the checkers' vocabulary and the
+# servers, never a fault, a backend or the report. The preflight reads servers (and the lab's schema's name from the
+# workload), never a backend or a scenario. The report reads results, the checkers' vocabulary and the
 # measures, never a server, a holder, a backend or a scenario: a saved run renders from its folder alone. The decision
 # sits below the report: the report draws it, and it never reads a report module.
 ALLOWED = {
@@ -37,6 +39,7 @@ ALLOWED = {
     "checkers": {"base", "checkers"},
     "measures": {"base", "checkers", "measures"},
     "workload": {"base", "servers", "checkers", "workload"},
+    "preflight": {"base", "servers", "workload", "preflight"},
     "holder": {"base", "servers", "checkers", "workload", "holder"},
     "backends": {"base", "servers", "checkers", "workload", "holder", "backends"},
     "scenarios": {"base", "servers", "faults", "checkers", "measures", "workload", "holder", "backends", "scenarios"},

@@ -34,6 +34,17 @@ def test_time_left_is_the_estimate_until_a_round_of_trials_finished_then_their_p
     assert shown._left(30.0) == "~2 min left"
 
 
+def test_past_its_estimate_a_scenario_says_so_and_never_zero_seconds_left():
+    """Issue 57: two minutes of "~0 s left" while two trials stalled."""
+    _, shown = plain_progress(6, 1.0, at_once=6)
+    shown.done = 5
+    assert shown._left(0.5) == "~1 s left"  # within its estimate: never less than a second
+    left = shown._left(30.0)
+    assert "~0 s" not in left and left == "29 s past its ~1 s estimate, 1 trial still to finish"
+    shown.done = 6
+    assert shown._left(31.0) == ""
+
+
 def test_estimates_come_from_the_profile_timers_and_the_trials_at_once():
     pause = scenarios.load("pause")
     one = pause.trial_seconds("default")

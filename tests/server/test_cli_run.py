@@ -257,6 +257,9 @@ def test_a_server_with_too_few_free_connections_is_refused_in_one_line(services,
     password = new_password()
     with monitor.connect() as conn:
         conn.execute(text(f"create role lab_limited login connection limit 15 password '{password}'"))
+        # The test session's schema is the postgres role's: without these the preflight refuses the role first
+        # (it could not use the lab's schema), a line of its own (tests/server/test_preflight.py).
+        conn.execute(text("grant usage, create on schema locklab to lab_limited"))
     try:
         dsn = services.pg_url.set(username="lab_limited", password=password).render_as_string(hide_password=False)
         result = lab("run", "--profile", "quick", "--backend", "session", "--scenario", "cases", "--pg-dsn", dsn,
@@ -268,6 +271,7 @@ def test_a_server_with_too_few_free_connections_is_refused_in_one_line(services,
         assert password not in line and not (tmp_path / "results").exists()
     finally:
         with monitor.connect() as conn:
+            conn.execute(text("revoke usage, create on schema locklab from lab_limited"))
             conn.execute(text("drop role lab_limited"))
 
 

@@ -12,7 +12,7 @@ import threading
 from dataclasses import asdict, dataclass
 
 from sqlalchemy import text
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, Connection
 
 from lab.servers.clients import pg_engine
 
@@ -74,9 +74,14 @@ def read_capacity(url: URL) -> Capacity:
     engine = pg_engine(url, poolclass=None, isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as conn:
-            row = conn.execute(_CAPACITY).mappings().one()
+            return capacity_on(conn)
     finally:
         engine.dispose()
+
+
+def capacity_on(conn: Connection) -> Capacity:
+    """The limits as they apply to conn's role and database; conn's own session is counted in use."""
+    row = conn.execute(_CAPACITY).mappings().one()
     reserved = 0 if row["superuser"] else row["superuser_reserved"] + (
         0 if row["may_use_reserved"] else row["reserved_connections"])
     role_left = None if row["role_limit"] < 0 else row["role_limit"] - row["role_in_use"]

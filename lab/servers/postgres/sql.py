@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import text
@@ -139,6 +140,60 @@ def holds_advisory_pair(monitor: Engine, pid: int, key1: int, key2: int) -> bool
                             {"pid": pid, "a": key1, "b": key2}).scalar_one() > 0
 
 
+# Settings per database and per role (ALTER DATABASE / ALTER ROLE ... SET): every one, and whether it reaches a
+# session of this database (here) and of this role (mine). pg_db_role_setting is readable by every role.
+SCOPED_SETTINGS_SQL = ("select d.datname as database, r.rolname as role, s.setconfig, "
+                       "s.setdatabase = 0 or d.datname = current_database() as here, "
+                       "s.setrole = 0 or r.rolname = current_user as mine "
+                       "from pg_db_role_setting s left join pg_database d on d.oid = s.setdatabase "
+                       "left join pg_roles r on r.oid = s.setrole")
+
+
+@dataclass(frozen=True)
+class ScopedSetting:
+    """One setting a database or a role carries (pg_db_role_setting)."""
+
+    database: str | None  # None: every database
+    role: str | None  # None: every role
+    name: str
+    value: str
+    here: bool  # it reaches sessions of the current database
+    mine: bool  # ... and of the current role
+
+    @property
+    def scope(self) -> str:
+        """"database app, role (every role)": where it is set, as the doctor words it."""
+        return f"database {self.database or '(every database)'}, role {self.role or '(every role)'}"
+
+    @property
+    def statement(self) -> str:
+        """The statement that sets it, as a DBA would type it (and RESET in its place undoes it)."""
+        if self.database and self.role:
+            return f"ALTER ROLE {ident(self.role)} IN DATABASE {ident(self.database)} SET {self.name}"
+        if self.role:
+            return f"ALTER ROLE {ident(self.role)} SET {self.name}"
+        if self.database:
+            return f"ALTER DATABASE {ident(self.database)} SET {self.name}"
+        return f"ALTER ROLE ALL SET {self.name}"
+
+
+def ident(name: str) -> str:
+    """A name as SQL needs it written: bare when it may be, else double-quoted."""
+    return name if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) else '"' + name.replace('"', '""') + '"'
+
+
+def scoped_settings(conn, names=None) -> list[ScopedSetting]:
+    """The settings per database and per role on this server (only those named, when names are given)."""
+    found = []
+    for row in conn.execute(text(SCOPED_SETTINGS_SQL)).mappings():
+        for item in row["setconfig"] or []:
+            name, _, value = item.partition("=")
+            if names is None or name in names:
+                found.append(ScopedSetting(row["database"], row["role"], name, value, bool(row["here"]),
+                                           bool(row["mine"])))
+    return found
+
+
 def settings_in_force(url) -> dict:
     """What the server gives a session that does not pin anything: each pinned setting's value and source,
     and the per-database and per-role settings that touch them (pg_db_role_setting)."""
@@ -148,10 +203,8 @@ def settings_in_force(url) -> dict:
             values = {row.name: f"{row.setting}{row.unit or ''} ({row.source})" for row in conn.execute(
                 text("select name, setting, unit, source from pg_settings where name = any(:n) order by name"),
                 {"n": list(PINNED_SETTINGS)})}
-            scoped = [f"{row.db or 'every database'}/{row.role or 'every role'}: {item}" for row in conn.execute(
-                text("select d.datname as db, r.rolname as role, s.setconfig from pg_db_role_setting s "
-                     "left join pg_database d on d.oid = s.setdatabase left join pg_roles r on r.oid = s.setrole"))
-                for item in row.setconfig or [] if item.split("=", 1)[0] in PINNED_SETTINGS]
+            scoped = [f"{s.database or 'every database'}/{s.role or 'every role'}: {s.name}={s.value}"
+                      for s in scoped_settings(conn, PINNED_SETTINGS)]
             conn.rollback()
         return {"server_gives": values, "set_per_database_or_role": scoped, "lab_sessions_pin": list(PINNED_SETTINGS)}
     finally:
