@@ -26,7 +26,7 @@ from lab.runner import pacing, records
 from lab.runner.context import RunContext
 from lab.runner.progress import ScenarioProgress
 from lab.runner.records import Started, TrialRecord
-from lab.runner.trials import Finished, TrialFloor, finished_now, let_stop, record_skipped
+from lab.runner.trials import Finished, TrialFloor, TrialGate, finished_now, let_stop, record_skipped
 from lab.workload.contract import describe_error
 from scenarios.base import Scenario, Skip
 from scenarios.events import EventEnv, EventOutcome, EventSpec, SubjectOutcome, event_record_fields, plan_events
@@ -57,10 +57,12 @@ def event_cost(ctx: RunContext, scenario: Scenario, event: EventSpec) -> int:
     return sum(ctx.plan.cost(scenario, spec, ctx.profile) for spec in event.subjects)
 
 
-def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> Finished:
+def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress, gate: TrialGate | None = None) -> Finished:
     """Record the scenario's skipped trials, then run its events, as many at once as its parallelism and its session
     budget allow. An error or Ctrl-C sets the stop and is raised; an event in flight is not recorded. Returns one
-    floor per finished event (its part in the scenario's bound) and no records (no event scenario stops early)."""
+    floor per finished event (its part in the scenario's bound) and every record kept; the profile's events all run,
+    and a gate (the added trials' rounds, lab/runner/settle.py) drops a queued event none of whose subjects it
+    still needs."""
     events = plan_events(record_skipped(ctx, ctx.plan.pending[scenario.name], shown))
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
@@ -74,8 +76,16 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     finished_events = Finished()
     in_flight: dict[Future, tuple[EventEnv, int]] = {}
     tries: dict[str, int] = {}
+
+    def drop_unneeded() -> None:
+        if gate is not None:
+            dropped = queue.drop(lambda event: not any(gate.needed(spec) for spec in event.subjects))
+            shown.drop(sum(len(event.subjects) for event in dropped))
+
     try:
         while (queue and not ctx.stop.is_set()) or in_flight:
+            if gate is not None and gate.due():
+                drop_unneeded()
             by_itself = any(alone[env.event.id] for env, _ in in_flight.values())
             slots = 0 if ctx.stop.is_set() or by_itself else workers - len(in_flight)
             for event, sessions in queue.ready(slots, alone=lambda event: alone[event.id], busy=bool(in_flight)):
@@ -90,6 +100,10 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
                     continue
                 if kept is not None and not ctx.stop.is_set():
                     ctx.folder.append_all(kept)
+                    finished_events.kept.extend(kept)
+                    if gate is not None:
+                        for record in kept:
+                            gate.kept(record)
                     floor = event_floor(env, kept, declared)
                     if floor is not None:
                         finished_events.floors.append(TrialFloor(floor, sessions, alone[env.event.id]))
