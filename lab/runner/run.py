@@ -90,7 +90,7 @@ class Runner:
             _record_capacity(folder, capacity, self.waves)
             self.folder = folder
             if settling is not None:
-                record_asked(folder, settling, req.results_root)
+                record_asked(folder, settling, req)
                 self.settling = (settling, {w.scenario: w for w in capacity_plan.fit(
                     reach.demands(req.profile), capacity, redact(services.pg()))})
             shared = f" ({plan.events} shared fault events among them)" if plan.events else ""

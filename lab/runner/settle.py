@@ -31,12 +31,13 @@ from lab.runner.context import RunContext
 from lab.runner.events import run_events
 from lab.runner.lanes import Phase, run_lanes, schedule
 from lab.runner.meta import change_meta
-from lab.runner.plan import Plan, SettleAsk
+from lab.runner.plan import Plan, RunRequest, SettleAsk
 from lab.runner.settle_cells import cells_to_settle
 from lab.runner.settle_progress import SettleProgress
 from lab.runner.settle_rounds import Ledger, SettleGate, Templates, event_round, trial_round
 from lab.runner.settle_rule import Ended, SettleTarget, StopRule, Why
 from lab.runner.trials import run_trials
+from lab.servers.clients import redact_text
 from scenarios.base import FaultReach, Scenario
 
 DEFAULT_MINUTES = 30.0  # with the reference's 29 planned minutes, within the hour DESIGN.md allows the reference
@@ -97,17 +98,19 @@ def previous_folder(given: str, results_root: Path) -> RunFolder:
     return RunFolder.open(results_root, given)
 
 
-def record_asked(folder: RunFolder, settling: Settling, results_root: Path) -> None:
-    """meta.json's `settle`: the budget and the previous references; the rules; rounds and cells to come."""
-    previous = [{"run": previous_folder(p, results_root).run_id, "path": str(previous_folder(p, results_root).path)}
-                for p in settling.previous]
+def record_asked(folder: RunFolder, settling: Settling, request: RunRequest) -> None:
+    """meta.json's `settle`: the budget, the previous references and each command that settled (a resumed run's
+    too); the rules; rounds and cells to come."""
+    previous = [{"run": found.run_id, "path": str(found.path)}
+                for found in (previous_folder(p, request.results_root) for p in settling.previous)]
+    command = "lab " + " ".join(redact_text(arg) for arg in request.argv)
 
     def change(meta: dict) -> None:
         state = meta.setdefault("settle", {"spent_s": 0.0, "scenarios": {}})
         state.update({"budget_s": round(settling.budget_s, 1), "previous": previous, "round_rule": ROUND_RULE,
                       "rules": {" and ".join(why.names()): StopRule.for_(why).describe()
                                 for why in (Why.DECIDING, Why.FLIPPED, Why.DECIDING | Why.FLIPPED)}})
-        state.setdefault("commands", []).append(meta.get("command", ""))
+        state.setdefault("commands", []).append(command)
     change_meta(folder, change)
 
 

@@ -216,3 +216,36 @@ def test_the_rounds_never_exceed_the_budget_and_a_deciding_cell_gets_no_trial_af
     assert all(end <= deadline + 1e-9 for end in ends)
     for target in targets:  # every cell either met its rule or had no time for one more trial
         assert ledger.ended(target) is not None or clock[0] + how[target.backend][2] > deadline - 1e-9
+
+
+def test_an_added_event_past_the_deadline_is_dropped_and_one_in_time_runs_for_every_subject(tmp_path):
+    """run_events with a SettleGate (the planted event scenario of test_shared_events.py, on no server): an event
+    none of whose subjects the gate needs is dropped unrun; one it needs runs whole, its records kept in the ledger."""
+    import io
+    import threading
+
+    from rich.console import Console
+    from rich.progress import Progress, TextColumn
+
+    from lab.results import RunFolder
+    from lab.runner import Plan, RunContext
+    from lab.runner.events import run_events
+    from lab.runner.progress import ScenarioProgress
+    from tests.fast.test_shared_events import PlantedEvent
+
+    scenario = PlantedEvent()
+    subjects = [TrialSpec("planted_event", b, "struck", 5) for b in ("session", "xact")]
+    console = Console(file=io.StringIO(), force_terminal=False, width=200)
+    for deadline, runs in ((0.0, 0), (1e12, 1)):
+        scenario.runs = []
+        folder = RunFolder.create(tmp_path / f"r{runs}", {"command": "planted"})
+        ctx = RunContext(profile="default", plan=Plan([scenario], {scenario.name: subjects}), services=None,
+                         monitor=None, writes=None, folder=folder, sampler=None, stop=threading.Event(), waves={},
+                         progress=Progress(TextColumn(""), console=console, disable=True))
+        ledger = Ledger()
+        gate = SettleGate([SettleTarget.of("planted_event", "struck", "session", Why.DECIDING)], ledger, deadline,
+                          fallback_s=1.0)
+        shown = ScenarioProgress(console, ctx.progress, scenario.name, len(subjects), events=1)
+        finished = run_events(ctx, scenario, shown, gate)
+        assert len(scenario.runs) == runs and len(folder.trials()) == 2 * runs == len(finished.kept)
+        assert len(ledger.all()) == 2 * runs  # both subjects' records, the one it settles and the one beside it

@@ -12,6 +12,7 @@ decides (the plain session lock fails there), and, once the cell's mark differs 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from lab.checkers.outcomes import latest_per_trial
+from lab.cli import EXIT_INTERRUPTED
 from lab.runner.settle_rule import RATE_TRIALS, Harm, failed
 from tests.server.helpers import shared_tmp
 
@@ -140,5 +142,41 @@ def test_an_intermittent_failure_is_found_by_the_added_trials_and_rated(tmp_path
         session = [c for c in meta["scenarios"]["cases"]["cells"]
                    if (c["backend"], c["variant"]) == ("session", "idle_in_transaction")]
         assert session[0]["ended"] == "failure found" and session[0]["finished"] == 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_added_trials_survive_ctrl_c_and_a_resumed_run_settles_on_without_running_one_twice(tmp_path):
+    """Interrupted while it adds trials (wherever the Ctrl-C lands in the round), the run keeps what finished; the
+    resumed run plans from trials.jsonl, so it adds only what each cell still lacks, under new ids."""
+    (tmp_path / "flaky_lock.py").write_text(FLAKY)
+    results, tmp = tmp_path / "results", shared_tmp(tmp_path)
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    try:
+        started = subprocess.Popen([sys.executable, "-m", "lab.cli", "run", "--backend-module", "flaky_lock:FlakyLock",
+                                    "--backend", "flaky_lock,session", "--scenario", "cases", "--profile", "quick",
+                                    "--results", str(results), "--settle", "--previous", "none"],
+                                   stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+        assert started.stderr is not None
+        for line in started.stderr:
+            if "added round 1" in line:
+                started.send_signal(signal.SIGINT)
+                break
+        _, err = started.communicate(timeout=300)
+        assert started.returncode in (0, EXIT_INTERRUPTED), err  # 0: the round ended before the Ctrl-C came
+        (folder,) = results.iterdir()
+        before = [json.loads(line)["id"] for line in (folder / "trials.jsonl").read_text().splitlines()]
+
+        resumed = subprocess.run([sys.executable, "-m", "lab.cli", "run", "--resume", folder.name, "--results",
+                                  str(results)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+        assert resumed.returncode == 0, resumed.stderr
+        after = [json.loads(line)["id"] for line in (folder / "trials.jsonl").read_text().splitlines()]
+        assert after[:len(before)] == before and len(after) == len(set(after))  # kept, and none run twice
+        meta = json.loads((folder / "meta.json").read_text())["settle"]
+        assert len(meta["commands"]) == 2 and meta["spent_s"] > 0
+        cells = {(c["backend"], c["variant"]): c for c in meta["scenarios"]["cases"]["cells"]}
+        flaky = cells[CELL[1:]]
+        assert flaky["ended"] == "failure found" and flaky["failures"] >= 1  # found, the run resumed or not
+        assert all(c["ended"] not in (None, "budget spent") for c in cells.values())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
