@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import backends
 from lab.errors import Interrupted
@@ -61,8 +61,8 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress, gat
     """Record the scenario's skipped trials, then run its events, as many at once as its parallelism and its session
     budget allow. An error or Ctrl-C sets the stop and is raised; an event in flight is not recorded. Returns one
     floor per finished event (its part in the scenario's bound) and every record kept; the profile's events all run,
-    and a gate (the added trials' rounds, lab/runner/settle.py) drops a queued event none of whose subjects it
-    still needs."""
+    and a gate (the added trials' rounds, lab/runner/settle.py) holds an event back while a subject of it is in
+    flight in another, starts it with only the subjects it still needs, and drops it when it needs none."""
     events = plan_events(record_skipped(ctx, ctx.plan.pending[scenario.name], shown))
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
@@ -88,7 +88,14 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress, gat
                 drop_unneeded()
             by_itself = any(alone[env.event.id] for env, _ in in_flight.values())
             slots = 0 if ctx.stop.is_set() or by_itself else workers - len(in_flight)
-            for event, sessions in queue.ready(slots, alone=lambda event: alone[event.id], busy=bool(in_flight)):
+            for event, sessions in queue.ready(slots, alone=lambda event: alone[event.id], busy=bool(in_flight),
+                                               later=lambda event: gate is not None and any(
+                                                   gate.later(spec) for spec in event.subjects)):
+                if gate is not None:
+                    event = needed_subjects(event, gate, shown)
+                    if not event.subjects:
+                        budget.give(sessions)
+                        continue
                 env = EventEnv.of(event, [ctx.trial_env(spec, params) for spec in event.subjects])
                 in_flight[pool.submit(run_event, scenario, env)] = (env, sessions)
             for env, sessions, result in finished_now(in_flight, budget):
@@ -96,6 +103,9 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress, gat
                 if result.unconfirmed and tries.get(env.event.id, 0) < UNCONFIRMED_RETRIES and not ctx.stop.is_set():
                     tries[env.event.id] = tries.get(env.event.id, 0) + 1
                     ctx.folder.append_all(kept or [])  # the attempt stays on record; the retry's records follow
+                    if gate is not None:
+                        for record in kept or []:
+                            gate.kept(record)
                     queue.again(env.event, sessions)
                     continue
                 if kept is not None and not ctx.stop.is_set():
@@ -117,6 +127,16 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress, gat
         if ctx.stop.is_set():
             let_stop(in_flight)
         pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
+
+
+def needed_subjects(event: EventSpec, gate: TrialGate, shown: ScenarioProgress) -> EventSpec:
+    """The event with only the subjects the gate still needs (each then counted as started), the others out of the
+    progress total."""
+    needed = tuple(spec for spec in event.subjects if gate.needed(spec))
+    shown.drop(len(event.subjects) - len(needed))
+    for spec in needed:
+        gate.started(spec)
+    return replace(event, subjects=needed)
 
 
 def event_floor(env: EventEnv, kept: list[TrialRecord], declared: float) -> float | None:

@@ -138,7 +138,9 @@ class Runner:
                 _record_run_bound(folder, phases, time.monotonic() - started, host.stolen(), self.console)
                 if self.settling is not None:
                     settling, waves = self.settling
-                    settle_phase(ctx, reach, settling, waves, self.request.results_root)
+                    settled = shared_lanes(reach.scenarios, reach.pending, services, waves)
+                    settle_phase(ctx, reach, settling, waves, self.request.results_root,
+                                 (settled, shared_ceiling(reach.scenarios, settled, waves)))
         finally:
             forks.close_server()
             sampler.close()

@@ -43,11 +43,13 @@ from scenarios.base import FaultReach, Scenario
 DEFAULT_MINUTES = 30.0  # with the reference's 29 planned minutes, within the hour DESIGN.md allows the reference
 NO_PREVIOUS = "none"  # --previous none: compare with no earlier reference (no cell counts as flipped)
 
-ROUND_RULE = ("after the planned trials, each scenario with cells to settle runs rounds: a round re-selects its cells "
-              "from the records so far and gives each open cell the trials its rule still wants at its exercised "
-              "share so far (a shared-event column: one event for all its open cells), interleaved cell by cell; a "
-              "queued trial is dropped the moment its cell meets its rule (a deciding cell's first failure) or when "
-              "its cell's median trial would not end before the budget's deadline")
+ROUND_RULE = ("after the planned trials, each scenario with cells to settle runs rounds, and each round re-selects its "
+              "cells from the records so far; a round gives each open cell the trials its rule still wants at its "
+              "exercised share so far, interleaved cell by cell; in a shared-event scenario it gives each column "
+              "that many events, one after another, each event's subjects the column's cells still open when it "
+              "starts, the columns side by side; a queued trial (or subject) is dropped the moment its cell meets "
+              "its rule (a deciding cell's first failure) or when its cell's median trial would not end before the "
+              "budget's deadline")
 
 
 @dataclass(frozen=True)
@@ -158,9 +160,10 @@ class ScenarioSettling:
 
 
 def settle_phase(ctx: RunContext, planned: Plan, settling: Settling, waves: dict[str, capacity_plan.Wave],
-                 results_root: Path) -> None:
+                 results_root: Path, lanes: tuple[int, int] = (1, 0)) -> None:
     """Settle the cells of every scenario of the plan (every trial the run planned, whether done or not, skips
-    marked) within what is left of the budget; meta.json keeps each round."""
+    marked) within what is left of the budget; meta.json keeps each round. lanes: the run's-server scenarios' lanes
+    and ceiling, as the planned trials had them (lab/runner/run.py shared_lanes, shared_ceiling)."""
     started = time.monotonic()
     deadline = started + settling.left_s
     templates = Templates.of(spec for specs in planned.pending.values() for spec in specs)
@@ -173,7 +176,7 @@ def settle_phase(ctx: RunContext, planned: Plan, settling: Settling, waves: dict
     estimates = {name: _estimate(job, ctx.profile) for name, job in jobs.items()}
     chosen = [job.scenario for name, job in jobs.items() if estimates[name] > 0]
     try:
-        for phase in _phases(chosen, estimates):
+        for phase in _phases(chosen, estimates, lanes):
             run_lanes(phase, lambda scenario: _settle_scenario(ctx, jobs[scenario.name], deadline, waves),
                       ctx.stop)
     finally:
@@ -195,9 +198,9 @@ def _estimate(job: ScenarioSettling, profile: str) -> float:
     return max(1e-3, seconds / max(1, job.scenario.parallelism(profile)))
 
 
-def _phases(chosen: list[Scenario], estimates: dict[str, float]) -> list[Phase]:
+def _phases(chosen: list[Scenario], estimates: dict[str, float], lanes: tuple[int, int]) -> list[Phase]:
     """The planned run's lanes for the scenarios with cells to settle, alone-lane ones first."""
-    phases = schedule(chosen, estimates)
+    phases = schedule(chosen, estimates, *lanes)
     alone = [p for p in phases if all(s.pacing.lane is Lane.ALONE for pool in p for s in pool.scenarios)]
     return alone + [p for p in phases if p not in alone]
 
@@ -211,7 +214,7 @@ def _settle_scenario(ctx: RunContext, job: ScenarioSettling, deadline: float,
     try:
         while not ctx.stop.is_set():
             open_cells = [t for t in job.select() if ledger.ended(t) is None]
-            gate = SettleGate(open_cells, ledger, deadline, fallback)
+            gate = SettleGate(open_cells, ledger, deadline, fallback, sequential=job.one_event)
             open_cells = [t for t in open_cells if gate.fits(t.cell)]
             specs = (event_round if job.one_event else trial_round)(open_cells, ledger, job.templates)
             if not specs:
@@ -227,7 +230,8 @@ def _settle_scenario(ctx: RunContext, job: ScenarioSettling, deadline: float,
                     finished = run_trials(round_ctx, scenario, shown, gate=gate)
             job.rounds.append({"round": len(job.rounds) + 1, "cells": len(open_cells), "planned": len(specs),
                                "ran": len(finished.kept), "seconds": round(time.monotonic() - began, 1),
-                               **({} if events is None else {"events": events})})
+                               **({} if events is None else {"events_planned": events, "events_ran": len(
+                                   {r["event"]["id"] for r in finished.kept if r.get("event")})})})
             _record_scenario(ctx.folder, job, None)
     finally:
         shown.finish()

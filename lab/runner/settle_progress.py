@@ -44,6 +44,13 @@ class SettleProgress(ScenarioProgress):
         unit = f"{events} events, {trials} subjects" if events is not None else f"{trials} trials"
         self._line(f"{self.scenario}: added round {self.rounds}, {len(self.open)} cells left ({unit}): {named}{more}")
 
+    def drop(self, trials: int) -> None:
+        """Queued trials no longer needed (their cells met their rules, or would not end before the deadline): out
+        of the total, without a line each; the round's next line and the end line say where the cells stand."""
+        if trials:
+            self.total -= trials
+            self.progress.update(self.task, total=self.total)
+
     def left_cells(self) -> list[SettleTarget]:
         return [t for t in self.open if self.ledger.ended(t) is None]
 

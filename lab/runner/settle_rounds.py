@@ -8,9 +8,10 @@ trial started after its first failure is recorded, and no trial starts that its 
 past the time budget.
 
 A round of a scenario whose trials each strike a fault of their own gives every open cell the trials its rule
-still wants (StopRule.wanted), interleaved cell by cell as a plan's repetitions are; a round of a shared-event
-scenario (FaultReach.ONE_EVENT) is one event per column, its subjects the cells of that column still open, so one
-fault serves them all. Added trials continue each cell's trial index past every index the plan or the records
+still wants (StopRule.wanted), interleaved cell by cell as a plan's repetitions are; in a shared-event scenario
+(FaultReach.ONE_EVENT) a round is one event per column, its subjects the cells of that column still open, so one
+fault serves them all, and each column's rounds follow one another as soon as the last ended, its columns side by
+side. Added trials continue each cell's trial index past every index the plan or the records
 already hold, so every trial id stays unique and a resumed run finds the ones it already has in trials.jsonl.
 """
 
@@ -124,32 +125,41 @@ def trial_round(targets: list[SettleTarget], ledger: Ledger, templates: Template
 
 
 def event_round(targets: list[SettleTarget], ledger: Ledger, templates: Templates) -> list[TrialSpec]:
-    """A round of a shared-event scenario: per column (variant), one event whose subjects are its open cells, all at
-    the one index past every index any cell of that column holds (an event's subjects share its index)."""
+    """The rounds of a shared-event scenario's columns: per column (variant), as many events as its neediest open
+    cell wants, each with every open cell of the column as a subject, at consecutive indices past every index any
+    cell of that column holds (an event's subjects share its index). Run through a sequential SettleGate, each
+    column's events go one after another, each with only the subjects the ones before left open, while the other
+    columns' events run beside them."""
     by_variant: dict[str, list[SettleTarget]] = {}
     for target in targets:
         if templates.runnable(target) and target.rule.wanted(ledger.tally(target)):
             by_variant.setdefault(target.variant, []).append(target)
-    specs = []
+    rounds = {variant: max(t.rule.wanted(ledger.tally(t)) for t in members) for variant, members in by_variant.items()}
+    first = {}
     for variant, members in by_variant.items():
         column = [c for c in templates.planned_last if c[0] == members[0].scenario and c[2] == variant]
-        index = max(templates.next_index(cell, ledger) for cell in column + [t.cell for t in members])
-        specs += [templates.spec(t.cell, index) for t in members]
-    return specs
+        first[variant] = max(templates.next_index(cell, ledger) for cell in column + [t.cell for t in members])
+    return [templates.spec(t.cell, first[variant] + k) for k in range(max(rounds.values(), default=0))
+            for variant, members in by_variant.items() if k < rounds[variant] for t in members]
 
 
 class SettleGate:
     """The added trials' gate for the executors (lab/runner/trials.py TrialGate): a queued trial starts only while
     its cell's rule is unmet and its cell's usual duration (Ledger.seconds, else `fallback_s`) still ends before the
     deadline. Every kept record goes into the ledger at once, so the next trial of a cell whose first failure just
-    came is dropped, never started."""
+    came is dropped, never started.
+
+    sequential: a cell's next trial waits while one of its trials is in flight (a shared-event column's rounds: its
+    next event starts with the subjects the last one left open)."""
 
     drops = True
 
     def __init__(self, targets: Iterable[SettleTarget], ledger: Ledger, deadline: float, fallback_s: float,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, sequential: bool = False):
         self.targets = {t.cell: t for t in targets}
         self.ledger, self.deadline, self.fallback_s, self.clock = ledger, deadline, fallback_s, clock
+        self.sequential = sequential
+        self.in_flight: dict[Cell, int] = {}
 
     def seconds(self, cell: Cell) -> float:
         found = self.ledger.seconds(cell)
@@ -164,9 +174,15 @@ class SettleGate:
         return target is not None and self.ledger.ended(target) is None and self.fits(target.cell)
 
     def later(self, spec: TrialSpec) -> bool:
-        return False
+        return self.sequential and self.in_flight.get(cell_of(spec), 0) > 0
+
+    def started(self, spec: TrialSpec) -> None:
+        cell = cell_of(spec)
+        self.in_flight[cell] = self.in_flight.get(cell, 0) + 1
 
     def kept(self, record: TrialRecord) -> None:
+        cell = cell_of(dict(record))
+        self.in_flight[cell] = max(0, self.in_flight.get(cell, 0) - 1)
         self.ledger.add([record])
 
     def due(self) -> bool:

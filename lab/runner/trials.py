@@ -62,6 +62,9 @@ class TrialGate(Protocol):
     def later(self, spec: TrialSpec) -> bool:
         """Whether a queued trial must wait for others before it starts."""
 
+    def started(self, spec: TrialSpec) -> None:
+        """A queued trial starts."""
+
     def kept(self, record: TrialRecord) -> None:
         """A trial's record, the moment it is appended to trials.jsonl."""
 
@@ -88,6 +91,9 @@ class DeclaredPacing:
     def later(self, spec: TrialSpec) -> bool:
         return self.drops and pacing.later(self.scenario, self.profile, spec,
                                            self.finished_in_cell[(spec.label, spec.variant)])
+
+    def started(self, spec: TrialSpec) -> None:
+        pass
 
     def kept(self, record: TrialRecord) -> None:
         self.finished_in_cell[(record["backend"], record["variant"])] += 1
@@ -137,6 +143,7 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
             slots = 0 if ctx.stop.is_set() or by_itself else workers - len(in_flight)
             for spec, sessions in queue.ready(slots, alone=lambda spec: alone[spec.id], busy=bool(in_flight),
                                               later=gate.later):
+                gate.started(spec)
                 env = ctx.trial_env(spec, params)
                 in_flight[pool.submit(run_trial, scenario, env)] = (env, sessions)
             finished = False

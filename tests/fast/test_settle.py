@@ -129,14 +129,20 @@ def test_a_round_interleaves_its_cells_and_continues_each_index_past_the_plan_an
     assert len({s.id for s in specs}) == len(specs)
 
 
-def test_a_shared_event_round_is_one_event_per_column_for_its_open_cells_only():
+def test_a_shared_event_columns_rounds_are_its_open_cells_events_one_after_another():
     templates = Templates.of(plan_of(["none", "xact", "etcd_fenced"], scenario="patroni", variant="agent_paused"))
     ledger = Ledger([*kept("none", 3, scenario="patroni", variant="agent_paused"),
                      *kept("xact", 3, scenario="patroni", variant="agent_paused"),
                      stale("etcd_fenced", scenario="patroni", variant="agent_paused")])
     targets = [SettleTarget.of("patroni", "agent_paused", b, Why.DECIDING) for b in ("xact", "etcd_fenced")]
     specs = event_round(targets, ledger, templates)
-    assert [(s.backend, s.index) for s in specs] == [("xact", 3)]  # etcd_fenced failed: settled, not a subject
+    # etcd_fenced failed: settled, not a subject; xact's 17 rounds, one event each, past the column's every index
+    assert [(s.backend, s.index) for s in specs] == [("xact", i) for i in range(3, 3 + trials_for_bound() - 3)]
+    gate = SettleGate(targets, ledger, deadline=1e12, fallback_s=1.0, sequential=True)
+    gate.started(specs[0])
+    assert gate.later(specs[1])  # the column's next event waits for the one in flight
+    gate.kept(trial("patroni", "agent_paused", "xact", "rolled back", index=3))
+    assert not gate.later(specs[1]) and gate.needed(specs[1])
 
 
 def test_the_gate_drops_a_cells_trials_after_its_first_failure_and_those_the_deadline_would_cut():
@@ -220,7 +226,8 @@ def test_the_rounds_never_exceed_the_budget_and_a_deciding_cell_gets_no_trial_af
 
 def test_an_added_event_past_the_deadline_is_dropped_and_one_in_time_runs_for_every_subject(tmp_path):
     """run_events with a SettleGate (the planted event scenario of test_shared_events.py, on no server): an event
-    none of whose subjects the gate needs is dropped unrun; one it needs runs whole, its records kept in the ledger."""
+    none of whose subjects the gate needs is dropped unrun; one it needs runs for the subjects it needs alone, their
+    records kept in the ledger."""
     import io
     import threading
 
@@ -247,5 +254,5 @@ def test_an_added_event_past_the_deadline_is_dropped_and_one_in_time_runs_for_ev
                           fallback_s=1.0)
         shown = ScenarioProgress(console, ctx.progress, scenario.name, len(subjects), events=1)
         finished = run_events(ctx, scenario, shown, gate)
-        assert len(scenario.runs) == runs and len(folder.trials()) == 2 * runs == len(finished.kept)
-        assert len(ledger.all()) == 2 * runs  # both subjects' records, the one it settles and the one beside it
+        assert len(scenario.runs) == runs and len(folder.trials()) == runs == len(finished.kept)
+        assert [r["backend"] for r in ledger.all()] == ["session"] * runs  # xact, settled, was no subject
