@@ -118,7 +118,8 @@ def record_asked(folder: RunFolder, settling: Settling, request: RunRequest) -> 
 
 @dataclass
 class ScenarioSettling:
-    """One scenario's settling: its records (a Ledger over the whole run), its previous records, its rounds."""
+    """One scenario's settling: its records (a Ledger of its own), its previous records, its rounds (a resumed
+    run's earlier ones first)."""
 
     scenario: Scenario
     ledger: Ledger
@@ -131,8 +132,7 @@ class ScenarioSettling:
     def select(self) -> list[SettleTarget]:
         """cells_to_settle over this scenario's records alone (a column decides from its own cells): the runnable
         ones, remembered for meta.json."""
-        mine = [r for r in self.ledger.all() if r["scenario"] == self.scenario.name]
-        targets = [t for t in cells_to_settle(RunView.of(mine, self.meta), self.previous)
+        targets = [t for t in cells_to_settle(RunView.of(self.ledger.all(), self.meta), self.previous)
                    if t.scenario == self.scenario.name and self.templates.runnable(t)]
         for target in targets:
             self.seen[target.cell] = target
@@ -167,11 +167,14 @@ def settle_phase(ctx: RunContext, planned: Plan, settling: Settling, waves: dict
     started = time.monotonic()
     deadline = started + settling.left_s
     templates = Templates.of(spec for specs in planned.pending.values() for spec in specs)
-    ledger = Ledger(ctx.folder.trials())
+    recorded = ctx.folder.trials()
     meta = ctx.folder.meta()
-    previous = [latest_per_trial(previous_folder(p, results_root).trials()) for p in settling.previous]
-    jobs = {s.name: ScenarioSettling(s, ledger, templates, meta,
-                                     [[r for r in records if r.get("scenario") == s.name] for records in previous])
+    previous = [latest_per_trial(folder.trials()) for folder in _comparable(ctx, settling, results_root)]
+    earlier = (meta.get("settle") or {}).get("scenarios", {})  # a resumed run's rounds so far
+    # A ledger per scenario: each is read and written by its own lane's thread alone.
+    jobs = {s.name: ScenarioSettling(s, Ledger(r for r in recorded if r["scenario"] == s.name), templates, meta,
+                                     [[r for r in records if r.get("scenario") == s.name] for records in previous],
+                                     list(earlier.get(s.name, {}).get("rounds", [])))
             for s in planned.scenarios}
     estimates = {name: _estimate(job, ctx.profile) for name, job in jobs.items()}
     chosen = [job.scenario for name, job in jobs.items() if estimates[name] > 0]
@@ -185,6 +188,20 @@ def settle_phase(ctx: RunContext, planned: Plan, settling: Settling, waves: dict
         _record_end(ctx.folder, jobs, spent, None if ctx.stop.is_set() else Ended.BUDGET)
     ctx.progress.console.print(f"added trials: {_summary(jobs)} in {spent:.0f} s of {settling.left_s:.0f} s left of "
                                f"the budget", highlight=False, soft_wrap=True)
+
+
+def _comparable(ctx: RunContext, settling: Settling, results_root: Path) -> list[RunFolder]:
+    """The previous references of this run's profile: a mark under other timers and trial counts is no flip."""
+    found = []
+    for given in settling.previous:
+        folder = previous_folder(given, results_root)
+        profile = folder.meta().get("profile")
+        if profile == ctx.profile:
+            found.append(folder)
+        else:
+            ctx.progress.console.print(f"added trials: {folder.run_id} ran the {profile} profile, this run "
+                                       f"{ctx.profile}: its marks are not compared", highlight=False, soft_wrap=True)
+    return found
 
 
 def _estimate(job: ScenarioSettling, profile: str) -> float:
@@ -233,6 +250,8 @@ def _settle_scenario(ctx: RunContext, job: ScenarioSettling, deadline: float,
                                **({} if events is None else {"events_planned": events, "events_ran": len(
                                    {r["event"]["id"] for r in finished.kept if r.get("event")})})})
             _record_scenario(ctx.folder, job, None)
+            if not finished.kept:  # nothing came of the round (every trial dropped): another would be the same
+                break
     finally:
         shown.finish()
 

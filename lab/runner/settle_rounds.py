@@ -38,7 +38,7 @@ def cell_of(record_or_spec: dict | TrialSpec) -> Cell:
 
 
 class Ledger:
-    """The records of the cells being settled, the latest per trial id, kept current as rounds append theirs."""
+    """One scenario's records by cell, the latest per trial id, kept current as its rounds append theirs."""
 
     def __init__(self, records: Iterable[dict] = ()):
         self._by_cell: dict[Cell, dict[str, dict]] = {}

@@ -10,9 +10,9 @@ rule and the fast tests can plant any tally:
   whose fault did not take the right away (not exercised) does not count toward the bound;
 - a *flipped* cell (its mark differs from a previous reference's) runs 20 finished trials whatever they show, so
   its failure rate is stated on 20 trials (a ✗ 4/20 reads 95 %: 6-44 %), not stopped at its first failure;
-- a cell that is both runs until both hold; every cell stops at AT_MOST trials in all (planned ones, errors
-  included), and a deciding cell whose fault took the right away in none of IDLE_AFTER finished trials stops too:
-  with an exercised rate of 26 % or more, ten idle trials in a row happen less than 5 % of the time.
+- a cell that is both runs until both hold; every cell stops at AT_MOST trials in all (planned ones, errors and
+  skips included), and a deciding cell whose fault took the right away in none of IDLE_AFTER finished trials stops
+  too: with an exercised rate of 26 % or more, ten idle trials in a row happen less than 5 % of the time.
 """
 
 from __future__ import annotations
@@ -80,24 +80,26 @@ def failed(record: dict, harm: Harm) -> bool:
 
 @dataclass(frozen=True)
 class Tally:
-    """A cell's trials as its rule counts them: finished (ok), exercised among them, failed among them, errors."""
+    """A cell's trials as its rule counts them: finished (ok), exercised among them, failed among them, and those
+    that broke or did not run (an added trial that turned out not to run here: it settles nothing)."""
 
     finished: int = 0
     exercised: int = 0
     failures: int = 0
     errors: int = 0
+    skipped: int = 0
 
     @classmethod
     def of(cls, records: list[dict], harm: Harm = Harm.BROKEN_PROMISE) -> Tally:
-        """From a cell's records, one per trial id (its latest); skipped ones count for nothing."""
+        """From a cell's records, one per trial id (its latest)."""
         ok = [r for r in records if r.get("status") == "ok"]
         return cls(len(ok), sum(exercised_of(r) is True for r in ok), sum(failed(r, harm) for r in ok),
-                   sum(r.get("status") == "error" for r in records))
+                   sum(r.get("status") == "error" for r in records), sum(r.get("status") == "skipped" for r in records))
 
     @property
     def trials(self) -> int:
-        """Every trial that ran, errors included: what AT_MOST counts."""
-        return self.finished + self.errors
+        """Every trial the cell had, errors and skips included: what AT_MOST counts."""
+        return self.finished + self.errors + self.skipped
 
     def bound(self) -> float | None:
         """A clean cell's 95 % upper bound over its exercised trials; None once a trial failed (it states a rate)."""

@@ -51,6 +51,7 @@ def test_a_deciding_cell_stops_at_its_first_failure_or_at_the_bound_and_an_idle_
     assert rule.ended(Tally(finished=IDLE_AFTER, exercised=0)) is Ended.NEVER_EXERCISED
     assert rule.wanted(Tally(finished=3, exercised=0)) == IDLE_AFTER - 3
     assert rule.ended(Tally(finished=30, exercised=10, errors=10)) is Ended.AT_MOST
+    assert rule.ended(Tally(finished=3, exercised=3, skipped=37)) is Ended.AT_MOST  # added trials that cannot run
 
 
 def test_a_flipped_cell_runs_past_its_first_failure_to_state_a_rate():
