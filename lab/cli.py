@@ -267,6 +267,8 @@ def settle_ask(args):
 
     if not (args.settle or args.settle_minutes is not None or args.previous):
         return None
+    if args.previous and not (args.settle or args.settle_minutes is not None or args.resume):
+        raise LabError("--previous names the references --settle compares marks with: add --settle")
     if args.settle_minutes is not None and args.settle_minutes <= 0:
         raise LabError(f"--settle-minutes: give a positive number of minutes, not {args.settle_minutes:g}")
     return SettleAsk(args.settle_minutes, None if args.previous is None else tuple(args.previous))

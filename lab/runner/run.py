@@ -63,7 +63,8 @@ class Runner:
         req = self.request
         plan = make_plan(req, done)
         recorded = folder.meta().get("settle") if folder is not None else None
-        settling = Settling.asked(req.settle or SettleAsk(), recorded) if req.settle or recorded else None
+        settling = Settling.asked(req.settle or SettleAsk(), recorded).resolved(req.results_root) \
+            if req.settle or recorded else None
         # What the run may still run: its pending trials, and with settling every cell of the plan (a resumed run
         # whose planned trials are all done may still add trials to any of them).
         reach = plan if settling is None or not done else make_plan(req)

@@ -84,6 +84,12 @@ class Settling:
         return cls(budget, spent, previous)
 
 
+    def resolved(self, results_root: Path) -> Settling:
+        """The same settling with each previous reference opened (a run id under the results root, or a folder)
+        and named by its folder: LabError, before any server starts, for one that is not there."""
+        return replace(self, previous=tuple(str(previous_folder(p, results_root).path) for p in self.previous))
+
+
 def committed_reference() -> tuple[str, ...]:
     """The folders of the runs the checkout's REPORT.md names (none where it has no reference)."""
     from lab.errors import LabError

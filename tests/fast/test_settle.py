@@ -257,3 +257,13 @@ def test_an_added_event_past_the_deadline_is_dropped_and_one_in_time_runs_for_ev
         finished = run_events(ctx, scenario, shown, gate)
         assert len(scenario.runs) == runs and len(folder.trials()) == runs == len(finished.kept)
         assert [r["backend"] for r in ledger.all()] == ["session"] * runs  # xact, settled, was no subject
+
+
+def test_the_settle_flags_refuse_in_one_line_what_would_settle_nothing(capsys):
+    from lab.cli import main
+
+    assert main(["run", "--previous", "some-run"]) == 2
+    assert main(["run", "--settle-minutes", "0"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["lab: error: --previous names the references --settle compares marks with: add --settle",
+                   "lab: error: --settle-minutes: give a positive number of minutes, not 0"]
