@@ -267,3 +267,27 @@ def test_the_settle_flags_refuse_in_one_line_what_would_settle_nothing(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == ["lab: error: --previous names the references --settle compares marks with: add --settle",
                    "lab: error: --settle-minutes: give a positive number of minutes, not 0"]
+
+
+def test_progress_names_each_open_cell_with_where_its_bound_stands_and_counts_the_cells_left():
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress, TextColumn
+
+    from lab.runner.settle_progress import SettleProgress
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=300)
+    ledger = Ledger([*kept("xact", 5), stale("etcd_fenced"), *kept("none", 3, exercised=False)])
+    targets = [SettleTarget.of("pause", "sigstop", b, why)
+               for b, why in (("xact", Why.DECIDING), ("etcd_fenced", Why.FLIPPED), ("none", Why.DECIDING))]
+    shown = SettleProgress(console, Progress(TextColumn("{task.fields[left]}"), console=console, disable=True),
+                           "pause", ledger)
+    shown.begin_round(targets, 40)
+    assert out.getvalue().splitlines() == [
+        "pause: added round 1, 3 cells left (40 trials): none/sigstop ○ 0 of 3 exercised, "
+        "xact/sigstop ≤45% (5 of 20 exercised), etcd_fenced/sigstop ✗ 1/1"]
+    assert shown._left(0.0) == "3 cells left, weakest ○ 0 of 3 exercised"
+    ledger.add([stale("none", index=3)])  # the deciding cell's first failure settles it
+    assert shown._left(0.0) == "2 cells left, weakest ≤45% (5 of 20 exercised)"
