@@ -70,6 +70,16 @@ def _add_run(sub) -> None:
                           "(see 'lab list'); default psycopg2")
     run.add_argument("--results", default="results", type=Path, help="folder that holds one folder per run")
     run.add_argument("--resume", metavar="RUN", help="finish an interrupted run: only its missing trials")
+    run.add_argument("--settle", action="store_true",
+                     help="after the planned trials, add trials where the answer depends on them: every cell that "
+                          "decides a need until its first failure or 20 exercised trials (bound <= 14 %%), every cell "
+                          "that flipped against --previous until 20 trials state its rate; within --settle-minutes")
+    run.add_argument("--settle-minutes", type=float, default=None, metavar="N",
+                     help="the added trials' time budget (implies --settle; default 30); with --resume, N more "
+                          "minutes for a run that settled before")
+    run.add_argument("--previous", action="append", default=None, metavar="RUN",
+                     help="an earlier reference whose marks --settle compares with (repeatable; default the "
+                          "committed reference REPORT.md names; none: compare with none)")
     run.add_argument("--fault-command", action="append", default=[], metavar="FAULT=CMD",
                      help="perform FAULT (restart, failover, pause, partition, heal) on servers the lab did not "
                           "start by running your shell command CMD (repeatable); e.g. restart='systemctl restart "
@@ -237,7 +247,8 @@ def cmd_run(args, argv) -> int:
 
     request = RunRequest(backends=[], scenarios=[], profile=args.profile, results_root=args.results,
                          external=external, argv=argv, resume=args.resume,
-                         fault_commands=parse_fault_commands(args.fault_command))
+                         fault_commands=parse_fault_commands(args.fault_command),
+                         settle=settle_ask(args))
     for spec in args.backend_module:
         request.extra_backends.append(spec)
         added = backends.add_module(spec)
@@ -262,6 +273,19 @@ def cmd_run(args, argv) -> int:
     print_outcomes(folder.trials())
     print(f"results: {folder.path}   next: lab report {folder.run_id}")
     return 0
+
+
+def settle_ask(args):
+    """--settle, --settle-minutes, --previous as the runner's SettleAsk; None when none was given."""
+    from lab.runner import SettleAsk
+
+    if not (args.settle or args.settle_minutes is not None or args.previous):
+        return None
+    if args.previous and not (args.settle or args.settle_minutes is not None or args.resume):
+        raise LabError("--previous names the references --settle compares marks with: add --settle")
+    if args.settle_minutes is not None and args.settle_minutes <= 0:
+        raise LabError(f"--settle-minutes: give a positive number of minutes, not {args.settle_minutes:g}")
+    return SettleAsk(args.settle_minutes, None if args.previous is None else tuple(args.previous))
 
 
 def parse_fault_commands(values: list[str]) -> dict[str, str]:

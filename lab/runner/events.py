@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import backends
 from lab.errors import Interrupted
@@ -26,7 +26,7 @@ from lab.runner import pacing, records
 from lab.runner.context import RunContext
 from lab.runner.progress import ScenarioProgress
 from lab.runner.records import Started, TrialRecord
-from lab.runner.trials import Finished, TrialFloor, finished_now, let_stop, record_skipped
+from lab.runner.trials import Finished, TrialFloor, TrialGate, finished_now, let_stop, record_skipped
 from lab.workload.contract import describe_error
 from scenarios.base import Scenario, Skip
 from scenarios.events import EventEnv, EventOutcome, EventSpec, SubjectOutcome, event_record_fields, plan_events
@@ -57,10 +57,12 @@ def event_cost(ctx: RunContext, scenario: Scenario, event: EventSpec) -> int:
     return sum(ctx.plan.cost(scenario, spec, ctx.profile) for spec in event.subjects)
 
 
-def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> Finished:
+def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress, gate: TrialGate | None = None) -> Finished:
     """Record the scenario's skipped trials, then run its events, as many at once as its parallelism and its session
     budget allow. An error or Ctrl-C sets the stop and is raised; an event in flight is not recorded. Returns one
-    floor per finished event (its part in the scenario's bound) and no records (no event scenario stops early)."""
+    floor per finished event (its part in the scenario's bound) and every record kept; the profile's events all run,
+    and a gate (the added trials' rounds, lab/runner/settle.py) holds an event back while a subject of it is in
+    flight in another, starts it with only the subjects it still needs, and drops it when it needs none."""
     events = plan_events(record_skipped(ctx, ctx.plan.pending[scenario.name], shown))
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
@@ -74,11 +76,26 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
     finished_events = Finished()
     in_flight: dict[Future, tuple[EventEnv, int]] = {}
     tries: dict[str, int] = {}
+
+    def drop_unneeded() -> None:
+        if gate is not None:
+            dropped = queue.drop(lambda event: not any(gate.needed(spec) for spec in event.subjects))
+            shown.drop(sum(len(event.subjects) for event in dropped))
+
     try:
         while (queue and not ctx.stop.is_set()) or in_flight:
+            if gate is not None and gate.due():
+                drop_unneeded()
             by_itself = any(alone[env.event.id] for env, _ in in_flight.values())
             slots = 0 if ctx.stop.is_set() or by_itself else workers - len(in_flight)
-            for event, sessions in queue.ready(slots, alone=lambda event: alone[event.id], busy=bool(in_flight)):
+            for event, sessions in queue.ready(slots, alone=lambda event: alone[event.id], busy=bool(in_flight),
+                                               later=lambda event: gate is not None and any(
+                                                   gate.later(spec) for spec in event.subjects)):
+                if gate is not None:
+                    event = needed_subjects(event, gate, shown)
+                    if not event.subjects:
+                        budget.give(sessions)
+                        continue
                 env = EventEnv.of(event, [ctx.trial_env(spec, params) for spec in event.subjects])
                 in_flight[pool.submit(run_event, scenario, env)] = (env, sessions)
             for env, sessions, result in finished_now(in_flight, budget):
@@ -86,10 +103,17 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
                 if result.unconfirmed and tries.get(env.event.id, 0) < UNCONFIRMED_RETRIES and not ctx.stop.is_set():
                     tries[env.event.id] = tries.get(env.event.id, 0) + 1
                     ctx.folder.append_all(kept or [])  # the attempt stays on record; the retry's records follow
+                    if gate is not None:
+                        for record in kept or []:
+                            gate.kept(record)
                     queue.again(env.event, sessions)
                     continue
                 if kept is not None and not ctx.stop.is_set():
                     ctx.folder.append_all(kept)
+                    finished_events.kept.extend(kept)
+                    if gate is not None:
+                        for record in kept:
+                            gate.kept(record)
                     floor = event_floor(env, kept, declared)
                     if floor is not None:
                         finished_events.floors.append(TrialFloor(floor, sessions, alone[env.event.id]))
@@ -103,6 +127,16 @@ def run_events(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress) -> 
         if ctx.stop.is_set():
             let_stop(in_flight)
         pool.shutdown(wait=not ctx.stop.is_set(), cancel_futures=True)
+
+
+def needed_subjects(event: EventSpec, gate: TrialGate, shown: ScenarioProgress) -> EventSpec:
+    """The event with only the subjects the gate still needs (each then counted as started), the others out of the
+    progress total."""
+    needed = tuple(spec for spec in event.subjects if gate.needed(spec))
+    shown.drop(len(event.subjects) - len(needed))
+    for spec in needed:
+        gate.started(spec)
+    return replace(event, subjects=needed)
 
 
 def event_floor(env: EventEnv, kept: list[TrialRecord], declared: float) -> float | None:

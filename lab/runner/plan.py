@@ -22,6 +22,16 @@ from scenarios.base import FaultReach, Scenario, TrialSpec
 from scenarios.events import plan_events
 
 
+@dataclass(frozen=True)
+class SettleAsk:
+    """What `lab run --settle` asked (lab/runner/settle.py): minutes of budget (None: the default, or on a resume
+    what is left of the recorded budget) and the previous references' folders or run ids (None: as a resumed run
+    recorded them, else the committed reference)."""
+
+    minutes: float | None = None
+    previous: tuple[str, ...] | None = None
+
+
 @dataclass
 class RunRequest:
     backends: list[str]
@@ -34,6 +44,7 @@ class RunRequest:
     extra_backends: list[str] = field(default_factory=list)  # --backend-module specs, re-registered on resume
     fault_commands: dict[str, str] = field(default_factory=dict)  # --fault-command: the user's own fault commands
     drivers: list[str] = field(default_factory=lambda: [DEFAULT_DRIVER])  # --driver: the lock connection's driver
+    settle: SettleAsk | None = None  # --settle: trials added where the answer depends on them; None: none asked
 
 
 @dataclass

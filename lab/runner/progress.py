@@ -21,10 +21,11 @@ class ScenarioProgress:
     """One scenario's progress, on a rich Progress bar and, without a terminal, as lines."""
 
     def __init__(self, console, progress, name: str, total: int, estimate: float | None = None,
-                 at_once: int = 1, events: int | None = None):
+                 at_once: int = 1, events: int | None = None, announce: bool = True):
         """estimate: the scenario's own guess of its seconds, from its profile's timers and trial counts.
         events: a scenario whose fault is one event for many subjects (scenarios/events.py) counts its events too:
-        at_once and the pace are then in events, and each event's subjects advance the bar together."""
+        at_once and the pace are then in events, and each event's subjects advance the bar together.
+        announce: print the start line (without a terminal); a caller that says more of its own leaves it out."""
         self.console, self.progress, self.name, self.total = console, progress, name, total
         self.estimate, self.at_once = estimate, max(1, at_once)
         self.events, self.events_done = events, 0
@@ -33,7 +34,7 @@ class ScenarioProgress:
         self.done = 0
         self.outcomes: Counter = Counter()
         self.started = self.last_line = time.monotonic()
-        if self.plain:
+        if self.plain and announce:
             self._line(f"{name}: {self._count(total, events)}" + (f", about {_duration(estimate)}" if estimate else ""))
 
     @staticmethod

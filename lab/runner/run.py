@@ -26,9 +26,11 @@ from lab.runner import waves as capacity_plan
 from lab.runner.context import RunContext
 from lab.runner.events import event_alone, event_cost, run_events
 from lab.runner.lanes import OWN_SERVER_LANES, SHARED_LANES, composed, run_lanes, schedule
-from lab.runner.plan import Plan, RunRequest, make_plan, mark_unrunnable
+from lab.runner.meta import META_LOCK
+from lab.runner.plan import Plan, RunRequest, SettleAsk, make_plan, mark_unrunnable
 from lab.runner.progress import ScenarioProgress, wall_over_bound
 from lab.runner.resume import resumed
+from lab.runner.settle import Settling, record_asked, settle_phase
 from lab.runner.stores import close_stores, open_stores
 from lab.runner.trials import run_trials
 from lab.servers.clients import redact
@@ -51,6 +53,8 @@ class Runner:
         self.stop = threading.Event()
         self.folder: RunFolder | None = None  # set once the run's folder exists
         self.waves: dict[str, capacity_plan.Wave] = {}  # scenario -> how many trials at once
+        # The settling asked (lab/runner/settle.py) and each scenario's waves over every cell it may add trials to.
+        self.settling: tuple[Settling, dict[str, capacity_plan.Wave]] | None = None
 
     def execute(self) -> RunFolder:
         if self.request.resume:
@@ -60,6 +64,12 @@ class Runner:
             folder, done = None, frozenset()
         req = self.request
         plan = make_plan(req, done)
+        recorded = folder.meta().get("settle") if folder is not None else None
+        settling = Settling.asked(req.settle or SettleAsk(), recorded).resolved(req.results_root) \
+            if req.settle or recorded else None
+        # What the run may still run: its pending trials, and with settling every cell of the plan (a resumed run
+        # whose planned trials are all done may still add trials to any of them).
+        reach = plan if settling is None or not done else make_plan(req)
 
         # Servers first: a bad address must fail before anything is written under results/.
         # An address the user gave is checked even when no chosen backend needs it, and what sits there is looked at
@@ -67,7 +77,7 @@ class Runner:
         # standby, a read-only role) ends the run in one line (lab/preflight).
         given = {name for name in SERVICE_NAMES if req.external.given(name)}
         gate = self.gate
-        services = start_services(plan.services | given, req.external, check=gate)
+        services = start_services(reach.services | given, req.external, check=gate)
         services.fault_commands = dict(req.fault_commands)
         if services.swept:
             self.console.print(f"removed the temp dirs of lab runs that were killed: {', '.join(services.swept)}")
@@ -89,13 +99,17 @@ class Runner:
             _record_capacity(folder, capacity, self.waves)
             _record_preflight(folder, gate.found)
             self.folder = folder
+            if settling is not None:
+                record_asked(folder, settling, req)
+                self.settling = (settling, {w.scenario: w for w in capacity_plan.fit(
+                    reach.demands(req.profile), capacity, redact(services.pg()))})
             shared = f" ({plan.events} shared fault events among them)" if plan.events else ""
             self.console.print(f"run [bold]{folder.run_id}[/] ({req.profile}): {plan.total} trials{shared}; "
                                f"servers: " + ", ".join(f"{n} {d['address']}" + (" (embedded)" if d["embedded"] else "")
                                                         for n, d in services.describe().items()))
             with LibraryNoise(folder.path / "libraries.log") as noise:
                 try:
-                    self._run_plan(plan, services, folder)
+                    self._run_plan(plan, services, folder, reach)
                 finally:
                     if noise.summary():
                         self.console.print(noise.summary())
@@ -104,12 +118,16 @@ class Runner:
             self.stop.set()
             services.stop()
 
-    def _run_plan(self, plan: Plan, services: Services, folder: RunFolder) -> None:
+    def _run_plan(self, plan: Plan, services: Services, folder: RunFolder, reach: Plan) -> None:
+        """The planned trials, then (when asked) the added ones; reach: every trial the run may still run (the
+        plan, or with settling on a resumed run every cell of it), for the stores it writes to."""
         monitor, writes = pg.monitor_engine(services), pg.writes_engine(services)
         ensure_schema(monitor)
         backends.prepare_storage(monitor, self.request.backends)
         mark_unrunnable(plan, services, self.console)
-        stores = open_stores(plan, services, self.request.backends)
+        if reach is not plan:
+            mark_unrunnable(reach, services, Console(quiet=True))  # said once, for the plan
+        stores = open_stores(reach, services, self.request.backends)
         sampler = SessionSampler(services.pg())
         # Holders forked from one process that imported once, their backends' libraries too.
         forks.open_server([backends.entry(name) for name in self.request.backends])
@@ -128,6 +146,11 @@ class Runner:
                 for phase in phases:
                     run_lanes(phase, lambda scenario: _run_scenario(ctx, scenario), self.stop)
                 _record_run_bound(folder, phases, time.monotonic() - started, host.stolen(), self.console)
+                if self.settling is not None:
+                    settling, waves = self.settling
+                    settled = shared_lanes(reach.scenarios, reach.pending, services, waves)
+                    settle_phase(ctx, reach, settling, waves, self.request.results_root,
+                                 (settled, shared_ceiling(reach.scenarios, settled, waves)))
         finally:
             forks.close_server()
             sampler.close()
@@ -255,8 +278,6 @@ def _run_scenario(ctx: RunContext, scenario: Scenario) -> None:
                                    f"window ({wall / window:.2f}x{limited})")
 
 
-_META_LOCK = threading.Lock()  # lanes finish scenarios on threads of their own; meta.json is read, changed, written
-
 BOUND_RULE = ("a scenario's bound is the least wall time any schedule of its finished trials could take: the "
               "longest trial's floor, the floors' sum over the trials it may run at once, and their session-seconds "
               "over the server's session budget; a trial's floor is its declared timers (or the longer waits it sat "
@@ -266,7 +287,7 @@ BOUND_RULE = ("a scenario's bound is the least wall time any schedule of its fin
 
 def _set_bounds_aside(folder) -> None:
     """A resumed run times only what it runs: the earlier part's walls and bounds are kept in bounds_earlier."""
-    with _META_LOCK:
+    with META_LOCK:
         meta = folder.meta()
         if meta.get("bounds"):
             meta.setdefault("bounds_earlier", []).append(meta.pop("bounds"))
@@ -275,7 +296,7 @@ def _set_bounds_aside(folder) -> None:
 
 def _record_bound(folder, scenario: str, entry: dict[str, Any]) -> None:
     """meta.json keeps each scenario's wall time beside its lower bound (a resumed run's part: _set_bounds_aside)."""
-    with _META_LOCK:
+    with META_LOCK:
         meta = folder.meta()
         meta.setdefault("bounds", {"rule": BOUND_RULE, "scenarios": {}})["scenarios"][scenario] = entry
         folder.write_meta(meta)
@@ -283,7 +304,7 @@ def _record_bound(folder, scenario: str, entry: dict[str, Any]) -> None:
 
 def _record_precision(folder, scenario: str, precision: dict) -> None:
     """meta.json keeps how a scenario's repetitions ended (its precision rule's outcome), for the report."""
-    with _META_LOCK:
+    with META_LOCK:
         meta = folder.meta()
         meta.setdefault("precision", {})[scenario] = precision
         folder.write_meta(meta)
@@ -292,7 +313,7 @@ def _record_precision(folder, scenario: str, precision: dict) -> None:
 def _record_run_bound(folder, phases, wall: float, stolen: float | None, console) -> None:
     """The run's wall time beside its bound, composed over the lanes as they ran (lab/runner/lanes.py), and the
     share of the CPU the host took meanwhile (lab/host_cpu.py)."""
-    with _META_LOCK:
+    with META_LOCK:
         meta = folder.meta()
         bounds = meta.get("bounds")
         if not bounds:
@@ -325,7 +346,7 @@ def _record_preflight(folder: RunFolder, found: preflight.Preflight) -> None:
 
 def _record_peak(folder: RunFolder, scenario: str, peak: tuple[int, dict]) -> None:
     """What the scenario really used, beside what was planned: evidence that the plan held."""
-    with _META_LOCK:
+    with META_LOCK:
         meta = folder.meta()
         wave = meta["capacity"][-1]["waves"][scenario]
         wave["peak_sessions_on_server"], wave["peak_by_application"] = peak

@@ -12,7 +12,7 @@ from collections import Counter
 import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Protocol, TypeVar
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import backends
@@ -43,21 +43,76 @@ class TrialFloor:
 
 @dataclass
 class Finished:
-    """What a scenario's trials leave for after them: each finished trial's floor (the lower bound), and the
-    finished records (its precision), a resumed run's earlier ones included."""
+    """What a scenario's trials leave for after them: each finished trial's floor (the lower bound), the finished
+    records (its precision), a resumed run's earlier ones included, and every record the call kept."""
 
     floors: list[TrialFloor] = field(default_factory=list)
     records: list[dict] = field(default_factory=list)
+    kept: list[TrialRecord] = field(default_factory=list)  # every record this call appended, in order
+
+
+class TrialGate(Protocol):
+    """Which of a scenario's queued trials still run, and which wait: read by run_trials as trials finish."""
+
+    drops: bool  # whether needed() can ever say no (only then is it asked, and the records handed to kept())
+
+    def needed(self, spec: TrialSpec) -> bool:
+        """Whether a queued trial must still start."""
+
+    def later(self, spec: TrialSpec) -> bool:
+        """Whether a queued trial must wait for others before it starts."""
+
+    def started(self, spec: TrialSpec) -> None:
+        """A queued trial starts."""
+
+    def kept(self, record: TrialRecord) -> None:
+        """A trial's record, the moment it is appended to trials.jsonl."""
+
+    def due(self) -> bool:
+        """Whether needed() may say no to more trials now although none finished (a deadline passed)."""
+
+
+class DeclaredPacing:
+    """The scenario's own pacing (lab/runner/pacing.py): its profile's trials, the sequential rule's extra ones while
+    their cell is unsettled, or its trials until precise enough. Only a scenario that can stop early reads its records
+    (a resumed run's earlier ones first); others keep none."""
+
+    def __init__(self, ctx: RunContext, scenario: Scenario):
+        self.scenario, self.profile = scenario, ctx.profile
+        self.drops = pacing.reads_finished(scenario)
+        earlier = [r for r in ctx.folder.trials() if r.get("scenario") == scenario.name] if self.drops else []
+        # Finished trials per cell, whatever their status: a sequential-rule trial waits for its cell's first ones.
+        self.finished_in_cell = Counter((r.get("backend"), r.get("variant")) for r in earlier)
+        self.records = [r for r in earlier if r.get("status") == "ok"]  # what needed() and the precision read
+
+    def needed(self, spec: TrialSpec) -> bool:
+        return pacing.needed(self.scenario, self.profile, spec, self.records)
+
+    def later(self, spec: TrialSpec) -> bool:
+        return self.drops and pacing.later(self.scenario, self.profile, spec,
+                                           self.finished_in_cell[(spec.label, spec.variant)])
+
+    def started(self, spec: TrialSpec) -> None:
+        pass
+
+    def kept(self, record: TrialRecord) -> None:
+        self.finished_in_cell[(record["backend"], record["variant"])] += 1
+        if record.get("status") == "ok":
+            self.records.append(dict(record))
+
+    def due(self) -> bool:
+        return False
 
 
 def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
-               alone: dict[str, bool] | None = None) -> Finished:
+               alone: dict[str, bool] | None = None, gate: TrialGate | None = None) -> Finished:
     """Record the scenario's skipped trials, then run the others, as many at once as its parallelism and
     its session budget allow. An error or Ctrl-C sets the stop (waking every waiting trial) and is raised;
     what was in flight is not recorded.
 
-    A trial not yet started that the scenario no longer needs (pacing.needed: its figures are precise enough)
-    is dropped, unrecorded. Returns each finished trial's floor and session cost (finished_floor) and the records."""
+    A trial not yet started that the gate no longer needs (by default the scenario's own pacing, DeclaredPacing:
+    its figures are precise enough, or its cell is settled) is dropped, unrecorded. Returns each finished trial's
+    floor and session cost (finished_floor), the records the scenario's pacing read, and every record kept."""
     runnable = record_skipped(ctx, ctx.plan.pending[scenario.name], shown)
     params = scenario.profile_params(ctx.profile)
     wave = ctx.wave(scenario)
@@ -69,21 +124,15 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
     declared = pacing.trial_floor(scenario, ctx.profile)
     if alone is None:  # which trials run with nothing beside them (pacing.exclusive), by trial id
         alone = {spec.id: pacing.exclusive(scenario, spec, ctx.services) for spec in runnable}
-    # Only a scenario that can stop early reads its records (a resumed run's earlier ones first): others keep none.
-    repeats = pacing.reads_finished(scenario)
-    # Finished trials per cell, whatever their status: a sequential-rule trial waits for its cell's first ones.
-    finished_in_cell = Counter((r.get("backend"), r.get("variant")) for r in ctx.folder.trials()
-                               if r.get("scenario") == scenario.name) if repeats else Counter()
-
-    def later(spec: TrialSpec) -> bool:
-        return repeats and pacing.later(scenario, ctx.profile, spec, finished_in_cell[(spec.label, spec.variant)])
+    own = DeclaredPacing(ctx, scenario) if gate is None else None
+    gate = gate or own
+    assert gate is not None
 
     def drop_unneeded() -> None:
-        shown.drop(queue.drop(lambda spec: not pacing.needed(scenario, ctx.profile, spec, finished_trials.records)))
+        shown.drop(len(queue.drop(lambda spec: not gate.needed(spec))))
 
-    finished_trials = Finished(records=[r for r in ctx.folder.trials() if repeats and r.get("scenario") == scenario.name
-                                        and r.get("status") == "ok"])
-    if repeats:  # a resumed run's earlier trials may have been enough
+    finished_trials = Finished(records=own.records if own is not None else [])
+    if gate.drops:  # a resumed run's earlier trials may have been enough
         drop_unneeded()
     in_flight: dict[Future, tuple[TrialEnv, int]] = {}
     try:
@@ -93,7 +142,8 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
             by_itself = any(alone[env.spec.id] for env, _ in in_flight.values())
             slots = 0 if ctx.stop.is_set() or by_itself else workers - len(in_flight)
             for spec, sessions in queue.ready(slots, alone=lambda spec: alone[spec.id], busy=bool(in_flight),
-                                              later=later):
+                                              later=gate.later):
+                gate.started(spec)
                 env = ctx.trial_env(spec, params)
                 in_flight[pool.submit(run_trial, scenario, env)] = (env, sessions)
             finished = False
@@ -101,14 +151,14 @@ def run_trials(ctx: RunContext, scenario: Scenario, shown: ScenarioProgress,
                 finished = True
                 if record is not None and not ctx.stop.is_set():
                     ctx.folder.append(record)
-                    finished_in_cell[(record["backend"], record["variant"])] += 1
+                    finished_trials.kept.append(record)
+                    if gate.drops:
+                        gate.kept(record)
                     floor = finished_floor(scenario, env, record, declared)
                     if floor is not None:
                         finished_trials.floors.append(TrialFloor(floor, sessions, alone[env.spec.id]))
-                        if repeats:
-                            finished_trials.records.append(dict(record))
                 shown.advance(record)
-            if repeats and finished:
+            if gate.drops and (finished or gate.due()):
                 drop_unneeded()
             shown.tick()
         return finished_trials

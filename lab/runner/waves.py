@@ -125,10 +125,16 @@ class Dispatch(Generic[T]):
         """Put a trial back at the head of the queue, to start before the ones still waiting."""
         self._waiting.insert(0, (trial, cost))
 
-    def drop(self, unneeded: Callable[[T], bool]) -> int:
-        """Drop the waiting trials the scenario no longer needs; returns how many."""
-        kept = [trial for trial in self._waiting if not unneeded(trial[0])]
-        dropped, self._waiting = len(self._waiting) - len(kept), kept
+    def drop(self, unneeded: Callable[[T], bool]) -> list[T]:
+        """Drop the waiting trials the scenario no longer needs; returns them."""
+        dropped: list[T] = []
+        kept: list[tuple[T, int]] = []
+        for trial in self._waiting:
+            if unneeded(trial[0]):
+                dropped.append(trial[0])
+            else:
+                kept.append(trial)
+        self._waiting = kept
         return dropped
 
     def ready(self, slots: int, alone: Callable[[T], bool] = lambda trial: False,
