@@ -112,6 +112,11 @@ class Fault:
     ask_after_ttls: ClassVar[float | None] = None
     patience_ttls: ClassVar[float | None] = None
     ask_by_ttls: ClassVar[float | None] = None  # and it stops by this many TTLs after the holder's grant
+    # When the fault heals, in TTLs from the moment the contender began asking, while it goes on asking for the rest of
+    # its patience; None: once it is in or has given up. A fault that stops the server the contender asks (a paused
+    # server) declares it, else a contender whose requests time out while the server stands still would have given up
+    # before the server could answer anyone, and the trial would say nothing of the moment it resumes.
+    heals_after_asking_ttls: ClassVar[float | None] = None
 
     def missing(self) -> str | None:
         """What this machine lacks for the fault (an operating-system package, in the lab's one line), or None:
