@@ -48,8 +48,8 @@ PROBE_DATAGRAMS = 400
 LOSS_SIGMAS = 4.0  # the probe's dropped share must lie within this many binomial standard deviations
 
 
-# The servers scenarios/slow_network.py starts inside its namespace (a ZooKeeper's JVM is not among them).
-NAMESPACED_SERVICES = ("postgres", "redis", "redlock", "etcd")
+# The servers scenarios/slow_network.py starts inside its namespace: every lock service the lab starts a server of.
+NAMESPACED_SERVICES = ("postgres", "redis", "redlock", "etcd", "zookeeper")
 
 
 class SlowNetworkFault(Fault):
