@@ -187,7 +187,7 @@ class ServerClock(GradedFault):
     def cannot_run(self, backend_cls, services: Services) -> str | None:
         reason = super().cannot_run(backend_cls, services)
         if reason is None and services.tmp is None:
-            return NO_TEMP_DIR
+            return NotRun(NO_TEMP_DIR)
         return reason
 
     # --- the trial's servers --------------------------------------------------------------------------------
