@@ -15,6 +15,7 @@ cells are *not run*, with the reason measured on its binary (static: no preload 
 
 from __future__ import annotations
 
+from lab.capabilities import Capability
 from lab.columns import FaultFamily
 from lab.faults import GradedFault, RedlockClockControl, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
 from lab.measures.kinds import Measured
@@ -23,9 +24,9 @@ from scenarios._column_kinds import ColumnKind
 from scenarios._lease_faults import LeaseFaultScenario, lease_params, first_applicable
 
 
-# Its columns: a lock server's clock on every stack, or one Redlock master's.
-LOCK_SERVER_CLOCK = ColumnKind(FaultFamily.CLOCKS)
-REDLOCK_MASTER_CLOCK = ColumnKind(FaultFamily.CLOCKS, strikes=(Service.REDLOCK,))
+# Its columns: a lock server's clock on every stack, or one Redlock master's; a clock bears on a lease's TTL alone.
+LOCK_SERVER_CLOCK = ColumnKind(FaultFamily.CLOCKS, needs=(Capability.LEASE_EXPIRY,))
+REDLOCK_MASTER_CLOCK = ColumnKind(FaultFamily.CLOCKS, strikes=(Service.REDLOCK,), needs=(Capability.LEASE_EXPIRY,))
 
 
 class ServerClock(LeaseFaultScenario):
