@@ -202,24 +202,17 @@ PLANTED_DISAGREEMENT = '''
 
 from lab.capabilities import Capability
 from lab.columns import Column
-from lab.faults.base import Fault, FaultNotConfirmed
+from planted_fault import PlantedFault
 from scenarios._lease_faults import LeaseFaultScenario
 
 
-class LabLimitAsNa(Fault):
+class LabLimitAsNa(PlantedFault):
     name = "planted_limit"
-    label = "planted limit"
 
     def applies_to(self, backend_cls):
         if backend_cls.lock_service == "postgres":
             return "the lab does not make this fault on PostgreSQL"  # reaches the lock: a lab limit, said as n/a
         return None
-
-    def inject(self, target):
-        pass
-
-    def confirm(self, target):
-        raise FaultNotConfirmed("planted")
 
 
 class PlantedLimit(LeaseFaultScenario):
@@ -242,6 +235,7 @@ class PlantedNeeds(LeaseFaultScenario):
 
 
 def test_a_lab_limit_said_as_n_a_and_a_declaration_the_code_ignores_are_both_caught(tmp_path, monkeypatch):
+    (tmp_path / "planted_fault.py").write_text(textwrap.dedent(PLANTED))  # its fault, which the limit's extends
     (tmp_path / "planted_limit.py").write_text(textwrap.dedent(PLANTED_DISAGREEMENT))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(scenarios.REGISTRY.entries, "planted_limit", "planted_limit:PlantedLimit")
@@ -256,6 +250,7 @@ def test_a_lab_limit_said_as_n_a_and_a_declaration_the_code_ignores_are_both_cau
         assert _disagreements(["pause", "server_clock"], classes, Services()) == []
     finally:
         sys.modules.pop("planted_limit", None)
+        sys.modules.pop("planted_fault", None)
 
 
 def test_meta_json_records_the_versions_of_what_each_backend_stands_on():
