@@ -8,10 +8,12 @@ gallery all read these; none keeps a list of faults of its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from lab.described_enum import DescribedStrEnum
 from lab.exposure import When, conditions_from_json, conditions_to_json
+from lab.where import Where
 
 
 class FaultFamily(DescribedStrEnum):
@@ -73,6 +75,20 @@ class Column:
     # The services its fault can strike, with the same fallback; None: whichever service holds the lock (a holder
     # paused, a lock server restarted). A lock on none of them is out of its reach, whatever the stack.
     strikes: tuple[str, ...] | None = None
+    # The kinds of right its fault bears on, as capabilities a lock declares (lab/capabilities.py): a lock with none
+    # of them is out of its reach wherever it lives (a clock or a slow network bears on a lease's TTL alone). Empty:
+    # every lock's. spared_by: capabilities that put a lock out of its reach (a replica held behind a grant that is
+    # no write). With strikes, the whole of what makes a cell n/a; anything else the lab cannot run is *not run*.
+    needs: tuple[str, ...] = ()
+    spared_by: tuple[str, ...] = ()
+
+    def reaches(self, where: Where, capabilities: Iterable[str]) -> bool:
+        """Whether, by a lock's declarations (where its lock, fence and writes live; its capabilities), this column's
+        fault reaches its lock, its fence or its writes: a cell may be n/a only where it does not."""
+        held = {str(c) for c in capabilities}
+        struck = set(self.strikes) if self.strikes is not None else {where.lock}
+        return bool(struck & where.services()) and (not self.needs or bool(held & set(self.needs))) \
+            and not held & set(self.spared_by)
 
     def to_json(self) -> dict:
         return {**asdict(self), "family": self.family.value, "happens_when": conditions_to_json(self.happens_when)}
@@ -85,7 +101,8 @@ class Column:
         known = {name for name in cls.__dataclass_fields__}
         return cls(**{**{k: v for k, v in data.items() if k in known}, "family": FaultFamily.read(data.get("family")),
                       "happens_when": conditions_from_json(data.get("happens_when")),
-                      "strikes": None if strikes is None else tuple(strikes)})
+                      "strikes": None if strikes is None else tuple(strikes),
+                      "needs": tuple(data.get("needs") or ()), "spared_by": tuple(data.get("spared_by") or ())})
 
 
 @dataclass(frozen=True)

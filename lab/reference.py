@@ -181,6 +181,17 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
             *("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows), ""]
 
 
+def _strikes(column: Column) -> str:
+    """The services a column's fault strikes, and the kinds of right it bears on or spares: 'redis; only a lock with
+    replica_ack'."""
+    said = ", ".join(column.strikes) if column.strikes else "the lock's own services"
+    if column.needs:
+        said += f"; only a lock with {' or '.join(f'`{c}`' for c in column.needs)}"
+    if column.spared_by:
+        said += f"; never one with {' or '.join(f'`{c}`' for c in column.spared_by)}"
+    return said
+
+
 def _happens_when(column: Column) -> str:
     """'a transaction-pooling PgBouncer (or alike) in front', 'any stack', or 'not declared'."""
     if column.happens_when is None:
@@ -222,12 +233,14 @@ def render() -> str:
               "heading and its legend (what the fault does, and what confirms that it struck). *Happens when*: the",
               "stack traits under which its fault can happen at all, each counted for a lock only where that trait's",
               "service holds its lock, fence or writes; *strikes*: the services it can reach (`lab doctor --advise`",
-              "and `lab report --stack` read both; lab/exposure.py).", ""]
+              "and `lab report --stack` read both; lab/exposure.py), and the kinds of right it bears on, as the",
+              "capabilities a lock declares: a lock it reaches by neither is n/a there, and only that (a fault the lab",
+              "cannot make for a lock it would reach is *not run*).", ""]
     columns = sorted(((f.scenario, c) for f in scenarios.fault_columns() for c in f.columns),
                      key=lambda found: (found[1].order, found[0]))
     lines += _table(["scenario", "variant", "label", "legend", "happens when", "strikes"],
                     [[f"`{scenario}`", f"`{c.variant}`", c.label, c.legend, _happens_when(c),
-                      ", ".join(c.strikes) if c.strikes else "the lock's own services"] for scenario, c in columns])
+                      _strikes(c)] for scenario, c in columns])
     lines += ["## Capabilities", "",
               "What a backend may declare (`lab/capabilities.py`); a scenario selects the backends it applies to by",
               "these alone.", ""]

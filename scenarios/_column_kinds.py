@@ -11,15 +11,16 @@ from lab.exposure import When
 
 @dataclass(frozen=True)
 class ColumnKind:
-    """The family, conditions and services a scenario's columns share (lab/columns.py says what each means);
-    happens_when () is every stack, strikes None whichever service holds the lock."""
+    """The family, conditions, services and kinds of right a scenario's columns share (lab/columns.py says what each
+    means); happens_when () is every stack, strikes None whichever service holds the lock, needs () every lock."""
 
     family: FaultFamily
     happens_when: tuple[When, ...] = ()
     strikes: tuple[str, ...] | None = None
+    needs: tuple[str, ...] = ()  # the kinds of right the fault bears on (Column.needs)
 
     def __call__(self, variant: str, label: str, order: float, legend: str, *, also: tuple[When, ...] = (),
                  same_fault_as: str | None = None, setting: str | None = None) -> Column:
         """One column of this kind; also: conditions of its own, after the kind's."""
         return Column(variant, label, order, legend, family=self.family, setting=setting, same_fault_as=same_fault_as,
-                      happens_when=self.happens_when + also, strikes=self.strikes)
+                      happens_when=self.happens_when + also, strikes=self.strikes, needs=self.needs)

@@ -106,8 +106,8 @@ def lease_fault_trial(env: TrialEnv, which: str | type[Fault] | Fault, step: int
         # (a lock inside a live transaction keeps it waiting, and then it goes in only after the heal).
         other = pool.submit(run_job, contender, [COMPANY], COMPANY_SIZE, "contender", patience=patience,
                             history=history, retry_errors=True)  # a stopped server times its requests out
-        with env.waiting():  # in at once, or after the patience the fault declares
-            wait([other], timeout=patience + 0.5)
+        with env.waiting():  # in at once, or after the patience the fault declares, or while it still asks
+            wait([other], timeout=_heal_after(fault, effective_ttl, patience))
         t_heal = time.monotonic()
         evidence.update(fault.heal(target))
         holder.go()
@@ -155,6 +155,14 @@ def _contender_window(fault: Fault, ttl: float, t_fault: float, t_grant: float) 
     if fault.ask_by_ttls is not None:
         patience = max(0.0, min(patience, t_grant + fault.ask_by_ttls * ttl - ask_at))
     return ask_at, patience
+
+
+def _heal_after(fault: Fault, ttl: float, patience: float) -> float:
+    """How long after the contender began asking the fault heals: once the contender is in or has given up (its
+    patience and a grace), or, for a fault that declares it, that many TTLs in, while the contender still asks."""
+    if fault.heals_after_asking_ttls is None:
+        return patience + 0.5
+    return min(patience, fault.heals_after_asking_ttls * ttl)
 
 
 def prepare_own_storage(services: Services, backend_cls) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from lab.checkers.outcomes import DoesNotRun
+from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.servers.netns import NamespaceUnavailable, NetNamespace
 from lab.servers.owner import mark_owner
 from lab.servers.services import Services
@@ -18,9 +18,10 @@ from scenarios.base import Skip
 
 def servers_folder(services: Services, prefix: str, refusal: str) -> Path:
     """A folder of the trial's own under the run's temp dir (prefix: its name's start); Skip with refusal where the
-    run has no temp dir, its servers all external: a trial never starts, stops or cuts yours."""
+    run has no temp dir, its servers all external: a trial never starts, stops or cuts yours (*not run*: the fault
+    would reach the lock, the lab will not make it there)."""
     if services.tmp is None:
-        raise Skip(refusal)
+        raise Skip(refusal if isinstance(refusal, NotRun) else NotRun(refusal))
     return Path(tempfile.mkdtemp(prefix=prefix, dir=services.tmp))
 
 

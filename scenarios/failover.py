@@ -27,6 +27,7 @@ from sqlalchemy import text
 
 import backends
 from lab import faults
+from lab.checkers.outcomes import NotRun
 from lab.checkers.verdict import Verdict
 from lab.columns import FaultFamily
 from lab.errors import LabError
@@ -104,7 +105,7 @@ class Failover(LeaseFaultScenario):
         first = env.first
         run_server = first.services.embedded.get("postgres")
         if run_server is None:
-            raise Skip("failover needs a primary and a standby the lab started; it never fails over yours")
+            raise Skip(NotRun("failover needs a primary and a standby the lab started; it never fails over yours"))
         variant = env.event.variant
         root = shared_folder(first.services.tmp, "failover-")
         pair = PostgresPair(root, run_server.bin, synchronous=variant == "sync_lagging",

@@ -143,8 +143,9 @@ class HolderClockControl(HolderClockBack):
     default_strength = 0.0
 
 
-# Its columns: the holder's clocks, on every stack.
-HOLDER_CLOCK = ColumnKind(FaultFamily.CLOCKS)
+# Its columns: the holder's clocks, on every stack; they bear on a right the holder keeps alive (a lease it renews,
+# a connection it holds), never on one its server keeps for a live session.
+HOLDER_CLOCK = ColumnKind(FaultFamily.CLOCKS, needs=(Capability.LEASE_EXPIRY, Capability.CONNECTION_HELD))
 
 
 class HolderClock(LeaseFaultScenario):

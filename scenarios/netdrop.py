@@ -29,9 +29,10 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
+from lab.capabilities import Capability
 from lab.checkers.keepalive import ends_as_estimated
 from lab.checkers.ops import Recorder
-from lab.checkers.outcomes import DoesNotRun
+from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.checkers.verdict import Verdict
 from lab.columns import Column, FaultFamily
 from lab.errors import Interrupted, LabError
@@ -93,7 +94,7 @@ class NetDrop(Scenario):
                "the lock connection's packets dropped in a private network namespace (no FIN, no RST) while the "
                "server's keepalives are tuned short; confirmed by the dropped port being the lock session's and "
                "the server ending it",
-               family=FaultFamily.NETWORK, happens_when=(), strikes=("postgres",)),
+               family=FaultFamily.NETWORK, happens_when=(), strikes=("postgres",), needs=(Capability.SESSION_LOCK,)),
     )
     params = {
         "quick": {"trials": 1, "parallel": 3, "server_keepalives": [2, 1, 2], "client_keepalives": [1, 1, 2],
@@ -112,8 +113,8 @@ class NetDrop(Scenario):
         reason = faults.load(self.fault).applies_to(backend_cls)
         taken = backend_cls.pg_parameters
         missing = [p for p in CLIENT_PARAMETERS.get(variant, ()) if taken is not None and p not in taken]
-        if reason is None and missing:  # a client that is not libpq (node-postgres) does not take them
-            return f"its lock's client takes none of libpq's {', '.join(missing)}"
+        if reason is None and missing:  # a client that is not libpq (node-postgres): the lab cannot set them there
+            return NotRun(f"its lock's client takes none of libpq's {', '.join(missing)}")
         return reason
 
     def pg_sessions(self, backend_cls, profile: str) -> int:
@@ -137,8 +138,8 @@ class NetDrop(Scenario):
             raise Skip(DoesNotRun(reason))
         run_server = env.services.embedded.get("postgres")
         if run_server is None:
-            raise Skip("drops packets only around a server the lab starts, in a namespace of its own; "
-                       "it never touches your network")
+            raise Skip(NotRun("drops packets only around a server the lab starts, in a namespace of its own; "
+                              "it never touches your network"))
         namespace = private_namespace()
         root = shared_folder(env.services.tmp, "netdrop-")
         try:

@@ -50,11 +50,13 @@ class RedisFailover(LeaseFaultScenario):
         Column("behind", "Redis failed over, replica behind", 15,
                "the same with the replica held behind, so the lock key never reached it; confirmed the same way,"
                " with the keys the new primary lacks",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=(Service.REDIS,)),
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=(Service.REDIS,),
+               spared_by=(Capability.CONNECTION_HELD,)),  # a grant that is no write: nothing to be behind on
         Column("behind_wait", "Redis failed over, replica behind, WAIT 1", 16,
                "the same with a lock that takes a grant only once a replica has it (WAIT 1); confirmed the same "
                "way", same_fault_as="behind",
-               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=(Service.REDIS,)),
+               family=FaultFamily.FAILOVER, happens_when=(when(Trait.REDIS_REPLICAS, YES),), strikes=(Service.REDIS,),
+               needs=(Capability.REPLICA_ACK,)),  # the configuration of a lock that can wait for a replica
     )
     params = lease_params(parallel=4)
 

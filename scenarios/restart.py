@@ -19,6 +19,7 @@ from lab.exposure import Trait, when
 from lab.faults.restart import Restart as RestartFault
 from lab.measures.kinds import Measured
 from lab.pacing import Exclusive
+from lab.where import Service
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._own_store import OnOwnStore, on_own_store
 from scenarios.base import TrialSpec
@@ -40,7 +41,7 @@ class Restart(OnOwnStore, LeaseFaultScenario):
                family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDIS_APPENDFSYNC, *NOT_ALWAYS), when(Trait.REDLOCK_APPENDFSYNC, *NOT_ALWAYS))),
         Column("aof_always", "Redis restarted with appendfsync always", 10,
                "the same restart of a Redis that keeps an append-only file fsynced on every write; confirmed by "
-               "new pids", same_fault_as="server_restart",
+               "new pids", same_fault_as="server_restart", strikes=(Service.REDIS,),
                family=FaultFamily.RESTARTS, happens_when=(when(Trait.REDIS_APPENDFSYNC, "always"),)),
     )
     faults = {"server_restart": "restart", "aof_always": "restart_aof"}

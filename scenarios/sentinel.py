@@ -39,6 +39,7 @@ from dataclasses import replace
 
 import backends
 from lab import faults
+from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.checkers.verdict import Verdict
 from lab.columns import FaultFamily
 from lab.exposure import OFF, ON, YES, Trait, when
@@ -70,6 +71,13 @@ WATCHED_BY_SENTINEL, ON_REDIS = (when(Trait.REDIS_SENTINEL, YES),), (Service.RED
 
 # Its columns: a failover by Sentinel on a Redis it watches.
 SENTINEL_FAILOVER = ColumnKind(FaultFamily.MANAGED_FAILOVER, WATCHED_BY_SENTINEL, ON_REDIS)
+
+
+def typed_refusal(reason: str) -> str:
+    """A library's refusal of the Sentinels' address, as its cell says it: the backend's own type (a lab limit it
+    declares is *not run*), else *does not run* (a library without Sentinel support, like a missing package), never
+    n/a: the failover would reach its lock."""
+    return reason if isinstance(reason, (NotRun, DoesNotRun)) else DoesNotRun(reason)
 
 
 class Sentinel(LeaseFaultScenario):
@@ -172,7 +180,7 @@ class Sentinel(LeaseFaultScenario):
             url = parse_pg_dsn(pg.dsn)
             services = replace(env.first.services, pg_url=url, redis_url=servers.url, embedded={Service.REDIS: servers},
                                tmp=None)
-            refused = {e.spec.id: reason for e in env.subjects
+            refused = {e.spec.id: typed_refusal(reason) for e in env.subjects
                        if (reason := backends.load(e.spec.backend).cannot_run(services)) is not None}
 
             def caught_up() -> dict:

@@ -9,11 +9,13 @@ clock; then the holder writes. Four columns:
 - kleppmann: Redlock over five masters, the grant on exactly three, and one of those three jumps forward by
   two TTLs (Kleppmann's case: the contender then holds a majority beside the holder);
 - kleppmann_control: the same trial with no jump, which must stay safe.
-etcd's cells are n/a with the reason measured on its binary (static: no preload reaches it).
+ZooKeeper's JVM runs on the fake clock too (its wall clock, read back from the mtime it stamps on a znode); etcd's
+cells are *not run*, with the reason measured on its binary (static: no preload reaches it).
 """
 
 from __future__ import annotations
 
+from lab.capabilities import Capability
 from lab.columns import FaultFamily
 from lab.faults import GradedFault, RedlockClockControl, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
 from lab.measures.kinds import Measured
@@ -22,9 +24,9 @@ from scenarios._column_kinds import ColumnKind
 from scenarios._lease_faults import LeaseFaultScenario, lease_params, first_applicable
 
 
-# Its columns: a lock server's clock on every stack, or one Redlock master's.
-LOCK_SERVER_CLOCK = ColumnKind(FaultFamily.CLOCKS)
-REDLOCK_MASTER_CLOCK = ColumnKind(FaultFamily.CLOCKS, strikes=(Service.REDLOCK,))
+# Its columns: a lock server's clock on every stack, or one Redlock master's; a clock bears on a lease's TTL alone.
+LOCK_SERVER_CLOCK = ColumnKind(FaultFamily.CLOCKS, needs=(Capability.LEASE_EXPIRY,))
+REDLOCK_MASTER_CLOCK = ColumnKind(FaultFamily.CLOCKS, strikes=(Service.REDLOCK,), needs=(Capability.LEASE_EXPIRY,))
 
 
 class ServerClock(LeaseFaultScenario):
@@ -41,9 +43,10 @@ class ServerClock(LeaseFaultScenario):
     }
     columns = (
         LOCK_SERVER_CLOCK("jump", "lock server's clock jumped forward past the TTL", 10.6,
-                          "the Redis or lease-row PostgreSQL that keeps the lease, started for the trial with libfaketime, has its "
-                          "wall clock jump two TTLs ahead while the holder holds; a contender asks at once; confirmed by the "
-                          "server's own clock (Redis TIME, clock_timestamp()) read two TTLs ahead of the real one"),
+                          "the Redis, ZooKeeper or lease-row PostgreSQL that keeps the lease, started for the trial with "
+                          "libfaketime, has its wall clock jump two TTLs ahead while the holder holds; a contender asks at "
+                          "once; confirmed by the server's own clock (Redis TIME, clock_timestamp(), a znode's mtime) read "
+                          "two TTLs ahead of the real one"),
         LOCK_SERVER_CLOCK("fast", "lock server's clock running twice as fast", 10.7,
                           "the same server's (or one granting Redlock master's) wall clock runs at twice the real rate from "
                           "the holder's grant; a contender asks until 0.9 TTL after that grant; confirmed by two readings of "

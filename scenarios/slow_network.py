@@ -22,7 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import backends
-from lab.checkers.outcomes import DoesNotRun
+from lab.capabilities import Capability
+from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.columns import FaultFamily
 from lab.errors import LabError
 from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, SlowNetworkFault
@@ -48,8 +49,8 @@ def fault_of(variant: str) -> SlowNetworkFault:
             "loss_30": lambda: NetLoss(0.30)}[variant]()
 
 
-# Its columns: a slow or lossy lock connection, on every stack.
-SLOW_LINK = ColumnKind(FaultFamily.NETWORK)
+# Its columns: a slow or lossy lock connection, on every stack; it bears on a lease's renewals alone.
+SLOW_LINK = ColumnKind(FaultFamily.NETWORK, needs=(Capability.LEASE_EXPIRY,))
 
 
 class SlowNetwork(LeaseFaultScenario):
@@ -106,7 +107,7 @@ def slow_network_trial(env: TrialEnv, fault: SlowNetworkFault, step: int | None 
         raise Skip(DoesNotRun(reason))
     run_server = env.services.embedded.get("postgres")
     if run_server is None or env.services.tmp is None:
-        raise Skip(EXTERNAL)
+        raise Skip(NotRun(EXTERNAL))
     cls = backends.load(env.spec.backend)
     namespace = private_namespace()
     root = shared_folder(env.services.tmp, "slownet-")

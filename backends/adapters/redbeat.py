@@ -36,6 +36,7 @@ from redbeat.schedulers import get_redis
 from backends.adapters._redis_lease import UnfencedRedisLease
 from backends.base import describe_error
 from lab.servers.clients import is_sentinel_url
+from lab.skips import NotRun
 
 GRANT_WAIT_S = 0.2  # how long acquire() gives the receiver before saying "not yet" while another beat holds the key
 FREE_WAIT_S = 10.0  # how long it gives the receiver when nobody holds the key (its first try, on a busy machine)
@@ -59,9 +60,9 @@ class RedBeatLock(UnfencedRedisLease):
 
     @classmethod
     def cannot_run(cls, services) -> str | None:
-        if is_sentinel_url(services.redis_url):
-            return ("the lab's Sentinel address has no RedBeat form: RedBeat reads its Sentinels from "
-                    "redbeat_redis_options and a redis-sentinel:// URL, which the lab does not build")
+        if is_sentinel_url(services.redis_url):  # RedBeat can use Sentinels; the lab does not build its form: not run
+            return NotRun("the lab's Sentinel address has no RedBeat form: RedBeat reads its Sentinels from "
+                          "redbeat_redis_options and a redis-sentinel:// URL, which the lab does not build")
         return None
 
     def __init__(self, ctx, key):

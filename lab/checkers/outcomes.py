@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from lab.skips import DoesNotRun as DoesNotRun, NotRun as NotRun  # typed skip reasons: defined below every layer
+
 
 class Safety(str, Enum):
     """Whether a trial kept the lock's one job: no other run in while the holder still believed it held."""
@@ -35,25 +37,6 @@ def safety_of(record: dict) -> Safety:
         except ValueError:
             return Safety.UNKNOWN
     return Safety.UNKNOWN
-
-
-class DoesNotRun(str):
-    """A skip reason that says the backend or scenario cannot work here at all (a missing package, a server
-    that lacks what a library needs), not that the fault does not apply: the report shows it as *does not
-    run*. It reads as its text, 'does not run: <reason>'; records mark it with `runs_here: false`."""
-
-    def __new__(cls, reason: str):
-        return super().__new__(cls, f"does not run: {reason}")
-
-
-class NotRun(str):
-    """A skip reason that says the lab cannot run this combination although the fault would reach the lock, its
-    fence or its writes (pausing the run's own PostgreSQL would stop every other trial): the report shows it as
-    *not run* and every decision counts it as unknown, never as n/a. It reads as 'not run: <reason>'; records
-    mark it with `skip: "not run"`."""
-
-    def __new__(cls, reason: str):
-        return super().__new__(cls, f"not run: {reason}")
 
 
 class SkipKind(str, Enum):

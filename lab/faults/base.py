@@ -13,6 +13,7 @@ from typing import ClassVar, Protocol
 from sqlalchemy.engine import URL, Engine
 
 from lab.errors import LabError
+from lab.skips import NotRun
 from lab.where import Where
 from lab.servers.services import Services
 
@@ -103,7 +104,7 @@ class Fault:
     # True when, on a server the lab did not start, the user's `--fault-command NAME=CMD` performs it
     commandable: ClassVar[bool] = False
     # What the lab-started server of the backend's lock service must be able to do (lab/servers/abilities.py),
-    # and the n/a reason when it cannot (the fault never acts on a server the lab did not start).
+    # and the reason when it cannot (the fault never acts on a server the lab did not start): *not run*, a lab limit.
     needs_server: ClassVar[type | None] = None
     no_server: ClassVar[str] = ""
     # When the contender asks, in TTLs from the moment the fault confirmed, and how long it keeps asking; None:
@@ -112,6 +113,11 @@ class Fault:
     ask_after_ttls: ClassVar[float | None] = None
     patience_ttls: ClassVar[float | None] = None
     ask_by_ttls: ClassVar[float | None] = None  # and it stops by this many TTLs after the holder's grant
+    # When the fault heals, in TTLs from the moment the contender began asking, while it goes on asking for the rest of
+    # its patience; None: once it is in or has given up. A fault that stops the server the contender asks (a paused
+    # server) declares it, else a contender whose requests time out while the server stands still would have given up
+    # before the server could answer anyone, and the trial would say nothing of the moment it resumes.
+    heals_after_asking_ttls: ClassVar[float | None] = None
 
     def missing(self) -> str | None:
         """What this machine lacks for the fault (an operating-system package, in the lab's one line), or None:
@@ -119,18 +125,20 @@ class Fault:
         return None
 
     def applies_to(self, backend_cls) -> str | None:
-        """Why this fault cannot strike this backend by its declarations alone (n/a when planning), or None: by
-        default, n/a only when the service it strikes holds none of the lock's parts."""
+        """Why this fault cannot strike this backend by its declarations alone, or None: by default, n/a only when the
+        service it strikes holds none of the lock's parts. A plain string is n/a, which the fault's column must
+        declare (Column.reaches, tests/fast/test_fault_declarations.py); what the lab cannot make is NotRun."""
         if self.strikes is None:
             return None
         return backend_cls.where().unreached_by(self.strikes, f"a fault of {self.strikes}")
 
     def cannot_run(self, backend_cls, services: Services) -> str | None:
-        """Why this fault cannot strike this backend on these servers (recorded as n/a), or None."""
+        """Why this fault cannot strike this backend on these servers, or None: applies_to's n/a, or, where the fault
+        would reach the lock but the lab will not make it on these servers (one it did not start), *not run*."""
         reason = self.applies_to(backend_cls)
         if reason is None and self.needs_server is not None:
             if not isinstance(services.embedded.get(backend_cls.lock_service), self.needs_server):
-                return self.no_server
+                return NotRun(self.no_server)
         return reason
 
     def prepare(self, services: Services, backend_cls) -> None:

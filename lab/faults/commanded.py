@@ -29,6 +29,7 @@ from lab.servers.clients import is_sentinel_url, parse_sentinel_url, redact_text
 from lab.servers.identity import is_new_primary, old_primary_answer, primary_identity
 from lab.servers.redis.promotion import PromotionWatch, straight_to
 from lab.servers.services import Services
+from lab.skips import NotRun
 
 NEW_PRIMARY_WITHIN = 60.0  # from the command's end: a manager's own timers (a TTL, down-after) come first
 RESTORED_WITHIN = 60.0  # from the heal command's end: Sentinel takes an old primary back only after ~10 s
@@ -59,11 +60,11 @@ class CommandedFault(Fault):
         service = backend_cls.lock_service
         needed = [self.hook.value] + ([Hook.HEAL.value] if self.needs_heal else [])
         if services.is_embedded(service):
-            return f"it runs your {'/'.join(needed)} command on servers the lab did not start"
+            return NotRun(f"it runs your {'/'.join(needed)} command on servers the lab did not start")
         missing = [h for h in needed if h not in services.fault_commands]
         if missing:
-            return (f"on servers the lab did not start it runs your command: give "
-                    + " and ".join(f"--fault-command {h}=CMD" for h in needed))
+            return NotRun("on servers the lab did not start it runs your command: give "
+                          + " and ".join(f"--fault-command {h}=CMD" for h in needed))
         return None
 
     def inject(self, target: Target) -> None:

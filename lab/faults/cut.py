@@ -14,6 +14,7 @@ from lab.servers.proxy import BlackholeProxy
 from lab.servers import sessions
 from lab.servers.services import Services
 from lab.servers.stores import SQL_STORES, url_of
+from lab.skips import NotRun
 
 
 class Cut(Fault):
@@ -25,15 +26,15 @@ class Cut(Fault):
         self._bytes_at_cut = 0
 
     def applies_to(self, backend_cls) -> str | None:
-        if not backend_cls.lock_routable:
-            return f"{backend_cls.name} declares that its lock connection cannot be routed through a proxy"
+        if not backend_cls.lock_routable:  # a cut would reach it; the lab cannot put its proxy in the way
+            return NotRun(f"{backend_cls.name} declares that its lock connection cannot be routed through a proxy")
         return None
 
     def cannot_run(self, backend_cls, services: Services) -> str | None:
         reason = super().cannot_run(backend_cls, services)
         if reason is None and backend_cls.lock_service == "redis" and is_sentinel_url(services.redis_url):
-            return ("its client connects wherever the Sentinels say the primary is: a proxy in front of the "
-                    "Sentinels would not carry the lock's connection")
+            return NotRun("its client connects wherever the Sentinels say the primary is: a proxy in front of the "
+                          "Sentinels would not carry the lock's connection")
         return reason
 
     def route(self, services: Services, backend_cls) -> Route:

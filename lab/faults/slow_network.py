@@ -39,6 +39,7 @@ from lab.faults.base import Fault, FaultNotConfirmed, GradedFault, Route, Target
 from lab.servers.nfqueue import DelayQueue, QueueUnavailable
 from lab.servers.services import Services
 from lab.servers.slow_link import BOTH_WAYS, TO_SERVER, SlowLink, unavailable_reason
+from lab.skips import NotRun
 
 HOLDER_QUEUE, PROBE_QUEUE = 1, 2  # queue numbers inside the trial's namespace: the lock's packets, the probe's
 PROBE_ROUND_TRIPS = 5
@@ -48,8 +49,8 @@ PROBE_DATAGRAMS = 400
 LOSS_SIGMAS = 4.0  # the probe's dropped share must lie within this many binomial standard deviations
 
 
-# The servers scenarios/slow_network.py starts inside its namespace (a ZooKeeper's JVM is not among them).
-NAMESPACED_SERVICES = ("postgres", "redis", "redlock", "etcd")
+# The servers scenarios/slow_network.py starts inside its namespace: every lock service the lab starts a server of.
+NAMESPACED_SERVICES = ("postgres", "redis", "redlock", "etcd", "zookeeper")
 
 
 class SlowNetworkFault(Fault):
@@ -90,11 +91,12 @@ class SlowNetworkFault(Fault):
     def applies_to(self, backend_cls) -> str | None:
         if Capability.LEASE_EXPIRY not in backend_cls.capabilities:
             return "its right is no lease with a TTL: there is no renewal for a slow network to make late"
+        # The fault would reach the lock's connection in both cases below: what the lab cannot do is *not run*.
         if not backend_cls.lock_routable:
-            return f"{backend_cls.name} declares that its lock connection cannot be routed through another port"
+            return NotRun(f"{backend_cls.name} declares that its lock connection cannot be routed through another port")
         if backend_cls.lock_service not in NAMESPACED_SERVICES:
-            return (f"its lock is on {backend_cls.lock_service}, which the lab does not start inside the slow "
-                    f"network's namespace")
+            return NotRun(f"its lock is on {backend_cls.lock_service}, which the lab does not start inside the slow "
+                          f"network's namespace")
         return None
 
     def route(self, services: Services, backend_cls) -> Route:

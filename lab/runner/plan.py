@@ -13,7 +13,7 @@ from rich.console import Console
 
 import backends
 import scenarios
-from lab.checkers.outcomes import DoesNotRun
+from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.runner import waves as capacity_plan
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import ExternalAddresses, Services
@@ -103,7 +103,7 @@ def mark_unrunnable(plan: Plan, services: Services, console: Console) -> None:
         except Exception as exc:  # a plugin's own check failing says as much about it
             reason = describe_error(exc)
         if reason is not None:
-            reasons[name] = DoesNotRun(reason)
+            reasons[name] = reason if isinstance(reason, (DoesNotRun, NotRun)) else DoesNotRun(reason)  # typed: kept
             console.print(f"{name} {reasons[name]}")
     for scenario_name, specs in plan.pending.items():
         plan.pending[scenario_name] = [replace(spec, skip=reasons[spec.backend])

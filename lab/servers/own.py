@@ -28,7 +28,6 @@ class OwnServer:
     make: Callable[[Path, Services, int | None], Any]
     # (services, the started server) -> the same services reaching that server instead
     address: Callable[[Services, Any], Services]
-    in_a_namespace: bool = True  # whether it can be started inside a network namespace
 
 
 def _postgres(root: Path, run: Services, netns: int | None) -> EmbeddedPostgres:
@@ -57,6 +56,6 @@ OWN_SERVERS: dict[str, OwnServer] = {
     "redlock": OwnServer(_redlock, lambda services, masters: replace(services, redlock_urls=masters.urls)),
     "etcd": OwnServer(lambda root, run, netns: EmbeddedEtcd(root, netns=netns),
                       lambda services, etcd: replace(services, etcd_endpoint=etcd.endpoint)),
-    "zookeeper": OwnServer(lambda root, run, netns: EmbeddedZooKeeper(root),
-                           lambda services, zk: replace(services, zk_hosts=zk.hosts), in_a_namespace=False),
+    "zookeeper": OwnServer(lambda root, run, netns: EmbeddedZooKeeper(root, netns=netns),
+                           lambda services, zk: replace(services, zk_hosts=zk.hosts)),
 }

@@ -132,20 +132,126 @@ def test_a_run_that_recorded_its_declaration_renders_it_without_the_registry(pla
     assert "the planted column" in matrix
 
 
-def test_a_slow_network_is_na_for_a_lock_service_its_namespace_does_not_start():
-    """slow_network starts PostgreSQL, Redis, Redlock masters and etcd in its namespace; a lease on any other
-    service (ZooKeeper's) is n/a by the fault's declaration, never an error in the trial (as it was: 'zookeeper is
-    not among this run's servers'), and the services it does start stay applicable."""
+def test_a_slow_network_does_not_run_a_lease_on_a_service_its_namespace_does_not_start():
+    """slow_network starts every lock service's server the lab has inside its namespace (ZooKeeper's JVM included); a
+    lease on any other service would be reached by the fault, so the lab's not starting it there is a lab limit:
+    *not run*, never n/a, and never an error in the trial (as it once was: 'zookeeper is not among this run's
+    servers'). The services it does start stay applicable."""
     from backends.redis_lock import RedisLock
+    from lab.checkers.outcomes import SkipKind, skip_kind_of
     from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay
 
     class ElsewhereLease(RedisLock):
-        name = "planted_zookeeper_lease"
-        lock_service = "zookeeper"
-        services = ("postgres", "zookeeper")
+        name = "planted_mariadb_lease"
+        lock_service = "mariadb"
+        services = ("postgres", "mariadb")
 
-    assert "does not start inside the slow network's namespace" in NetDelay(0.5).applies_to(ElsewhereLease)
-    assert NetDelay(0.5).applies_to(RedisLock) is None and RedisLock.lock_service in NAMESPACED_SERVICES
+    reason = NetDelay(0.5).applies_to(ElsewhereLease)
+    assert skip_kind_of(reason) is SkipKind.NOT_RUN and "does not start inside the slow network's namespace" in reason
+    for service in ("redis", "zookeeper"):
+        assert service in NAMESPACED_SERVICES
+    assert NetDelay(0.5).applies_to(RedisLock) is None and NetDelay(0.5).applies_to(backends.load("kazoo")) is None
+
+
+# --- n/a is the declarations' word alone ------------------------------------------------------------------------
+
+def _disagreements(names: list[str], classes: list, services: Services) -> list[str]:
+    """Every cell of these scenarios' columns x these backends whose n/a the declarations do not explain, and every
+    cell the declarations put out of the fault's reach that is not n/a.
+
+    A cell is n/a exactly where, by the backend's declarations (lab/where.py: where its lock, fence and writes live;
+    its capabilities) and the column's (the services it strikes, the kinds of right it bears on: Column.reaches), or
+    the scenario's requirements, the fault reaches none of the lock, its fence or its writes. As the plan decides it
+    (applies_to, then variant_skip), and, for a fault a trial makes, as the trial does on these servers
+    (cannot_run); a lab limit is *not run* (or *does not run*), never n/a."""
+    from lab import faults
+    from lab.checkers.outcomes import SkipKind, skip_kind_of
+    from scenarios._lease_faults import LeaseFaultScenario
+
+    found = []
+    for name in names:
+        scenario = scenarios.load(name)
+        for column in scenario.columns:
+            for cls in classes:
+                out_of_reach = not column.reaches(cls.where(), cls.capabilities) \
+                    or not scenario.requires <= cls.capabilities
+                reason = scenario.applies_to(cls) or scenario.variant_skip(column.variant, cls)
+                if reason is None and isinstance(scenario, LeaseFaultScenario):
+                    reason = faults.load(scenario.fault_for(column.variant, cls)).cannot_run(cls, services)
+                na = reason is not None and skip_kind_of(reason) is SkipKind.NOT_APPLICABLE
+                if na and not out_of_reach:
+                    found.append(f"{name}/{column.variant} x {cls.name}: n/a ({reason}), but the fault reaches "
+                                 f"{cls.where().describe()}")
+                elif out_of_reach and (reason is None or not na):
+                    found.append(f"{name}/{column.variant} x {cls.name}: out of the fault's reach by declaration, "
+                                 f"yet {'planned' if reason is None else repr(reason)}")
+    return found
+
+
+def test_every_n_a_of_every_column_is_what_the_declarations_say_for_every_backend_here():
+    """Every registered scenario column x every backend here (the built-in ones, the adapters whose libraries are
+    installed, the Node.js holders): on the lab's own servers as planned, and on servers the lab did not start
+    (Services() with nothing embedded: a fault the lab makes only on its own is *not run* there, never n/a)."""
+    names = [f.scenario for f in scenarios.fault_columns()]
+    classes = [backends.load(name) for name in backends.names()]
+    assert len(names) > 15 and len(classes) > 30
+    assert _disagreements(names, classes, Services()) == []
+
+
+PLANTED_DISAGREEMENT = '''
+"""Planted: a fault that calls a lab limit n/a, and a column that declares a kind of right its fault never spares."""
+
+from lab.capabilities import Capability
+from lab.columns import Column
+from planted_fault import PlantedFault
+from scenarios._lease_faults import LeaseFaultScenario
+
+
+class LabLimitAsNa(PlantedFault):
+    name = "planted_limit"
+
+    def applies_to(self, backend_cls):
+        if backend_cls.lock_service == "postgres":
+            return "the lab does not make this fault on PostgreSQL"  # reaches the lock: a lab limit, said as n/a
+        return None
+
+
+class PlantedLimit(LeaseFaultScenario):
+    name = "planted_limit"
+    fault = LabLimitAsNa
+    summary = "planted"
+    title = "planted"
+    columns = (Column("only", "planted", 8.7, "planted"),)
+    params = {"default": {"ttl_s": 1.0, "trials": 1, "parallel": 1}}
+
+
+class PlantedNeeds(LeaseFaultScenario):
+    name = "planted_needs"
+    fault = "pause"
+    summary = "planted"
+    title = "planted"
+    columns = (Column("only", "planted", 8.8, "planted", needs=(Capability.LEASE_EXPIRY,)),)
+    params = {"default": {"ttl_s": 1.0, "trials": 1, "parallel": 1}}
+'''
+
+
+def test_a_lab_limit_said_as_n_a_and_a_declaration_the_code_ignores_are_both_caught(tmp_path, monkeypatch):
+    (tmp_path / "planted_fault.py").write_text(textwrap.dedent(PLANTED))  # its fault, which the limit's extends
+    (tmp_path / "planted_limit.py").write_text(textwrap.dedent(PLANTED_DISAGREEMENT))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(scenarios.REGISTRY.entries, "planted_limit", "planted_limit:PlantedLimit")
+    monkeypatch.setitem(scenarios.REGISTRY.entries, "planted_needs", "planted_limit:PlantedNeeds")
+    try:
+        classes = [backends.load(name) for name in ("xact", "redis")]
+        found = _disagreements(["planted_limit"], classes, Services())
+        assert found == ["planted_limit/only x xact: n/a (the lab does not make this fault on PostgreSQL), but the "
+                         "fault reaches its lock and its writes on postgres"]
+        found = _disagreements(["planted_needs"], classes, Services())  # declares leases alone; pause runs xact
+        assert found == ["planted_needs/only x xact: out of the fault's reach by declaration, yet planned"]
+        assert _disagreements(["pause", "server_clock"], classes, Services()) == []
+    finally:
+        sys.modules.pop("planted_limit", None)
+        sys.modules.pop("planted_fault", None)
 
 
 def test_meta_json_records_the_versions_of_what_each_backend_stands_on():

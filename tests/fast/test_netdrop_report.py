@@ -53,9 +53,12 @@ def test_the_kernels_timer_lateness_widens_agreement_only_on_the_late_side():
     assert "7875 s (2 h 11 min) (+ up to 150 s at HZ 250)" in section_netdrop(RunView.of([late(0, 7990.0)]))
 
 
-def test_a_client_that_is_not_libpq_is_na_for_the_variants_that_tune_libpq():
+def test_a_client_that_is_not_libpq_is_not_run_for_the_variants_that_tune_libpq():
     """netdrop's client variants set libpq parameters; a lock client that declares it takes none of them
-    (node-postgres: pg_parameters) is n/a there with which, never run with them silently left out."""
+    (node-postgres: pg_parameters) is *not run* there with which (the drop would reach its session: the lab cannot
+    tune that client so), never n/a and never run with them silently left out."""
+    from lab.checkers.outcomes import SkipKind, skip_kind_of
+
     from backends.node.node_pg_session import NodePgSession
     from scenarios.netdrop import CLIENT_PARAMETERS, NetDrop, client_settings
 
@@ -65,8 +68,9 @@ def test_a_client_that_is_not_libpq_is_na_for_the_variants_that_tune_libpq():
         for variant in scenario.variants:
             assert set(client_settings(variant, params)) == set(CLIENT_PARAMETERS.get(variant, ()))
     assert scenario.variant_skip("server_keepalives", NodePgSession) is None
-    assert scenario.variant_skip("client_user_timeout", NodePgSession) == (
-        "its lock's client takes none of libpq's tcp_user_timeout")
+    reason = scenario.variant_skip("client_user_timeout", NodePgSession)
+    assert reason == "not run: its lock's client takes none of libpq's tcp_user_timeout"
+    assert skip_kind_of(reason) is SkipKind.NOT_RUN
     import backends
 
     assert scenario.variant_skip("client_user_timeout", backends.load("session_autocommit")) is None

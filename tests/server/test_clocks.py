@@ -125,8 +125,17 @@ def test_the_margin_search_bisects_a_real_fault_within_its_budget(services, engi
 
 
 def test_etcd_is_out_of_libfaketimes_reach_its_binary_is_static_and_its_lease_keeps_its_ttl():
-    """The evidence behind etcd's n/a: no program interpreter in its binary, and a lease granted by an etcd started
-    with the preload lasts its TTL although the clock file says sixty seconds later."""
+    """The evidence behind etcd's *not run* (a lab limit, never n/a): no program interpreter in its binary, and a lease
+    granted by an etcd started with the preload lasts its TTL although the clock file says sixty seconds later."""
+    from backends import load
+    from lab.checkers.outcomes import SkipKind, skip_kind_of
+    from lab.faults.server_clock import ServerClockJump, server_out_of_reach
+    from lab.servers.services import Services
+
+    reason = server_out_of_reach("etcd", Services())
+    assert reason is not None and skip_kind_of(reason) is SkipKind.NOT_RUN and "static binary" in reason
+    assert ServerClockJump().applies_to(load("etcd_fenced")) is None  # the fault reaches its lock: the lab cannot
+    assert skip_kind_of(ServerClockJump().applies_to(load("redlock"))) is SkipKind.NOT_RUN  # one of five: Kleppmann's
     assert not fake_clock.dynamically_linked(EmbeddedEtcd.binary_path())
     assert fake_clock.dynamically_linked(EmbeddedRedis.binary_path())
     library = fake_clock.find_libfaketime()
@@ -147,3 +156,28 @@ def test_etcd_is_out_of_libfaketimes_reach_its_binary_is_static_and_its_lease_ke
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.os_packages("zookeeper")
+@pytest.mark.parametrize("variant", ["jump", "fast"])
+def test_zookeepers_jvm_runs_on_a_fake_wall_clock_and_its_sessions_keep_their_own_time(services, engines, variant):
+    """libfaketime preloaded into ZooKeeper's JVM (Debian's OpenJDK 17, dynamically linked) moves the server's wall
+    clock, read back as the mtime the server stamps on a znode it writes; its monotonic clock, which times the
+    sessions (ExpiryQueue on System.nanoTime), is left alone. So the jump and the fast clock strike, and are
+    confirmed, and the holder's session, its lock and its fence are measured under them, not declared n/a."""
+    from backends import load
+    from lab.faults.server_clock import ServerClockFast, ServerClockJump
+
+    fault = ServerClockJump if variant == "jump" else ServerClockFast
+    assert fault().applies_to(load("zookeeper_fenced")) is None
+    assert fault().cannot_run(load("zookeeper_fenced"), services) is None
+    m, outcome = run(services, engines, ServerClock(), "zookeeper_fenced", variant)
+    evidence, ttl = m["evidence"], m["ttl_s"]
+    assert evidence["clock"] == "zookeeper", evidence
+    if variant == "jump":
+        assert abs(evidence["offset_after_s"] - 2 * ttl) < 0.1, evidence
+    else:
+        assert evidence["measured_rate"] == pytest.approx(2.0, abs=0.1), evidence
+    assert abs(evidence["offset_after_heal_s"]) < 0.1
+    assert outcome["verdict"] in ("held", "intact (250 rows)", "stale write rejected"), outcome
+    assert m["rows_final"] == 250

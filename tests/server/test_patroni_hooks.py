@@ -162,7 +162,7 @@ def test_without_your_commands_the_cells_say_how_to_give_them(your_patroni, tmp_
     assert result.returncode == 0, result.stderr[-2000:]
     _, trials = trials_of(tmp_path)
     reasons = {t["variant"]: t.get("reason") for t in trials}
-    assert reasons["switchover"] == ("on servers the lab did not start it runs your command: give "
+    assert reasons["switchover"] == ("not run: on servers the lab did not start it runs your command: give "
                                      "--fault-command failover=CMD")
     assert "--fault-command pause=CMD and --fault-command heal=CMD" in reasons["agent_paused"]
     assert "--fault-command partition=CMD and --fault-command heal=CMD" in reasons["dcs_cut"]
@@ -172,8 +172,8 @@ def test_without_your_commands_the_cells_say_how_to_give_them(your_patroni, tmp_
                     reason="hiding the installed package needs root and unshare (a private mount namespace)")
 def test_on_your_cluster_the_lab_needs_no_patroni_of_its_own(your_patroni, tmp_path):
     """The lab without the `ha` extra, for real (an empty folder mounted over the package in a mount namespace of
-    this test's own): against your cluster its cells still run your commands, here asking for them, and none says
-    *does not run*."""
+    this test's own): against your cluster its cells still run your commands, here asking for them (*not run* until
+    given: the lab never acts on your cluster by itself), and none says *does not run*."""
     import importlib.util
 
     cluster, _, _ = your_patroni
@@ -185,5 +185,5 @@ def test_on_your_cluster_the_lab_needs_no_patroni_of_its_own(your_patroni, tmp_p
     result = lab_run(tmp_path, cluster, {}, "--backend", "lease_row", wrapper=hide)
     assert result.returncode == 0, result.stderr[-2000:]
     _, trials = trials_of(tmp_path)
-    assert trials and all(t["status"] == "skipped" and t["runs_here"] is True for t in trials)
+    assert trials and all(t["status"] == "skipped" and t["skip"] == "not run" for t in trials)
     assert "--fault-command failover=CMD" in {t["variant"]: t["reason"] for t in trials}["switchover"]

@@ -60,7 +60,8 @@ def test_a_paused_redis_keeps_the_beat_lock_until_it_runs_again(services, engine
     """Redis' own clock times the key: stopped, it grants nobody; the holder's tick times out meanwhile."""
     measures, outcome = run(services, engines, ServerPause(), "redbeat")
     assert measures["evidence"]["process_state"] == "T"
-    assert outcome["verdict"] in ("held", "stale write accepted"), measures  # who reaches Redis first on SIGCONT
+    # who reaches Redis first on SIGCONT; the contender asks on after it, so it may also get in after the holder's write
+    assert outcome["verdict"] in ("held", "intact (250 rows)", "stale write accepted"), measures
     assert any(text.startswith("TimeoutError") for text in told(measures, "renew()")), measures["holder"]["signals"]
 
 

@@ -114,7 +114,8 @@ def test_without_your_commands_the_cells_say_how_to_give_them(your_sentinel, tmp
     assert result.returncode == 0, result.stderr[-2000:]
     [run] = (tmp_path / "r").iterdir()
     reasons = {t["variant"]: t.get("reason") for t in map(json.loads, (run / "trials.jsonl").read_text().splitlines())}
-    assert reasons["forced"] == "on servers the lab did not start it runs your command: give --fault-command failover=CMD"
+    assert reasons["forced"] == ("not run: on servers the lab did not start it runs your command: give "
+                                 "--fault-command failover=CMD")
     assert "--fault-command pause=CMD and --fault-command heal=CMD" in reasons["primary_paused"]
     assert "--fault-command partition=CMD and --fault-command heal=CMD" in reasons["primary_cut"]
 

@@ -115,3 +115,27 @@ def test_a_stale_holder_without_a_fence_has_its_write_accepted_when_its_renewal_
         assert m["holder"]["signals"], "the holder was told nothing at all"
     else:
         assert outcome["verdict"] == "held"
+
+
+@pytest.mark.os_packages("zookeeper")
+def test_zookeeper_runs_inside_the_namespace_and_a_session_whose_pings_come_a_ttl_late_expires(services, engines):
+    """ZooKeeper (a JVM) is started inside the trial's namespace like the other lock servers: the holder's kazoo
+    session reaches it through the slowed port, the contender through a bridge. Its session timeout is the lease:
+    with every round trip a TTL longer, the pings cannot keep it, and the fence decides what the holder wrote."""
+    m, outcome = run(services, engines, "zookeeper_fenced", NetDelay(1.0), "rtt_ttl")
+    e = m["evidence"]
+    assert e["fault"] == "net_delay" and e["lock_packets_before"] > 0 and e["lock_packets_held"]["packets_held"] > 0
+    assert e["probe_rtt_within_s"][0] <= e["probe_rtt_median_s"] <= e["probe_rtt_within_s"][1]
+    assert outcome["verdict"] in ("held", "intact (250 rows)", "stale write rejected"), m
+    assert m["rows_final"] == 250 and len(m["runs_in_final"]) == 1
+    if m["contender"]["acquired"] and m["contender"]["granted_at"] < m["holder"]["write_at"]:
+        assert m["holder"]["write"] == "rejected", m["holder"]  # only the fence keeps a lapsed session's write out
+
+
+def test_every_lease_the_lab_runs_has_its_server_inside_the_namespace_zookeeper_included():
+    """Not n/a for a lab limit: a lease on ZooKeeper (kazoo, zookeeper_fenced) applies as Redis', etcd's and
+    PostgreSQL's do."""
+    from backends import load
+
+    for name in ("kazoo", "zookeeper_fenced", "redis", "etcd_fenced", "lease_row", "redlock"):
+        assert NetDelay(1.0).applies_to(load(name)) is None and NetLoss(0.3).applies_to(load(name)) is None, name

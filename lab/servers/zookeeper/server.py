@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lab.errors import ServiceError
 from lab.servers.embedded import OneProcess
-from lab.servers.processes import free_port, spawn, stop, wait_ready
+from lab.servers.processes import free_port, spawn, stop, wait_ready, with_environment
 
 MISSING = "zookeeper not installed (apt-get install zookeeper)"
 JARS = "/usr/share/java"  # where Debian's libzookeeper-java puts zookeeper.jar (its manifest names the rest)
@@ -132,7 +132,12 @@ class EmbeddedZooKeeper(OneProcess):
 
     name = "zookeeper"
 
-    def __init__(self, root: Path, name: str = "zookeeper", *, install: tuple[str, list[str]] | None = None):
+    def __init__(self, root: Path, name: str = "zookeeper", *, install: tuple[str, list[str]] | None = None,
+                 netns: int | None = None, environment: dict[str, str] | None = None):
+        """netns: a network namespace to run in (lab/servers/netns.py); start() and clients must be inside it.
+        environment: variables for the server's JVM alone (a fake clock's preload, lab/servers/fake_clock.py)."""
+        self.netns = netns
+        self.environment = dict(environment or {})
         found = install or find_zookeeper()
         if found is None:
             raise ServiceError(MISSING)
@@ -163,7 +168,8 @@ class EmbeddedZooKeeper(OneProcess):
         for attempt in range(BIND_ATTEMPTS):
             self.config.write_text("\n".join(self.config_lines()) + "\n")
             logged = self.log_path.stat().st_size if self.log_path.exists() else 0
-            self.proc = spawn(self.argv(), self.log_path, cwd=self.root)
+            self.proc = spawn(self.argv(), self.log_path, cwd=self.root, netns=self.netns,
+                              env=with_environment(self.environment))
             try:
                 wait_ready(self._ping, self.proc, "embedded ZooKeeper", self.log_path)
                 return
