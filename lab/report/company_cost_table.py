@@ -97,12 +97,10 @@ def section_company_cost(run: RunView, ok: pd.DataFrame) -> str | None:
     control = backend_with_role(ok, PostRole.NO_LOCK)
     rows = [cost_row(cost, run.frame, backend == control) for backend, cost in costs.items()]
     left_out = sorted(set(ok.backend) - set(costs))
-    recorded = run.meta.get("precision") or {}
-    outcome = next((recorded[name] for name in sorted(set(ok.scenario)) if name in recorded), None)
     return "\n".join([
         "## What each lock's own write costs per company", "",
         intro(next(iter(costs.values())).companies, int(ok.measures.iloc[0]["rows"])), "",
-        *_precision(outcome),
+        *repetitions_line(run.meta, set(ok.scenario)),
         md_table(["backend", "writes on", "in each company's transaction", "once per run", "per company",
                   "ratio to no lock", "adds per company", "repetitions"], rows), "",
         "The floor, sampled between the blocks of every trial:", "", *floor_lines(list(costs.values())), "",
@@ -125,14 +123,19 @@ def intro(companies: int, rows: int) -> str:
         f"alone or with its fence upsert, and its acquire + release once per run is the latency scenario's figure. "
         f"Each key is the trial's own, so a rebuild is the company's first under its lock (a parent, fence or job "
         f"row is made in the transaction). *adds*: the control's median times the ratio less 1, and that in round "
-        f"trips of the store's floor; *within noise* where the ratios' range holds 1. "
+        f"trips of the store's floor; *within noise* where the ratios' range holds 1. The lab's writes pool checks "
+        f"each connection it hands out with a `select 1`, on both sides alike; a lock that writes on a connection of "
+        f"its own skips that check, so its ratio may fall below 1. "
         f"Reproduce: `lab run --backend all --scenario cost_per_company`.")
 
 
-def _precision(outcome: dict | None) -> list[str]:
-    """How the repetitions ended, as the run recorded it: the widest spread and the fewest repetitions."""
+def repetitions_line(meta: dict, scenarios: set[str]) -> list[str]:
+    """How the repetitions ended, as the run recorded it (meta.json `precision`, by the scenario that measured
+    them): the widest spread and the fewest repetitions over every backend."""
+    recorded = meta.get("precision") or {}
+    outcome = next((recorded[name] for name in sorted(scenarios) if name in recorded), None)
     if not outcome:
         return []
-    rule = Rule(outcome["tolerance"], outcome["floor"], outcome["cap"])
+    rule = Rule(tolerance=outcome["tolerance"], floor=outcome["floor"], cap=outcome["cap"])
     return [f"Repetitions: each backend's {rule.describe()} (its ratios to no lock): over all backends, "
             f"{describe(outcome)}.", ""]
