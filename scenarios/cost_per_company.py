@@ -17,9 +17,10 @@ A lock held across the run's transactions (a session lock, Redis, etcd, ZooKeepe
 before the clock and released after it: what its side times is the write alone, or the write with its fence
 upsert, and its acquire + release once per run is the latency scenario's figure (timed once here, as a
 reminder, not a measurement). Every key is the trial's own, so each timed rebuild is the company's first under
-it: a parent row, a fence row or a job row is made in its transaction, as on a lock's first run. Each untimed warm-up company first opens the connections both sides write on (and
-makes idempotent's unique key). The store's floor (a select 1 round trip and a one-row commit, lab/servers/floors.py)
-is sampled between the blocks, so the report can state the cost against it.
+it: a parent row, a fence row or a job row is made in its transaction, as on a lock's first run. An untimed warm-up
+company on each side first opens the connections it writes on (and makes idempotent's unique key). The store's
+floor (a select 1 round trip and a one-row commit, lab/servers/floors.py) is sampled between the blocks, so the
+report can state the cost against it.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from scenarios.perf import ROWS
 # A backend's ratios to the control within +-10% of their median, after three repetitions, as the cost table's.
 RULE_TOLERANCE, RULE_FLOOR = 0.10, 3
 BLOCKS = 8  # blocks of companies per side, in the order A B B A A B B A ...
-FLOOR_SAMPLES = 3  # each floor call, before every block and after the last
+FLOOR_SAMPLES = 1  # each floor call, before every block and after the last
 TTL_S = 30.0  # a lease outlives the trial: its renewals are not a company's cost
 FRESH_TRIES = 3  # a fresh key is free: a refusal is the library's, on a busy machine
 LOCK, BASELINE = "lock", "baseline"
@@ -64,9 +65,9 @@ class CostPerCompany(Scenario):
     summary = "each lock's own write path per company (lock, fence upsert, retry) against no lock on the same store"
     variants = ("transaction_per_company",)
     params = {
-        "quick": {"companies": 48, "trials": 1, "parallel": 1},
-        "default": {"companies": 128, "trials": 5, "parallel": 1},  # trials: the precision rule's cap
-        "full": {"companies": 640, "trials": 5, "parallel": 1},
+        "quick": {"companies": 32, "trials": 1, "parallel": 1},
+        "default": {"companies": 96, "trials": 5, "parallel": 1},  # trials: the precision rule's cap
+        "full": {"companies": 480, "trials": 5, "parallel": 1},
     }
 
     def plan(self, backend_classes: list[type[Backend]], profile: str) -> list[TrialSpec]:
@@ -124,8 +125,8 @@ class CostPerCompany(Scenario):
         failed = sum(arm["failed"] for arm in arms)
         if failed:
             return f"{failed} transactions failed"
-        if any((arm["companies_final"], arm["rows_final"]) != (measures["filled"], measures["filled"] * measures["rows"])
-               for arm in arms):
+        whole = (measures["filled"], measures["filled"] * measures["rows"])
+        if any((arm["companies_final"], arm["rows_final"]) != whole for arm in arms):
             return "a company not whole after the clock"
         return f"measured: {measures['ratio']:.2f}x no lock"
 
@@ -133,8 +134,9 @@ class CostPerCompany(Scenario):
         cls = backends.load(env.spec.backend)
         companies = env.params["companies"]
         run_level = cls.holds_across_writes()
-        with ExitStack() as stack:
-            tables = {side: stack.enter_context(self._table(env, side, companies + 1)) for side in (LOCK, BASELINE)}
+        order = _order(random.Random(f"{env.run_id}:{env.spec.id}"))
+        with ExitStack() as stack:  # the first side's table made first too, so neither side always gets the newer
+            tables = {side: stack.enter_context(self._table(env, side, companies + 1)) for side in dict.fromkeys(order)}
             floor = probe_for(cls.writes_to)(env.services, env.key("floor"), _COMMIT_TABLE)
             stack.callback(floor.close)
             lock = env.backend(table=tables[LOCK], options={"ttl_s": TTL_S})
@@ -144,7 +146,7 @@ class CostPerCompany(Scenario):
             acquire_s = _acquired(lock) if run_level else None
             sides = {LOCK: _Side(lock, companies, f"{LOCK}-{env.spec.index}"),
                      BASELINE: _Side(control, companies, f"{BASELINE}-{env.spec.index}")}
-            order, floors = _take_turns(sides, floor, random.Random(f"{env.run_id}:{env.spec.id}"))
+            floors = _take_turns(sides, floor, order)
             release_s = _released(lock) if run_level else None
             arms = {name: side.arm(env, tables[name]) for name, side in sides.items()}
         pairs = _pairs(order, arms)
@@ -226,19 +228,17 @@ def _pairs(order: list[str], arms: dict[str, CompanyCostArm]) -> list[float]:
     return ratios
 
 
-def _take_turns(sides: dict[str, _Side], floor: FloorProbe,
-                rng: random.Random) -> tuple[list[str], dict[str, list[float]]]:
-    """Both sides warmed up, then their blocks in turn (A B B A ..., A drawn), the floor sampled before every block
-    and after the last: the order the blocks ran in, and every floor sample by call."""
-    for side in sides.values():  # untimed: connections opened, lazy set-up done, on both sides alike
-        side.warm_up()
-    order = _order(rng)
+def _take_turns(sides: dict[str, _Side], floor: FloorProbe, order: list[str]) -> dict[str, list[float]]:
+    """Both sides warmed up, then their blocks in the order given, the floor sampled before every block and after
+    the last: every floor sample, by call."""
+    for first in dict.fromkeys(order):  # untimed: connections opened, lazy set-up done, on both sides alike
+        sides[first].warm_up()
     samples: dict[str, list[float]] = {}
     for turn in order:
         _sample(floor, samples)
         sides[turn].next_block()
     _sample(floor, samples)
-    return order, samples
+    return samples
 
 
 def _order(rng: random.Random) -> list[str]:
