@@ -124,5 +124,6 @@ class CompanyCostMeasures(TypedDict):
     ratio: float  # the median of the pairs' ratios: paired within the trial
     acquire_s: float | None  # a run-level lock's one acquire, untimed by the figure (latency times it precisely)
     release_s: float | None
+    release: str | None  # what a run-level lock's release said: released, or the LockLost it raised
     floors: dict[str, float]  # the write store's floor calls (select 1, one-row commit): median seconds
     floor_samples: int

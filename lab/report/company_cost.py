@@ -45,6 +45,7 @@ class CompanyCost:
     companies: int  # per side, per trial
     repetitions: int
     retries: int  # transactions run again (SERIALIZABLE's), over every repetition
+    releases_raised: int  # repetitions whose run-level lock raised LockLost at its release, after the timed writes
     round_trip: float | None  # the store's select 1, median seconds over its trials (None: not sampled)
     commit: float | None  # the store's one-row commit, likewise
 
@@ -83,6 +84,7 @@ def company_cost(frame: pd.DataFrame, backend: str) -> CompanyCost | None:
         ratio=statistics.median(ratios), ratio_low=min(ratios), ratio_high=max(ratios),
         companies=first["companies"], repetitions=len(measures),
         retries=sum(m["lock"]["attempts"] - m["lock"]["transactions"] for m in measures),
+        releases_raised=sum(m["release"] not in (None, "released") for m in measures),
         round_trip=_floor(measures, ROUND_TRIP), commit=_floor(measures, ONE_ROW_COMMIT))
 
 

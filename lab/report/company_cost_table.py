@@ -62,6 +62,7 @@ def adds(cost: CompanyCost, control: CompanyCost | None) -> str:
 def cost_row(cost: CompanyCost, frame: pd.DataFrame, control: CompanyCost | None) -> list[str]:
     store = STORE_NAMES.get(cost.store, cost.store)
     retries = f"; {cost.retries} retried" if cost.retries else ""
+    retries += f"; its release raised in {cost.releases_raised}" if cost.releases_raised else ""
     return [cost.backend, store, in_each_transaction(cost, cost is control), once_per_run(cost, frame),
             spanned(duration(cost.seconds), duration(cost.seconds_low), duration(cost.seconds_high)),
             spanned(f"{cost.ratio:.2f}", f"{cost.ratio_low:.2f}", f"{cost.ratio_high:.2f}"), adds(cost, control),

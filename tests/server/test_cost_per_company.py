@@ -46,6 +46,7 @@ def test_each_lock_is_timed_beside_no_lock_and_every_company_stays_whole(service
     assert sorted(m["order"]) == sorted(["lock", "baseline"] * 8) and len(m["pairs"]) == 8
     assert m["ratio"] > 0 and set(m["floors"]) == {"select 1", "one-row commit"}, m
     assert (m["acquire_s"] is not None) == (scope is LockScope.ONCE_PER_RUN), m  # a run-level lock, taken once
+    assert m["release"] == ("released" if scope is LockScope.ONCE_PER_RUN else None), m
     assert verdict_of(CostPerCompany(), m, backend).startswith("measured: ")
     cost = company_cost(trials_frame([record(backend, m)], {"measured": {"cost_per_company": "company_cost"}}),
                         backend)
