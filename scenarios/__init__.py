@@ -31,6 +31,7 @@ REGISTRY = Registry("scenario", {
     "lookalikes": "scenarios.lookalikes:Lookalikes",
     "killpoints": "scenarios.killpoints:Killpoints",
     "perf": "scenarios.perf:Perf",
+    "cost_per_company": "scenarios.cost_per_company:CostPerCompany",
     "whynot": "scenarios.whynot:WhyNot",
     "latency": "scenarios.latency:Latency",
 })

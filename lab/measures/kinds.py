@@ -27,6 +27,8 @@ class Measured(DescribedStrEnum):
     RUN_KILLED = ("run_killed", "a run killed mid-write: what the company held after its rebuild's process died")
     WRITE_RULES = ("write_rules", "the rules the write depends on: isolation level and lock order of the write itself")
     COST = ("cost", "a lock's cost per company, repeated until precise: the lock against one transaction for all")
+    COMPANY_COST = ("company_cost", "each lock's own write path per company, repeated until precise: the backend's "
+                    "rebuild against the same transactions with no lock, on the same store")
     CONFLICT_COST = ("conflict_cost", "the cost of conflicts: SERIALIZABLE's retries against a lock, by contention")
     LATENCY = ("lock_latency", "a lock's latency over its server's floor: acquire + release and hand-offs, repeated")
     ALTERNATIVES = ("alternatives", "why not another way: the alternatives' experiments (whynot)")

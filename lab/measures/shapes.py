@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
+from lab.described_enum import DescribedStrEnum
+
 
 class HolderMeasures(TypedDict):
     """What the lease-fault trial's holder did, times from its grant."""
@@ -79,3 +81,49 @@ class NetDropMeasures(LeaseFaultMeasures):
 
     keepalive: dict
     client: dict
+
+
+class LockScope(DescribedStrEnum):
+    """Where a lock's cost falls, as its capabilities declare it (Backend.holds_across_writes): what a figure of
+    the cost per company includes."""
+
+    EACH_COMPANY = ("each_company", "inside each company's transaction: its lock, claim, retry or nothing at all")
+    ONCE_PER_RUN = ("once_per_run", "held across the run's transactions: acquired and released once per run, so "
+                                    "each company's transaction carries the write alone, or with its fence upsert")
+
+
+class CompanyCostArm(TypedDict):
+    """One side of a company-cost trial: every company rebuilt in a transaction of its own, on a table of its own."""
+
+    table: str  # its own table, dropped after the trial
+    seconds: float  # the timed rebuilds of every company, its blocks summed
+    per_company: float  # the median of its blocks' seconds per company
+    blocks: list[float]  # each block's seconds, in the order they ran
+    block_companies: list[int]  # how many companies each block rebuilt
+    transactions: int
+    failed: int  # transactions that did not commit
+    attempts: int  # transactions tried, retries included (SERIALIZABLE's)
+    rows_final: int
+    companies_final: int  # after the clock: every company whole, once (the untimed warm-up company included)
+
+
+class CompanyCostMeasures(TypedDict):
+    """A company-cost trial (scenarios/cost_per_company.py): a backend's own write path and the no-lock write on
+    the same store, in alternating blocks of companies, with the store's floor sampled between the blocks."""
+
+    companies: int  # timed per side
+    filled: int  # companies in each side's table: the timed ones and the untimed warm-up one
+    rows: int  # per company
+    store: str  # where the writes go (lab/where.py): postgres, mariadb
+    scope: str  # a LockScope value
+    fenced: bool  # each write moves a fence first (backends/_fence.py)
+    order: list[str]  # "lock" / "baseline", block by block
+    pairs: list[float]  # the lock's seconds per company over the control's, in each pair of adjacent blocks
+    lock: CompanyCostArm
+    baseline: CompanyCostArm
+    ratio: float  # the median of the pairs' ratios: paired within the trial
+    acquire_s: float | None  # a run-level lock's one acquire, untimed by the figure (latency times it precisely)
+    release_s: float | None
+    release: str | None  # what a run-level lock's release said: released, or the LockLost it raised
+    floors: dict[str, float]  # the write store's floor calls (select 1, one-row commit): median seconds
+    floor_samples: int

@@ -134,10 +134,16 @@ def test_every_timing_row_comes_from_the_trials():
             assert f"min {got[0]:.2f}s, max {got[-1]:.2f}s" in row[1]
 
 
+# Scenarios registered since the committed reference was made, which the next reference (one command at one commit)
+# runs: merging a run of them into this one would make the page "Not a reference". Each must still be missing from
+# the reference, so the entry goes when the reference covers it.
+NEXT_REFERENCE = {"cost_per_company"}  # issue 55
+
+
 def test_the_committed_run_describes_itself():
     """The first run is a full run of the default profile; the runs merged into it may add scenarios (a
     later one, a driver axis, the full profile's two-hour network drop), and together they cover every
-    scenario registered today."""
+    scenario registered today but those the next reference is to run."""
     folders, trials = reference()
     meta = folders[0].meta()
     assert meta["profile"] == "default" and "--scenario all" in meta["command"] and meta["git_commit"]
@@ -145,7 +151,8 @@ def test_the_committed_run_describes_itself():
         later_meta = later.meta()
         assert later_meta["profile"] == "default" or (later_meta["profile"] == "full"
                                                       and later_meta["scenarios"] == ["netdrop"])
-    assert set(scenarios.names()) <= {name for f in folders for name in f.meta()["scenarios"]}
+    covered = {name for f in folders for name in f.meta()["scenarios"]}
+    assert set(scenarios.names()) - NEXT_REFERENCE <= covered and not NEXT_REFERENCE & covered
     assert {t["scenario"] for t in trials} >= {"cases", "calibrate", "timing", "pause", "killpoints", "perf"}
 
 
