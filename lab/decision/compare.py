@@ -101,8 +101,8 @@ class Comparison:
         if mine is None:
             return float("inf")
         measured = [c for b in group if (c := self.costs.get(b)) is not None]
-        cheapest = min(measured, key=lambda c: c.seconds)
-        return 0.0 if mine.overlaps(cheapest) else mine.seconds
+        cheapest = min(measured, key=lambda c: c.key)
+        return 0.0 if mine.overlaps(cheapest) else mine.key
 
     def rank_key(self, backend: str, fit: list[str]) -> tuple:
         services = self.services.get(backend, 0)

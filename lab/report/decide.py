@@ -27,6 +27,7 @@ from lab.capabilities import Capability
 from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report.common import backend_with_role, declaration
+from lab.report.company_cost import company_cost as measured_cost
 from lab.report.declared import matrix_columns
 from lab.report.matrix import control_of, declared_run, matrix_rows
 from lab.report.sections import RunView, section
@@ -45,8 +46,13 @@ def acquire_cost(frame: pd.DataFrame, backend: str) -> str | None:
 
 
 def company_cost(frame: pd.DataFrame, backend: str) -> CompanyCost | None:
-    """A backend's one-worker, one-transaction-per-company rebuild from the cost table, median seconds per company
-    with min-max over repetitions, or None when the run did not time it."""
+    """A backend's cost per company: from the company-cost trials (its own write path beside the no-lock control,
+    lab/report/company_cost.py), else from the post's cost table (one worker, one transaction per company), else
+    None when the run did not time it."""
+    paired = measured_cost(frame, backend)
+    if paired is not None:
+        return CompanyCost(paired.seconds, paired.seconds_low, paired.seconds_high, paired.repetitions,
+                           paired.companies, paired.ratio, paired.ratio_low, paired.ratio_high, paired.store)
     rows = frame[(frame.measured == Measured.COST) & (frame.status == "ok") & (frame.backend == backend)]
     per_company = [m for m in rows.measures
                    if m.get("workers") == 1 and m.get("transactions") == m.get("companies") and not m.get("failed")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from lab.checkers import ops
 from lab.checkers.linearizable import CHECKER, mutex_ops
 from lab.checkers.outcomes import judgement_of
-from lab.checkers.verdict import Valid, Verdict
+from lab.checkers.verdict import Valid
 from lab.report.common import FLAG
 from lab.report.sections import MATRIX, RunView, section
 
@@ -42,20 +42,20 @@ def tally(records: list[dict]) -> Tally:
         judgement = judgement_of(record)
         if record.get("status") != "ok" or judgement is None or not record.get("history"):
             continue
-        findings = {f.checker: f for f in Verdict.from_json(judgement).findings}
+        findings = {f["checker"]: Valid(f["valid"]) for f in judgement.get("findings") or () if "checker" in f}
         search = findings.get(CHECKER)
         if search is None:
             continue
         found.judged += 1
         if not mutex_ops(ops.from_json(record["history"])):
             found.nothing_to_order += 1
-        elif search.valid is Valid.UNKNOWN:
+        elif search is Valid.UNKNOWN:
             found.bound += 1
         else:
             found.ordered += 1
-            found.not_linearizable += search.valid is Valid.FALSE
+            found.not_linearizable += search is Valid.FALSE
             exclusion = findings.get(EXCLUSION)
-            if exclusion is None or exclusion.valid is not search.valid:
+            if exclusion is None or exclusion is not search:
                 found.disagreed.append(str(record["id"]))
     return found
 
