@@ -15,6 +15,7 @@ from lab.checkers.outcomes import latest_per_trial
 from lab.report.changes import changed_cells
 from lab.decision.cells import UNSTABLE
 from lab.report.sections import RunView, section
+from lab.report.settled import settled_line
 
 FLAG = "⚑"
 
@@ -63,6 +64,9 @@ def section_banner(run: RunView) -> str | None:
                      + (f"{len(changed)} cells changed their mark ({UNSTABLE} in the matrix), {now_pass} of them "
                         f"failed there and pass now; each is listed in [Changes since the previous reference]"
                         f"(#changes-since-the-previous-reference)." if changed else "no cell changed its mark."))
+    settled = settled_line(meta)
+    if settled:
+        lines.append(settled)
     statuses = Counter(t.get("status") for t in latest_per_trial(run.trials))
     errors, total = statuses.get("error", 0), sum(statuses.values())
     if errors:
