@@ -81,6 +81,12 @@ class Column:
     # no write). With strikes, the whole of what makes a cell n/a; anything else the lab cannot run is *not run*.
     needs: tuple[str, ...] = ()
     spared_by: tuple[str, ...] = ()
+    # Capabilities whose right this fault reaches but cannot take away, and why, in one clause: a transaction pooler
+    # keeps each transaction on one server session, so a lock that lives inside the write's transaction keeps it. The
+    # cell still runs; where every trial kept the company whole and nobody else got in (○), the decision reads it as
+    # *unaffected* with this reason, checked by those trials, instead of a ○ that proves nothing.
+    cannot_take: tuple[str, ...] = ()
+    cannot_take_why: str = ""
 
     def reaches(self, where: Where, capabilities: Iterable[str]) -> bool:
         """Whether, by a lock's declarations (where its lock, fence and writes live; its capabilities), this column's
@@ -102,7 +108,13 @@ class Column:
         return cls(**{**{k: v for k, v in data.items() if k in known}, "family": FaultFamily.read(data.get("family")),
                       "happens_when": conditions_from_json(data.get("happens_when")),
                       "strikes": None if strikes is None else tuple(strikes),
-                      "needs": tuple(data.get("needs") or ()), "spared_by": tuple(data.get("spared_by") or ())})
+                      "needs": tuple(data.get("needs") or ()), "spared_by": tuple(data.get("spared_by") or ()),
+                      "cannot_take": tuple(data.get("cannot_take") or ())})
+
+    def cannot_take_from(self, capabilities: Iterable[str]) -> str | None:
+        """Why this fault cannot take away the right of a lock with these capabilities, or None where it can."""
+        held = {str(c) for c in capabilities}
+        return self.cannot_take_why if held & set(self.cannot_take) and self.cannot_take_why else None
 
 
 @dataclass(frozen=True)

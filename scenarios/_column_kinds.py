@@ -18,9 +18,12 @@ class ColumnKind:
     happens_when: tuple[When, ...] = ()
     strikes: tuple[str, ...] | None = None
     needs: tuple[str, ...] = ()  # the kinds of right the fault bears on (Column.needs)
+    cannot_take: tuple[str, ...] = ()  # rights it reaches but cannot take away (Column.cannot_take), and why
+    cannot_take_why: str = ""
 
     def __call__(self, variant: str, label: str, order: float, legend: str, *, also: tuple[When, ...] = (),
                  same_fault_as: str | None = None, setting: str | None = None) -> Column:
         """One column of this kind; also: conditions of its own, after the kind's."""
         return Column(variant, label, order, legend, family=self.family, setting=setting, same_fault_as=same_fault_as,
-                      happens_when=self.happens_when + also, strikes=self.strikes, needs=self.needs)
+                      happens_when=self.happens_when + also, strikes=self.strikes, needs=self.needs,
+                      cannot_take=self.cannot_take, cannot_take_why=self.cannot_take_why)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 import backends
+from lab.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.ops import Op, Recorder
 from lab.checkers.outcomes import DoesNotRun, NotRun
@@ -49,8 +50,11 @@ EXTERNAL = ("needs a PostgreSQL the lab started: its own PgBouncer keeps the ser
             "lab writes only for a password that dies with the run (--pg-pooler-dsn runs this column through yours)")
 
 
-# Its columns: PostgreSQL through PgBouncer, each in its mode.
-THROUGH_PGBOUNCER = ColumnKind(FaultFamily.POOLERS, strikes=("postgres",))
+# Its columns: PostgreSQL through PgBouncer, each in its mode. Both modes keep a transaction on one server session, so
+# a lock inside the write's transaction is one they reach and cannot take away (its trials check it).
+THROUGH_PGBOUNCER = ColumnKind(FaultFamily.POOLERS, strikes=("postgres",), cannot_take=(Capability.IN_TRANSACTION,),
+                               cannot_take_why="a pooler keeps each transaction on one server session, and this lock "
+                                               "lives inside the write's transaction")
 
 
 class Pooler(Scenario):

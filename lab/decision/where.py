@@ -29,9 +29,11 @@ def where_of(meta: dict, backend: str) -> Where | None:
     return Where(lock=service, writes="postgres", fence="postgres" if fenced else None)
 
 
-def unaffected_reason(where: Where | None, strikes: tuple[str, ...] | list[str] | None) -> str | None:
-    """Why a fault cannot reach a lock, by declaration: its lock lives on a service the column does not strike.
-    None where it can (or where the column strikes whichever service holds the lock: strikes is None)."""
-    if where is None or strikes is None or where.lock in strikes:
-        return None
-    return f"its lock lives in {where.lock}, which this fault does not strike"
+def unaffected_reason(where: Where | None, strikes: tuple[str, ...] | list[str] | None,
+                      cannot_take: str | None = None) -> str | None:
+    """Why a fault cannot take a lock's right away, by declaration: its lock lives on a service the column does not
+    strike, or the column declares it cannot take this kind of right (cannot_take: that reason, or None). None where
+    it can (or where the column strikes whichever service holds the lock: strikes is None)."""
+    if where is not None and strikes is not None and where.lock not in strikes:
+        return f"its lock lives in {where.lock}, which this fault does not strike"
+    return cannot_take

@@ -17,7 +17,7 @@ from lab.decision.cells import (Cell, Mark, against_previous,
                                 judge, judge_in_column, severity)
 from lab.decision.harm import Harm
 from lab.decision.where import unaffected_reason, where_of
-from lab.report.common import backend_with_role, md_table, ordered_backends, with_capability
+from lab.report.common import backend_with_role, declaration, md_table, ordered_backends, with_capability
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
 from lab.report.libraries import Library, languages_recorded, library_of
@@ -102,7 +102,8 @@ def matrix_rows(run: RunView, harm: Harm = Harm.SURVIVING_COMPANY) -> list[tuple
         cells = []
         for scenario, column in columns:
             variant = column.variant
-            reason = unaffected_reason(where, column.strikes)
+            reason = unaffected_reason(where, column.strikes, column.cannot_take_from(
+                declaration(run.meta, "capabilities", backend) or ()))
             records = fault_records(frame, backend, scenario, variant)
             beside = fault_records(frame, control, scenario, variant) if control else []
             cell = judge_in_column(records, beside, backend == control, harm, reason)

@@ -63,6 +63,8 @@ class ScoreRow:
     ours: str
     verdict: Verdict
     tolerance: str
+    # Why ours differs, where the run measured a cause (the machine's cores, a version installed); None: not explained.
+    reason: str | None = None
 
     @property
     def flagged(self) -> bool:
@@ -108,7 +110,7 @@ def _versions(run: RunView) -> list[ScoreRow]:
         else:
             verdict, text = _agree(str(mine).split(".")[:len(post.split("."))] == post.split(".")), str(mine)
         rows.append(ScoreRow(f"setup/{name}", "How I measured", f"{names[name]} version", post, text, verdict,
-                             VERSION))
+                             VERSION, f"the version this machine has installed, {mine}, as the run recorded it"))
     return rows
 
 
@@ -405,8 +407,19 @@ def _perf(run: RunView) -> list[ScoreRow]:
         companies = ok.measures.iloc[0]["companies"]
         ours = (f"{costs.ratio_summary(ratios)} ({len(ratios)} repetitions of {companies} companies; "
                 f"the post: {published.PERF_COMPANIES})")
-        rows.append(ScoreRow(key, "Method 4: what it costs", figure, post, ours, verdict, RATIO))
+        rows.append(ScoreRow(key, "Method 4: what it costs", figure, post, ours, verdict, RATIO,
+                             _fewer_cores(run, variant)))
     return rows
+
+
+def _fewer_cores(run: RunView, variant: str) -> str | None:
+    """Where a configuration ran more workers than this machine had cores (meta.json's machine): its workers shared
+    them, and the post's speed-up could not happen here."""
+    cores = (run.meta.get("machine") or {}).get("cores")
+    workers = next((int(p) for p in variant.split("_") if p.isdigit()), None) if variant.startswith("workers") else None
+    if not cores or workers is None or workers <= cores:
+        return None
+    return f"{workers} workers shared this machine's {cores} cores (the post's speed-up needs a core each)"
 
 
 def _conflicts(run: RunView) -> list[ScoreRow]:
@@ -465,6 +478,12 @@ def scorecard_rows(run: RunView) -> list[ScoreRow]:
             *_same_faults(run), *_conflicts(run)]
 
 
+def not_reproduced(rows: list[ScoreRow]) -> list[str]:
+    """Each figure that differs from the post's, with the cause the run measured, or 'not explained'."""
+    return [f"- *{r.figure}*: post {r.post}, ours {r.ours.split(' (')[0]}; {r.reason or 'not explained'}."
+            for r in rows if r.verdict is Verdict.DIFFERS]
+
+
 def counts_line(rows: list[ScoreRow]) -> str:
     counts = {v: sum(r.verdict is v for r in rows) for v in Verdict}
     return (f"{len(rows)} figures: {counts[Verdict.MATCHES]} match, {counts[Verdict.DIFFERS]} differ, "
@@ -484,4 +503,5 @@ def section_scorecard(run: RunView) -> str | None:
         "of why.", "",
         LEGEND, "",
         md_table(["where in the post", "figure", "post", "ours", "verdict", "tolerance"], [r.cells() for r in rows]),
-        ""])
+        "", *(["Not reproduced, each with the cause this run measured or *not explained*:", "",
+               *not_reproduced(rows), ""] if not_reproduced(rows) else [])])

@@ -100,6 +100,30 @@ def test_a_lock_out_of_the_faults_reach_is_unaffected_and_answers_a_rivals_failu
     assert answer.choice == "etcd_fenced"
 
 
+def test_a_right_the_column_declares_it_cannot_take_is_unaffected_where_its_trials_agree():
+    """A transaction pooler reaches a lock inside the write (its lock lives in PostgreSQL behind the pooler) but keeps
+    each transaction on one server session: the column declares it cannot take that right, and a ○ there whose trials
+    kept the company whole reads *unaffected* with the reason, answering the pooler's failure of a session lock."""
+    meta = {**META, "faults": {**META["faults"], "pooler": {"title": "pooler", "columns": [
+        {"variant": "transaction_mode", "label": "through a transaction pooler", "order": 3, "legend": "PgBouncer",
+         "strikes": ["postgres"], "cannot_take": ["in_transaction"],
+         "cannot_take_why": "a pooler keeps each transaction on one server session"}]}}}
+    trials = GOOD + [
+        *kept("pooler", "transaction_mode", "none", "intact"),
+        *kept("pooler", "transaction_mode", "xact", "intact", exercised=False),
+        trial("pooler", "transaction_mode", "session_autocommit", "stale write accepted", lock="false")]
+    cell = {c.label: c.cell for b, row in matrix_rows(RunView.of(trials, meta)) if b == "xact"
+            for c in row}["through a transaction pooler"]
+    assert cell.mark is Mark.UNAFFECTED and "keeps each transaction on one server session" in cell.text
+    answer = decision_of(RunView.of(trials, meta)).answer_for(PG_WRITES)
+    assert answer.comparison.unproven("xact") == [] and answer.choice == "xact"
+    # The same ○ for a session lock the column does not declare: it proves nothing.
+    held = [*kept("pooler", "transaction_mode", "session_autocommit", "held", exercised=False)]
+    cell = {c.label: c.cell for b, row in matrix_rows(RunView.of(GOOD + held, meta)) if b == "session_autocommit"
+            for c in row}["through a transaction pooler"]
+    assert cell.mark is Mark.NOT_EXERCISED
+
+
 def test_a_not_exercised_cell_under_a_fault_that_failed_a_rival_is_unproven_without_a_reason():
     """The same ○ with the lock's service among those the column strikes (no reason it cannot be reached): it proves
     nothing, so the lock is unproven there and does not qualify."""
