@@ -104,9 +104,14 @@ class CostPerCompany(Scenario):
         return not rule.enough(mine)
 
     def precision(self, profile: str, done: list[dict]) -> dict | None:
-        """The rule's outcome over every backend's ratios (the widest spread, the fewest repetitions)."""
-        series = list(self.ratios(done).values())
-        return self.rule(profile).outcome(*series) if series else None
+        """The rule's outcome over every backend's ratios (the widest spread, the fewest repetitions), and each
+        backend's own, by which it stopped."""
+        by_backend = self.ratios(done)
+        if not by_backend:
+            return None
+        rule = self.rule(profile)
+        return {**rule.outcome(*by_backend.values()),
+                "backends": {backend: rule.outcome(series) for backend, series in sorted(by_backend.items())}}
 
     def trial_seconds(self, profile: str) -> float:
         """Filling two tables, then rebuilding every company twice: about 4 ms a company and side here."""

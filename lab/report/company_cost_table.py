@@ -11,7 +11,7 @@ import statistics
 import pandas as pd
 
 from lab.measures.kinds import Measured
-from lab.measures.precision import Rule, describe
+from lab.measures.precision import Rule
 from lab.measures.shapes import LockScope
 from lab.post_role import PostRole
 from lab.report.common import backend_with_role, md_table, ok_trials
@@ -104,7 +104,7 @@ def section_company_cost(run: RunView, ok: pd.DataFrame) -> str | None:
     return "\n".join([
         "## What each lock's own write costs per company", "",
         intro(next(iter(costs.values())).companies, int(ok.measures.iloc[0]["rows"])), "",
-        *repetitions_line(run.meta, set(ok.scenario)),
+        *repetitions_line(run.meta, set(ok.scenario), list(costs.values())),
         md_table(["backend", "writes on", "in each company's transaction", "once per run", "per company",
                   "ratio to no lock", "adds per company", "repetitions"], rows), "",
         "The floor, sampled between the blocks of every trial:", "", *floor_lines(list(costs.values())), "",
@@ -134,13 +134,17 @@ def intro(companies: int, rows: int) -> str:
         f"Reproduce: `lab run --backend all --scenario cost_per_company`.")
 
 
-def repetitions_line(meta: dict, scenarios: set[str]) -> list[str]:
-    """How the repetitions ended, as the run recorded it (meta.json `precision`, by the scenario that measured
-    them): the widest spread and the fewest repetitions over every backend."""
+def repetitions_line(meta: dict, scenarios: set[str], costs: list[CompanyCost]) -> list[str]:
+    """How each backend's repetitions ended under the rule the run recorded (meta.json `precision`, by the scenario
+    that measured them): how many reached its spread, and which stopped at the cap with what spread."""
     recorded = meta.get("precision") or {}
     outcome = next((recorded[name] for name in sorted(scenarios) if name in recorded), None)
     if not outcome:
         return []
     rule = Rule(tolerance=outcome["tolerance"], floor=outcome["floor"], cap=outcome["cap"])
-    return [f"Repetitions: each backend's {rule.describe()} (its ratios to no lock): over all backends, "
-            f"{describe(outcome)}.", ""]
+    wide = [(c, spread) for c in costs if (spread := (c.ratio_high - c.ratio_low) / 2 / c.ratio) > rule.tolerance]
+    line = (f"Repetitions: each backend's {rule.describe()} (its ratios to no lock): "
+            f"{len(costs) - len(wide)} of {len(costs)} within +-{rule.tolerance:.0%}")
+    if wide:
+        line += "; wider: " + ", ".join(f"{c.backend} (+-{spread:.1%} over {c.repetitions})" for c, spread in wide)
+    return [line + ".", ""]

@@ -118,7 +118,14 @@ def test_the_section_shows_every_timed_lock_against_no_lock_and_the_floor():
     assert "| MariaDB |" in rows["mariadb_row_lock"]
     assert "unique_backstop" not in rows and "Not shown: unique_backstop" in text
     assert "- MariaDB: a `select 1` round trip 200 µs, a one-row commit 400 µs" in text
-    assert "over all backends, 3 repetitions (spread +-5% within +-10%)" in text
+    assert "(its ratios to no lock): 6 of 6 within +-10%." in text
+
+
+def test_a_backend_whose_ratios_stayed_wide_is_named_with_its_spread():
+    trials = [r for r in planted() if r["backend"] != "serializable"]
+    trials += [record("serializable", i, measures(r, 0.0017, 0.0015)) for i, r in enumerate((1.0, 1.4, 1.2, 1.3, 1.1))]
+    text = section_company_cost(RunView.of(trials, META))
+    assert "(its ratios to no lock): 5 of 6 within +-10%; wider: serializable (+-16.7% over 5)." in text
 
 
 def test_a_run_without_company_cost_trials_renders_nothing():
@@ -145,6 +152,7 @@ def test_each_backend_stops_repeating_once_its_own_ratios_are_tight():
     assert not needed("etcd_fenced", 5, noisy)  # the cap
     outcome = scenario.precision("default", done)
     assert outcome["repetitions"] == 3 and not outcome["reached"]
+    assert outcome["backends"]["xact"]["reached"] and not outcome["backends"]["etcd_fenced"]["reached"]
 
 
 def test_each_repetition_runs_every_backend_in_an_order_of_its_own_the_same_when_resumed():
