@@ -22,8 +22,10 @@ class ColumnKind:
     cannot_take_why: str = ""
 
     def __call__(self, variant: str, label: str, order: float, legend: str, *, also: tuple[When, ...] = (),
-                 same_fault_as: str | None = None, setting: str | None = None) -> Column:
-        """One column of this kind; also: conditions of its own, after the kind's."""
+                 same_fault_as: str | None = None, setting: str | None = None,
+                 cannot_take: tuple[str, ...] = (), cannot_take_why: str = "") -> Column:
+        """One column of this kind; also: conditions of its own, after the kind's; cannot_take: rights this column
+        alone cannot take away (with why), in place of the kind's."""
         return Column(variant, label, order, legend, family=self.family, setting=setting, same_fault_as=same_fault_as,
                       happens_when=self.happens_when + also, strikes=self.strikes, needs=self.needs,
-                      cannot_take=self.cannot_take, cannot_take_why=self.cannot_take_why)
+                      cannot_take=cannot_take or self.cannot_take, cannot_take_why=cannot_take_why or self.cannot_take_why)

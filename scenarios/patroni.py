@@ -47,6 +47,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 
+from lab.capabilities import Capability
 from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.verdict import Verdict
 from lab.columns import FaultFamily
@@ -69,6 +70,11 @@ from scenarios.base import FaultReach, Skip, TrialEnv
 from scenarios.events import EventEnv, EventOutcome, trial_of_event
 
 ASYNC, SYNC, FAILSAFE = PatroniSettings(), PatroniSettings(synchronous_mode=True), PatroniSettings(failsafe_mode=True)
+# The rights that live in the primary's own sessions and transactions (a lease has a TTL of its own that a long
+# event can outlast, so it is not among them).
+IN_THE_PRIMARYS_SESSIONS = (Capability.SESSION_LOCK, Capability.IN_TRANSACTION, Capability.SERIALIZABLE,
+                            Capability.NATURAL_KEY, Capability.QUEUE, Capability.UNIQUE_MARKER,
+                            Capability.PARENT_ROW_LOCK)
 
 # The stacks each column's fault can happen to (lab/exposure.py): Patroni with a standby to fail over to. A split
 # brain needs a primary whose postgres runs on while its agent is stopped, which a watchdog would prevent; without
@@ -139,7 +145,10 @@ class Patroni(LeaseFaultScenario):
         PATRONI_FAILOVER("dcs_cut_failsafe", "the same with failsafe_mode", 13.6,
                          "the same cut with failsafe_mode on; confirmed the same way, with what Patroni did recorded (here: the "
                          "old primary still the only primary past the ttl, failsafe_mode_is_active in its REST status)", same_fault_as="dcs_cut",
-                         also=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, ON),)),
+                         also=UNDER_PATRONI + (when(Trait.FAILSAFE_MODE, ON),),
+                         cannot_take=IN_THE_PRIMARYS_SESSIONS,
+                         cannot_take_why="failsafe_mode keeps the primary running while it reaches its replica, so none "
+                                         "of its sessions or transactions ends"),
         PATRONI_FAILOVER("switchover", "Patroni: a planned switchover", 13.7,
                          "a planned switchover to the replica (REST POST /switchover); confirmed by Patroni naming the replica "
                          "leader and its postgres out of recovery on a later timeline (or your failover=CMD)",
