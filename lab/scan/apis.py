@@ -217,8 +217,10 @@ def _unknown_receiver_statement(interp: Interpreter, callee: Value, args: list[V
     releases a lock (anything else is a call the scanner cannot follow)."""
     from lab.scan import sql
 
-    text = args[0] if args else None
-    templates = text_templates(text) if text is not None else None
+    if not args:
+        return None
+    text = args[0]
+    templates = text_templates(text)
     if not templates or not any(sql.facts(t).touches_locks for t in templates):
         return None
     if isinstance(callee, Param):

@@ -75,7 +75,7 @@ def _function(interp: Interpreter, func: Func, receiver: Value | None = None, st
     """Run one function from the top with Params for its arguments; the states it returns in."""
     interp.frames = [Frame(func.module.name, func.module)]
     spec = func.node.args
-    kwargs = {a.arg: Param(func.qualname, a.arg) for a in spec.kwonlyargs}
+    kwargs: dict[str, Value] = {a.arg: Param(func.qualname, a.arg) for a in spec.kwonlyargs}
     paths = interp.invoke(func, _params(func, receiver), kwargs, state or State(), None)
     ends = [s for _, s in paths]
     events.entry_done(interp, ends, f"{func.qualname.rsplit('.', 1)[-1]}() returns")
@@ -96,10 +96,9 @@ def run_class(interp: Interpreter, cls: Class) -> None:
     for _ in range(ROUNDS):
         ends: list[State] = []
         for func in methods:
-            receiver: Value = cls if func.kind == "classmethod" else (None if func.kind == "staticmethod"
-                                                                       else instance)
-            ends += _function(interp, func, receiver, entry) if receiver is not None or func.kind == "staticmethod" \
-                else []
+            receiver: Value | None = cls if func.kind == "classmethod" else (
+                None if func.kind == "staticmethod" else instance)
+            ends += _function(interp, func, receiver, entry)
         entry = join(start + ends) if ends else entry
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Hashable
 
 from lab.scan import sql
+from lab.post_role import PostRole
 from lab.scan.findings import Bug, Connection, Driver, LockKind, Result, Site, Status, TxMode
 from lab.scan.state import ConnFact, LockRef, State, closed_fact, fresh
 from lab.scan.stdlib import catches_release_failure, swallows
@@ -122,7 +123,7 @@ def _lock(interp: Interpreter, conn: Conn, fact: ConnFact, name: str, kind: Lock
     library = interp.library_here()
     base = Result(Status.FINE, chain[0], name, kind, "", via=chain[1:], connection=connection, library=library)
     if kind is LockKind.TRANSACTION:
-        interp.record(replace(base, why=FINE_TRANSACTION + _autocommit_note(fact)))
+        interp.record(replace(base, why=FINE_TRANSACTION + _autocommit_note(fact), method=PostRole.METHOD_4))
         return fact
     if kind is LockKind.ROW:
         interp.record(replace(base, why=FINE_ROW + _autocommit_note(fact)))
@@ -139,9 +140,9 @@ def _lock(interp: Interpreter, conn: Conn, fact: ConnFact, name: str, kind: Lock
                                                                  f"mode the code does not show: {fact.why}",
                                fix=autocommit_fix(connection)))
     elif fact.mode is TxMode.AUTOCOMMIT and fact.open is None:
-        interp.record(replace(base, why=FINE_AUTOCOMMIT))
+        interp.record(replace(base, why=FINE_AUTOCOMMIT, method=PostRole.METHOD_3))
     elif fact.guard_off:
-        interp.record(replace(base, why="the lock's session sets idle_in_transaction_session_timeout to 0, so that "
+        interp.record(replace(base, method=PostRole.GUARD_OFF, why="the lock's session sets idle_in_transaction_session_timeout to 0, so that "
                                          "timeout cannot end it; but its transaction stays open (the post's first "
                                          "why-not: it exempts the session from a guard its owner set on purpose)"))
     return replace(fact, lock=held) if fact.lock is None else fact
@@ -160,9 +161,10 @@ def _ended(interp: Interpreter, conn: Conn, fact: ConnFact, chain: tuple[Site, .
             and fact.mode is not TxMode.UNKNOWN:
         held = fact.lock
         interp.record(Result(Status.FINE, held.chain[0], held.call, LockKind.SESSION,
-                              f"its transaction is ended right after it ({how} at {chain[-1]}): the session is idle, "
+                              f"its transaction ends at {how} ({chain[0]}): the session is idle, "
                               f"not idle in transaction, until its next statement (the post's method 2)",
-                              via=held.chain[1:], connection=held.connection, library=held.library))
+                              via=held.chain[1:], connection=held.connection, library=held.library,
+                              method=PostRole.METHOD_2))
     return replace(fact, open=None, reopened=False)
 
 
@@ -234,19 +236,19 @@ def _record_open(interp: Interpreter, fact: ConnFact, where: Site | None, what: 
     assert held is not None and fact.open is not None
     then = f"then {what}" + (f" at {where}" if where is not None else "")
     if fact.reopened:
-        bug, related = Bug.REOPENED, fact.open
+        bug, related, method = Bug.REOPENED, fact.open, PostRole.METHOD_2
         why = (f"the lock's transaction was ended, then the statement at {fact.open} opened a new one on the lock's "
                f"connection and left it open ({then}): {SESSION_WHY}")
         fix = FIX_REOPENED
     else:
-        bug, related = Bug.LEFT_OPEN, None
+        bug, related, method = Bug.LEFT_OPEN, None, PostRole.METHOD_1
         why = f"the lock's own statement opened a transaction that is still open ({then}): {SESSION_WHY}"
         fix = autocommit_fix(held.connection)
         if held.library:
             fix = f"the connection is made inside {held.library}; {fix}"
     interp.record(Result(Status.FINDING, held.chain[0], held.call, LockKind.SESSION, why, bug=bug,
                           via=held.chain[1:], connection=held.connection, related=related, fix=fix,
-                          library=held.library))
+                          library=held.library, method=method))
 
 
 def entry_done(interp: Interpreter, states: list[State], what: str) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lab.described_enum import DescribedStrEnum
+from lab.post_role import PostRole
 
 
 class Status(DescribedStrEnum):
@@ -135,6 +136,7 @@ class Result:
     related: Site | None = None  # the other line that matters: the statement that reopened, the handler that swallowed
     fix: str = ""
     library: str | None = None  # the installed distribution whose code runs the statement, if not the scanned code
+    method: PostRole | None = None  # which of the post's methods the code turned out to be, where it is one
     owners: tuple[str, ...] = ()  # the scanned functions and classes whose code reached it
     evidence: tuple[Evidence, ...] = field(default=())
 

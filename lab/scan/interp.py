@@ -568,10 +568,11 @@ class Interpreter:
         leaving = self.class_attr(manager.cls, "__exit__") or self.class_attr(manager.cls, "__aexit__")
         if leaving is None or not isinstance(leaving[0], Func):
             return out
+        exit_method = Bound(leaving[0], manager)
         none = Const(None)
 
         def leave(s: State) -> list[State]:
-            return [e for _, e in self.call_value(Bound(leaving[0], manager), [none, none, none], {}, s, node)] or [s]
+            return [e for _, e in self.call_value(exit_method, [none, none, none], {}, s, node)] or [s]
 
         return Flow([e for s in out.normal for e in leave(s)],
                     [(v, e) for v, s in out.returned for e in leave(s)],

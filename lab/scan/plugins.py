@@ -50,8 +50,9 @@ def _driver_manager(interp: Interpreter, kwargs: dict[str, Value], args: list[Va
     if not isinstance(namespace, Const) or not isinstance(namespace.value, str):
         return [(Unknown("a plugin from an entry-point group named at run time"), state)]
     table = entry_points(namespace.value)
-    wanted = [str(o.value) for o in options(name) if isinstance(o, Const)] if name is not None else []
-    known = bool(wanted) and len(wanted) == len(options(name))
+    given = options(name) if name is not None else ()
+    wanted = [str(o.value) for o in given if isinstance(o, Const)]
+    known = bool(wanted) and len(wanted) == len(given)
     named = {n: t for n, t in sorted(table.items()) if n in wanted} if known else dict(sorted(table.items()))
     # Only a plugin whose module imports a PostgreSQL client can take a PostgreSQL lock: the others are not followed.
     picked = {n: t for n, t in named.items() if _imports_client(interp, t.partition(":")[0])}

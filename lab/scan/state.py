@@ -95,8 +95,8 @@ def join(states: list[State]) -> State:
     for name in {n for s in states for n in s.locals}:
         locals_[name] = union([s.locals[name] for s in states if name in s.locals])
     heap: dict[tuple[Value, str], Value] = {}
-    for key in {k for s in states for k in s.heap}:
-        heap[key] = union([s.heap[key] for s in states if key in s.heap])
+    for slot in {k for s in states for k in s.heap}:
+        heap[slot] = union([s.heap[slot] for s in states if slot in s.heap])
     conns: dict[Hashable, frozenset[ConnFact]] = {}
     for key in {k for s in states for k in s.conns}:
         conns[key] = frozenset(f for s in states for f in s.conns.get(key, frozenset()))

@@ -77,7 +77,7 @@ def harmless_base(name: str) -> bool:
 
 def as_text(value: Value) -> Value:
     """The value formatted into a string (f-string, str()): its text when known, a hole otherwise."""
-    out = []
+    out: list[Value] = []
     for option in options(value):
         if isinstance(option, Const):
             out.append(Const(option.value if isinstance(option.value, str) else str(option.value)))
@@ -439,9 +439,10 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
         return [(Seq(last, (scheme_of(args[0]),) + tuple(Unknown(f"a URL's {f}") for f in fields[1:])), state)]
     if name in ("re.sub", "re.subn") and len(args) >= 3:
         pattern, repl, text = args[0], args[1], args[2]
-        if all(isinstance(v, Const) and isinstance(v.value, str) for v in (pattern, repl, text)):
+        if isinstance(pattern, Const) and isinstance(repl, Const) and isinstance(text, Const) \
+                and all(isinstance(v.value, str) for v in (pattern, repl, text)):
             try:
-                return [(Const(re.sub(str(pattern.value), str(repl.value), str(text.value))), state)]  # type: ignore[union-attr]
+                return [(Const(re.sub(str(pattern.value), str(repl.value), str(text.value))), state)]
             except re.error:
                 pass
         return [(text, state)]  # a rewrite of placeholders keeps the statement's words

@@ -290,8 +290,8 @@ def _squash(parts: tuple[str | None, ...]) -> tuple[str | None, ...]:
         if part is None:
             if not out or out[-1] is not None:
                 out.append(None)
-        elif out and out[-1] is not None:
-            out[-1] = out[-1] + part  # type: ignore[operator]
+        elif out and (last := out[-1]) is not None:
+            out[-1] = last + part
         else:
             out.append(part)
     return tuple(out) or ("",)

@@ -21,13 +21,15 @@ LAYERS = {
     "backends": ("backends",),
     "scenarios": ("scenarios",),
     "report": ("lab.report",),
+    "scan": ("lab.scan",),
     "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.doctor_mariadb", "lab.provenance",
             "lab.contract", "lab.quiet", "lab.reference", "lab.survey"),
 }
 # Which layers each may import. The checkers are pure functions of what a trial recorded: the lab's base and
 # nothing else. The measures' shapes and rules read the checkers' vocabulary; the workload and the holder reach
 # servers, never a fault, a backend or the report. The report reads results, the checkers' vocabulary and the
-# measures, never a server, a holder, a backend or a scenario: a saved run renders from its folder alone.
+# measures, never a server, a holder, a backend or a scenario: a saved run renders from its folder alone. lab scan
+# reads source only, and the committed reference through the report.
 ALLOWED = {
     "base": {"base"},
     "servers": {"base", "servers"},
@@ -39,6 +41,9 @@ ALLOWED = {
     "backends": {"base", "servers", "checkers", "workload", "holder", "backends"},
     "scenarios": {"base", "servers", "faults", "checkers", "measures", "workload", "holder", "backends", "scenarios"},
     "report": {"base", "checkers", "measures", "report"},
+    # lab scan reads source, never runs it: the base and its own package, and the report only for the reference's
+    # cells (lab/scan/evidence.py); never a server, a backend or a scenario.
+    "scan": {"base", "checkers", "measures", "report", "scan"},
     "top": set(LAYERS),
 }
 
