@@ -105,6 +105,12 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
          node: ast.AST) -> Paths | None:
     if isinstance(callee, Param) and callee.path.rsplit(".", 1)[-1] in STATEMENTS and "." in callee.path:
         return _unknown_receiver_statement(interp, callee, args, state, node)
+    if isinstance(callee, Param) and callee.path.endswith(".cursor"):
+        path = callee.path.rsplit(".", 1)[0]
+        conn = events.param_conn(callee.owner, path)
+        state = events.param_facts(state, conn, f"`{path}` is a parameter of {callee.owner}: how it was made and "
+                                                f"configured is up to its callers")
+        return [(Cursor(conn, interp.site(node)), state)]
     if not isinstance(callee, Model):
         return None
     if isinstance(callee.receiver, (Conn, Cursor, Engine, Block)) or callee.name.startswith("db."):

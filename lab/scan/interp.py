@@ -68,7 +68,7 @@ class TryContext:
 
 def _db_key(state: State) -> tuple:
     """What a path knows that findings depend on: every connection's facts, and the unread unlock answers."""
-    return tuple(sorted(((repr(k), v) for k, v in state.conns.items()), key=lambda kv: kv[0])), state.pending
+    return frozenset(state.conns.items()), state.pending
 
 
 def cap(states: list[State]) -> list[State]:
@@ -104,6 +104,7 @@ class Interpreter:
         self._globals: dict[str, dict[str, Value]] = {}
         self._class_ns: dict[int, dict[str, Value]] = {}
         self._defaults: dict[int, list[Value]] = {}
+        self._calls_in: dict[int, bool] = {}  # id(test node) -> whether it holds a call (see assign_test)
         self.frames: list[Frame] = []
         self.sites: list[Site] = []  # the call sites from the entry down to the current call
         self.tries: list[TryContext] = []
@@ -314,7 +315,10 @@ class Interpreter:
     def assign_test(self, target: ast.expr, test: ast.expr, state: State) -> list[State] | None:
         """`fresh = self._session is None`: a test the path does not decide forks here, each path keeping the
         outcome as a constant and the tested name refined, so a later `if fresh:` goes the same way."""
-        if any(isinstance(n, (ast.Call, ast.Await)) for n in ast.walk(test)):
+        calls = self._calls_in.get(id(test))
+        if calls is None:
+            calls = self._calls_in[id(test)] = any(isinstance(n, (ast.Call, ast.Await)) for n in ast.walk(test))
+        if calls:
             return None  # evaluated once, where it stands: a call in it must not run twice
         values = self.eval(test, state)
         if any(truth(v) is not None or answers_in(v) for v, _ in values):

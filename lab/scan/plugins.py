@@ -83,6 +83,13 @@ def _driver_manager(interp: Interpreter, kwargs: dict[str, Value], args: list[Va
 
 def _imports_client(interp: Interpreter, module: str) -> bool:
     """Whether a plugin's module imports a PostgreSQL client, SQLAlchemy or Django (read from its import statements)."""
+    known = interp.sources.facts.get(("imports_client", module))
+    if known is None:
+        known = interp.sources.facts[("imports_client", module)] = _reads_imports(interp, module)
+    return bool(known)
+
+
+def _reads_imports(interp: Interpreter, module: str) -> bool:
     path = interp.sources.find(module)
     if path is None:
         return False

@@ -92,7 +92,7 @@ def summary(report: ScanReport) -> str:
     reference = f"; evidence from reference run {report.reference}" if report.reference else (
         "; no reference evidence")
     return (f"lab scan: {found}, {counts[Status.UNKNOWN]} unknown, {counts[Status.FINE]} fine, "
-            f"{counts[Status.NOT_JUDGED]} not judged, in {report.files} files{reference}")
+            f"{counts[Status.NOT_JUDGED]} not judged, in {report.files} file{'s' if report.files != 1 else ''}{reference}")
 
 
 def as_json(report: ScanReport) -> str:

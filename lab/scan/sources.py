@@ -123,6 +123,7 @@ class Sources:
         self._by_path: dict[str, Parsed] = {}
         self._by_name: dict[str, str | None] = {}
         self.scanned: set[str] = set()  # the files the scan was given: results are reported at lines in these
+        self.facts: dict[tuple, object] = {}  # what was once worked out of a module's source, kept for the scan
 
     def followed(self, path: Path, importer: str) -> bool:
         """Whether the interpreter reads a module's code: the scanned files and the project around them always; an

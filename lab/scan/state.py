@@ -87,21 +87,34 @@ class State:
         return State(self.locals, self.heap, self.conns, pending)
 
 
+def _join_values(maps: list[dict]) -> dict:
+    first = maps[0]
+    if all(m is first for m in maps):
+        return first
+    out = {}
+    for key in dict.fromkeys(k for m in maps for k in m):
+        values = [m[key] for m in maps if key in m]
+        out[key] = values[0] if len(values) == len(maps) and all(v is values[0] for v in values) else union(values)
+    return out
+
+
+def _join_facts(maps: list[dict]) -> dict:
+    first = maps[0]
+    if all(m is first for m in maps):
+        return first
+    out = {}
+    for key in dict.fromkeys(k for m in maps for k in m):
+        found = [m[key] for m in maps if key in m]
+        out[key] = found[0] if all(f is found[0] for f in found) else frozenset().union(*found)
+    return out
+
+
 def join(states: list[State]) -> State:
     """One state standing for several paths: values become unions, connection facts are pooled."""
     if len(states) == 1:
         return states[0]
-    locals_: dict[str, Value] = {}
-    for name in {n for s in states for n in s.locals}:
-        locals_[name] = union([s.locals[name] for s in states if name in s.locals])
-    heap: dict[tuple[Value, str], Value] = {}
-    for slot in {k for s in states for k in s.heap}:
-        heap[slot] = union([s.heap[slot] for s in states if slot in s.heap])
-    conns: dict[Hashable, frozenset[ConnFact]] = {}
-    for key in {k for s in states for k in s.conns}:
-        conns[key] = frozenset(f for s in states for f in s.conns.get(key, frozenset()))
-    pending = frozenset(p for s in states for p in s.pending)
-    return State(locals_, heap, conns, pending)
+    return State(_join_values([s.locals for s in states]), _join_values([s.heap for s in states]),
+                 _join_facts([s.conns for s in states]), frozenset().union(*(s.pending for s in states)))
 
 
 def closed_fact(fact: ConnFact) -> ConnFact:

@@ -21,17 +21,36 @@ class Value:
     """Base of every abstract value."""
 
 
+def _hash_once(cls):
+    """A frozen dataclass whose hash is computed once: values nest deeply, and paths are joined by hashing them."""
+    computed = cls.__hash__
+
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = computed(self)
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    cls.__hash__ = __hash__
+    return cls
+
+
+@_hash_once
 @dataclass(frozen=True)
 class Unknown(Value):
     why: str
     truth: bool | None = None  # decided by a test on this path: True (truthy), False (falsy), None (either)
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Const(Value):
     value: Any  # None, bool, int, float, str, bytes, or a tuple of these
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Text(Value):
     """A string known in part: each template is known text and holes (None); several templates: one of them."""
@@ -39,18 +58,21 @@ class Text(Value):
     templates: frozenset[tuple[str | None, ...]]
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Seq(Value):
     kind: str  # "tuple", "list", "set"
     items: tuple[Value, ...]
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Dict(Value):
     items: tuple[tuple[Value, Value], ...]  # keys as evaluated; a lookup matches Const keys only
     complete: bool = True  # False: built with ** of something unknown, so a key may be missing from `items`
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Union(Value):
     """One of several values: the code chose between them in a way this path does not decide."""
@@ -72,6 +94,7 @@ class Module(Value):
         return hash(("module", self.name))
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Func(Value):
     """A function the scanner can follow: its node, the module it is in, and what it closes over."""
@@ -90,6 +113,7 @@ class Func(Value):
         return isinstance(self.node, ast.AsyncFunctionDef)
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Class(Value):
     node: ast.ClassDef = field(compare=False)
@@ -98,6 +122,7 @@ class Class(Value):
     node_id: int = 0
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Bound(Value):
     """A function bound to its first argument (a method of an instance, or a classmethod of its class)."""
@@ -106,6 +131,7 @@ class Bound(Value):
     receiver: Value
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Super(Value):
     """super() inside a method of `owner`, for `receiver`."""
@@ -114,6 +140,7 @@ class Super(Value):
     receiver: Value
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Instance(Value):
     """An object of a class the scanner follows; its attributes live in the path's State."""
@@ -122,6 +149,7 @@ class Instance(Value):
     made_at: Site
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Model(Value):
     """A name of a library the scanner models instead of reading (psycopg2.connect, sqlalchemy.text, ...)."""
@@ -130,6 +158,7 @@ class Model(Value):
     receiver: Value | None = None  # for a modelled method: the object it is called on
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Param(Value):
     """A parameter of the function the scanner started from: nothing is known of it, but it is one object."""
@@ -138,6 +167,7 @@ class Param(Value):
     path: str  # "conn", "self.ctx" ... (attributes read off it extend the path)
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Conn(Value):
     """A database connection (or Session), identified by where it was made; its facts are in the State."""
@@ -149,6 +179,7 @@ class Conn(Value):
     dialect: str | None = None
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Engine(Value):
     """A SQLAlchemy Engine: connections it gives inherit its isolation level."""
@@ -161,12 +192,14 @@ class Engine(Value):
     guard_off: bool = False
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Cursor(Value):
     conn: Conn
     made_at: Site
 
 
+@_hash_once
 @dataclass(frozen=True)
 class SqlText(Value):
     """sqlalchemy.text(...) of a statement."""
@@ -174,6 +207,7 @@ class SqlText(Value):
     text: Value
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Answer(Value):
     """What pg_advisory_unlock returned (or a value computed from it): reading it in a test checks the release."""
@@ -181,6 +215,7 @@ class Answer(Value):
     keys: frozenset[tuple]
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Awaitable(Value):
     """A coroutine or awaitable whose result is `inner` (the scanner runs its code when it is made)."""
@@ -188,6 +223,7 @@ class Awaitable(Value):
     inner: Value
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Block(Value):
     """A context manager that opens a transaction on a connection and commits it at its end."""
@@ -197,6 +233,7 @@ class Block(Value):
     gives: Value | None = None  # what `as` binds: the connection, or None for itself
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Generator(Value):
     """A call of a @contextmanager function, not yet entered."""
@@ -213,11 +250,14 @@ def options(value: Value) -> tuple[Value, ...]:
 
 def union(values: list[Value] | tuple[Value, ...]) -> Value:
     """One value standing for any of several (flattened, duplicates dropped; Unknown when too many)."""
-    flat: list[Value] = []
+    first = values[0] if values else None
+    if first is not None and all(v is first for v in values):
+        return first
+    found: dict[Value, None] = {}
     for value in values:
         for option in options(value):
-            if option not in flat:
-                flat.append(option)
+            found[option] = None
+    flat = list(found)
     if len(flat) == 1:
         return flat[0]
     if len(flat) > MAX_OPTIONS:
