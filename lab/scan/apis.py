@@ -103,20 +103,13 @@ def _django_state(state: State, conn: Conn) -> State:
 
 def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str, Value], state: State,
          node: ast.AST) -> Paths | None:
-    if isinstance(callee, Param) and callee.path.rsplit(".", 1)[-1] in STATEMENTS and "." in callee.path:
-        return _unknown_receiver_statement(interp, callee, args, state, node)
-    if isinstance(callee, Param) and callee.path.endswith(".cursor"):
-        path = callee.path.rsplit(".", 1)[0]
-        conn = events.param_conn(callee.owner, path)
-        state = events.param_facts(state, conn, f"`{path}` is a parameter of {callee.owner}: how it was made and "
-                                                f"configured is up to its callers")
-        return [(Cursor(conn, interp.site(node)), state)]
+    untraced = _untraced(interp, callee, args, state, node)
+    if untraced is not None:
+        return untraced
     if not isinstance(callee, Model):
         return None
     if isinstance(callee.receiver, (Conn, Cursor, Engine, Block)) or callee.name.startswith("db."):
         return _method(interp, callee, args, kwargs, state, node)
-    if callee.name.startswith(("unknown.", "object.")) and _root_last(callee)[1] in STATEMENTS:
-        return _unknown_receiver_statement(interp, callee, args, state, node)
     root, last = _root_last(callee)
     if root not in PACKAGES:
         return None
@@ -217,30 +210,49 @@ def _session(interp: Interpreter, bind: Value | None, is_async: bool, state: Sta
     return [(conn, s)]
 
 
-def _unknown_receiver_statement(interp: Interpreter, callee: Value, args: list[Value], state: State,
-                                node: ast.AST) -> Paths | None:
-    """conn.execute(sql) on a connection the code was handed or could not trace: judged only when it takes or
-    releases a lock (anything else is a call the scanner cannot follow)."""
+UNTRACED = frozenset({"connect", "begin", "cursor", "commit", "rollback"}) | STATEMENTS
+
+
+def _receiver(callee: Value) -> tuple[tuple, str, str] | None:
+    """For a method called on something the scanner cannot trace (a parameter, an unknown value): the identity the
+    connection it stands for gets, why nothing more is known, and the method's name."""
+    if isinstance(callee, Param) and "." in callee.path:
+        path, name = callee.path.rsplit(".", 1)
+        return ("param", callee.owner, path), (f"`{path}` is a parameter of {callee.owner}: how it was made and "
+                                               f"configured is up to its callers"), name
+    if isinstance(callee, Model) and callee.name.startswith(("unknown.", "object.")) \
+            and isinstance(callee.receiver, Unknown):
+        why = callee.receiver.why
+        return ("unknown", why), f"the connection is {why}", callee.name.rsplit(".", 1)[-1]
+    return None
+
+
+def _untraced(interp: Interpreter, callee: Value, args: list[Value], state: State, node: ast.AST) -> Paths | None:
+    """A database call on a connection (or engine) the code was handed or that the scanner could not trace: a
+    statement that takes or releases a lock, a block, a commit, a cursor, a new connection. Each is what the same call
+    on a traced connection is, with the transaction mode unknown; any other call there is opaque."""
     from lab.scan import sql
 
-    if not args:
+    found = _receiver(callee)
+    if found is None or found[2] not in UNTRACED:
         return None
-    text = args[0]
-    templates = text_templates(text)
+    key, why, name = found
+    if name == "connect":
+        conn, state = new_conn(interp, state, Driver.UNKNOWN, node, TxMode.UNKNOWN,
+                               f"connect() at {interp.site(node)} on an engine the scanner cannot trace ({why})")
+        return [(conn, state)]
+    conn = Conn(key, Driver.UNKNOWN, None)
+    if name in ("commit", "rollback"):
+        return [(Const(None), events.commit(interp, conn, state, node, f"{name}()") if state.facts(key) else state)]
+    state = events.param_facts(state, conn, why)
+    if name == "begin":
+        return [(Block(conn, "begin()", None), state)]
+    if name == "cursor":
+        return [(Cursor(conn, interp.site(node)), state)]
+    templates = text_templates(args[0]) if args else None
     if not templates or not any(sql.facts(t).touches_locks for t in templates):
         return None
-    if isinstance(callee, Param):
-        path = callee.path.rsplit(".", 1)[0]
-        conn = events.param_conn(callee.owner, path)
-        state = events.param_facts(state, conn, f"`{path}` is a parameter of {callee.owner}: how it was made and "
-                                                f"configured is up to its callers")
-    else:
-        assert isinstance(callee, Model)
-        receiver = callee.receiver
-        why = receiver.why if isinstance(receiver, Unknown) else "an object the scanner cannot trace"
-        conn = Conn(("unknown", why), Driver.UNKNOWN, None)
-        state = events.param_facts(state, conn, f"the connection is {why}")
-    answer, state = events.statement(interp, conn, text, state, node)
+    answer, state = events.statement(interp, conn, args[0], state, node)
     return [(Model("db.rows", answer), state)]
 
 
@@ -409,6 +421,9 @@ def attribute(interp: Interpreter, obj: Value, name: str, state: State, node: as
             return [(Unknown("the connection's notices"), events.notices_read(obj, state))]
         if name == "connection":
             return [(obj, state)]
+        if name == "in_atomic_block" and obj.driver is Driver.DJANGO:
+            inside = {f.blocks > 0 or f.mode is TxMode.AUTOBEGIN for f in events.facts_of(state, obj)}
+            return [(Const(inside.pop()) if len(inside) == 1 else Unknown("whether Django is inside atomic()"), state)]
         if name in ("closed", "invalidated", "in_atomic_block", "autocommit", "info", "pgconn", "alias",
                     "settings_dict", "dialect"):
             return [(Unknown(f"the connection's {name}"), state)]

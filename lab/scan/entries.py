@@ -72,7 +72,9 @@ def _params(func: Func, receiver: Value | None) -> list[Value]:
 
 def _function(interp: Interpreter, func: Func, receiver: Value | None = None, state: State | None = None) \
         -> list[State]:
-    """Run one function from the top with Params for its arguments; the states it returns in."""
+    """Run one function from the top with Params for its arguments; the states it returns in. Each run has the
+    step budget to itself (a class's methods are runs of their own)."""
+    interp.steps = 0
     interp.frames = [Frame(func.module.name, func.module)]
     spec = func.node.args
     kwargs: dict[str, Value] = {a.arg: Param(func.qualname, a.arg) for a in spec.kwonlyargs}
@@ -108,7 +110,7 @@ def _methods(interp: Interpreter, cls: Class) -> list[Func]:
     seen: dict[str, Func] = {}
     for current in order:
         for name, value in interp.class_namespace(current).items():
-            if name in seen or name == "__init__":
+            if name in seen or name in ("__init__", "__del__"):  # a finalizer is no step the code takes
                 continue
             func = value.func if isinstance(value, Bound) else value
             if isinstance(func, Func) and not isinstance(func.node, ast.Lambda):

@@ -112,7 +112,7 @@ def _opens(fact: ConnFact, said: sql.SqlFacts, here: Site) -> ConnFact:
     begins = sql.Control.BEGIN in said.control
     if fact.closed or fact.open is not None:
         return fact
-    if begins or fact.mode is TxMode.AUTOBEGIN:
+    if begins or fact.mode in (TxMode.AUTOBEGIN, TxMode.UNKNOWN):  # unknown: it may be autobegin, so followed so
         return replace(fact, open=here, reopened=fact.lock is not None)
     return fact
 
@@ -135,11 +135,7 @@ def _lock(interp: Interpreter, conn: Conn, fact: ConnFact, name: str, kind: Lock
                                    "lab measures that case: cases/read_then_idle_in_transaction)"))
         return fact
     held = LockRef(chain, name, connection, library)
-    if fact.mode is TxMode.UNKNOWN:
-        interp.record(replace(base, status=Status.UNKNOWN, why=f"a session lock on a connection whose transaction "
-                                                                 f"mode the code does not show: {fact.why}",
-                               fix=autocommit_fix(connection)))
-    elif fact.mode is TxMode.AUTOCOMMIT and fact.open is None:
+    if fact.mode is TxMode.AUTOCOMMIT and fact.open is None:
         interp.record(replace(base, why=FINE_AUTOCOMMIT, method=PostRole.METHOD_3))
     elif fact.guard_off:
         interp.record(replace(base, method=PostRole.GUARD_OFF, why="the lock's session sets idle_in_transaction_session_timeout to 0, so that "
@@ -157,8 +153,7 @@ def _autocommit_note(fact: ConnFact) -> str:
 
 def _ended(interp: Interpreter, conn: Conn, fact: ConnFact, chain: tuple[Site, ...], how: str) -> ConnFact:
     """A commit or rollback: the transaction ends; a session lock survives it, now on an idle session."""
-    if fact.lock is not None and fact.open is not None and not fact.reopened and not fact.guard_off \
-            and fact.mode is not TxMode.UNKNOWN:
+    if fact.lock is not None and fact.open is not None and not fact.reopened and not fact.guard_off:
         held = fact.lock
         interp.record(Result(Status.FINE, held.chain[0], held.call, LockKind.SESSION,
                               f"its transaction ends at {how} ({chain[0]}): the session is idle, "
@@ -224,8 +219,7 @@ def moved_on(interp: Interpreter, state: State, node: ast.AST | None, what: str)
     where = interp.chain(node)[-1] if node is not None else None
     for key, facts in state.conns.items():
         for fact in facts:
-            if fact.lock is None or fact.open is None or fact.closed or fact.guard_off or fact.blocks > 0 \
-                    or fact.mode is TxMode.UNKNOWN:
+            if fact.lock is None or fact.open is None or fact.closed or fact.guard_off or fact.blocks > 0:
                 continue
             _record_open(interp, fact, where, what)
     return state
@@ -235,6 +229,12 @@ def _record_open(interp: Interpreter, fact: ConnFact, where: Site | None, what: 
     held = fact.lock
     assert held is not None and fact.open is not None
     then = f"then {what}" + (f" at {where}" if where is not None else "")
+    if fact.mode is TxMode.UNKNOWN:
+        interp.record(Result(Status.UNKNOWN, held.chain[0], held.call, LockKind.SESSION,
+                             f"a session lock whose transaction is still open ({then}) if its connection opens one by "
+                             f"itself, which the code does not show: {fact.why}", via=held.chain[1:],
+                             connection=held.connection, fix=autocommit_fix(held.connection), library=held.library))
+        return
     if fact.reopened:
         bug, related, method = Bug.REOPENED, fact.open, PostRole.METHOD_2
         why = (f"the lock's transaction was ended, then the statement at {fact.open} opened a new one on the lock's "

@@ -170,6 +170,7 @@ class ScanReport:
     warnings: tuple[Warning_, ...]
     files: int
     reference: str | None = None  # the reference run the evidence comes from, or why there is none
+    unreached: int = 0  # files from which no PostgreSQL client can be reached: not interpreted
 
     @property
     def findings(self) -> tuple[Result, ...]:

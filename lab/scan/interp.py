@@ -1012,9 +1012,9 @@ class Interpreter:
                     t = truth(value)
                     stops = (t is False) if is_and else (t is True)
                     goes_on = (t is True) if is_and else (t is False)
-                    if t is None:
-                        paths.append((stdlib.with_truth(value, not is_and), s2))
-                        next_pending.append(s2)
+                    if t is None:  # both ways: the operand's name refined on each
+                        paths.append((stdlib.with_truth(value, not is_and), self.refine(operand, not is_and, s2)))
+                        next_pending.append(self.refine(operand, is_and, s2))
                     elif stops:
                         paths.append((value, s2))
                     elif goes_on:
@@ -1113,7 +1113,8 @@ class Interpreter:
             kept = [o for o in options(current) if truth(o) in (None, outcome)]
             if not kept:
                 return state
-            refined = union([stdlib.with_truth(o, outcome) if isinstance(o, Unknown) else o for o in kept])
+            refined = union([stdlib.with_truth(o, outcome) if truth(o) is None and not isinstance(o, Answer)
+                             else o for o in kept])
             return self.replace_target(test, refined, state)
         return state
 

@@ -91,12 +91,15 @@ def summary(report: ScanReport) -> str:
         found += f" (bug {' and '.join(str(b) for b in bugs)})"
     reference = f"; evidence from reference run {report.reference}" if report.reference else (
         "; no reference evidence")
+    unreached = f" ({report.unreached} reach no PostgreSQL client)" if report.unreached else ""
     return (f"lab scan: {found}, {counts[Status.UNKNOWN]} unknown, {counts[Status.FINE]} fine, "
-            f"{counts[Status.NOT_JUDGED]} not judged, in {report.files} file{'s' if report.files != 1 else ''}{reference}")
+            f"{counts[Status.NOT_JUDGED]} not judged, in {report.files} file{'s' if report.files != 1 else ''}"
+            f"{unreached}{reference}")
 
 
 def as_json(report: ScanReport) -> str:
-    payload = {"reference": report.reference, "files": report.files, "summary": summary(report),
+    payload = {"reference": report.reference, "files": report.files, "unreached": report.unreached,
+               "summary": summary(report),
                "results": [asdict(r) for r in report.results],
                "warnings": [asdict(w) for w in report.warnings]}
     return json.dumps(payload, indent=2, ensure_ascii=False)

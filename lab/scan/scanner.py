@@ -51,6 +51,7 @@ def _scan(files: list[Path]) -> ScanReport:
     sources.scanned = {str(f) for f in files}
     recorder = Recorder()
     interp = Interpreter(sources, recorder)
+    unreached = 0
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION))
     try:
@@ -59,8 +60,11 @@ def _scan(files: list[Path]) -> ScanReport:
             if parsed.tree is None:
                 recorder.warn(Site(str(path), 0), parsed.error or "cannot be read")
                 continue
+            if not sources.reaches_postgres(parsed):
+                unreached += 1
+                continue
             run_file(interp, parsed)
     finally:
         sys.setrecursionlimit(limit)
-    return ScanReport(tuple(recorder.resolve()), tuple(recorder.warnings), len(files))
+    return ScanReport(tuple(recorder.resolve()), tuple(recorder.warnings), len(files), unreached=unreached)
 

@@ -20,6 +20,10 @@ from pathlib import Path
 from lab.errors import LabError
 
 SKIPPED_DIRS = {"__pycache__", "node_modules"}
+# Importing one of these puts a PostgreSQL session (or a plugin that may open one) within the code's reach.
+POSTGRES_EXTRAS = ("postgresql", "postgres", "pg", "psycopg", "psycopg2", "asyncpg")
+REACHING = frozenset({"psycopg2", "psycopg", "psycopg_pool", "asyncpg", "sqlalchemy", "django", "pg8000",
+                      "stevedore"})
 # A library is followed only if it may talk to PostgreSQL: it asks for one of these (in any extra).
 DATABASE_CLIENTS = frozenset({"psycopg2", "psycopg2-binary", "psycopg", "psycopg-binary", "asyncpg", "sqlalchemy",
                               "django", "pg8000"})
@@ -99,7 +103,8 @@ def distribution_of(path: str) -> str | None:
 
 @lru_cache(maxsize=None)
 def talks_to_postgres(distribution: str) -> bool:
-    """Whether an installed distribution asks for a PostgreSQL client, SQLAlchemy or Django (in any extra)."""
+    """Whether an installed distribution asks for a PostgreSQL client, SQLAlchemy or Django: as a requirement, or in
+    an extra named for PostgreSQL (tooz's `postgresql`; celery's `sqlalchemy` result backend does not count)."""
     if distribution.lower() in DATABASE_CLIENTS:
         return True
     try:
@@ -107,6 +112,9 @@ def talks_to_postgres(distribution: str) -> bool:
     except metadata.PackageNotFoundError:
         return True  # not a distribution the metadata knows: read it rather than guess
     for line in required:
+        marker = line.split(";", 1)[1] if ";" in line else ""
+        if "extra ==" in marker and not any(f"'{e}'" in marker or f'"{e}"' in marker for e in POSTGRES_EXTRAS):
+            continue
         name = line.split(";")[0].strip()
         for stop in "<>=!~[( ":
             name = name.split(stop)[0]
@@ -162,6 +170,42 @@ class Sources:
                                                 f"not Python this interpreter parses ({type(exc).__name__}"
                                                 f"{f' at line {line}' if line else ''}): skipped")
         return self._by_path[key]
+
+    def reaches_postgres(self, parsed: Parsed) -> bool:
+        """Whether a module can take a lock at all: it, or a module it imports that the scanner would follow, imports
+        a PostgreSQL client (or a plugin loader), or one of its string constants names a lock function. A module that
+        cannot is not interpreted: nothing in it can reach a PostgreSQL session."""
+        found = self.facts.get(("reaches", parsed.module))
+        if found is None:
+            self.facts[("reaches", parsed.module)] = False  # an import cycle: what it imports decides
+            found = self.facts[("reaches", parsed.module)] = self._reaches(parsed)
+        return bool(found)
+
+    def _reaches(self, parsed: Parsed) -> bool:
+        from lab.scan import sql
+
+        if parsed.tree is None:
+            return False
+        imported: list[str] = []
+        for node in ast.walk(parsed.tree):
+            if isinstance(node, ast.Import):
+                imported += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = resolve_relative(parsed.module, parsed.path.endswith("__init__.py"), node.level, node.module) \
+                    if node.level else (node.module or "")
+                imported += [base] + [f"{base}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "(" in node.value:
+                if sql.facts((node.value,)).touches_locks:
+                    return True
+        if any(name.split(".")[0] in REACHING for name in imported):
+            return True
+        for name in dict.fromkeys(imported):
+            path = self.find(name)
+            if path is None or not self.followed(path, parsed.path):
+                continue
+            if self.reaches_postgres(self.parse(path, name)):
+                return True
+        return False
 
     def find(self, module: str) -> Path | None:
         """The source of a module by its dotted name: under the scanned roots first, then this interpreter's path.

@@ -147,6 +147,10 @@ def with_truth(value: Value, truthy: bool) -> Value:
     """The value, known on this path to be truthy (or falsy)."""
     if isinstance(value, Unknown):
         return Unknown(value.why, truthy)
+    if isinstance(value, Param):
+        return Param(value.owner, value.path, truthy)
+    if isinstance(value, Text) and truth(value) is None:
+        return Unknown(f"a string, {'non-empty' if truthy else 'empty'} here", truthy)
     if isinstance(value, Union):
         return union([with_truth(o, truthy) for o in value.options if truth(o) in (None, truthy)] or [value])
     return value

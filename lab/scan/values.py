@@ -165,6 +165,7 @@ class Param(Value):
 
     owner: str  # the function's qualified name
     path: str  # "conn", "self.ctx" ... (attributes read off it extend the path)
+    truth: bool | None = None  # decided by a test on this path, as Unknown's
 
 
 @_hash_once
@@ -271,9 +272,9 @@ def truth(value: Value) -> bool | None:
     for option in options(value):
         if isinstance(option, Const):
             found.add(bool(option.value))
-        elif isinstance(option, Unknown):
+        elif isinstance(option, (Unknown, Param)):
             found.add(option.truth)
-        elif isinstance(option, (Text, Answer, Param)):
+        elif isinstance(option, (Text, Answer)):
             found.add(None)
         elif isinstance(option, Seq):
             found.add(bool(option.items))
