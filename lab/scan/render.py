@@ -91,7 +91,8 @@ def summary(report: ScanReport) -> str:
         found += f" (bug {' and '.join(str(b) for b in bugs)})"
     reference = f"; evidence from reference run {report.reference}" if report.reference else (
         "; no reference evidence")
-    unreached = f" ({report.unreached} reach no PostgreSQL client)" if report.unreached else ""
+    unreached = (f" ({report.unreached} {'reaches' if report.unreached == 1 else 'reach'} no PostgreSQL client)"
+                 if report.unreached else "")
     return (f"lab scan: {found}, {counts[Status.UNKNOWN]} unknown, {counts[Status.FINE]} fine, "
             f"{counts[Status.NOT_JUDGED]} not judged, in {report.files} file{'s' if report.files != 1 else ''}"
             f"{unreached}{reference}")
