@@ -84,7 +84,7 @@ class Site:
     col: int = 0
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}"
+        return self.shown(Path.cwd())
 
     def shown(self, root: Path | None = None) -> str:
         """path:line, the path relative to root when it lies under it."""
@@ -137,6 +137,7 @@ class Result:
     fix: str = ""
     library: str | None = None  # the installed distribution whose code runs the statement, if not the scanned code
     method: PostRole | None = None  # which of the post's methods the code turned out to be, where it is one
+    assumed: tuple[str, ...] = ()  # what the scan took as given on the way (an option left at its default)
     owners: tuple[str, ...] = ()  # the scanned functions and classes whose code reached it
     evidence: tuple[Evidence, ...] = field(default=())
 

@@ -9,6 +9,8 @@ allows, so the rest of that lock's results are dropped (resolve()).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lab.scan.findings import Result, Site, Status, Warning_
 
 # Which status speaks for a lock on one connection when paths disagree: the worst the code allows.
@@ -23,10 +25,8 @@ class Recorder:
         self.assumed: list[str] = []  # what the entry now running took as given (an option's default)
 
     def add(self, result: Result) -> None:
-        if self.assumed:
-            extra = "; ".join(dict.fromkeys(self.assumed))
-            if extra not in result.why:
-                result = _with_why(result, f"{result.why} (assumed: {extra})")
+        if self.assumed and not result.assumed:
+            result = replace(result, assumed=tuple(dict.fromkeys(self.assumed)))
         key = result.key()
         owners = (self.owner,) if self.owner else ()
         if key in self._results:
@@ -54,8 +54,3 @@ class Recorder:
         order = {status: i for i, status in enumerate(PRECEDENCE)}
         return sorted(kept, key=lambda r: (order[r.status], r.site, r.via, r.call, r.bug or ""))
 
-
-def _with_why(result: Result, why: str) -> Result:
-    from dataclasses import replace
-
-    return replace(result, why=why)

@@ -62,7 +62,9 @@ def text(report: ScanReport, root: Path | None = None) -> str:
         lines += ["", "Looked at, and fine (or another server's lock):"]
         for result in looked:
             evidence = f" [{result.evidence[0].backend}: {result.evidence[0].text}]" if result.evidence else ""
-            lines.append(f"  {_where(result.site, root)}  {result.call}: {result.why}{evidence}")
+            line = f"  {_where(result.site, root)}  {result.call}: {result.why}{evidence}"
+            if line not in lines:  # the same lock reached through several classes, on other assumptions
+                lines.append(line)
     for warning in report.warnings:
         where = f"{_where(warning.site, root)}: " if warning.site is not None else ""
         lines.append(f"warning: {where}{warning.message}")
@@ -78,6 +80,7 @@ def _long(result: Result, root: Path) -> list[str]:
             ("reached from", ", ".join(result.owners)),
             ("connection", _connection_line(result, root)),
             ("why", result.why),
+            ("assumed", "; ".join(result.assumed)),
             ("fix", result.fix),
             ("evidence", _evidence_line(result))]
     return ["", head] + [f"    {name:<12} {value}" for name, value in rows if value]
@@ -134,6 +137,8 @@ def sarif(report: ScanReport, root: Path | None = None) -> str:
             continue
         rule = result.bug.value if result.bug is not None else UNKNOWN_RULE
         message = f"{_title(result)}: {result.why}"
+        if result.assumed:
+            message += f" (assumed: {'; '.join(result.assumed)})"
         if result.fix:
             message += f" Fix: {result.fix}."
         evidence = _evidence_line(result)
