@@ -55,6 +55,14 @@ class Flow:
     broke: list[State] = field(default_factory=list)
     continued: list[State] = field(default_factory=list)
 
+    def add(self, other: Flow) -> Flow:
+        """This flow with another's paths beside its own (two branches, two handlers)."""
+        self.normal += other.normal
+        self.returned += other.returned
+        self.broke += other.broke
+        self.continued += other.continued
+        return self
+
 
 @dataclass(frozen=True)
 class TryContext:
@@ -269,11 +277,7 @@ class Interpreter:
             return Flow(normal=states)
         out = Flow(normal=[])
         for state in states:
-            step = method(stmt, state)
-            out.normal += step.normal
-            out.returned += step.returned
-            out.broke += step.broke
-            out.continued += step.continued
+            out.add(method(stmt, state))
         return out
 
     def stmt_Expr(self, stmt: ast.Expr, state: State) -> Flow:
@@ -337,7 +341,7 @@ class Interpreter:
         out: list[State] = []
         for left, s in self.eval(stmt.target, state):
             for right, s2 in self.eval(stmt.value, s):
-                out += self.assign(stmt.target, self.binop(stmt.op, left, right), s2)
+                out += self.assign(stmt.target, stdlib.binop(stmt.op, left, right), s2)
         return Flow(out)
 
     def stmt_Delete(self, stmt: ast.Delete, state: State) -> Flow:
@@ -418,11 +422,7 @@ class Interpreter:
     def stmt_If(self, stmt: ast.If, state: State) -> Flow:
         out = Flow([])
         for taken, s in self.branch(stmt.test, state):
-            step = self.exec_block(stmt.body if taken else stmt.orelse, [s])
-            out.normal += step.normal
-            out.returned += step.returned
-            out.broke += step.broke
-            out.continued += step.continued
+            out.add(self.exec_block(stmt.body if taken else stmt.orelse, [s]))
         return out
 
     def stmt_While(self, stmt: ast.While, state: State) -> Flow:
@@ -452,11 +452,9 @@ class Interpreter:
     stmt_AsyncFor = stmt_For
 
     def stmt_Match(self, stmt: ast.Match, state: State) -> Flow:
-        out = Flow([state])
+        out = Flow([state])  # no case matched
         for case in stmt.cases:
-            step = self.exec_block(case.body, [state])
-            out.normal += step.normal
-            out.returned += step.returned
+            out.add(self.exec_block(case.body, [state]))
         return out
 
     def stmt_Try(self, stmt: ast.Try, state: State) -> Flow:
@@ -474,11 +472,7 @@ class Interpreter:
         for handler in stmt.handlers:
             entering = [s.set_local(handler.name, Unknown("the exception caught")) if handler.name else s
                         for s in cap(caught)]
-            step = self.exec_block(handler.body, entering)
-            out.normal += step.normal
-            out.returned += step.returned
-            out.broke += step.broke
-            out.continued += step.continued
+            out.add(self.exec_block(handler.body, entering))
         if not any(stdlib.catches_everything(self, h) for h in stmt.handlers):
             frame.raised.extend(raised)
         orelse = self.exec_block(stmt.orelse, body.normal)
@@ -517,11 +511,7 @@ class Interpreter:
         out = Flow([])
         for manager, s in self.eval(item.context_expr, state):
             for option in options(manager):
-                step = self.enter(option, item, rest, body, s, node)
-                out.normal += step.normal
-                out.returned += step.returned
-                out.broke += step.broke
-                out.continued += step.continued
+                out.add(self.enter(option, item, rest, body, s, node))
         return out
 
     def enter(self, manager: Value, item: ast.withitem, rest: list[ast.withitem], body: list[ast.stmt],
@@ -556,10 +546,7 @@ class Interpreter:
     def _merge(flows: list[Flow]) -> Flow:
         out = Flow([])
         for f in flows:
-            out.normal += f.normal
-            out.returned += f.returned
-            out.broke += f.broke
-            out.continued += f.continued
+            out.add(f)
         return out
 
     def enter_instance(self, manager: Instance, inside: Callable[[Value, State], Flow], state: State,
@@ -1023,26 +1010,14 @@ class Interpreter:
         return paths
 
     def expr_UnaryOp(self, node: ast.UnaryOp, state: State) -> Paths:
-        out: Paths = []
-        for value, s in self.eval(node.operand, state):
-            out.append((stdlib.unary(node.op, value), s))
-        return out
+        return [(stdlib.unary(node.op, values[0]), s) for values, s in self.eval_all([node.operand], state)]
 
     def expr_BinOp(self, node: ast.BinOp, state: State) -> Paths:
-        out: Paths = []
-        for left, s in self.eval(node.left, state):
-            for right, s2 in self.eval(node.right, s):
-                out.append((self.binop(node.op, left, right), s2))
-        return out
-
-    def binop(self, op: ast.operator, left: Value, right: Value) -> Value:
-        return stdlib.binop(op, left, right)
+        return [(stdlib.binop(node.op, *values), s) for values, s in self.eval_all([node.left, node.right], state)]
 
     def expr_Compare(self, node: ast.Compare, state: State) -> Paths:
-        out: Paths = []
-        for values, s in self.eval_all([node.left, *node.comparators], state):
-            out.append((stdlib.compare(node.ops, values), s))
-        return out
+        return [(stdlib.compare(node.ops, values), s) for values, s in self.eval_all([node.left, *node.comparators],
+                                                                                       state)]
 
     def expr_Subscript(self, node: ast.Subscript, state: State) -> Paths:
         out: Paths = []

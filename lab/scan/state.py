@@ -87,34 +87,28 @@ class State:
         return State(self.locals, self.heap, self.conns, pending)
 
 
-def _join_values(maps: list[dict]) -> dict:
-    first = maps[0]
-    if all(m is first for m in maps):
-        return first
-    out = {}
-    for key in dict.fromkeys(k for m in maps for k in m):
-        values = [m[key] for m in maps if key in m]
-        out[key] = values[0] if len(values) == len(maps) and all(v is values[0] for v in values) else union(values)
-    return out
-
-
-def _join_facts(maps: list[dict]) -> dict:
+def _join_maps(maps: list[dict], combine) -> dict:
+    """Several paths' maps as one: a key's entries combined unless every path holds the very same one."""
     first = maps[0]
     if all(m is first for m in maps):
         return first
     out = {}
     for key in dict.fromkeys(k for m in maps for k in m):
         found = [m[key] for m in maps if key in m]
-        out[key] = found[0] if all(f is found[0] for f in found) else frozenset().union(*found)
+        out[key] = found[0] if len(found) == len(maps) and all(f is found[0] for f in found) else combine(found)
     return out
+
+
+def _pool(facts: list[frozenset[ConnFact]]) -> frozenset[ConnFact]:
+    return frozenset().union(*facts)
 
 
 def join(states: list[State]) -> State:
     """One state standing for several paths: values become unions, connection facts are pooled."""
     if len(states) == 1:
         return states[0]
-    return State(_join_values([s.locals for s in states]), _join_values([s.heap for s in states]),
-                 _join_facts([s.conns for s in states]), frozenset().union(*(s.pending for s in states)))
+    return State(_join_maps([s.locals for s in states], union), _join_maps([s.heap for s in states], union),
+                 _join_maps([s.conns for s in states], _pool), frozenset().union(*(s.pending for s in states)))
 
 
 def closed_fact(fact: ConnFact) -> ConnFact:
