@@ -18,11 +18,11 @@ import ast
 from typing import TYPE_CHECKING, Callable
 
 from lab.scan import events
-from lab.scan.findings import Driver, Site, TxMode
+from lab.scan.findings import Driver, TxMode
 from lab.scan.sql import options_turn_guard_off
 from lab.scan.state import State, fresh
 from lab.scan.values import (Answer, Awaitable, Block, Const, Conn, Cursor, Dict, Engine, Model, Param, SqlText,
-                             Unknown, Value, options, text_templates, union)
+                             Unknown, Value, options, text_templates)
 
 if TYPE_CHECKING:
     from lab.scan.interp import Interpreter, Paths
@@ -33,7 +33,8 @@ STATEMENTS = frozenset({"execute", "exec_driver_sql", "scalar", "scalars", "fetc
 FETCHES = frozenset({"fetchone", "fetchall", "fetchmany", "scalar", "scalar_one", "scalar_one_or_none", "one",
                      "one_or_none", "first", "all", "scalars", "mappings", "fetchval", "fetchrow", "tuples"})
 QUIET_METHODS = frozenset({"dispose", "ensure_connection", "inc_thread_sharing", "dec_thread_sharing",
-                           "get_backend_pid", "get_isolation_level", "info", "set_client_encoding", "get_parameter_status",
+                           "get_backend_pid", "get_isolation_level", "info", "set_client_encoding",
+                           "get_parameter_status",
                            "get_dsn_parameters", "close_if_unusable_or_obsolete"})
 AUTOCOMMIT = "AUTOCOMMIT"
 
@@ -498,9 +499,3 @@ def enter(interp: Interpreter, manager: Value, state: State, node: ast.AST) \
         return manager, state, lambda s: s
     return None
 
-
-def union_of(values: list[Value]) -> Value:
-    return union(values)
-
-
-__all__ = ["call", "attribute", "set_attribute", "subscript", "enter", "modelled", "options"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from lab.scan import events
+from lab.scan.findings import Site
 from lab.scan.interp import BudgetSpent, Frame, Interpreter
 from lab.scan.sources import Parsed
 from lab.scan.state import State, join
@@ -89,7 +90,7 @@ def run_class(interp: Interpreter, cls: Class) -> None:
     methods = _methods(interp, cls)
     if any(m.abstract for m in methods):
         return  # it cannot be made as it is: its concrete subclasses are run instead
-    instance = Instance(cls, interp_site(cls, site_node))
+    instance = Instance(cls, Site(cls.module.path, site_node.lineno, site_node.col_offset))
     init = interp.class_attr(cls, "__init__")
     start = [State()]
     if init is not None and isinstance(init[0], Func):
@@ -117,8 +118,3 @@ def _methods(interp: Interpreter, cls: Class) -> list[Func]:
                 seen[name] = func
     return list(seen.values())
 
-
-def interp_site(cls: Class, node: ast.ClassDef):
-    from lab.scan.findings import Site
-
-    return Site(cls.module.path, node.lineno, node.col_offset)

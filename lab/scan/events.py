@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING, Hashable
+from typing import TYPE_CHECKING
 
-from lab.scan import sql
 from lab.post_role import PostRole
+from lab.scan import sql
 from lab.scan.findings import Bug, Connection, Driver, LockKind, Result, Site, Status, TxMode
 from lab.scan.state import ConnFact, LockRef, State, closed_fact, fresh
 from lab.scan.stdlib import catches_release_failure, swallows
@@ -30,6 +30,9 @@ FINE_AUTOCOMMIT = ("taken on a connection in autocommit mode: no transaction sta
                    "idle_in_transaction_session_timeout never applies (the lock still ends with its session for any "
                    "other reason: idle_session_timeout, a restart, a killed session)")
 FINE_TRANSACTION = "a transaction-level lock: it ends with its transaction, so it cannot outlive the writes it guards"
+GUARD_OFF = ("the lock's session sets idle_in_transaction_session_timeout to 0, so that timeout cannot end it; but its "
+             "transaction stays open (the post's first why-not: it exempts the session from a guard its owner set on "
+             "purpose)")
 FINE_ROW = "a row lock: it ends with its transaction, so it cannot outlive the writes it guards"
 FIX_REOPENED = ("run nothing more on the lock's connection after the commit (check the lock by reading pg_locks for "
                 "its pid from another connection), or make the lock's connection autocommit so no later statement "
@@ -138,9 +141,7 @@ def _lock(interp: Interpreter, conn: Conn, fact: ConnFact, name: str, kind: Lock
     if fact.mode is TxMode.AUTOCOMMIT and fact.open is None:
         interp.record(replace(base, why=FINE_AUTOCOMMIT, method=PostRole.METHOD_3))
     elif fact.guard_off:
-        interp.record(replace(base, method=PostRole.GUARD_OFF, why="the lock's session sets idle_in_transaction_session_timeout to 0, so that "
-                                         "timeout cannot end it; but its transaction stays open (the post's first "
-                                         "why-not: it exempts the session from a guard its owner set on purpose)"))
+        interp.record(replace(base, method=PostRole.GUARD_OFF, why=GUARD_OFF))
     return replace(fact, lock=held) if fact.lock is None else fact
 
 
@@ -293,16 +294,9 @@ def _record_swallowed(interp: Interpreter, chain: tuple[Site, ...], call: str, h
                           library=_library_of(chain)))
 
 
-def param_conn(owner: str, path: str) -> Conn:
-    """A connection the code was handed: nothing shows how it was made."""
-    return Conn(("param", owner, path), Driver.UNKNOWN, None)
-
 
 def param_facts(state: State, conn: Conn, why: str) -> State:
     if state.facts(conn.key) is None:
         return state.set_facts(conn.key, fresh(TxMode.UNKNOWN, why))
     return state
 
-
-def key_of(conn: Conn) -> Hashable:
-    return conn.key

@@ -31,8 +31,8 @@ class Bug(DescribedStrEnum):
     LEFT_OPEN = ("left_open", "bug 1 (case A): a session lock whose connection is left idle in the transaction the "
                               "lock's statement opened, so idle_in_transaction_session_timeout ends the session and "
                               "the lock")
-    REOPENED = ("reopened", "bug 1 (case D): the lock's transaction was committed, then another statement on the lock's "
-                            "connection opened a new one and left it open")
+    REOPENED = ("reopened", "bug 1 (case D): the lock's transaction was committed, then another statement on the "
+                            "lock's connection opened a new one and left it open")
     RELEASE_FALSE_IGNORED = ("release_false_ignored", "bug 2: pg_advisory_unlock's answer is never read, so a false "
                                                       "(the lock was already gone) passes as a clean release")
     RELEASE_ERROR_SWALLOWED = ("release_error_swallowed", "bug 2: the release's exception is caught and not raised "

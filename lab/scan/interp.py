@@ -21,9 +21,8 @@ from lab.scan.findings import Site
 from lab.scan.record import Recorder
 from lab.scan.sources import Sources, distribution_of, resolve_relative
 from lab.scan.state import State, join
-from lab.scan.values import (Answer, Awaitable, Block, Bound, Class, Const, Dict, Func, Generator, Instance, Model,
-                             Module, Param, Seq, SqlText, Super, Text, Union, Unknown, Value, answers_in, concat,
-                             options, truth, union)
+from lab.scan.values import (Answer, Awaitable, Bound, Class, Const, Dict, Func, Generator, Instance, Model, Module,
+                             Param, Seq, Super, Union, Unknown, Value, answers_in, concat, options, truth, union)
 
 MAX_PATHS = 12  # paths through one block before they are joined
 MERGE_ABOVE = 4  # more paths than this: those that agree on every connection's facts are joined first

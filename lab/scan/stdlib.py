@@ -10,15 +10,17 @@ sequence, a comparison, an operator.
 from __future__ import annotations
 
 import ast
+import builtins
 import operator
+import string
 from dataclasses import replace
 import re
 import sys
 from typing import TYPE_CHECKING
 
 from lab.scan.state import State
-from lab.scan.values import (Answer, Awaitable, Const, Dict, Func, Model, Param, Seq, SqlText, Text, Union, Unknown,
-                             Value, answers_in, concat, options, text_templates, truth, union)
+from lab.scan.values import (Answer, Awaitable, Const, Dict, Func, Model, Param, Seq, SqlText, Super, Text, Union,
+                             Unknown, Value, answers_in, concat, options, text_templates, truth, union)
 
 if TYPE_CHECKING:
     from lab.scan.interp import Interpreter, Paths
@@ -63,7 +65,7 @@ def modelled(name: str) -> bool:
 
 
 def builtin(name: str) -> Value:
-    if name in PURE_BUILTINS or name in dir(__builtins__) or hasattr(__import__("builtins"), name):
+    if hasattr(builtins, name):
         return Model(f"builtins.{name}")
     return Unknown(f"the name `{name}` is not defined where the scanner looks")
 
@@ -185,7 +187,7 @@ def binop(op: ast.operator, left: Value, right: Value) -> Value:
                 return Const(left.value % right.value)
             except (TypeError, ValueError, KeyError):
                 pass
-        return _placeholders_kept(left)  # "... %s" % args: the statement's words stay what they were
+        return left  # "... %s" % args: the statement's words stay what they were
     if isinstance(left, Const) and isinstance(right, Const) and type(op) in _BINOPS:
         try:
             return Const(_BINOPS[type(op)](left.value, right.value))
@@ -194,10 +196,6 @@ def binop(op: ast.operator, left: Value, right: Value) -> Value:
     if isinstance(left, Seq) and isinstance(right, Seq) and isinstance(op, ast.Add):
         return Seq(left.kind, left.items + right.items)
     return Unknown("an operator's result")
-
-
-def _placeholders_kept(template: Value) -> Value:
-    return template
 
 
 def compare(ops: list[ast.cmpop], values: list[Value]) -> Value:
@@ -473,8 +471,6 @@ def _builtin(interp: Interpreter, name: str, args: list[Value], kwargs: dict[str
     if name == "super":
         frame = interp.frame
         if frame.owner is not None and frame.receiver is not None:
-            from lab.scan.values import Super
-
             return [(Super(frame.owner, frame.receiver), state)]
         return [(Unknown("super() outside a method the scanner follows"), state)]
     if name in ("tuple", "list", "set", "frozenset", "sorted", "reversed"):
@@ -566,7 +562,7 @@ def _formatted(template: str, args: list[Value], kwargs: dict[str, Value]) -> Va
     """str.format: the literal text kept, each field the argument's text when known, else a hole."""
     parts: list[Value] = []
     position = 0
-    for literal, field, _spec, _conv in __import__("string").Formatter().parse(template):
+    for literal, field, _spec, _conv in string.Formatter().parse(template):
         parts.append(Const(literal))
         if field is None:
             continue

@@ -100,8 +100,8 @@ def test_autocommit_set_on_the_connection_is_fine(tmp_path):
 
 
 def test_autocommit_set_on_the_engine_is_fine(tmp_path):
-    code = SQLALCHEMY.format(options="").replace('create_engine("postgresql+psycopg2://app@db/app")',
-                                                 'create_engine("postgresql://app@db/app", isolation_level="AUTOCOMMIT")')
+    on_engine = 'create_engine("postgresql://app@db/app", isolation_level="AUTOCOMMIT")'
+    code = SQLALCHEMY.format(options="").replace('create_engine("postgresql+psycopg2://app@db/app")', on_engine)
     assert bugs(scanned(tmp_path, {"job.py": code})) == []
     code = SQLALCHEMY.format(options="").replace("engine.connect()",
                                                  'engine.execution_options(isolation_level="AUTOCOMMIT").connect()')
