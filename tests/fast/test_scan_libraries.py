@@ -18,7 +18,10 @@ from lab.scan.scanner import scan
 
 
 def installed(module: str) -> Path:
-    spec = importlib.util.find_spec(module)
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:  # its package is not there either
+        spec = None
     if spec is None or spec.origin is None:
         pytest.skip(f"{module} is not installed: pip install -e '.[libraries]'")
     return Path(spec.origin)
