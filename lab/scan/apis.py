@@ -21,8 +21,8 @@ from lab.scan import events
 from lab.scan.findings import Driver, TxMode
 from lab.scan.sql import options_turn_guard_off
 from lab.scan.state import State, fresh
-from lab.scan.values import (Answer, Awaitable, Block, Const, Conn, Cursor, Dict, Engine, Model, Param, SqlText,
-                             Unknown, Value, options, text_templates)
+from lab.scan.values import (Answer, Awaitable, Block, Const, Conn, Cursor, Dict, Engine, Factory, Member, Model,
+                             Param, Rows, SqlText, Unknown, Value, options, text_templates)
 
 if TYPE_CHECKING:
     from lab.scan.interp import Interpreter, Paths
@@ -37,6 +37,7 @@ QUIET_METHODS = frozenset({"dispose", "ensure_connection", "inc_thread_sharing",
                            "get_parameter_status",
                            "get_dsn_parameters", "close_if_unusable_or_obsolete"})
 AUTOCOMMIT = "AUTOCOMMIT"
+DATABASE_OBJECTS = (Conn, Cursor, Engine, Block, Rows, Factory)  # what a Member's call goes to _method for
 
 
 def modelled(name: str) -> bool:
@@ -107,10 +108,10 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
     untraced = _untraced(interp, callee, args, state, node)
     if untraced is not None:
         return untraced
+    if isinstance(callee, Member) and isinstance(callee.receiver, DATABASE_OBJECTS):
+        return _method(interp, callee, args, kwargs, state, node)
     if not isinstance(callee, Model):
         return None
-    if isinstance(callee.receiver, (Conn, Cursor, Engine, Block)) or callee.name.startswith("db."):
-        return _method(interp, callee, args, kwargs, state, node)
     root, last = _root_last(callee)
     if root not in PACKAGES:
         return None
@@ -121,11 +122,11 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
                            f"turns it on", guard_off=_guard_off(kwargs))
         return [(conn, s)]
     if root == "psycopg2" and last in ("SimpleConnectionPool", "ThreadedConnectionPool"):
-        return [(Model("db.psycopg2_pool"), state)]
+        return [(Factory(Driver.PSYCOPG2), state)]
     if root in ("psycopg", "psycopg_pool") and last == "connect" or (root == "psycopg" and last == "Connection"):
         return _psycopg_connect(interp, callee, kwargs, state, node)
     if root == "psycopg_pool" and last in ("ConnectionPool", "AsyncConnectionPool"):
-        return [(Model("db.psycopg_pool"), state)]
+        return [(Factory(Driver.PSYCOPG), state)]
     if root == "asyncpg" and last == "connect":
         conn, s = new_conn(interp, state, Driver.ASYNCPG, node, TxMode.AUTOCOMMIT,
                            f"asyncpg.connect() at {site}: asyncpg opens no transaction unless the code does")
@@ -140,7 +141,7 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
         return _session(interp, args[0] if args else kwargs.get("bind"), last == "AsyncSession", state, node)
     if root == "sqlalchemy" and last in ("sessionmaker", "async_sessionmaker"):
         bind = args[0] if args else kwargs.get("bind")
-        return [(Model("db.sessionmaker", bind if bind is not None else Unknown("no bind")), state)]
+        return [(Factory(Driver.SQLALCHEMY, bind), state)]
     if root == "django" and last == "atomic":
         alias = kwargs.get("using", args[0] if args and not isinstance(args[0], Model) else Const("default"))
         conn = django_conn(alias if alias is not None else Const("default"))
@@ -221,10 +222,9 @@ def _receiver(callee: Value) -> tuple[tuple, str, str] | None:
         path, name = callee.path.rsplit(".", 1)
         return ("param", callee.owner, path), (f"`{path}` is a parameter of {callee.owner}: how it was made and "
                                                f"configured is up to its callers"), name
-    if isinstance(callee, Model) and callee.name.startswith(("unknown.", "object.")) \
-            and isinstance(callee.receiver, Unknown):
+    if isinstance(callee, Member) and isinstance(callee.receiver, Unknown):
         why = callee.receiver.why
-        return ("unknown", why), f"the connection is {why}", callee.name.rsplit(".", 1)[-1]
+        return ("unknown", why), f"the connection is {why}", callee.name
     return None
 
 
@@ -254,27 +254,26 @@ def _untraced(interp: Interpreter, callee: Value, args: list[Value], state: Stat
     if not templates or not any(sql.facts(t).touches_locks for t in templates):
         return None
     answer, state = events.statement(interp, conn, args[0], state, node)
-    return [(Model("db.rows", answer), state)]
+    return [(Rows(answer), state)]
 
 
 # ----- methods of database objects ----------------------------------------------------------------------------------
 
-def _method(interp: Interpreter, callee: Model, args: list[Value], kwargs: dict[str, Value], state: State,
+def _method(interp: Interpreter, callee: Member, args: list[Value], kwargs: dict[str, Value], state: State,
             node: ast.AST) -> Paths:
-    receiver = callee.receiver
-    name = callee.name.rsplit(".", 1)[-1]
-    if callee.name.startswith("db.rows"):
-        return [(receiver if name in FETCHES and receiver is not None else Unknown("rows"), state)]
-    if callee.name.startswith("db.sessionmaker"):
-        return _session(interp, receiver, False, state, node)
-    if callee.name.startswith("db.psycopg2_pool"):
+    receiver, name = callee.receiver, callee.name
+    if isinstance(receiver, Rows):
+        return [(receiver.answer if name in FETCHES else Unknown("rows"), state)]
+    if isinstance(receiver, Factory) and receiver.driver is Driver.SQLALCHEMY:  # a sessionmaker: a Session
+        return _session(interp, receiver.bind, False, state, node)
+    if isinstance(receiver, Factory) and receiver.driver is Driver.PSYCOPG2:
         if name == "getconn":
             conn, s = new_conn(interp, state, Driver.PSYCOPG2, node, TxMode.AUTOBEGIN,
                                f"a psycopg2 pool's getconn() at {interp.site(node)}: autocommit off (psycopg2's "
                                f"default)")
             return [(conn, s)]
         return [(Unknown("a pool's answer"), state)]
-    if callee.name.startswith("db.psycopg_pool"):
+    if isinstance(receiver, Factory):  # psycopg's pool
         if name in ("connection", "getconn"):
             conn, s = new_conn(interp, state, Driver.PSYCOPG, node, TxMode.AUTOBEGIN,
                                f"a psycopg pool's connection at {interp.site(node)}: autocommit off (psycopg's "
@@ -348,7 +347,7 @@ def _conn_method(interp: Interpreter, conn: Conn, name: str, args: list[Value], 
             return [(cursor, s.set_attr(cursor, "__answer__", answer))]
         if conn.driver is Driver.ASYNCPG:
             return [(wrap(answer if name in ("fetchval", "fetchrow", "fetch") else Unknown("a status")), s)]
-        return [(wrap(Model("db.rows", answer)), s)]
+        return [(wrap(Rows(answer)), s)]
     if name == "cursor":
         return [(Cursor(conn, site), state)]
     if name in ("commit", "rollback"):
@@ -412,11 +411,11 @@ def _set_autocommit(conn: Conn, given: Value, state: State, why: str) -> State:
 # ----- attributes, assignments, subscripts, with-blocks -------------------------------------------------------------
 
 def attribute(interp: Interpreter, obj: Value, name: str, state: State, node: ast.AST) -> Paths | None:
-    if isinstance(obj, Model) and obj.receiver is None and obj.name.endswith("django.db.connection"):
+    if isinstance(obj, Model) and obj.name.endswith("django.db.connection"):
         conn = django_conn(Const("default"))
         return attribute(interp, conn, name, _django_state(state, conn), node)
-    if isinstance(obj, Model) and obj.name.startswith(("db.rows", "db.sessionmaker", "db.psycopg")):
-        return [(Model(f"{obj.name}.{name}", obj.receiver), state)]
+    if isinstance(obj, (Rows, Factory)):
+        return [(Member(obj, name), state)]
     if isinstance(obj, Conn):
         if name == "notices":
             return [(Unknown("the connection's notices"), events.notices_read(obj, state))]
@@ -428,7 +427,7 @@ def attribute(interp: Interpreter, obj: Value, name: str, state: State, node: as
         if name in ("closed", "invalidated", "in_atomic_block", "autocommit", "info", "pgconn", "alias",
                     "settings_dict", "dialect"):
             return [(Unknown(f"the connection's {name}"), state)]
-        return [(Model(f"db.conn.{name}", obj), state)]
+        return [(Member(obj, name), state)]
     if isinstance(obj, (Engine, Cursor, Block)):
         if isinstance(obj, Cursor) and name == "connection":
             return [(obj.conn, state)]
@@ -436,7 +435,7 @@ def attribute(interp: Interpreter, obj: Value, name: str, state: State, node: as
             return [(Unknown(f"the cursor's {name}"), state)]
         if isinstance(obj, Engine) and name in ("url", "dialect", "pool", "name"):
             return [(Unknown(f"the engine's {name}"), state)]
-        return [(Model(f"db.{type(obj).__name__.lower()}.{name}", obj), state)]
+        return [(Member(obj, name), state)]
     return None
 
 
@@ -458,8 +457,8 @@ def subscript(interp: Interpreter, obj: Value, index: Value, state: State, node:
     if isinstance(obj, Model) and obj.name.endswith("django.db.connections"):
         conn = django_conn(index)
         return [(conn, _django_state(state, conn))]
-    if isinstance(obj, Model) and obj.name.startswith("db.rows"):
-        return [(obj.receiver if isinstance(obj.receiver, Answer) else Unknown("a row"), state)]
+    if isinstance(obj, Rows):
+        return [(obj.answer if isinstance(obj.answer, Answer) else Unknown("a row"), state)]
     return None
 
 

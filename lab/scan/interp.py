@@ -21,8 +21,9 @@ from lab.scan.findings import Site
 from lab.scan.record import Recorder
 from lab.scan.sources import Sources, distribution_of, resolve_relative
 from lab.scan.state import State, join
-from lab.scan.values import (Answer, Awaitable, Bound, Class, Const, Dict, Func, Generator, Instance, Model, Module,
-                             Param, Seq, Super, Union, Unknown, Value, answers_in, concat, options, truth, union)
+from lab.scan.values import (Answer, Awaitable, Bound, Class, Const, Dict, Func, Generator, Instance, Marked, Marker,
+                             Model, Module, Param, Seq, Super, Union, Unknown, Value, answers_in, concat, options, truth,
+                             union)
 
 MAX_PATHS = 12  # paths through one block before they are joined
 MERGE_ABOVE = 4  # more paths than this: those that agree on every connection's facts are joined first
@@ -161,7 +162,7 @@ class Interpreter:
             return Model(name) if stdlib.is_stdlib_name(name) else Unknown(
                 f"module `{name}` is not found under the scanned folders or on this interpreter's path")
         if not self.sources.followed(path, self.frame.module.path if self.frames else ""):
-            return Model(f"unread.{name}")  # a library that asks for no PostgreSQL client: its calls stay opaque
+            return Model(name, unread=True)  # a library that asks for no PostgreSQL client: its calls stay opaque
         return Module(name, str(path))
 
     def globals_of(self, module: Module) -> dict[str, Value]:
@@ -392,7 +393,7 @@ class Interpreter:
             sub = self.module(f"{base}.{name}")
             return sub if not isinstance(sub, Unknown) else Unknown(f"`{name}` from `{base}` is not found there")
         if isinstance(source, Model):
-            return Model(f"{source.name}.{name}")
+            return Model(f"{source.name}.{name}", source.unread)
         return Unknown(f"`{name}` is imported from `{base}`, which is not found under the scanned folders or on "
                        f"this interpreter's path")
 
@@ -521,7 +522,7 @@ class Interpreter:
 
         if isinstance(manager, Generator):
             return self.enter_generator(manager, inside, state)
-        if isinstance(manager, Model) and manager.name == "contextlib.suppress()":
+        if isinstance(manager, Marked) and manager.marker is Marker.SUPPRESS:
             self.tries.append(TryContext(self.site(node), (), self.frame.module.path, suppress=True))
             try:
                 flow = inside(Const(None), state)
@@ -717,9 +718,6 @@ class Interpreter:
             return [(value, state)]
         if isinstance(obj, Param):
             return [(Param(obj.owner, f"{obj.path}.{name}"), state)]
-        loaded = plugins.attribute(obj, name)
-        if loaded is not None:
-            return [(loaded, state)]
         return [(stdlib.attribute(obj, name), state)]
 
     def class_member(self, cls: Class, name: str, instance: Instance | None, state: State, node: ast.AST) -> Paths:

@@ -13,7 +13,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from lab.scan.state import State
-from lab.scan.values import Const, Dict, Model, Seq, Unknown, Value, options, union
+from lab.scan.values import Const, Dict, Loaded, Model, Seq, Unknown, Value, options, union
 
 if TYPE_CHECKING:
     from lab.scan.interp import Interpreter, Paths
@@ -78,7 +78,7 @@ def _driver_manager(interp: Interpreter, kwargs: dict[str, Value], args: list[Va
             paths.append((loaded, state))
     if not paths:
         return [(Unknown(f"a `{namespace.value}` plugin that imports no PostgreSQL client (not followed)"), state)]
-    return [(Model("plugins.manager", union([v for v, _ in paths])), s) for _, s in paths]
+    return [(Loaded(union([v for v, _ in paths])), s) for _, s in paths]
 
 
 def _imports_client(interp: Interpreter, module: str) -> bool:
@@ -102,11 +102,3 @@ def _reads_imports(interp: Interpreter, module: str) -> bool:
         if any(n.split(".")[0] in CLIENT_MODULES for n in names):
             return True
     return False
-
-
-def attribute(obj: Value, name: str) -> Value | None:
-    """manager.driver: what the manager loaded."""
-    if isinstance(obj, Model) and obj.name == "plugins.manager" and name in ("driver", "plugin") \
-            and obj.receiver is not None:
-        return obj.receiver
-    return None

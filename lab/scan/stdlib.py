@@ -19,8 +19,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from lab.scan.state import State
-from lab.scan.values import (Answer, Awaitable, Const, Dict, Func, Model, Param, Seq, SqlText, Super, Text, Union,
-                             Unknown, Value, answers_in, concat, options, text_templates, truth, union)
+from lab.scan.values import (Answer, Awaitable, Const, Dict, Func, Future, Loaded, Marked, Marker, Member, Model,
+                             Param, Seq, SqlText, Super, Text, Union, Unknown, Value, answers_in, concat, options,
+                             text_templates, truth, union)
 
 if TYPE_CHECKING:
     from lab.scan.interp import Interpreter, Paths
@@ -256,28 +257,25 @@ def entered(manager: Value) -> Value:
 
 
 def attribute(obj: Value, name: str) -> Value:
-    """obj.name for values the interpreter does not own (modelled names, unknowns, constants)."""
+    """obj.name for values the interpreter does not own (a module's name, an unknown value, a constant)."""
     if isinstance(obj, Seq) and obj.kind in URL_FIELDS and name in URL_FIELDS[obj.kind]:
         return obj.items[URL_FIELDS[obj.kind].index(name)]
     if isinstance(obj, Model):
-        return Model(f"{obj.name}.{name}", obj.receiver)
-    if isinstance(obj, Answer):
-        return Model(f"answer.{name}", obj)
-    if isinstance(obj, (Const, Text, Seq, Dict, SqlText)):
-        return Model(f"value.{name}", obj)
-    if isinstance(obj, Unknown):
-        return Model(f"unknown.{name}", obj)
-    return Model(f"object.{name}", obj)
+        return Model(f"{obj.name}.{name}", obj.unread)
+    if isinstance(obj, Loaded) and name in ("driver", "plugin"):
+        return obj.driver
+    return Member(obj, name)
+
+
+PLAIN_DATA = (Const, Text, Seq, Dict, SqlText)
 
 
 def describe(callee: Value) -> str:
     if isinstance(callee, Model):
+        return f"{callee.name}()"
+    if isinstance(callee, Member):
         receiver = callee.receiver
-        name = callee.name.split(".", 1)[1] if callee.name.startswith(("unknown.", "object.", "value.")) \
-            else callee.name
-        if isinstance(receiver, Param):
-            return f"{receiver.path}.{name}()"
-        return f"{name}()"
+        return f"{receiver.path}.{callee.name}()" if isinstance(receiver, Param) else f"{callee.name}()"
     if isinstance(callee, Param):
         return f"{callee.path}()"
     if isinstance(callee, Unknown):
@@ -287,15 +285,13 @@ def describe(callee: Value) -> str:
 
 def moves_on(callee: Value) -> bool:
     """Whether an opaque call is the code moving on (work, waiting) rather than a quick look-up or a log line."""
+    if isinstance(callee, Member):
+        return callee.name not in QUIET and callee.name not in DATA_METHODS \
+            and not isinstance(callee.receiver, (*PLAIN_DATA, Answer))
     if isinstance(callee, Model):
-        last = callee.name.rsplit(".", 1)[-1]
-        if last in QUIET:
+        if callee.name.rsplit(".", 1)[-1] in QUIET:
             return False
-        if callee.name.startswith(("unknown.", "object.", "answer.")):
-            return last not in DATA_METHODS
-        if callee.name.startswith("value."):
-            return False
-        return callee.name.startswith(WAITS) or not is_stdlib_name(callee.name)
+        return callee.unread or callee.name.startswith(WAITS) or not is_stdlib_name(callee.name)
     if isinstance(callee, Param):
         return callee.path.rsplit(".", 1)[-1] not in QUIET
     return True
@@ -370,8 +366,9 @@ def decorate(interp: Interpreter, decorator: Value, func: Value) -> Value:
     if last in ("staticmethod", "classmethod", "property", "cached_property"):
         kind = "property" if last == "cached_property" else last
         return replace(func, kind=kind)
-    if isinstance(decorator, Model) and decorator.name.endswith(".setter"):
-        return Unknown("a property setter")
+    if isinstance(decorator, Member) and decorator.name in ("setter", "deleter") \
+            and isinstance(decorator.receiver, Func):
+        return decorator.receiver  # the property keeps its getter
     return func
 
 
@@ -400,40 +397,32 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
     default = option_default(interp, callee, args, node)
     if default is not None:
         return [(default, state)]
+    if isinstance(callee, Marked) and callee.marker is Marker.PASS_THROUGH:
+        return [(args[0] if args else Unknown("a decorated value"), state)]
+    if isinstance(callee, Member):
+        return _member(interp, callee, args, kwargs, state, node)
     if not isinstance(callee, Model):
         return None
     name = callee.name
     if name.startswith("builtins."):
         return _builtin(interp, name.split(".", 1)[1], args, kwargs, state, node)
-    if name.startswith("value."):
-        return [(_value_method(callee.receiver, name.split(".", 1)[1], args, kwargs, interp, node), state)]
-    if name.startswith("answer."):
-        return [(callee.receiver or Unknown("an answer"), state)]
     last = name.rsplit(".", 1)[-1]
     if name == "typing.cast" and len(args) == 2:
         return [(args[1], state)]
     if last in ("lru_cache", "cache", "wraps", "retry", "total_ordering") or name in ("functools.cache",):
         if args and isinstance(args[0], Func) and last != "wraps":
             return [(args[0], state)]
-        return [(Model("functools.identity_decorator"), state)]
-    if name == "functools.identity_decorator":
-        return [(args[0] if args else Unknown("a decorated value"), state)]
+        return [(Marked(Marker.PASS_THROUGH), state)]
     if last in ("contextmanager", "asynccontextmanager") and args:
         return [(decorate(interp, callee, args[0]), state)]
     if name == "contextlib.suppress":
-        return [(Model("contextlib.suppress()"), state)]
+        return [(Marked(Marker.SUPPRESS), state)]
     if name in ("contextlib.nullcontext", "contextlib.closing"):
         return [(args[0] if args else Const(None), state)]
-    if name == "asyncio.run" or last == "run_until_complete":
+    if name == "asyncio.run":
         return [(awaited(args[0]) if args else Unknown("a coroutine's result"), state)]
     if name == "asyncio.run_coroutine_threadsafe" and args:
-        return [(Model("asyncio.future", awaited(args[0])), state)]
-    if name.startswith("asyncio.future.") or (name.startswith(("unknown.", "object.")) and last == "result"
-                                               and isinstance(callee.receiver, Model)
-                                               and callee.receiver.name == "asyncio.future"):
-        receiver = callee.receiver
-        return [(receiver.receiver if isinstance(receiver, Model) and receiver.receiver is not None else
-                 Unknown("a future's result"), state)]
+        return [(Future(awaited(args[0])), state)]
     if name in ("asyncio.ensure_future", "asyncio.create_task", "asyncio.wait_for", "asyncio.shield") and args:
         return [(Awaitable(awaited(args[0])), state)]
     if name in ("urllib.parse.urlsplit", "urllib.parse.urlparse") and args:
@@ -448,6 +437,22 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
             except re.error:
                 pass
         return [(text, state)]  # a rewrite of placeholders keeps the statement's words
+    return None
+
+
+def _member(interp: Interpreter, callee: Member, args: list[Value], kwargs: dict[str, Value], state: State,
+            node: ast.AST) -> Paths | None:
+    """A method of a value the interpreter does not own: of a string, sequence or dict, of an unlock's answer, of a
+    future; an event loop running a coroutine."""
+    receiver = callee.receiver
+    if isinstance(receiver, PLAIN_DATA):
+        return [(_value_method(receiver, callee.name, args, kwargs, interp, node), state)]
+    if isinstance(receiver, Answer):
+        return [(receiver, state)]
+    if isinstance(receiver, Future) and callee.name == "result":
+        return [(receiver.result, state)]
+    if callee.name == "run_until_complete":
+        return [(awaited(args[0]) if args else Unknown("a coroutine's result"), state)]
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from lab.scan.findings import Driver, Site
@@ -152,10 +153,67 @@ class Instance(Value):
 @_hash_once
 @dataclass(frozen=True)
 class Model(Value):
-    """A name of a library the scanner models instead of reading (psycopg2.connect, sqlalchemy.text, ...)."""
+    """A name of a module the scanner does not read: a database client it models (psycopg2.connect,
+    sqlalchemy.text), the standard library, or an installed library it leaves opaque (unread)."""
 
     name: str  # dotted: "psycopg2.connect", "sqlalchemy.text", "django.db.transaction.atomic"
-    receiver: Value | None = None  # for a modelled method: the object it is called on
+    unread: bool = False  # a library that asks for no PostgreSQL client: its calls are the code moving on
+
+
+@_hash_once
+@dataclass(frozen=True)
+class Member(Value):
+    """`receiver.name` for an object the interpreter does not own (a connection, a constant, an unknown value): what
+    calling it does is decided by the receiver's kind (lab/scan/apis.py, lab/scan/stdlib.py)."""
+
+    receiver: Value
+    name: str
+
+
+@_hash_once
+@dataclass(frozen=True)
+class Rows(Value):
+    """What a statement returned: an unlock's Answer, or rows nobody needs to follow."""
+
+    answer: Value
+
+
+@_hash_once
+@dataclass(frozen=True)
+class Factory(Value):
+    """Something that hands out connections: a Session factory (sessionmaker) bound to an engine, or a pool."""
+
+    driver: Driver
+    bind: Value | None = None  # a sessionmaker's engine
+
+
+@_hash_once
+@dataclass(frozen=True)
+class Future(Value):
+    """asyncio.run_coroutine_threadsafe(...): its result() is the coroutine's result."""
+
+    result: Value
+
+
+@_hash_once
+@dataclass(frozen=True)
+class Loaded(Value):
+    """A plugin manager (stevedore's DriverManager): its `driver` is what it loaded."""
+
+    driver: Value
+
+
+class Marker(Enum):
+    """A modelled value with nothing in it but what it is."""
+
+    PASS_THROUGH = "a decorator that returns the function it is given (functools.wraps, lru_cache, a retry)"
+    SUPPRESS = "contextlib.suppress(...): swallows what it names"
+
+
+@_hash_once
+@dataclass(frozen=True)
+class Marked(Value):
+    marker: Marker
 
 
 @_hash_once
@@ -274,7 +332,7 @@ def truth(value: Value) -> bool | None:
             found.add(bool(option.value))
         elif isinstance(option, (Unknown, Param)):
             found.add(option.truth)
-        elif isinstance(option, (Text, Answer)):
+        elif isinstance(option, (Text, Answer, Member)):
             found.add(None)
         elif isinstance(option, Seq):
             found.add(bool(option.items))
@@ -349,6 +407,6 @@ def answers_in(value: Value) -> frozenset[tuple]:
                 keys |= answers_in(item)
         elif isinstance(option, Awaitable):
             keys |= answers_in(option.inner)
-        elif isinstance(option, Model) and option.name.startswith("db.rows") and option.receiver is not None:
-            keys |= answers_in(option.receiver)
+        elif isinstance(option, Rows):
+            keys |= answers_in(option.answer)
     return frozenset(keys)
