@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, dataclass_transform
 
 from lab.scan.findings import Driver, Site
 
@@ -22,8 +22,10 @@ class Value:
     """Base of every abstract value."""
 
 
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def _hash_once(cls):
     """A frozen dataclass whose hash is computed once: values nest deeply, and paths are joined by hashing them."""
+    cls = dataclass(frozen=True)(cls)
     computed = cls.__hash__
 
     def __hash__(self) -> int:
@@ -39,20 +41,17 @@ def _hash_once(cls):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Unknown(Value):
     why: str
     truth: bool | None = None  # decided by a test on this path: True (truthy), False (falsy), None (either)
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Const(Value):
     value: Any  # None, bool, int, float, str, bytes, or a tuple of these
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Text(Value):
     """A string known in part: each template is known text and holes (None); several templates: one of them."""
 
@@ -60,21 +59,18 @@ class Text(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Seq(Value):
     kind: str  # "tuple", "list", "set"
     items: tuple[Value, ...]
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Dict(Value):
     items: tuple[tuple[Value, Value], ...]  # keys as evaluated; a lookup matches Const keys only
     complete: bool = True  # False: built with ** of something unknown, so a key may be missing from `items`
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Union(Value):
     """One of several values: the code chose between them in a way this path does not decide."""
 
@@ -96,7 +92,6 @@ class Module(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Func(Value):
     """A function the scanner can follow: its node, the module it is in, and what it closes over."""
 
@@ -115,7 +110,6 @@ class Func(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Class(Value):
     node: ast.ClassDef = field(compare=False)
     module: Module
@@ -124,7 +118,6 @@ class Class(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Bound(Value):
     """A function bound to its first argument (a method of an instance, or a classmethod of its class)."""
 
@@ -133,7 +126,6 @@ class Bound(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Super(Value):
     """super() inside a method of `owner`, for `receiver`."""
 
@@ -142,7 +134,6 @@ class Super(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Instance(Value):
     """An object of a class the scanner follows; its attributes live in the path's State."""
 
@@ -151,7 +142,6 @@ class Instance(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Model(Value):
     """A name of a module the scanner does not read: a database client it models (psycopg2.connect,
     sqlalchemy.text), the standard library, or an installed library it leaves opaque (unread)."""
@@ -161,7 +151,6 @@ class Model(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Member(Value):
     """`receiver.name` for an object the interpreter does not own (a connection, a constant, an unknown value): what
     calling it does is decided by the receiver's kind (lab/scan/apis.py, lab/scan/stdlib.py)."""
@@ -171,7 +160,6 @@ class Member(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Rows(Value):
     """What a statement returned: an unlock's Answer, or rows nobody needs to follow."""
 
@@ -179,7 +167,6 @@ class Rows(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Factory(Value):
     """Something that hands out connections: a Session factory (sessionmaker) bound to an engine, or a pool."""
 
@@ -188,7 +175,6 @@ class Factory(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Future(Value):
     """asyncio.run_coroutine_threadsafe(...): its result() is the coroutine's result."""
 
@@ -196,7 +182,6 @@ class Future(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Loaded(Value):
     """A plugin manager (stevedore's DriverManager): its `driver` is what it loaded."""
 
@@ -211,13 +196,11 @@ class Marker(Enum):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Marked(Value):
     marker: Marker
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Param(Value):
     """A parameter of the function the scanner started from: nothing is known of it, but it is one object."""
 
@@ -227,7 +210,6 @@ class Param(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Conn(Value):
     """A database connection (or Session), identified by where it was made; its facts are in the State."""
 
@@ -239,7 +221,6 @@ class Conn(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Engine(Value):
     """A SQLAlchemy Engine: connections it gives inherit its isolation level."""
 
@@ -252,14 +233,12 @@ class Engine(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Cursor(Value):
     conn: Conn
     made_at: Site
 
 
 @_hash_once
-@dataclass(frozen=True)
 class SqlText(Value):
     """sqlalchemy.text(...) of a statement."""
 
@@ -267,7 +246,6 @@ class SqlText(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Answer(Value):
     """What pg_advisory_unlock returned (or a value computed from it): reading it in a test checks the release."""
 
@@ -275,7 +253,6 @@ class Answer(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Awaitable(Value):
     """A coroutine or awaitable whose result is `inner` (the scanner runs its code when it is made)."""
 
@@ -283,7 +260,6 @@ class Awaitable(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Block(Value):
     """A context manager that opens a transaction on a connection and commits it at its end."""
 
@@ -293,7 +269,6 @@ class Block(Value):
 
 
 @_hash_once
-@dataclass(frozen=True)
 class Generator(Value):
     """A call of a @contextmanager function, not yet entered."""
 
