@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lab", description="Which lock keeps two rebuilds apart when "
                                                              "things go wrong? Measured on real servers.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_run, _add_report, _add_replay, _add_export, _add_doctor, _add_list, _add_check_backend,
+    for add in (_add_run, _add_report, _add_replay, _add_export, _add_doctor, _add_scan, _add_list, _add_check_backend,
                 _add_services):
         add(sub)
     return parser
@@ -168,6 +168,18 @@ def _add_list(sub) -> None:
                               "fault column, capability and driver, the same on every machine")
 
 
+def _add_scan(sub) -> None:
+    """`lab scan`: the post's two bugs found in Python source, each tied to the lab's measured cell."""
+    scan = sub.add_parser("scan", help="find the post's two bugs in Python source (session advisory locks left idle in "
+                                       "a transaction, releases that swallow their failure); exit 1 on a finding")
+    scan.add_argument("paths", nargs="*", metavar="PATH", help="Python files or folders to read (never run)")
+    shown = scan.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print the results as JSON")
+    shown.add_argument("--sarif", action="store_true", help="print SARIF 2.1.0, for code-scanning tools")
+    scan.add_argument("--no-evidence", action="store_true",
+                      help="do not read the committed reference for each finding's measured cell (faster)")
+
+
 def _add_check_backend(sub) -> None:
     """`lab check-backend`: a backend's promises checked on embedded servers."""
     check = sub.add_parser("check-backend", help="check a backend's promises on embedded servers (or yours, by flag "
@@ -215,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "services": cmd_services,
                 "replay": cmd_replay, "doctor": cmd_doctor, "check-backend": cmd_check_backend,
-                "export": cmd_export}[
+                "export": cmd_export, "scan": cmd_scan}[
             args.command](args, argv)
     except LabError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
@@ -223,6 +235,32 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `lab list | head`: the reader left, which is not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def cmd_scan(args, argv) -> int:
+    """Exit 1 when a finding is reported, 0 otherwise, 2 for a path that does not exist (a file that does not parse
+    is a warning in the output, not an error)."""
+    from lab.scan import evidence, render
+    from lab.scan.findings import Warning_
+    from lab.scan.scanner import scan
+
+    if not args.paths:
+        raise LabError("scan: name at least one Python file or folder, e.g. lab scan src/")
+    report = scan(args.paths)
+    if not args.no_evidence:
+        try:
+            report = evidence.attach(report, evidence.load())
+        except LabError as exc:  # no committed reference here (an installed wheel): the findings stand without it
+            from dataclasses import replace
+
+            report = replace(report, warnings=(*report.warnings, Warning_(None, f"no reference evidence: {exc}")))
+    if args.json:
+        print(render.as_json(report))
+    elif args.sarif:
+        print(render.sarif(report))
+    else:
+        sys.stdout.write(render.text(report))
+    return 1 if report.findings else 0
 
 
 def cmd_check_backend(args, argv) -> int:

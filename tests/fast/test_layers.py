@@ -23,6 +23,7 @@ LAYERS = {
     "scenarios": ("scenarios",),
     "decision": ("lab.decision",),
     "report": ("lab.report",),
+    "scan": ("lab.scan",),
     "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.doctor_mariadb", "lab.provenance",
             "lab.contract", "lab.quiet", "lab.reference", "lab.survey"),
 }
@@ -31,7 +32,8 @@ LAYERS = {
 # servers, never a fault, a backend or the report. The preflight reads servers (and the lab's schema's name from the
 # workload), never a backend or a scenario. The report reads results, the checkers' vocabulary and the
 # measures, never a server, a holder, a backend or a scenario: a saved run renders from its folder alone. The decision
-# sits below the report: the report draws it, and it never reads a report module.
+# sits below the report: the report draws it, and it never reads a report module. lab scan reads source only, and the
+# committed reference through the report.
 ALLOWED = {
     "base": {"base"},
     "servers": {"base", "servers"},
@@ -46,6 +48,9 @@ ALLOWED = {
     # The decision reads cells and declarations and writes plain data: the checkers' vocabulary, the measures' kinds.
     "decision": {"base", "checkers", "measures", "decision"},
     "report": {"base", "checkers", "measures", "decision", "report"},
+    # lab scan reads source, never runs it: the base and its own package, and the report only for the reference's
+    # cells (lab/scan/evidence.py); never a server, a backend or a scenario.
+    "scan": {"base", "checkers", "measures", "decision", "report", "scan"},
     "top": set(LAYERS),
 }
 
