@@ -360,6 +360,10 @@ def _measured(subject: Subject, event: Event) -> None:
                            subject.spec["fault_point"], event.t_fault, event.t_heal, event.ttl, subject.history,
                            company=subject.company)
     base["evidence"] = {**event.evidence, **subject.evidence}
+    if event.evidence.get("two_primaries") is True:  # the store forked: the checkers judge what survived knowing it
+        for op in base["history"]:
+            if op["f"] == F.FAULT.value:
+                op["value"] = {**(op.get("value") or {}), "forked": True}
     contender_token = subject.made[0].token if subject.made else None
     base["contender"]["token"] = contender_token
     grant = NEVER_ACKNOWLEDGED if subject.waiting is not None else "acknowledged"

@@ -287,12 +287,34 @@ def discarded_writes(facts: Facts, final: dict) -> tuple[list[Write], str]:
     return lost, undecided
 
 
+def absent_writes(facts: Facts, final: dict, discarded: list[Write]) -> list[Write]:
+    """Writes that landed (or may have) but whose run's rows are not in the company at the end, other than those
+    proven discarded: replaced by a later rebuild, or, where the store forked, thrown away with the losing primary
+    when the history cannot tell which (two primaries' commits a few milliseconds apart). A company whose end state
+    was not read keeps every write."""
+    out = []
+    for write in facts.writes:
+        state = (final or {}).get(write.company)
+        if state is None or write in discarded or not _may_have_landed(write):
+            continue
+        if write.process not in set(state["runs"]):
+            out.append(write)
+    return out
+
+
 def survived(facts: Facts, discarded: list[Write]) -> Facts:
-    """The history the store kept: the same facts, with each discarded write as one that never landed. A holder's
-    commit that a rewind threw away cannot have made a write stale or two writes overlap in the company."""
+    """The history the store kept: the same facts, with each write not in the surviving company (discarded, or
+    replaced) as one that never landed, and the lock it took inside that transaction gone with it. A holder's commit
+    that a rewind threw away cannot have made a write stale or two writes overlap in the company."""
     gone = {id(w) for w in discarded}
     writes = [replace(w, outcome="discarded") if id(w) in gone else w for w in facts.writes]
-    return replace(facts, writes=writes)
+
+    def inside_a_gone_write(right: Right) -> bool:
+        return right.scope == COMPANY and any(
+            w.process == right.process and w.company == right.company and w.begun is not None
+            and w.begun <= right.granted <= w.bound for w in discarded)
+
+    return replace(facts, writes=writes, rights=[r for r in facts.rights if not inside_a_gone_write(r)])
 
 
 def _may_have_landed(write: Write) -> bool:
@@ -456,8 +478,13 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
     """
     facts = facts_of(ops)
     discarded, _ = discarded_writes(facts, final or {})
-    kept = survived(facts, discarded) if discarded else facts
-    timeline = Timeline.SURVIVED if discarded else None
+    # Where the fault confirmed the store forked (two primaries at once), a write whose rows are not in the surviving
+    # company may have been thrown away with the losing primary rather than replaced: it cannot be told apart, so it
+    # is left out of the survived timeline. On one store a replaced stale write is still a stale write.
+    forked = any(op.f is F.FAULT and op.get("forked") for op in ops)
+    gone = discarded + (absent_writes(facts, final or {}, discarded) if forked else [])
+    kept = survived(facts, gone) if gone else facts
+    timeline = Timeline.SURVIVED if gone else None
     storage_orders = any(r.scope == COMPANY for r in facts.rights)
     findings = [company_state(final or {}, size), torn_states(facts, size), acknowledged_writes(facts, final or {})]
     lock = exclusion(facts)
@@ -465,7 +492,7 @@ def judge(ops: list[Op], final: dict | None, size: int, promises_exclusion: bool
     if promises_exclusion:
         findings += [_on(stale_writes(kept, storage_orders), timeline), _on(overlapping_writes(kept), timeline),
                      false_releases(facts)]
-        if discarded:
+        if gone:
             as_told = [_on(stale_writes(facts, storage_orders), Timeline.ACKNOWLEDGED),
                        _on(overlapping_writes(facts), Timeline.ACKNOWLEDGED)]
     findings.append(_on(lapsed_writes(kept), timeline))

@@ -32,7 +32,7 @@ from lab.runner.events import run_events
 from lab.runner.lanes import Phase, run_lanes, schedule
 from lab.runner.meta import change_meta
 from lab.runner.plan import Plan, RunRequest, SettleAsk
-from lab.runner.settle_cells import cells_to_settle
+from lab.runner.settle_cells import cells_to_settle, ruled_out
 from lab.runner.settle_progress import SettleProgress
 from lab.runner.settle_rounds import Ledger, SettleGate, Templates, event_round, trial_round
 from lab.runner.settle_rule import Ended, SettleTarget, StopRule, Why
@@ -133,12 +133,13 @@ class ScenarioSettling:
     meta: dict
     previous: list[list[dict]]
     rounds: list[dict] = field(default_factory=list)
+    ruled_out: dict[str, set[str]] = field(default_factory=dict)  # need -> locks already out of it, run-wide
     seen: dict[tuple, SettleTarget] = field(default_factory=dict)  # every cell it selected, with its reasons
 
     def select(self) -> list[SettleTarget]:
         """cells_to_settle over this scenario's records alone (a column decides from its own cells): the runnable
         ones, remembered for meta.json."""
-        targets = [t for t in cells_to_settle(RunView.of(self.ledger.all(), self.meta), self.previous)
+        targets = [t for t in cells_to_settle(RunView.of(self.ledger.all(), self.meta), self.previous, self.ruled_out)
                    if t.scenario == self.scenario.name and self.templates.runnable(t)]
         for target in targets:
             self.seen[target.cell] = target
@@ -177,10 +178,13 @@ def settle_phase(ctx: RunContext, planned: Plan, settling: Settling, waves: dict
     meta = ctx.folder.meta()
     previous = [latest_per_trial(folder.trials()) for folder in _comparable(ctx, settling, results_root)]
     earlier = (meta.get("settle") or {}).get("scenarios", {})  # a resumed run's rounds so far
+    # Who is out of each need already, over the whole run's planned trials: read once, it spares every scenario's
+    # rounds the cells of a lock that cannot qualify, wherever the fault that ruled it out was.
+    out = ruled_out(RunView.of(latest_per_trial(recorded), meta))
     # A ledger per scenario: each is read and written by its own lane's thread alone.
     jobs = {s.name: ScenarioSettling(s, Ledger(r for r in recorded if r["scenario"] == s.name), templates, meta,
                                      [[r for r in records if r.get("scenario") == s.name] for records in previous],
-                                     list(earlier.get(s.name, {}).get("rounds", [])))
+                                     list(earlier.get(s.name, {}).get("rounds", [])), ruled_out=out)
             for s in planned.scenarios}
     estimates = {name: _estimate(job, ctx.profile) for name, job in jobs.items()}
     chosen = [job.scenario for name, job in jobs.items() if estimates[name] > 0]

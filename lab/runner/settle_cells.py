@@ -38,7 +38,13 @@ IDLE = frozenset({Mark.NOT_APPLICABLE, Mark.DOES_NOT_RUN, Mark.NOT_RUN, Mark.CON
 Key = tuple[str, str, str]  # (scenario, backend, column variant)
 
 
-def cells_to_settle(run: RunView, previous: Sequence[Sequence[dict]] = ()) -> list[SettleTarget]:
+def ruled_out(run: RunView) -> dict[str, set[str]]:
+    """Need title -> the candidates a fault already failed for it, over the run's records so far."""
+    return {answer.need.title: set(answer.ruled_out) for answer in decision_of(run).needs}
+
+
+def cells_to_settle(run: RunView, previous: Sequence[Sequence[dict]] = (),
+                    out: dict[str, set[str]] | None = None) -> list[SettleTarget]:
     """The cells of `run` to add trials to, in the matrix's order (column, then row), each once with every reason it
     has. previous: the records of each earlier reference to compare marks with (none: no cell counts as flipped).
 
@@ -49,7 +55,7 @@ def cells_to_settle(run: RunView, previous: Sequence[Sequence[dict]] = ()) -> li
              if c.scenario not in searches and c.cell.mark not in IDLE and c.records}
     why: dict[Key, Why] = {}
     harm: dict[Key, Harm] = {}
-    for key, judged_on in _deciding(run, rows):
+    for key, judged_on in _deciding(run, rows, out or {}):
         if key in cells:
             why[key] = why.get(key, Why(0)) | Why.DECIDING
             harm[key] = Harm.SURVIVING_COMPANY if harm.get(key) is Harm.SURVIVING_COMPANY else judged_on
@@ -71,14 +77,19 @@ def _column_order(rows: list[tuple[str, list[MatrixCell]]]) -> dict[tuple[str, s
     return {(c.scenario, c.variant): i for i, c in enumerate(first)}
 
 
-def _deciding(run: RunView, rows: list[tuple[str, list[MatrixCell]]]) -> list[tuple[Key, Harm]]:
-    """Every candidate of each need under each column that failed any candidate of that need, with the need's harm
-    (the decision's own comparison: lab/decision)."""
+def _deciding(run: RunView, rows: list[tuple[str, list[MatrixCell]]],
+              out: dict[str, set[str]]) -> list[tuple[Key, Harm]]:
+    """Every candidate of each need still in contention for it under each column that failed any candidate of that
+    need, with the need's harm (the decision's own comparison: lab/decision). A candidate a fault already failed for
+    that need cannot qualify whatever its other cells show: its failing cell is settled (its first failure found),
+    and trials added to its others would decide nothing."""
     at = {(backend, c.label): _key(c) for backend, row in rows for c in row}
     found: list[tuple[Key, Harm]] = []
     for answer in decision_of(run).needs:
-        for label in answer.comparison.failed_by:
-            found += [(at[(b, label)], answer.need.harm) for b in answer.candidates if (b, label) in at]
+        gone = set(answer.ruled_out) | out.get(answer.need.title, set())
+        for label, failed in answer.comparison.failed_by.items():
+            found += [(at[(b, label)], answer.need.harm) for b in answer.candidates if (b, label) in at
+                      and (b not in gone or b in failed)]
     return found
 
 
@@ -95,4 +106,4 @@ def _flipped(run: RunView, rows: list[tuple[str, list[MatrixCell]]],
     return [key for key, seen in marks.items() if len(seen) > 1]
 
 
-__all__ = ["cells_to_settle"]
+__all__ = ["cells_to_settle", "ruled_out"]

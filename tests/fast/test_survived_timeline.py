@@ -10,6 +10,8 @@ history with the company left torn is a failure on every timeline.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lab.checkers.judge import judge
 from lab.checkers.ops import F, Op, Type
 from lab.checkers.verdict import Kind, Question, Timeline, Valid, Verdict, answers_of
@@ -26,7 +28,7 @@ ROUTED_SPLIT_BRAIN = [  # the recorded history, times as recorded
     op(21.6665, "holder", I, F.ACQUIRE),
     op(23.4409, "holder", I, F.WRITE, company=7),
     op(23.4409, "holder", OK, F.ACQUIRE, company=7, scope="company"),
-    op(24.4528, "fault", OK, F.FAULT, name="patroni_agent_pause"),
+    op(24.4528, "fault", OK, F.FAULT, name="patroni_agent_pause", forked=True),
     op(46.9413, "contender", I, F.ACQUIRE),
     op(46.9413, "contender", OK, F.ACQUIRE, scope="company"),
     op(47.0324, "contender", I, F.WRITE, company=7),
@@ -76,10 +78,52 @@ def test_the_same_split_brain_with_the_company_torn_fails_the_company():
     assert verdict.kind is Kind.STALE_WRITE_ACCEPTED  # both writes are in the table: nothing was discarded
 
 
-def test_without_a_discard_the_two_timelines_are_one():
-    """The holder's write kept: it may have replaced the contender's, so nothing was discarded, and the holder's
-    commit after the contender had the company is a stale write in the one history."""
+CONCURRENT_COMMITS = [  # the new reference's patroni/xact/agent_paused_routed/1: both COMMITs asked 6 ms apart
+    op(48.9288, "holder", I, F.ACQUIRE),
+    op(52.7961, "holder", I, F.WRITE, company=7),
+    op(52.7961, "holder", OK, F.ACQUIRE, company=7, scope="company"),
+    op(56.0173, "fault", OK, F.FAULT, name="patroni_agent_pause", forked=True),
+    op(82.4438, "contender", I, F.ACQUIRE),
+    op(82.4438, "contender", OK, F.ACQUIRE, scope="company"),
+    op(86.2784, "contender", I, F.WRITE, company=7),
+    op(86.8881, "contender", OK, F.ACQUIRE, company=7, scope="company"),
+    op(88.9202, "contender", I, F.COMMIT, company=7),
+    op(88.9261, "holder", I, F.COMMIT, company=7),
+    op(89.059, "contender", OK, F.WRITE, company=7),
+    op(89.3483, "holder", OK, F.WRITE, company=7),
+    op(92.7671, "fault", OK, F.HEAL, name="patroni_agent_pause"),
+]
+
+
+def test_where_the_store_forked_a_write_absent_from_the_survivor_is_out_of_the_survived_timeline():
+    """Two primaries took both commits a few milliseconds apart and the company ends with the contender's rows: the
+    history cannot tell whether the holder's write was replaced or thrown away with the losing primary, so it is
+    not judged stale in what survived; two holders still believed they held at once."""
+    verdict = judge(CONCURRENT_COMMITS, CONTENDERS_ROWS, SIZE)
+    assert verdict.answers == {Question.LOCK: Valid.TRUE, Question.COMPANY: Valid.TRUE, Question.STORE: Valid.TRUE}
+    assert verdict.lock is Valid.FALSE
+
+
+def test_on_one_store_a_replaced_stale_write_is_still_a_stale_write():
+    """The same operations with no fork confirmed: the holder's commit after the contender had the company is a stale
+    write, whoever's rows the company ends with."""
+    one_store = [replace(o, value={"name": "pause"}) if o.f is F.FAULT else o for o in CONCURRENT_COMMITS]
+    verdict = judge(one_store, CONTENDERS_ROWS, SIZE)
+    assert verdict.answers[Question.LOCK] is Valid.FALSE and verdict.kind is Kind.STALE_WRITE_ACCEPTED
+
+
+def test_where_the_holders_primary_survived_its_write_is_not_stale_there():
+    """The same split brain with the old primary's history kept instead (the holder's rows at the end): the
+    contender's write went with the other primary, and in what survived the holder wrote alone."""
     holders_rows = {7: {"rows": SIZE, "runs": ["holder"]}}
     verdict = judge(ROUTED_SPLIT_BRAIN, holders_rows, SIZE)
+    assert verdict.answers[Question.LOCK] is Valid.TRUE and verdict.lock is Valid.FALSE
+
+
+def test_without_a_fork_or_a_discard_the_two_timelines_are_one():
+    """On one store (no fork confirmed) with the holder's rows at the end: the holder's commit after the contender
+    had the company is a stale write, and every finding judged the one history."""
+    one_store = [replace(o, value={"name": "pause"}) if o.f is F.FAULT else o for o in ROUTED_SPLIT_BRAIN]
+    verdict = judge(one_store, {7: {"rows": SIZE, "runs": ["holder"]}}, SIZE)
     assert verdict.answers[Question.LOCK] is Valid.FALSE and verdict.kind is Kind.STALE_WRITE_ACCEPTED
     assert not [f for f in verdict.findings if f.timeline is not None]
