@@ -10,7 +10,7 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 import time
 from pathlib import Path
 
@@ -82,13 +82,17 @@ class RunFolder:
             os.fsync(f.fileno())
 
     def trials(self) -> list[dict]:
+        return list(self.records())
+
+    def records(self) -> Iterator[dict]:
+        """The trial records one at a time, in the order they were written: a reader that keeps only part of each
+        (the previous reference a report compares with) never holds the whole file's records at once."""
         path = self.path / TRIALS
         if not path.exists():
-            return []
-        records = []
-        for line in path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line torn by a crash mid-write: that trial counts as not done
-        return records
+            return
+        with open(path) as f:
+            for line in f:
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line torn by a crash mid-write: that trial counts as not done

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lab.checkers.outcomes import SCHEMAS, latest_per_trial, schema_of
 from lab.errors import LabError
+from lab.report.compare import safety_fields
 from lab.report.meta import commit_of
 from lab.report.sections import MAIN, RunView, render_files
 from lab.report.session import case_lines
@@ -83,17 +84,23 @@ def run_view(folders: list[RunFolder], charts: dict | None = None, previous: Run
                     versions[name] = version
         meta["versions"] = versions
         meta.update(_merged_order([f.meta() for f in folders]))
-    trials = [{**t, "run": f.run_id} for f in folders for t in f.trials()]  # a replay needs the trial's own run
-    for folder in folders:
-        refuse_unknown_schema(folder)
-    before = latest_per_trial(previous.trials()) if previous is not None else []
+    trials = []
+    for folder in folders:  # each run's records read once
+        records = folder.trials()
+        refuse_unknown_schema(folder, records)
+        for record in records:
+            record["run"] = folder.run_id  # a replay needs the trial's own run
+        trials += records
+    # Of the previous reference, only what a flipped verdict is judged on, kept as each record is read.
+    before = latest_per_trial([safety_fields(r) for r in previous.records()]) if previous is not None else []
     return RunView.of(trials, meta, " + ".join(f.run_id for f in folders), charts, before,
                       previous.run_id if previous is not None else "")
 
 
-def refuse_unknown_schema(folder: RunFolder) -> None:
-    """One line, before anything is written, for a run whose trials declare a schema this lab cannot read."""
-    found = sorted({schema_of(t) for t in folder.trials()} - set(SCHEMAS))
+def refuse_unknown_schema(folder: RunFolder, records: list[dict]) -> None:
+    """One line, before anything is written, for a run whose trials (records, as read) declare a schema this lab
+    cannot read."""
+    found = sorted({schema_of(t) for t in records} - set(SCHEMAS))
     if found:
         raise LabError(f"run {folder.run_id} holds trials of schema {found[0]}, which this lab cannot render (it reads "
                        f"schemas {', '.join(map(str, SCHEMAS))}): render it with the lab of its commit "
