@@ -32,7 +32,7 @@ from lab.report.markdown_html import MarkdownHtml, attribute
 from lab.report.matrix import columns_run, declared_run, matrix_rows
 from lab.report.matrix_split import split_tables
 from lab.report.sections import MAIN, RunView
-from lab.report.timelines import failing_trials, history_of, slug
+from lab.report.timelines import failing_trials, has_history, slug
 
 PAGE = "report.html"
 __all__ = ["PAGE", "render_html", "families_of", "json_for_script", "embedded_png", "packed", "unpacked"]
@@ -71,7 +71,7 @@ class Page:
         self.matched = 0  # how many of them the Markdown has met so far
         # The timeline appendix's pictures of trials with a history are drawn by the page from their data.
         self.gallery = {slug(r["scenario"], r["backend"], r["variant"]): r for _, r in failing_trials(view)
-                        if history_of(r)}
+                        if has_history(r)}
         self.cells = CellIndex(frozenset(r["id"] for r in self.gallery.values()))
         self.by_key = {(c.backend, c.scenario, c.variant): c for _, cells in self.rows for c in cells}
         self.pngs: list[str] = []  # data: URIs, each in a block of its own, attached when shown

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import math
 
-from lab.checkers.ops import F, Type
+from lab.checkers.ops import F, Op, Type
 from lab.checkers.outcomes import judgement_of
 from lab.report.history_chart import (COMPLETION_COLOUR, FAULT_COLOUR, FENCED_COLOUR, LEASE_COLOUR, RIGHT_COLOUR,
                                       bars_of, clock_series, lanes_of)
 from lab.report.matrix import Mark, MatrixCell
-from lab.report.timelines import first_unsafe, history_of
+from lab.report.timelines import first_unsafe, has_history, history_of
 
 DIGITS = 4  # seconds: 0.1 ms
 
 
 def _plain(value):
     """A frame value as JSON: pandas' NaN for a field a record lacks becomes null."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -41,11 +41,12 @@ def _compact(data: dict) -> dict:
     return {k: v for k, v in data.items() if v is not None}
 
 
-def timeline(record: dict) -> dict | None:
+def timeline(record: dict, history: list[Op] | None = None) -> dict | None:
     """A trial's timeline as the page draws it: lanes top first, the history's end, and its bars [lane, what,
     start, end, colour], fault windows [start, end], points [lane, f, time, count] and clocks {name: [[time,
-    offset]]}; None for a trial without a history. A TTL band only for a lease, as the PNG draws it."""
-    history = history_of(record)
+    offset]]}; None for a trial without a history. A TTL band only for a lease, as the PNG draws it.
+    history: the record's, when the caller has read it (history_of)."""
+    history = history_of(record) if history is None else history
     if not history:
         return None
     lease = "lease_expiry" in (record.get("capabilities") or ())
@@ -84,23 +85,24 @@ def _judgement(record: dict) -> dict | None:
 def trial_data(record: dict, drawn: bool = False) -> dict:
     """What a panel shows of one trial: verdict, the fault's evidence, the judgement, the history as rows
     [time, process, type, f, value]; drawn: with its timeline."""
-    measures = _plain(record.get("measures")) or {}
+    measures = record.get("measures")
     history = history_of(record)
     return _compact({
         "id": record["id"], "run": _plain(record.get("run")), "status": record["status"],
         "verdict": _plain(record.get("verdict")), "reason": _plain(record.get("reason")),
         "safety": _plain(record.get("safety")), "exercised": _plain(record.get("exercised")),
-        "evidence": measures.get("evidence"), "judgement": _judgement(record),
+        "evidence": _plain(measures.get("evidence")) if isinstance(measures, dict) else None,
+        "judgement": _judgement(record),
         "history": None if history is None else [[_t(o.time), o.process, o.type.value, o.f.value, o.value or None]
                                                  for o in history],
-        "timeline": timeline(record) if drawn else None})
+        "timeline": timeline(record, history) if drawn else None})
 
 
 def pictured(c: MatrixCell) -> dict | None:
     """The trial a cell's timeline shows: a failing cell's first unsafe trial (the one REPORT-timelines.md
     draws), else its first trial with a history; None for a cell without one."""
     first = first_unsafe(c.records) if c.cell.mark is Mark.FAILED else None
-    return first if first is not None and history_of(first) else next((r for r in c.records if history_of(r)), None)
+    return first if first is not None and has_history(first) else next((r for r in c.records if has_history(r)), None)
 
 
 def cell_data(c: MatrixCell, also_drawn: frozenset[str] = frozenset()) -> dict:

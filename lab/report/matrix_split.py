@@ -17,7 +17,7 @@ from lab.report.fault_summary import family_title
 from lab.report.charts import matrix_chart
 from lab.report.matrix import FamilyTable, Mark, columns_run, declared_run, family_tables_of, matrix_rows
 from lab.report.libraries import languages_recorded
-from lab.report.sections import MATRIX, RunView, section
+from lab.report.sections import MATRIX, RunView, once_per_view, section
 
 COLUMN_LIMIT = 20  # columns of one table, the backend's (and the library's) included
 
@@ -62,6 +62,7 @@ def _parts(table: FamilyTable, family: FaultFamily, quiet: list[str]) -> list[Sp
             for n, chunk in enumerate(chunks, 1)]
 
 
+@once_per_view
 def split_tables(run: RunView) -> list[FamilySection]:
     """Every family of faults with a column here, in FaultFamily's order, each with its tables."""
     family = family_of_columns(run)

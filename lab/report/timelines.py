@@ -14,14 +14,19 @@ from lab.checkers.outcomes import Safety, judgement_of, safety_of
 from lab.measures.kinds import Measured
 from lab.report.history_chart import history_chart
 from lab.report.matrix import Mark, matrix_rows
-from lab.report.sections import TIMELINES, RunView, section
+from lab.report.sections import TIMELINES, RunView, once_per_view, section
 
 
 def history_of(record: dict) -> list[ops.Op] | None:
     """A schema-2 trial's history as operations (None for a schema-1 record, or a trial that recorded none)."""
-    if judgement_of(record) is None or not isinstance(record.get("history"), list) or not record["history"]:
+    if not has_history(record):
         return None
     return ops.from_json(record["history"])
+
+
+def has_history(record: dict) -> bool:
+    """Whether history_of() finds a history in the record, without reading it."""
+    return judgement_of(record) is not None and isinstance(record.get("history"), list) and bool(record["history"])
 
 
 def slug(*parts: str) -> str:
@@ -44,6 +49,7 @@ def history_picture(record: dict):
     return lambda path, h=history, title=record["id"], ttl=ttl: history_chart(h, title, path, ttl)
 
 
+@once_per_view
 def failing_trials(run: RunView) -> list[tuple[str, dict]]:
     """(what it explains, record) for the first unsafe trial of every ✗ matrix cell, then every kill-point
     counterexample, in the report's order."""
