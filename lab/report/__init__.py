@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lab.checkers.outcomes import SCHEMAS, latest_per_trial, schema_of
 from lab.errors import LabError
+from lab.report.chart_cache import png_of
 from lab.report.compare import safety_fields
 from lab.report.meta import commit_of
 from lab.report.sections import MAIN, RunView, render_files
@@ -23,7 +24,8 @@ __all__ = ["write_report", "render", "render_runs", "render_runs_files", "case_l
 def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool = False,
                  previous: RunFolder | None = None) -> Path:
     """REPORT.md and its charts (PNG, beside it), and with html report.html beside them (lab/report/html.py);
-    each file replaced whole or not at all.
+    each file replaced whole or not at all. A chart drawn before from the same data by the same renderer is
+    copied from the chart cache (lab/report/chart_cache.py), byte for byte what drawing it writes.
 
     Several runs merge in the order given: a later run's trial replaces an earlier run's trial
     with the same id, and the provenance is the first run's, naming the others.
@@ -33,11 +35,11 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool 
     view = run_view(folders, charts, previous)
     files = render_files(view)
     output.parent.mkdir(parents=True, exist_ok=True)
-    for name, draw in sorted(charts.items()):  # a name may hold a folder: timelines/...
+    for name, drawing in sorted(charts.items()):  # a name may hold a folder: timelines/...
         target = output.parent / name
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp.png")
-        draw(tmp)
+        tmp.write_bytes(png_of(drawing))  # drawn once per what it shows: lab/report/chart_cache.py
         os.replace(tmp, target)
     pages = {}
     if html:  # made before any file is replaced: one that fails leaves the report as it was

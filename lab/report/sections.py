@@ -30,7 +30,8 @@ class RunView:
     meta: dict
     trials: list[dict]
     run_id: str
-    charts: dict = field(default_factory=dict)  # picture name -> draw(path), for the PNGs a section links
+    # picture name -> its Drawing (lab/report/chart_cache.py), for the PNGs a section links
+    charts: dict = field(default_factory=dict)
     # The previous reference's trials and its run id (lab report --previous): a cell whose safety verdict differs
     # from it is shown as unstable (lab/report/matrix.py). Empty: nothing to compare with.
     previous: tuple = ()
