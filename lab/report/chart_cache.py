@@ -40,7 +40,7 @@ OFF = "off"
 RENDERER_MODULES = ("lab.report.charts", "lab.report.history_chart", "lab.checkers.ops")
 DRAWING_MODULES = RENDERER_MODULES[:2]
 
-PLAIN = (str, int, float, bool, type(None))
+PLAIN = (str, bytes, int, float, bool, type(None))
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,8 @@ def _check_plain(value) -> None:
             _check_plain(k)
             _check_plain(v)
     elif type(value) not in PLAIN:
-        raise TypeError(f"a drawing's data holds a {type(value).__name__}: give it plain values (str, int, float, "
-                        "bool, None, lists, tuples, dicts), so its key covers them")
+        raise TypeError(f"a drawing's data holds a {type(value).__name__}: give it plain values (str, bytes, int, "
+                        "float, bool, None, lists, tuples, dicts), so its key covers them")
 
 
 @functools.cache
@@ -107,11 +107,11 @@ def renderer() -> str:
         except OSError:
             found = None
         fonts.append((entry.fname, entry.name, entry.style, entry.variant, str(entry.weight), entry.stretch, found))
+    settings = sorted((k, repr(v)) for k, v in matplotlib.rcParams.items() if k != "backend")  # Agg: charts.py
     return repr({
         "sources": sources, "python": sys.version, "matplotlib": matplotlib.__version__,
         "freetype": ft2font.__freetype_version__, "numpy": numpy.__version__, "pillow": PIL.__version__,
-        "zlib": features.version("zlib"), "rc": sorted((k, repr(v)) for k, v in matplotlib.rcParams.items() if k != "backend"),  # always Agg (charts.py)
-        "fonts": fonts})
+        "zlib": features.version("zlib"), "rc": settings, "fonts": fonts})
 
 
 def cache_folder() -> Path | None:

@@ -9,9 +9,12 @@ places them. Times are rounded to 0.1 ms, the precision the history table prints
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import math
 
-from lab.checkers.ops import F, Op, Type
+from lab.checkers.ops import F, Type
 from lab.checkers.outcomes import judgement_of
 from lab.report.history_chart import (COMPLETION_COLOUR, FAULT_COLOUR, FENCED_COLOUR, LEASE_COLOUR, RIGHT_COLOUR,
                                       bars_of, clock_series, lanes_of)
@@ -19,17 +22,49 @@ from lab.report.matrix import Mark, MatrixCell
 from lab.report.timelines import first_unsafe, has_history, history_of
 
 DIGITS = 4  # seconds: 0.1 ms
+# The page keeps its cells' data in blocks of this many cells (in the order the grids first show them), each block one
+# gzipped JSON array: compressed together, cells share their words (a block is 40 % of the bytes of its cells
+# compressed alone), and opening a cell inflates a block of a few hundred KB.
+CELLS_PER_BLOCK = 64
 
 
 def _plain(value):
-    """A frame value as JSON: pandas' NaN for a field a record lacks becomes null."""
+    """A frame value as JSON: pandas' NaN for a field a record lacks becomes null, and so does a NaN a record's JSON
+    holds anywhere in a value; tuples become lists. A value read from trials.jsonl (string keys) is written and read
+    back by the json module at C speed, with NaN read as null."""
     if isinstance(value, float):
         return None if math.isnan(value) else value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+    if isinstance(value, (dict, list, tuple)):
+        return json.loads(json.dumps(value), parse_constant=_constant)
     return value
+
+
+def _constant(name: str) -> float | None:
+    """JSON's non-numbers as _plain reads them: NaN is null, the infinities stay what they were."""
+    return None if name == "NaN" else float(name)
+
+
+def json_for_script(data) -> str:
+    """JSON that cannot end its <script> element early: every '<' written as \\u003c; keys sorted, so stable."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def packed(data) -> str:
+    """Data as the page keeps it: its JSON, gzipped (the page's script inflates it with the browser's
+    DecompressionStream when it is read) and in base64, a fraction of the JSON's bytes; mtime 0, so the same data
+    gives the same text."""
+    return packed_json(json_for_script(data))
+
+
+def packed_json(text: str) -> str:
+    """packed() of JSON already written by json_for_script."""
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def unpacked(text: str):
+    """The data a block packed() wrote (what the page's script reads), for tests and tools."""
+    return json.loads(gzip.decompress(base64.b64decode(text)))
 
 
 def _t(seconds: float) -> float:
@@ -41,12 +76,11 @@ def _compact(data: dict) -> dict:
     return {k: v for k, v in data.items() if v is not None}
 
 
-def timeline(record: dict, history: list[Op] | None = None) -> dict | None:
+def timeline(record: dict) -> dict | None:
     """A trial's timeline as the page draws it: lanes top first, the history's end, and its bars [lane, what,
     start, end, colour], fault windows [start, end], points [lane, f, time, count] and clocks {name: [[time,
-    offset]]}; None for a trial without a history. A TTL band only for a lease, as the PNG draws it.
-    history: the record's, when the caller has read it (history_of)."""
-    history = history_of(record) if history is None else history
+    offset]]}; None for a trial without a history. A TTL band only for a lease, as the PNG draws it."""
+    history = history_of(record)
     if not history:
         return None
     lease = "lease_expiry" in (record.get("capabilities") or ())
@@ -86,16 +120,25 @@ def trial_data(record: dict, drawn: bool = False) -> dict:
     """What a panel shows of one trial: verdict, the fault's evidence, the judgement, the history as rows
     [time, process, type, f, value]; drawn: with its timeline."""
     measures = record.get("measures")
-    history = history_of(record)
     return _compact({
         "id": record["id"], "run": _plain(record.get("run")), "status": record["status"],
         "verdict": _plain(record.get("verdict")), "reason": _plain(record.get("reason")),
         "safety": _plain(record.get("safety")), "exercised": _plain(record.get("exercised")),
         "evidence": _plain(measures.get("evidence")) if isinstance(measures, dict) else None,
-        "judgement": _judgement(record),
-        "history": None if history is None else [[_t(o.time), o.process, o.type.value, o.f.value, o.value or None]
-                                                 for o in history],
-        "timeline": timeline(record, history) if drawn else None})
+        "judgement": _judgement(record), "history": history_rows(record),
+        "timeline": timeline(record) if drawn else None})
+
+
+TYPES, FS = {t.value: t.value for t in Type}, {f.value: f.value for f in F}
+
+
+def history_rows(record: dict) -> list[list] | None:
+    """The record's history as the panel's table shows it, [time, process, type, f, value] (what history_of()
+    reads, Op by Op), straight from the recorded JSON; None for a record without one."""
+    if not has_history(record):
+        return None
+    return [[_t(op["time"]), op["process"], TYPES[op["type"]], FS[op["f"]], dict(op.get("value") or {}) or None]
+            for op in record["history"]]
 
 
 def pictured(c: MatrixCell) -> dict | None:
