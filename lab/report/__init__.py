@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lab.checkers.outcomes import SCHEMAS, latest_per_trial, schema_of
 from lab.errors import LabError
-from lab.report.chart_cache import png_of
+from lab.report.chart_cache import pngs_of
 from lab.report.compare import safety_fields
 from lab.report.meta import commit_of
 from lab.report.sections import MAIN, RunView, render_files
@@ -35,18 +35,19 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool 
     view = run_view(folders, charts, previous)
     files = render_files(view)
     output.parent.mkdir(parents=True, exist_ok=True)
-    for name, drawing in sorted(charts.items()):  # a name may hold a folder: timelines/...
+    pngs = pngs_of(dict(sorted(charts.items())))  # drawn once per what each shows: lab/report/chart_cache.py
+    for name, png in pngs.items():  # a name may hold a folder: timelines/...
         target = output.parent / name
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp.png")
-        tmp.write_bytes(png_of(drawing))  # drawn once per what it shows: lab/report/chart_cache.py
+        tmp.write_bytes(png)
         os.replace(tmp, target)
     pages = {}
     if html:  # made before any file is replaced: one that fails leaves the report as it was
         from lab.report.html import PAGE, render_html
 
         def drawn(name: str) -> bytes | None:  # a picture this render drew, as the page inlines it
-            return (output.parent / name).read_bytes() if name in charts else None
+            return pngs.get(name)
 
         pages[PAGE] = render_html(files, view, drawn)
     for name, text in [*sorted(files.items(), key=lambda kv: kv[0] == MAIN), *pages.items()]:  # REPORT.md after

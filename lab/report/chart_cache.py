@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import multiprocessing
 import os
 import struct
 import sys
 import tempfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,20 +125,41 @@ def cache_folder() -> Path | None:
     return Path(home) / "locklab" / "charts"
 
 
-def png_of(drawing: Drawing, folder: Path | None = None) -> bytes:
-    """The drawing's PNG: the cached one when its key has one, else drawn now (and kept, when it can be)."""
-    folder = cache_folder() if folder is None else folder
-    if folder is None:
-        return _draw(drawing)
+def pngs_of(drawings: Mapping[str, Drawing]) -> dict[str, bytes]:
+    """Each drawing's PNG, by its name: the cached one when its key has one, else drawn now (draw_all) and kept,
+    when it can be."""
+    folder = cache_folder()
+    entries = {name: None if folder is None else _entry(folder, drawing) for name, drawing in drawings.items()}
+    found = {name: _cached(entry) for name, entry in entries.items()}
+    missing = [name for name, png in found.items() if png is None]
+    for name, png in zip(missing, draw_all([drawings[name] for name in missing])):
+        found[name] = png
+        _keep(entries[name], png)
+    return {name: png for name, png in found.items() if png is not None}
+
+
+def png_of(drawing: Drawing) -> bytes:
+    """One drawing's PNG, as pngs_of gives it."""
+    return pngs_of({"": drawing})[""]
+
+
+def _entry(folder: Path, drawing: Drawing) -> Path:
     key = drawing.key()
-    entry = folder / key[:2] / f"{key}.png"
+    return folder / key[:2] / f"{key}.png"
+
+
+def _cached(entry: Path | None) -> bytes | None:
+    """The PNG kept at entry, if it is there whole."""
     try:
-        found = entry.read_bytes()
+        found = entry.read_bytes() if entry is not None else None
     except OSError:
-        found = None
-    if found is not None and whole_png(found):
-        return found
-    png = _draw(drawing)
+        return None
+    return found if found is not None and whole_png(found) else None
+
+
+def _keep(entry: Path | None, png: bytes) -> None:
+    if entry is None:
+        return
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=entry.name, suffix=".tmp")
@@ -145,7 +168,30 @@ def png_of(drawing: Drawing, folder: Path | None = None) -> bytes:
         os.replace(tmp, entry)
     except OSError:
         pass  # a cache that cannot be written only costs time
-    return png
+
+
+PER_WORKER = 8  # below this many charts per processor, drawing them here is quicker than starting workers
+
+
+def draw_all(drawings: list[Drawing], workers: int | None = None) -> list[bytes]:
+    """The drawings' PNGs, in order: in as many worker processes as this process may use processors, when there are
+    PER_WORKER charts or more for each (a run's first render draws hundreds of timelines), else here. Each worker is a
+    fresh interpreter (spawned): it draws what drawing here draws, byte for byte, and the report's own process never
+    holds matplotlib's buffers (the matrix chart's are hundreds of MB)."""
+    if workers is None:
+        workers = min(processors(), len(drawings) // PER_WORKER)
+    if workers <= 1:
+        return [_draw(drawing) for drawing in drawings]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_draw, drawings, chunksize=max(1, min(PER_WORKER, len(drawings) // (4 * workers)))))
+
+
+def processors() -> int:
+    """The processors this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def _draw(drawing: Drawing) -> bytes:

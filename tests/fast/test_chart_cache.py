@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lab.report import chart_cache, write_report
-from lab.report.chart_cache import Drawing, png_of, whole_png
+from lab.report.chart_cache import Drawing, draw_all, png_of, whole_png
 from lab.report.charts import matrix_chart
 from lab.report.history_chart import recorded_history_chart
 from lab.results import RunFolder
@@ -65,6 +65,16 @@ def test_a_render_from_the_cache_is_byte_for_byte_the_render_that_draws(tmp_path
     assert "matrix.png" in slow and len(timelines) >= 2 and "report.html" in slow
     assert renders["cold"] == (slow, drew)  # an empty cache: every chart drawn, the same bytes
     assert renders["warm"] == (slow, [])  # every chart from the cache: nothing drawn, the same bytes
+
+
+def test_charts_drawn_in_worker_processes_are_the_bytes_drawn_here():
+    """A first render draws its charts in worker processes (draw_all): each the bytes this process draws."""
+    history = [{"process": "holder", "type": "ok", "f": "acquire", "time": 0.0, "value": {"scope": "run"}},
+               {"process": "contender", "type": "ok", "f": "acquire", "time": 1.5, "value": {"scope": "run"}}]
+    drawings = [Drawing(matrix_chart, (["redis", "session"], ["pause", "cut"], [["FAILED", "KEPT"], ["KEPT", "STORE"]])),
+                Drawing(recorded_history_chart, (history, "pause/redis/sigstop/0", 1.0)),
+                Drawing(recorded_history_chart, (history, "cut/redis/blackhole/0", None))]
+    assert draw_all(drawings, workers=2) == draw_all(drawings, workers=1)
 
 
 def test_a_changed_history_title_or_ttl_is_drawn_again(tmp_path, monkeypatch):
