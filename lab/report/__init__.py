@@ -6,7 +6,10 @@ and float formats), so re-rendering the same run gives the same bytes.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from lab.checkers.outcomes import SCHEMAS, latest_per_trial, schema_of
@@ -31,31 +34,58 @@ def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool 
     with the same id, and the provenance is the first run's, naming the others.
     """
     folders = folders if isinstance(folders, list) else [folders]
-    charts: dict = {}
-    view = run_view(folders, charts, previous)
-    files = render_files(view)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    pngs = pngs_of(dict(sorted(charts.items())))  # drawn once per what each shows: lab/report/chart_cache.py
-    for name, png in pngs.items():  # a name may hold a folder: timelines/...
-        target = output.parent / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp.png")
-        tmp.write_bytes(png)
-        os.replace(tmp, target)
-    pages = {}
-    if html:  # made before any file is replaced: one that fails leaves the report as it was
-        from lab.report.html import PAGE, render_html
+    with records_left_to_refcounts() as records_read:
+        charts: dict = {}
+        view = run_view(folders, charts, previous)
+        records_read()
+        files = render_files(view)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        pngs = pngs_of(dict(sorted(charts.items())))  # drawn once per what each shows: lab/report/chart_cache.py
+        for name, png in pngs.items():  # a name may hold a folder: timelines/...
+            target = output.parent / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + ".tmp.png")
+            tmp.write_bytes(png)
+            os.replace(tmp, target)
+        pages = {}
+        if html:  # made before any file is replaced: one that fails leaves the report as it was
+            from lab.report.html import PAGE, render_html
 
-        def drawn(name: str) -> bytes | None:  # a picture this render drew, as the page inlines it
-            return pngs.get(name)
+            def drawn(name: str) -> bytes | None:  # a picture this render drew, as the page inlines it
+                return pngs.get(name)
 
-        pages[PAGE] = render_html(files, view, drawn)
+            pages[PAGE] = render_html(files, view, drawn)
     for name, text in [*sorted(files.items(), key=lambda kv: kv[0] == MAIN), *pages.items()]:  # REPORT.md after
         target = output if name == MAIN else output.parent / name  # its appendices: it links them
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_text(text)
         os.replace(tmp, target)  # never a half-written report
     return output
+
+
+@contextlib.contextmanager
+def records_left_to_refcounts() -> Iterator[Callable[[], None]]:
+    """A report's records are JSON trees (a reference run's are three million dicts, lists and strings, none in a
+    cycle): Python frees them by their reference counts, and its cyclic collector, walking them over and over as the
+    render allocates, spends a tenth of the render finding nothing. So they are read with the collector paused; the
+    function yielded, called once they are read, freezes them out of its walks (gc.freeze) and resumes it; they are
+    given back to it at the end (gc.unfreeze). Left alone when the caller manages the collector itself (paused, or
+    objects already frozen)."""
+    managed = gc.isenabled() and not gc.get_freeze_count()
+
+    def read() -> None:
+        if managed and not gc.isenabled():
+            gc.freeze()
+            gc.enable()
+
+    if managed:
+        gc.disable()
+    try:
+        yield read
+    finally:
+        if managed:
+            gc.enable()
+            gc.unfreeze()
 
 
 def render_runs(folders: list[RunFolder], charts: dict | None = None, previous: RunFolder | None = None) -> str:

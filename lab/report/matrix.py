@@ -195,7 +195,8 @@ def _library_order(library: Library | None) -> tuple:
 
 def lease_faults_run(run: RunView) -> list[FaultColumns]:
     """The lease faults these runs ran, in column order."""
-    return [f for f in lease_faults(run.meta) if f.scenario in set(run.frame.scenario)]
+    ran = set(run.frame.scenario)
+    return [f for f in lease_faults(run.meta) if f.scenario in ran]
 
 
 POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the database must check a fencing token. "
