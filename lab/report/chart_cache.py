@@ -109,7 +109,8 @@ def renderer() -> str:
         except OSError:
             found = None
         fonts.append((entry.fname, entry.name, entry.style, entry.variant, str(entry.weight), entry.stretch, found))
-    settings = sorted((k, repr(v)) for k, v in matplotlib.rcParams.items() if k != "backend")  # Agg: charts.py
+    # Every setting but the backend (always Agg: charts.py), which reading would resolve by importing pyplot.
+    settings = sorted((k, repr(matplotlib.rcParams[k])) for k in matplotlib.rcParams.keys() if k != "backend")
     return repr({
         "sources": sources, "python": sys.version, "matplotlib": matplotlib.__version__,
         "freetype": ft2font.__freetype_version__, "numpy": numpy.__version__, "pillow": PIL.__version__,

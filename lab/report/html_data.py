@@ -35,7 +35,7 @@ def _plain(value):
     if isinstance(value, float):
         return None if math.isnan(value) else value
     if isinstance(value, (dict, list, tuple)):
-        return json.loads(json.dumps(value), parse_constant=_constant)
+        return json.loads(PLAIN_JSON.encode(value), parse_constant=_constant)
     return value
 
 
@@ -44,9 +44,15 @@ def _constant(name: str) -> float | None:
     return None if name == "NaN" else float(name)
 
 
+# Encoders of the page's own: what json.dumps writes with these settings, without a wrapper a library may have put
+# around json.dumps (pottery's gives every call an encoder class of its own).
+SCRIPT_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+PLAIN_JSON = json.JSONEncoder()
+
+
 def json_for_script(data) -> str:
     """JSON that cannot end its <script> element early: every '<' written as \\u003c; keys sorted, so stable."""
-    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = SCRIPT_JSON.encode(data)
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
