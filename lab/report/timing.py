@@ -149,12 +149,13 @@ def group_stats(group: pd.DataFrame, timeout: float) -> dict:
 @measured_section(80, Measured.GUARD_TIMING)
 def section_timing(run: RunView, ok: pd.DataFrame) -> str | None:
     frame, charts = run.frame, run.charts
+    errors = frame[(frame.measured == Measured.GUARD_TIMING) & (frame.status == "error")]  # each row's, below
     timeout = ok.measures.iloc[0]["timeout_s"]
     rows, bars = [], []
     for (backend, trigger), group in ok.groupby(["backend", "variant"], sort=False):
         role = group.post_role.iloc[0]
         label = row_label(backend, role, trigger)
-        failed = errored_trials(frame, backend, trigger)
+        failed = errored_trials(errors, backend, trigger)
         if not failed.empty:  # the survivors of a partly errored row are not a result
             rows.append([label, incomplete_text(failed, group), "-", "-", "-"])
             continue
