@@ -15,7 +15,6 @@ from pathlib import Path
 from lab.checkers.outcomes import SCHEMAS, latest_per_trial, schema_of
 from lab.errors import LabError
 from lab.report.chart_cache import pngs_of
-from lab.report.compare import safety_fields
 from lab.report.meta import commit_of
 from lab.report.sections import MAIN, RunView, render_files
 from lab.report.session import case_lines
@@ -124,10 +123,22 @@ def run_view(folders: list[RunFolder], charts: dict | None = None, previous: Run
         for record in records:
             record["run"] = folder.run_id  # a replay needs the trial's own run
         trials += records
-    # Of the previous reference, only what a flipped verdict is judged on, kept as each record is read.
-    before = latest_per_trial([safety_fields(r) for r in previous.records()]) if previous is not None else []
+    # Of the previous reference, what its cells' marks are judged on, kept as each record is read.
+    before = latest_per_trial([judged_fields(r) for r in previous.records()]) if previous is not None else []
     return RunView.of(trials, meta, " + ".join(f.run_id for f in folders), charts, before,
                       previous.run_id if previous is not None else "")
+
+
+def judged_fields(record: dict) -> dict:
+    """A previous reference's record as the matrix judges its cell again (lab/decision/cells.py judge_in_column: the
+    status, verdict, safety, judgement, exercised, skip and reason, and of the measures how many schedules struck):
+    without its history and the rest of its measures, most of its weight. tests/fast/test_report_reading.py holds
+    the previous reference's cells judged from these to the same marks as from whole records."""
+    kept = {key: value for key, value in record.items() if key != "history"}
+    measures = record.get("measures")
+    if isinstance(measures, dict):
+        kept["measures"] = {"struck": measures["struck"]} if "struck" in measures else {}
+    return kept
 
 
 def refuse_unknown_schema(folder: RunFolder, records: list[dict]) -> None:

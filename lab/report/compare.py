@@ -76,14 +76,6 @@ def safety_set(records: list[dict]) -> frozenset[str]:
 DECIDED = frozenset({Safety.SAFE.value, Safety.UNSAFE.value})
 
 
-def safety_fields(record: dict) -> dict:
-    """What safety_set() and a cell's place read of a record: the previous reference a report compares with keeps
-    only these (lab/report/matrix.py flipped()), not its histories."""
-    kept = {k: record[k] for k in ("id", "scenario", "backend", "variant", "status", "safety", "exercised")
-            if k in record}
-    struck = (record.get("measures") or {}).get("struck")
-    return {**kept, "measures": {} if struck is None else {"struck": struck}}
-
 
 @dataclass(frozen=True)
 class Figure:
