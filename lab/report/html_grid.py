@@ -27,20 +27,28 @@ class CellIndex:
     def __init__(self, also_drawn: frozenset[str] = frozenset()):
         self.also_drawn = also_drawn  # trial ids whose timeline the page draws besides each cell's pictured one
         self.places: dict[tuple[str, str, str], int] = {}
-        self.texts: list[str] = []  # each cell's data as its JSON: as objects, the histories would weigh several times
+        self.packed: list[str] = []  # the blocks filled so far, packed
+        self.texts: list[str] = []  # the JSON of each cell of the block being filled
 
     def index(self, c: MatrixCell) -> int:
         key = (c.backend, c.scenario, c.variant)
         if key not in self.places:
-            self.places[key] = len(self.texts)
+            self.places[key] = len(self.places)
             self.texts.append(json_for_script(cell_data(c, self.also_drawn)))
+            if len(self.texts) == html_data.CELLS_PER_BLOCK:  # a block is packed as soon as it is full
+                self._pack()
         return self.places[key]
+
+    def _pack(self) -> None:
+        self.packed.append(packed_json("[" + ",".join(self.texts) + "]"))
+        self.texts = []
 
     def blocks(self) -> list[str]:
         """The cells' data as the page keeps it: block k holds cells k * CELLS_PER_BLOCK onwards, packed as one JSON
         array (lab/report/html_data.py packed())."""
-        per = html_data.CELLS_PER_BLOCK
-        return [packed_json("[" + ",".join(self.texts[at:at + per]) + "]") for at in range(0, len(self.texts), per)]
+        if self.texts:
+            self._pack()
+        return self.packed
 
 
 def fault_cell(c: MatrixCell, index: int, inline: Inline, family: str | None = None) -> str:
