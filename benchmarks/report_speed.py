@@ -126,7 +126,7 @@ def main() -> int:
                     cache = Path(temp) / f"cold-{html}-{i}" if cold else warm_cache
                     out = Path(temp) / f"out-{html}-{cold}-{i}"
                     figures.append(render(runs, previous, html, cache, out))
-                    if cold and not warm_cache.exists():
+                    if cold and cache.exists() and not warm_cache.exists():
                         cache.rename(warm_cache)  # the warm renders read what this cold one drew
                     files = files_of(out)
                     first = first or files
