@@ -76,7 +76,6 @@ def safety_set(records: list[dict]) -> frozenset[str]:
 DECIDED = frozenset({Safety.SAFE.value, Safety.UNSAFE.value})
 
 
-
 @dataclass(frozen=True)
 class Figure:
     """A repeated figure of one run: the median of its paired ratios and their spread (half their range over the
