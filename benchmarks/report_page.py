@@ -80,7 +80,7 @@ def main() -> int:
                   f"{columns} columns; longest table line {max((c for _, c in widths), default=0)} characters")
         page = out.parent / PAGE
         text = page.read_text()
-        cells = sum(len(b) for b in re.findall(r'id="cell-data-\d+">(.*?)</script>', text, re.S))
+        cells = sum(len(b) for b in re.findall(r'id="cells-\d+">(.*?)</script>', text, re.S))
         pictures = sum(len(b) for b in re.findall(r'id="png-\d+">(.*?)</script>', text, re.S))
         print(f"{PAGE}: {page.stat().st_size:,} bytes ({cells:,} of cells' data, {pictures:,} of PNG pictures)")
         paints = first_paint(page, args.loads)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 import time
 from pathlib import Path
 
@@ -82,13 +83,32 @@ class RunFolder:
             os.fsync(f.fileno())
 
     def trials(self) -> list[dict]:
+        return list(self.records())
+
+    def records(self) -> Iterator[dict]:
+        """The trial records one at a time, in the order they were written: a reader that keeps only part of each
+        (the previous reference a report compares with) never holds the whole file's records at once."""
         path = self.path / TRIALS
         if not path.exists():
-            return []
-        records = []
-        for line in path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line torn by a crash mid-write: that trial counts as not done
-        return records
+            return
+        with open(path) as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line torn by a crash mid-write: that trial counts as not done
+                _share_words(record)
+                yield record
+
+
+def _share_words(record: dict) -> None:
+    """The process, type and f of every operation of a record's history as one shared string each, not one copy per
+    operation: a reference run's histories hold 150,000 operations."""
+    history = record.get("history")
+    if isinstance(history, list):
+        for op in history:
+            if isinstance(op, dict):
+                for key in ("process", "type", "f"):
+                    word = op.get(key)
+                    if isinstance(word, str):
+                        op[key] = sys.intern(word)

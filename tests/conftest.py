@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -13,14 +16,29 @@ logging.getLogger("sqlalchemy.pool").propagate = False
 
 def pytest_configure(config):
     """The lab's fault declarations, post roles and measured kinds, as `lab report` installs them, for saved runs
-    that did not record theirs."""
+    that did not record theirs; and the charts the tests draw cached in a folder of the session's own, not the
+    user's (lab/report/chart_cache.py)."""
     import backends
     import scenarios
-    from lab.report import declared
+    from lab.report import chart_cache, declared
 
+    global _charts
     declared.install(scenarios.fault_columns())
     declared.install_roles(backends.post_roles())
     declared.install_measured(scenarios.measured())
+    if chart_cache.ENVIRONMENT not in os.environ:
+        _charts = os.environ[chart_cache.ENVIRONMENT] = tempfile.mkdtemp(prefix="locklab-charts-")
+
+
+_charts: str | None = None
+
+
+def pytest_unconfigure(config):
+    from lab.report import chart_cache
+
+    if _charts is not None:
+        shutil.rmtree(_charts, ignore_errors=True)
+        os.environ.pop(chart_cache.ENVIRONMENT, None)
 
 
 def pytest_runtest_setup(item):

@@ -6,11 +6,15 @@ and float formats), so re-rendering the same run gives the same bytes.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from lab.checkers.outcomes import SCHEMAS, latest_per_trial, schema_of
 from lab.errors import LabError
+from lab.report.chart_cache import pngs_of
 from lab.report.meta import commit_of
 from lab.report.sections import MAIN, RunView, render_files
 from lab.report.session import case_lines
@@ -22,36 +26,65 @@ __all__ = ["write_report", "render", "render_runs", "render_runs_files", "case_l
 def write_report(folders: RunFolder | list[RunFolder], output: Path, html: bool = False,
                  previous: RunFolder | None = None) -> Path:
     """REPORT.md and its charts (PNG, beside it), and with html report.html beside them (lab/report/html.py);
-    each file replaced whole or not at all.
+    each file replaced whole or not at all. A chart drawn before from the same data by the same renderer is
+    copied from the chart cache (lab/report/chart_cache.py), byte for byte what drawing it writes.
 
     Several runs merge in the order given: a later run's trial replaces an earlier run's trial
     with the same id, and the provenance is the first run's, naming the others.
     """
     folders = folders if isinstance(folders, list) else [folders]
-    charts: dict = {}
-    view = run_view(folders, charts, previous)
-    files = render_files(view)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    for name, draw in sorted(charts.items()):  # a name may hold a folder: timelines/...
-        target = output.parent / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp.png")
-        draw(tmp)
-        os.replace(tmp, target)
-    pages = {}
-    if html:  # made before any file is replaced: one that fails leaves the report as it was
-        from lab.report.html import PAGE, render_html
+    with records_left_to_refcounts() as records_read:
+        charts: dict = {}
+        view = run_view(folders, charts, previous)
+        records_read()
+        files = render_files(view)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        pngs = pngs_of(dict(sorted(charts.items())))  # drawn once per what each shows: lab/report/chart_cache.py
+        for name, png in pngs.items():  # a name may hold a folder: timelines/...
+            target = output.parent / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + ".tmp.png")
+            tmp.write_bytes(png)
+            os.replace(tmp, target)
+        pages = {}
+        if html:  # made before any file is replaced: one that fails leaves the report as it was
+            from lab.report.html import PAGE, render_html
 
-        def drawn(name: str) -> bytes | None:  # a picture this render drew, as the page inlines it
-            return (output.parent / name).read_bytes() if name in charts else None
+            def drawn(name: str) -> bytes | None:  # a picture this render drew, as the page inlines it
+                return pngs.get(name)
 
-        pages[PAGE] = render_html(files, view, drawn)
+            pages[PAGE] = render_html(files, view, drawn)
     for name, text in [*sorted(files.items(), key=lambda kv: kv[0] == MAIN), *pages.items()]:  # REPORT.md after
         target = output if name == MAIN else output.parent / name  # its appendices: it links them
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_text(text)
         os.replace(tmp, target)  # never a half-written report
     return output
+
+
+@contextlib.contextmanager
+def records_left_to_refcounts() -> Iterator[Callable[[], None]]:
+    """A report's records are JSON trees (a reference run's are three million dicts, lists and strings, none in a
+    cycle): Python frees them by their reference counts, and its cyclic collector, walking them over and over as the
+    render allocates, spends a tenth of the render finding nothing. So they are read with the collector paused; the
+    function yielded, called once they are read, freezes them out of its walks (gc.freeze) and resumes it; they are
+    given back to it at the end (gc.unfreeze). Left alone when the caller manages the collector itself (paused, or
+    objects already frozen)."""
+    managed = gc.isenabled() and not gc.get_freeze_count()
+
+    def read() -> None:
+        if managed and not gc.isenabled():
+            gc.freeze()
+            gc.enable()
+
+    if managed:
+        gc.disable()
+    try:
+        yield read
+    finally:
+        if managed:
+            gc.enable()
+            gc.unfreeze()
 
 
 def render_runs(folders: list[RunFolder], charts: dict | None = None, previous: RunFolder | None = None) -> str:
@@ -83,17 +116,35 @@ def run_view(folders: list[RunFolder], charts: dict | None = None, previous: Run
                     versions[name] = version
         meta["versions"] = versions
         meta.update(_merged_order([f.meta() for f in folders]))
-    trials = [{**t, "run": f.run_id} for f in folders for t in f.trials()]  # a replay needs the trial's own run
-    for folder in folders:
-        refuse_unknown_schema(folder)
-    before = latest_per_trial(previous.trials()) if previous is not None else []
+    trials = []
+    for folder in folders:  # each run's records read once
+        records = folder.trials()
+        refuse_unknown_schema(folder, records)
+        for record in records:
+            record["run"] = folder.run_id  # a replay needs the trial's own run
+        trials += records
+    # Of the previous reference, what its cells' marks are judged on, kept as each record is read.
+    before = latest_per_trial([judged_fields(r) for r in previous.records()]) if previous is not None else []
     return RunView.of(trials, meta, " + ".join(f.run_id for f in folders), charts, before,
                       previous.run_id if previous is not None else "")
 
 
-def refuse_unknown_schema(folder: RunFolder) -> None:
-    """One line, before anything is written, for a run whose trials declare a schema this lab cannot read."""
-    found = sorted({schema_of(t) for t in folder.trials()} - set(SCHEMAS))
+def judged_fields(record: dict) -> dict:
+    """A previous reference's record as the matrix judges its cell again (lab/decision/cells.py judge_in_column: the
+    status, verdict, safety, judgement, exercised, skip and reason, and of the measures how many schedules struck):
+    without its history and the rest of its measures, most of its weight. tests/fast/test_report_reading.py holds
+    the previous reference's cells judged from these to the same marks as from whole records."""
+    kept = {key: value for key, value in record.items() if key != "history"}
+    measures = record.get("measures")
+    if isinstance(measures, dict):
+        kept["measures"] = {"struck": measures["struck"]} if "struck" in measures else {}
+    return kept
+
+
+def refuse_unknown_schema(folder: RunFolder, records: list[dict]) -> None:
+    """One line, before anything is written, for a run whose trials (records, as read) declare a schema this lab
+    cannot read."""
+    found = sorted({schema_of(t) for t in records} - set(SCHEMAS))
     if found:
         raise LabError(f"run {folder.run_id} holds trials of schema {found[0]}, which this lab cannot render (it reads "
                        f"schemas {', '.join(map(str, SCHEMAS))}): render it with the lab of its commit "

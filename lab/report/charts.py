@@ -1,14 +1,24 @@
-"""Charts for the report, as PNG files beside REPORT.md; byte-stable for the same input."""
+"""Charts for the report, as PNG files beside REPORT.md; byte-stable for the same input.
+
+Each drawing function takes plain data and path= (lab/report/chart_cache.py keeps what it draws, keyed by that data
+and this module's source); matplotlib is imported when a chart is drawn, so a render whose charts are all cached
+never loads it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.patches  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (chosen before pyplot is first imported)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.patches
+    import matplotlib.pyplot as plt
+
+    return plt
 
 # A timing row's overlaps -> bar colour: unsafe red, handed over safely green, not recorded amber.
 HANDOVER_COLOURS = {"unsafe": "#c62828", "safe": "#2e7d32", "unknown": "#ef6c00"}
@@ -19,6 +29,9 @@ def timing_chart(rows: list[tuple], timeout: float, path: Path) -> None:
 
     A row is (label, low, high) or (label, low, high, handover) with handover "unsafe", "safe" or
     "unknown" (the default: a run that did not record it)."""
+    import matplotlib
+
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2), dpi=100)
     shown = []
     for y, (_, low, high, *kind) in enumerate(reversed(rows)):
@@ -48,6 +61,7 @@ def timing_chart(rows: list[tuple], timeout: float, path: Path) -> None:
 
 def ratio_chart(rows: list[tuple[str, float | None, float | None]], path: Path) -> None:
     """Cost per configuration as a ratio to one transaction for all: ours beside the post's."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.2), dpi=100)
     ys = range(len(rows))
     ours = [r[1] or 0 for r in reversed(rows)]
@@ -58,6 +72,34 @@ def ratio_chart(rows: list[tuple[str, float | None, float | None]], path: Path) 
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel("time relative to one transaction for all companies (same run)")
     ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+
+
+def latency_chart(rows: list[tuple[str, float | None, float | None, float | None]], path: Path) -> None:
+    """Median acquire + release and handoff per backend (log scale), a black tick at its server's floor."""
+    import matplotlib.ticker
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.4), dpi=100)
+    ys = range(len(rows))
+    ordered = list(reversed(rows))
+    ms = [[(v or 0) * 1e3 for v in values] for values in zip(*[r[1:] for r in ordered])] if rows else [[], [], []]
+    ax.barh([y + 0.2 for y in ys], ms[0], height=0.4, color="#1565c0", label="acquire + release (median)")
+    ax.barh([y - 0.2 for y in ys], ms[1], height=0.4, color="#ef6c00", label="handoff (median)")
+    for y, floor in zip(ys, ms[2]):
+        if floor:
+            ax.plot([floor, floor], [y - 0.45, y + 0.45], color="black", linewidth=1.5)
+    ax.plot([], [], color="black", linewidth=1.5, label="its server's floor (median)")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_yticks(list(ys), [r[0] for r in ordered], fontsize=7)
+    ax.set_xlabel("milliseconds (log scale)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (len(rows) + 2)), ncol=3,
+              frameon=False)
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})
     plt.close(fig)
@@ -79,6 +121,9 @@ OTHER_COLOUR = "#bdbdbd"  # n/a, does not run, error, not run
 def matrix_chart(backends: list[str], faults: list[str], marks: list[list[str]], path: Path) -> None:
     """The backends x faults matrix as colours: red failed, green kept whole, light blue-grey not exercised,
     amber safety unknown, grey not applicable."""
+    import matplotlib
+
+    plt = pyplot()
     palette = [colour for colour, _ in MARK_COLOURS.values()] + [OTHER_COLOUR]
     index = {name: i for i, name in enumerate(MARK_COLOURS)}
     grid = [[index.get(mark, len(MARK_COLOURS)) for mark in row] for row in marks]
@@ -95,6 +140,24 @@ def matrix_chart(backends: list[str], faults: list[str], marks: list[list[str]],
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})
     plt.close(fig)
+
+
+def palette_png(png: bytes, path: Path) -> None:
+    """A PNG re-encoded with a palette of 256 colours when that is smaller (a chart has few colours, so it looks the
+    same at about a third of the bytes), else as it was: how report.html embeds a picture; deterministic like the
+    PNG itself."""
+    import io
+
+    from PIL import Image
+
+    picture: Image.Image = Image.open(io.BytesIO(png))
+    if picture.mode == "RGBA" and picture.getchannel("A").getextrema() == (255, 255):
+        picture = picture.convert("RGB")
+    if picture.mode == "RGB":
+        out = io.BytesIO()
+        picture.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, "PNG", optimize=True)
+        png = min(png, out.getvalue(), key=len)
+    path.write_bytes(png)
 
 
 def lane_axes(ax, lanes: list[str], end: float, title: str) -> None:

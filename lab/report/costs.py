@@ -10,6 +10,7 @@ from lab.measures.kinds import Measured
 from lab.measures.precision import Rule, describe
 from lab.post_role import PostRole
 from lab.report import published
+from lab.report.chart_cache import Drawing
 from lab.report.charts import ratio_chart
 from lab.report.common import (Verdict, backend_with_role, md_table, seconds_summary, verdict_mark,
                                with_role)
@@ -191,7 +192,7 @@ def section_perf(run: RunView, ok: pd.DataFrame) -> str | None:
                      ratio_summary(ratios), flag])
     first = ok.measures.iloc[0]
     if charts is not None:
-        charts["perf.png"] = lambda path: ratio_chart(bars, path)
+        charts["perf.png"] = Drawing(ratio_chart, (bars,))
     return "\n".join(["## What the lock costs per company", "",
                       f"Every configuration rebuilds all {first['companies']} companies of {first['rows'] // first['companies']} "
                       f"rows ({first['rows']:,} rows, indexed); the post ran {published.PERF_COMPANIES} companies "

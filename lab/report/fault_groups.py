@@ -14,7 +14,7 @@ from lab.columns import FaultFamily
 from lab.report.families import TABLE_ORDER, table_of
 from lab.decision.cells import Mark, severity
 from lab.report.matrix import IDLE_MARKS, MatrixCell, declared_run, matrix_rows
-from lab.report.sections import RunView
+from lab.report.sections import RunView, once_per_view
 
 
 DRIVERS = "drivers"  # the key of the driver rows' table in lab/report/families.py
@@ -93,6 +93,7 @@ class SummaryTable:
     summary: Summary
 
 
+@once_per_view
 def summary_tables(run: RunView) -> list[SummaryTable]:
     """The backends' summary, then the driver rows' apart (lab/report/families.py puts them in a table of their
     own): a driver run covers a few faults, so its rows would fill the backends' table with *not run*."""

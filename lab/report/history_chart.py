@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.checkers.ops import F, Op, Type
+from lab.checkers.ops import F, Op, Type, from_json
 
 COMPLETION_COLOUR = {Type.OK: "#1565c0", Type.FAIL: "#c62828", Type.INFO: "#9e9e9e"}
 FENCED_COLOUR = "#ef6c00"
@@ -100,12 +100,19 @@ def lanes_of(ops: list[Op]) -> list[str]:
     return [n for n in names if n != "observer"] + (["observer"] if "observer" in names else [])
 
 
+def recorded_history_chart(history: list[dict], title: str, ttl: float | None, path: Path) -> None:
+    """history_chart() of a history as a trial record holds it (lab/checkers/ops.py's JSON form): what the report's
+    timelines are drawn from, and cached by (lab/report/chart_cache.py)."""
+    history_chart(from_json(history), title, path, ttl)
+
+
 def history_chart(ops: list[Op], title: str, path: Path, ttl: float | None = None) -> None:
     """Draw the history's intervals, one lane per process, the fault's window shaded."""
     import matplotlib.patches
-    import matplotlib.pyplot as plt
 
-    from lab.report.charts import lane_axes  # charts sets matplotlib's Agg backend on import
+    from lab.report.charts import lane_axes, pyplot
+
+    plt = pyplot()
 
     bars, windows, points = bars_of(ops, ttl)
     lanes = lanes_of(ops) or ["(empty)"]

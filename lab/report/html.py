@@ -4,9 +4,10 @@ One file to open from disk or attach to a ticket, so it fetches nothing: its CSS
 inside it. The top of the page is the summary (backends against families of faults, lab/report/fault_groups.py):
 a family opens into its faults, a fault's cell opens its trials (verdict, the fault's evidence, the checkers'
 findings, the history as a table, the timeline drawn as SVG), the header row and the backend column stay in view
-while it scrolls, and the arrow keys move between cells. Nothing heavy is read before it is wanted: each cell's
-data is its own block (gzipped JSON, inflated when the cell is opened), and each picture's PNG sits in a block of its own,
-attached when it scrolls into view. Filters keep the rows of one family of lock (from what the run's meta.json
+while it scrolls, and the arrow keys move between cells. Nothing heavy is read before it is wanted: the cells' data
+sits in blocks of CELLS_PER_BLOCK cells (gzipped JSON, a block inflated when one of its cells is opened), and each
+picture's PNG (with a palette, lab/report/charts.py palette_png) in a block of its own, attached when it scrolls into
+view. Filters keep the rows of one family of lock (from what the run's meta.json
 says each backend declares) or of one need (the decision page's); a stack panel (lab/report/html_stack.py) hides
 the faults that cannot happen to the reader's stack and answers for it, its choice kept in the page's address.
 Rendered from the run view alone, so the same runs give the same bytes.
@@ -15,16 +16,16 @@ Rendered from the run view alone, so the same runs give the same bytes.
 from __future__ import annotations
 
 import base64
-import gzip
-import io
-import json
 from typing import Callable
 
+from lab.report.chart_cache import Drawing, png_of
+from lab.report.charts import palette_png
 from lab.report.decide import NEEDS, can_serve, qualifying
 from lab.report.families import FAMILIES, families_of
 from lab.report.fault_groups import summary_tables
 from lab.report.fault_summary import headers as summary_headers
 from lab.report.html_assets import script, style
+from lab.report.html_data import CELLS_PER_BLOCK, json_for_script, packed, unpacked
 from lab.report.html_grid import CellIndex, matrix_grid, summary_grid
 from lab.report.html_stack import ANSWER_HTML, panel_html, stack_data
 from lab.report.html_stack_script import STACK_SCRIPT, STACK_STYLE
@@ -32,25 +33,17 @@ from lab.report.markdown_html import MarkdownHtml, attribute
 from lab.report.matrix import columns_run, declared_run, matrix_rows
 from lab.report.matrix_split import split_tables
 from lab.report.sections import MAIN, RunView
-from lab.report.timelines import failing_trials, history_of, slug
+from lab.report.timelines import failing_trials, has_history, slug
 
 PAGE = "report.html"
-__all__ = ["PAGE", "render_html", "families_of", "json_for_script", "embedded_png", "packed", "unpacked"]
+__all__ = ["PAGE", "render_html", "families_of", "json_for_script", "embedded_png", "packed", "unpacked",
+           "CELLS_PER_BLOCK"]
 
 
 def embedded_png(png: bytes) -> str:
-    """A PNG as a data: URI, re-encoded with a palette of 256 colours when that is smaller (a chart has few
-    colours, so it looks the same at about a third of the bytes); deterministic like the PNG itself."""
-    from PIL import Image
-
-    picture: Image.Image = Image.open(io.BytesIO(png))
-    if picture.mode == "RGBA" and picture.getchannel("A").getextrema() == (255, 255):
-        picture = picture.convert("RGB")
-    if picture.mode == "RGB":
-        out = io.BytesIO()
-        picture.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, "PNG", optimize=True)
-        png = min(png, out.getvalue(), key=len)
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    """A PNG as a data: URI, re-encoded with a palette when that is smaller (lab/report/charts.py palette_png),
+    which the chart cache keeps beside the chart (lab/report/chart_cache.py)."""
+    return "data:image/png;base64," + base64.b64encode(png_of(Drawing(palette_png, (png,)))).decode("ascii")
 
 
 def png_size(png: bytes) -> tuple[int, int]:
@@ -71,7 +64,7 @@ class Page:
         self.matched = 0  # how many of them the Markdown has met so far
         # The timeline appendix's pictures of trials with a history are drawn by the page from their data.
         self.gallery = {slug(r["scenario"], r["backend"], r["variant"]): r for _, r in failing_trials(view)
-                        if history_of(r)}
+                        if has_history(r)}
         self.cells = CellIndex(frozenset(r["id"] for r in self.gallery.values()))
         self.by_key = {(c.backend, c.scenario, c.variant): c for _, cells in self.rows for c in cells}
         self.pngs: list[str] = []  # data: URIs, each in a block of its own, attached when shown
@@ -169,8 +162,8 @@ class Page:
                     f"{self.converter.blocks(files[name])}</section>" for name in order]
         nav = " · ".join(['<a href="#tool">summary</a>'] * bool(tool)
                          + [f'<a href="#{file_id(name)}">{attribute(name)}</a>' for name in order])
-        blocks = [f'<script type="text/plain" id="cell-data-{i}">{packed(data)}</script>'
-                  for i, data in enumerate(self.cells.data)]
+        blocks = [f'<script type="text/plain" id="cells-{i}">{block}</script>'  # CELLS_PER_BLOCK cells each
+                  for i, block in enumerate(self.cells.blocks())]
         blocks += [f'<script type="text/plain" id="png-{i}">{uri}</script>' for i, uri in enumerate(self.pngs)]
         if tool:  # what the stack panel answers from
             blocks.append(f'<script type="text/plain" id="stack-data">{packed(stack_data(self.view))}</script>')
@@ -193,22 +186,6 @@ def picture_id(name: str) -> str:
     return "picture-" + "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in name.removesuffix(".png"))
 
 
-def json_for_script(data) -> str:
-    """JSON that cannot end its <script> element early: every '<' written as \\u003c; keys sorted, so stable."""
-    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def packed(data) -> str:
-    """A cell's data as the page keeps it: its JSON, gzipped (the page's script inflates it with the browser's
-    DecompressionStream when the cell is opened) and in base64, a third of the JSON's bytes; mtime 0, so the
-    same data gives the same text."""
-    return base64.b64encode(gzip.compress(json_for_script(data).encode(), compresslevel=9, mtime=0)).decode("ascii")
-
-
-def unpacked(text: str):
-    """The data a block packed() wrote (what the page's script reads), for tests and tools."""
-    return json.loads(gzip.decompress(base64.b64decode(text)))
 
 
 def render_html(files: dict[str, str], view: RunView, picture_bytes: Callable[[str], bytes | None]) -> str:

@@ -1,6 +1,6 @@
 """report.html's stylesheet and script, inlined into the page (it fetches nothing).
 
-The script reads a cell's data only when the cell is opened (one block per cell, gzipped JSON), draws its timeline as SVG
+The script reads a cell's data only when the cell is opened (its block of CELLS_PER_BLOCK cells, gzipped JSON), draws its timeline as SVG
 from the geometry lab/report/html_data.py computed, attaches a picture's PNG only when it scrolls into view,
 opens a family of faults into its columns, and moves between a grid's cells with the arrow keys (Enter opens,
 Escape closes). Everything it shows from the data is set as text, never parsed as HTML.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import string
 
+from lab.report import html_data
 from lab.report.html_data import TIMELINE_LEGEND
 
 
@@ -83,8 +84,10 @@ figure.timeline { margin: .6em 0; min-height: 120px; }
 
 
 def script() -> str:
-    """The page's script, with the timeline legend's words and colours (the PNG's own) filled in."""
-    return SCRIPT.replace("/*LEGEND*/[]", json.dumps(TIMELINE_LEGEND))
+    """The page's script, with the timeline legend's words and colours (the PNG's own) and the cells a data block
+    holds filled in."""
+    return SCRIPT.replace("/*LEGEND*/[]", json.dumps(TIMELINE_LEGEND)).replace("/*CELLS*/0",
+                                                                                str(html_data.CELLS_PER_BLOCK))
 
 
 SCRIPT = r"""
@@ -92,15 +95,17 @@ SCRIPT = r"""
   "use strict";
   const panel = document.getElementById("panel"), body = document.getElementById("panel-body");
   const LEGEND = /*LEGEND*/[];
-  const cache = new Map();
-  async function inflate(text) {  // a block's base64 of gzipped JSON, as lab/report/html.py packed() wrote it
+  const CELLS = /*CELLS*/0;  // cells a data block holds: block k, cells k * CELLS onwards (lab/report/html_data.py)
+  const blocks = new Map();
+  async function inflate(text) {  // a block's base64 of gzipped JSON, as lab/report/html_data.py packed() wrote it
     const bytes = Uint8Array.from(atob(text.trim()), ch => ch.charCodeAt(0));
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return JSON.parse(await new Response(stream).text());
   }
-  function cellData(index) {  // a promise of a cell's data, read the first time the cell is opened
-    if (!cache.has(index)) cache.set(index, inflate(document.getElementById("cell-data-" + index).textContent));
-    return cache.get(index);
+  function cellData(index) {  // a promise of a cell's data; its block is read the first time one of its cells is
+    const block = Math.floor(index / CELLS);
+    if (!blocks.has(block)) blocks.set(block, inflate(document.getElementById("cells-" + block).textContent));
+    return blocks.get(block).then(cells => cells[index % CELLS]);
   }
   window.locklabCell = cellData;  // for a console, and the browser tests
   window.locklabInflate = inflate;  // the stack panel's data is packed the same way (lab/report/html_stack.py)

@@ -9,6 +9,9 @@ places them. Times are rounded to 0.1 ms, the precision the history table prints
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import math
 
 from lab.checkers.ops import F, Type
@@ -16,20 +19,58 @@ from lab.checkers.outcomes import judgement_of
 from lab.report.history_chart import (COMPLETION_COLOUR, FAULT_COLOUR, FENCED_COLOUR, LEASE_COLOUR, RIGHT_COLOUR,
                                       bars_of, clock_series, lanes_of)
 from lab.report.matrix import Mark, MatrixCell
-from lab.report.timelines import first_unsafe, history_of
+from lab.report.timelines import first_unsafe, has_history, history_of
 
 DIGITS = 4  # seconds: 0.1 ms
+# The page keeps its cells' data in blocks of this many cells (in the order the grids first show them), each block one
+# gzipped JSON array: compressed together, cells share their words (a block is 40 % of the bytes of its cells
+# compressed alone), and opening a cell inflates a block of a few hundred KB.
+CELLS_PER_BLOCK = 64
 
 
 def _plain(value):
-    """A frame value as JSON: pandas' NaN for a field a record lacks becomes null."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+    """A frame value as JSON: pandas' NaN for a field a record lacks becomes null, and so does a NaN a record's JSON
+    holds anywhere in a value; tuples become lists. A value read from trials.jsonl (string keys) is written and read
+    back by the json module at C speed, with NaN read as null."""
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if isinstance(value, (dict, list, tuple)):
+        return json.loads(PLAIN_JSON.encode(value), parse_constant=_constant)
     return value
+
+
+def _constant(name: str) -> float | None:
+    """JSON's non-numbers as _plain reads them: NaN is null, the infinities stay what they were."""
+    return None if name == "NaN" else float(name)
+
+
+# Encoders of the page's own: what json.dumps writes with these settings, without a wrapper a library may have put
+# around json.dumps (pottery's gives every call an encoder class of its own).
+SCRIPT_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+PLAIN_JSON = json.JSONEncoder()
+
+
+def json_for_script(data) -> str:
+    """JSON that cannot end its <script> element early: every '<' written as \\u003c; keys sorted, so stable."""
+    text = SCRIPT_JSON.encode(data)
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def packed(data) -> str:
+    """Data as the page keeps it: its JSON, gzipped (the page's script inflates it with the browser's
+    DecompressionStream when it is read) and in base64, a fraction of the JSON's bytes; mtime 0, so the same data
+    gives the same text."""
+    return packed_json(json_for_script(data))
+
+
+def packed_json(text: str) -> str:
+    """packed() of JSON already written by json_for_script."""
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def unpacked(text: str):
+    """The data a block packed() wrote (what the page's script reads), for tests and tools."""
+    return json.loads(gzip.decompress(base64.b64decode(text)))
 
 
 def _t(seconds: float) -> float:
@@ -84,23 +125,33 @@ def _judgement(record: dict) -> dict | None:
 def trial_data(record: dict, drawn: bool = False) -> dict:
     """What a panel shows of one trial: verdict, the fault's evidence, the judgement, the history as rows
     [time, process, type, f, value]; drawn: with its timeline."""
-    measures = _plain(record.get("measures")) or {}
-    history = history_of(record)
+    measures = record.get("measures")
     return _compact({
         "id": record["id"], "run": _plain(record.get("run")), "status": record["status"],
         "verdict": _plain(record.get("verdict")), "reason": _plain(record.get("reason")),
         "safety": _plain(record.get("safety")), "exercised": _plain(record.get("exercised")),
-        "evidence": measures.get("evidence"), "judgement": _judgement(record),
-        "history": None if history is None else [[_t(o.time), o.process, o.type.value, o.f.value, o.value or None]
-                                                 for o in history],
+        "evidence": _plain(measures.get("evidence")) if isinstance(measures, dict) else None,
+        "judgement": _judgement(record), "history": history_rows(record),
         "timeline": timeline(record) if drawn else None})
+
+
+TYPES, FS = {t.value: t.value for t in Type}, {f.value: f.value for f in F}
+
+
+def history_rows(record: dict) -> list[list] | None:
+    """The record's history as the panel's table shows it, [time, process, type, f, value] (what history_of()
+    reads, Op by Op), straight from the recorded JSON; None for a record without one."""
+    if not has_history(record):
+        return None
+    return [[_t(op["time"]), op["process"], TYPES[op["type"]], FS[op["f"]], dict(op.get("value") or {}) or None]
+            for op in record["history"]]
 
 
 def pictured(c: MatrixCell) -> dict | None:
     """The trial a cell's timeline shows: a failing cell's first unsafe trial (the one REPORT-timelines.md
     draws), else its first trial with a history; None for a cell without one."""
     first = first_unsafe(c.records) if c.cell.mark is Mark.FAILED else None
-    return first if first is not None and history_of(first) else next((r for r in c.records if history_of(r)), None)
+    return first if first is not None and has_history(first) else next((r for r in c.records if has_history(r)), None)
 
 
 def cell_data(c: MatrixCell, also_drawn: frozenset[str] = frozenset()) -> dict:

@@ -3,7 +3,8 @@ faults) and the appendix's tables, every fault cell a button that opens its tria
 
 A grid's header row and backend column stay in view while it scrolls (sticky, lab/report/html_assets.py); its
 cells are reached with the arrow keys (one of them in the tab order at a time). Each fault cell names its data
-by index (CellIndex): the page keeps one block of data per cell, however many grids show it.
+by index (CellIndex): the page keeps one copy of each cell's data, however many grids show it, CELLS_PER_BLOCK cells
+to a block.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from typing import Callable
 
 from lab.report.fault_groups import SummaryTable
-from lab.report.html_data import cell_data
+from lab.report import html_data
+from lab.report.html_data import cell_data, json_for_script, packed_json
 from lab.report.markdown_html import attribute
 from lab.report.matrix import FamilyTable, MatrixCell
 
@@ -25,14 +27,28 @@ class CellIndex:
     def __init__(self, also_drawn: frozenset[str] = frozenset()):
         self.also_drawn = also_drawn  # trial ids whose timeline the page draws besides each cell's pictured one
         self.places: dict[tuple[str, str, str], int] = {}
-        self.data: list[dict] = []
+        self.packed: list[str] = []  # the blocks filled so far, packed
+        self.texts: list[str] = []  # the JSON of each cell of the block being filled
 
     def index(self, c: MatrixCell) -> int:
         key = (c.backend, c.scenario, c.variant)
         if key not in self.places:
-            self.places[key] = len(self.data)
-            self.data.append(cell_data(c, self.also_drawn))
+            self.places[key] = len(self.places)
+            self.texts.append(json_for_script(cell_data(c, self.also_drawn)))
+            if len(self.texts) == html_data.CELLS_PER_BLOCK:  # a block is packed as soon as it is full
+                self._pack()
         return self.places[key]
+
+    def _pack(self) -> None:
+        self.packed.append(packed_json("[" + ",".join(self.texts) + "]"))
+        self.texts = []
+
+    def blocks(self) -> list[str]:
+        """The cells' data as the page keeps it: block k holds cells k * CELLS_PER_BLOCK onwards, packed as one JSON
+        array (lab/report/html_data.py packed())."""
+        if self.texts:
+            self._pack()
+        return self.packed
 
 
 def fault_cell(c: MatrixCell, index: int, inline: Inline, family: str | None = None) -> str:

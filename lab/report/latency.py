@@ -4,14 +4,13 @@ the bare library call it wraps."""
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
-import matplotlib.ticker
 import pandas as pd
 
 from lab.measures.kinds import Measured
 from lab.measures.precision import Rule
-from lab.report.charts import plt
+from lab.report.chart_cache import Drawing
+from lab.report.charts import latency_chart
 from lab.report.common import md_table
 from lab.report.sections import RunView, measured_section
 
@@ -146,7 +145,7 @@ def section_latency(run: RunView, ok: pd.DataFrame) -> str | None:
                   for (service, name), figures in floors.items()]
     first = ok.measures.iloc[0]
     if charts is not None:
-        charts["latency.png"] = lambda path: latency_chart(bars, path)
+        charts["latency.png"] = Drawing(latency_chart, (bars,))
     return "\n".join([
         "## What each lock costs", "",
         f"Each backend alone (one trial at a time), one instance acquiring and releasing "
@@ -191,28 +190,3 @@ def _goal_sentence(measures) -> str:
             f"over the bare call's; *meets* / *misses* only when the iterations cut into {blocks} consecutive "
             f"blocks give ratios all on the same side of {goal:g} as that median, else *within noise* with the "
             f"blocks' span and no verdict; *{NO_BARE}*: the backend names no library call it wraps.")
-
-
-def latency_chart(rows: list[tuple[str, float | None, float | None, float | None]], path: Path) -> None:
-    """Median acquire + release and handoff per backend (log scale), a black tick at its server's floor."""
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.4), dpi=100)
-    ys = range(len(rows))
-    ordered = list(reversed(rows))
-    ms = [[(v or 0) * 1e3 for v in values] for values in zip(*[r[1:] for r in ordered])] if rows else [[], [], []]
-    ax.barh([y + 0.2 for y in ys], ms[0], height=0.4, color="#1565c0", label="acquire + release (median)")
-    ax.barh([y - 0.2 for y in ys], ms[1], height=0.4, color="#ef6c00", label="handoff (median)")
-    for y, floor in zip(ys, ms[2]):
-        if floor:
-            ax.plot([floor, floor], [y - 0.45, y + 0.45], color="black", linewidth=1.5)
-    ax.plot([], [], color="black", linewidth=1.5, label="its server's floor (median)")
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_yticks(list(ys), [r[0] for r in ordered], fontsize=7)
-    ax.set_xlabel("milliseconds (log scale)")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (len(rows) + 2)), ncol=3,
-              frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, metadata={"Software": None})
-    plt.close(fig)

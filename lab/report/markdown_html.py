@@ -45,6 +45,7 @@ class MarkdownHtml:
     def __init__(self, image: Image | None = None, link: Link | None = None, table: Table | None = None):
         self.image, self.link, self.table = image, link, table
         self.ids: set[str] = set()
+        self.plain: dict[str, str] = {}  # inline() of each text with no image or link: the grids repeat their cells'
 
     def heading_id(self, text: str) -> str:
         """A stable id for a heading: its words, lower case, joined by '-', numbered when taken."""
@@ -58,6 +59,13 @@ class MarkdownHtml:
 
     def inline(self, text: str) -> str:
         """One line (or a paragraph's lines) of Markdown as HTML, everything but the subset escaped."""
+        if "](" in text:  # an image or a link: the page's hooks place it
+            return self._inline(text)
+        if text not in self.plain:
+            self.plain[text] = self._inline(text)
+        return self.plain[text]
+
+    def _inline(self, text: str) -> str:
         holes: list[str] = []
 
         def hold(piece: str) -> str:

@@ -21,7 +21,7 @@ from lab.report.common import backend_with_role, declaration, md_table, ordered_
 from lab.report.declared import lease_faults, matrix_columns
 from lab.report.families import TABLE_ORDER, table_of
 from lab.report.libraries import Library, languages_recorded, library_of
-from lab.report.sections import MATRIX, RunView, section
+from lab.report.sections import MATRIX, RunView, once_per_view, section
 
 def cell(records: list[dict]) -> str:
     """'✗ stale write accepted 3/3' / '✓ held 3/3' / '○ not exercised: held 2/2' / 'n/a' / 'not run'."""
@@ -59,11 +59,12 @@ def _forget(key: int) -> Callable[[weakref.ref], None]:
     return forget
 
 
+@once_per_view
 def declared_run(run: RunView) -> list[tuple[str, Column]]:
     """(scenario, column) of every declared matrix column these runs have trials for, in column order."""
-    frame = run.frame
+    ran = set(zip(run.frame.scenario, run.frame.variant))
     return [(scenario, c) for scenario, c in matrix_columns(run.meta)
-            if not frame[(frame.scenario == scenario) & frame.variant.isin([c.variant, "-"])].empty]
+            if (scenario, c.variant) in ran or (scenario, "-") in ran]
 
 
 def columns_run(run: RunView) -> list[tuple[tuple[str, str], str]]:
@@ -88,11 +89,13 @@ def control_of(frame: pd.DataFrame) -> str | None:
     return backend_with_role(frame, PostRole.NO_LOCK)
 
 
+@once_per_view
 def matrix_rows(run: RunView, harm: Harm = Harm.SURVIVING_COMPANY) -> list[tuple[str, list[MatrixCell]]]:
     """Every row of the matrix in the run's backend order, each cell judged from its trials beside its column's
     control (judge_in_column) and read for a harm (by default the surviving company: the lab's writes live in the
     database), *unaffected* where its ○ is out of the fault's reach by declaration, and marked ↯ with the previous
-    reference's mark where the two differ."""
+    reference's mark where the two differ. Judged once per view and harm: every reader shares these rows and
+    changes none of them."""
     frame, columns = run.frame, declared_run(run)
     control = control_of(frame)
     before = _previous_cells(run)
@@ -162,6 +165,7 @@ class FamilyTable:
         return [backend, *([self.libraries.get(backend, "")] if self.libraries else [])]
 
 
+@once_per_view
 def family_tables_of(run: RunView) -> list[FamilyTable]:
     """The matrix's rows grouped into one table per family, in the families' order."""
     grouped: dict[str, tuple[str, list]] = {}
@@ -191,7 +195,8 @@ def _library_order(library: Library | None) -> tuple:
 
 def lease_faults_run(run: RunView) -> list[FaultColumns]:
     """The lease faults these runs ran, in column order."""
-    return [f for f in lease_faults(run.meta) if f.scenario in set(run.frame.scenario)]
+    ran = set(run.frame.scenario)
+    return [f for f in lease_faults(run.meta) if f.scenario in ran]
 
 
 POST_LEASE_ROW = ("The holder can lose the lock and keep writing, so the database must check a fencing token. "

@@ -14,10 +14,11 @@ from lab.columns import Column, FaultFamily
 from lab.report.common import md_table
 from lab.report.fault_groups import family_of_columns, says_nothing
 from lab.report.fault_summary import family_title
+from lab.report.chart_cache import Drawing
 from lab.report.charts import matrix_chart
 from lab.report.matrix import FamilyTable, Mark, columns_run, declared_run, family_tables_of, matrix_rows
 from lab.report.libraries import languages_recorded
-from lab.report.sections import MATRIX, RunView, section
+from lab.report.sections import MATRIX, RunView, once_per_view, section
 
 COLUMN_LIMIT = 20  # columns of one table, the backend's (and the library's) included
 
@@ -62,6 +63,7 @@ def _parts(table: FamilyTable, family: FaultFamily, quiet: list[str]) -> list[Sp
             for n, chunk in enumerate(chunks, 1)]
 
 
+@once_per_view
 def split_tables(run: RunView) -> list[FamilySection]:
     """Every family of faults with a column here, in FaultFamily's order, each with its tables."""
     family = family_of_columns(run)
@@ -119,8 +121,8 @@ def section_matrix(run: RunView) -> str | None:
         rows.append([backend, *[c.cell.text for c in judged]])
         cells.append([c.cell for c in judged])
     if charts is not None:
-        charts["matrix.png"] = lambda path: matrix_chart([r[0] for r in rows], [label for _, label in columns],
-                                                         [[c.mark.name for c in row] for row in cells], path)
+        charts["matrix.png"] = Drawing(matrix_chart, ([r[0] for r in rows], [label for _, label in columns],
+                                                      [[c.mark.name for c in row] for row in cells]))
     flat = [c for row in cells for c in row]
     unrecorded = sum(c.unrecorded for c in flat if c.mark is Mark.KEPT)
     lost = any(c.mark is Mark.LOST for c in flat)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import pkgutil
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, TypeVar
 
 import pandas as pd
 
@@ -29,11 +30,15 @@ class RunView:
     meta: dict
     trials: list[dict]
     run_id: str
-    charts: dict = field(default_factory=dict)  # picture name -> draw(path), for the PNGs a section links
+    # picture name -> its Drawing (lab/report/chart_cache.py), for the PNGs a section links
+    charts: dict = field(default_factory=dict)
     # The previous reference's trials and its run id (lab report --previous): a cell whose safety verdict differs
     # from it is shown as unstable (lab/report/matrix.py). Empty: nothing to compare with.
     previous: tuple = ()
     previous_id: str = ""
+    # What once_per_view functions computed from this view (the matrix's judged cells, its columns): each section
+    # reads them, none recomputes them. Not copied by dataclasses.replace: a changed view computes its own.
+    memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, trials: list[dict], meta: dict | None = None, run_id: str = "", charts: dict | None = None,
@@ -44,6 +49,27 @@ class RunView:
 
 
 Section = Callable[[RunView], "str | None"]
+
+T = TypeVar("T")
+
+
+def once_per_view(compute: Callable[..., T]) -> Callable[..., T]:
+    """A function of the run view (and of arguments that can key a dict) computed once per view and arguments, and
+    kept in the view (RunView.memo): what several sections and the HTML page all read, the matrix's judged cells
+    first, is judged once per render. What it returns is shared by every caller, so none may change it."""
+    name = f"{compute.__module__}.{compute.__qualname__}"
+    signature = inspect.signature(compute)
+
+    @functools.wraps(compute)
+    def cached(run: RunView, *args, **kwargs) -> T:
+        bound = signature.bind(run, *args, **kwargs)
+        bound.apply_defaults()  # f(run) and f(run, its default) are one computation
+        key = (name, *list(bound.arguments.items())[1:])
+        if key not in run.memo:
+            run.memo[key] = compute(run, *args, **kwargs)
+        return run.memo[key]
+
+    return cached
 
 
 MAIN = "REPORT.md"

@@ -12,16 +12,22 @@ import re
 from lab.checkers import ops
 from lab.checkers.outcomes import Safety, judgement_of, safety_of
 from lab.measures.kinds import Measured
-from lab.report.history_chart import history_chart
+from lab.report.chart_cache import Drawing
+from lab.report.history_chart import recorded_history_chart
 from lab.report.matrix import Mark, matrix_rows
-from lab.report.sections import TIMELINES, RunView, section
+from lab.report.sections import TIMELINES, RunView, once_per_view, section
 
 
 def history_of(record: dict) -> list[ops.Op] | None:
     """A schema-2 trial's history as operations (None for a schema-1 record, or a trial that recorded none)."""
-    if judgement_of(record) is None or not isinstance(record.get("history"), list) or not record["history"]:
+    if not has_history(record):
         return None
     return ops.from_json(record["history"])
+
+
+def has_history(record: dict) -> bool:
+    """Whether history_of() finds a history in the record, without reading it."""
+    return judgement_of(record) is not None and isinstance(record.get("history"), list) and bool(record["history"])
 
 
 def slug(*parts: str) -> str:
@@ -34,16 +40,17 @@ def first_unsafe(records: list[dict]) -> dict | None:
     return next((r for r in records if r["status"] == "ok" and safety_of(r) is Safety.UNSAFE), None)
 
 
-def history_picture(record: dict):
-    """draw(path) for a schema-2 trial's history as intervals (a TTL band only for a lease), or None."""
-    history = history_of(record)
-    if not history:
+def history_picture(record: dict) -> Drawing | None:
+    """The drawing of a schema-2 trial's history as intervals (a TTL band only for a lease), from the history as
+    recorded (what its cached PNG is keyed by), or None."""
+    if not has_history(record):
         return None
     lease = "lease_expiry" in (record.get("capabilities") or ())
     ttl = (record.get("measures") or {}).get("ttl_s") if lease else None
-    return lambda path, h=history, title=record["id"], ttl=ttl: history_chart(h, title, path, ttl)
+    return Drawing(recorded_history_chart, (record["history"], record["id"], ttl))
 
 
+@once_per_view
 def failing_trials(run: RunView) -> list[tuple[str, dict]]:
     """(what it explains, record) for the first unsafe trial of every ✗ matrix cell, then every kill-point
     counterexample, in the report's order."""

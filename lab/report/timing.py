@@ -12,6 +12,7 @@ from lab.checkers.outcomes import Safety, handover_of
 from lab.measures.kinds import Measured
 from lab.post_role import PostRole
 from lab.report import published
+from lab.report.chart_cache import Drawing
 from lab.report.charts import timing_chart
 from lab.report.common import md_table
 from lab.report.sections import RunView, measured_section
@@ -148,12 +149,13 @@ def group_stats(group: pd.DataFrame, timeout: float) -> dict:
 @measured_section(80, Measured.GUARD_TIMING)
 def section_timing(run: RunView, ok: pd.DataFrame) -> str | None:
     frame, charts = run.frame, run.charts
+    errors = frame[(frame.measured == Measured.GUARD_TIMING) & (frame.status == "error")]  # each row's, below
     timeout = ok.measures.iloc[0]["timeout_s"]
     rows, bars = [], []
     for (backend, trigger), group in ok.groupby(["backend", "variant"], sort=False):
         role = group.post_role.iloc[0]
         label = row_label(backend, role, trigger)
-        failed = errored_trials(frame, backend, trigger)
+        failed = errored_trials(errors, backend, trigger)
         if not failed.empty:  # the survivors of a partly errored row are not a result
             rows.append([label, incomplete_text(failed, group), "-", "-", "-"])
             continue
@@ -167,7 +169,7 @@ def section_timing(run: RunView, ok: pd.DataFrame) -> str | None:
         rows.append([label, stats_line(s, timeout), post,
                      handover_text(s, Capability.IN_TRANSACTION in group.capabilities.iloc[0]), verdict])
         bars.append((label, s["min"], s["max"], chart_kind(s)))
-    charts["timing.png"] = lambda path: timing_chart(bars, timeout, path)
+    charts["timing.png"] = Drawing(timing_chart, (bars, timeout))
     return "\n".join([
         "## Timing runs: when does a second run get in?", "",
         f"A long run holds the lock and does nothing on its connection under a {timeout:g} s timeout "

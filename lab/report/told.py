@@ -152,12 +152,15 @@ def section_told(run: RunView) -> str | None:
     frame = run.frame
     columns = [(f.scenario, f.title) for f in lease_faults_run(run)]  # the lease faults these runs ran
     relevant = frame[frame.scenario.isin([s for s, _ in columns])]
+    by_backend: dict[str, list[dict]] = {}  # each backend's records, in the frame's order
+    for record in relevant.to_dict("records"):
+        by_backend.setdefault(record["backend"], []).append(record)
     rows = []
     callbacks = []  # (backend, what its library's callbacks said)
     stale = []  # (first signal, measures) of every trial whose stale write was accepted
     fenced = []  # backends that refused a lapsed holder's write
     for backend in ordered_backends(relevant):
-        mine = relevant[relevant.backend == backend].to_dict("records")
+        mine = by_backend[backend]
         if not any(r["status"] == "ok" and r["measures"].get("point") == "before_write"
                    and "signals" in r["measures"]["holder"] for r in mine):
             continue  # no lock held across writes, or trials recorded before signals were

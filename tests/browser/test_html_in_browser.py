@@ -226,6 +226,33 @@ def test_a_click_on_a_failed_cell_shows_that_trials_timeline_and_history(opened,
     assert panel.is_hidden()
 
 
+def test_every_cell_opens_its_own_data_from_the_block_that_holds_it(browser, tmp_path, monkeypatch):
+    """The page keeps its cells' data CELLS_PER_BLOCK cells to a block: rendered here with blocks of 8, each cell still
+    reads its own data (the grid's backend, scenario and variant), whichever block holds it, and opens on a click."""
+    from lab.report import html_data
+
+    monkeypatch.setattr(html_data, "CELLS_PER_BLOCK", 8)
+    folder = small_run(tmp_path / "results")
+    page_path = write_report(folder, tmp_path / "out" / "REPORT.md", html=True).parent / PAGE
+    seen = open_page(browser, page_path)
+    page = seen.page
+    grid = page.evaluate("""() => Array.from(document.querySelectorAll('td[data-cell]'), td =>
+      [Number(td.dataset.cell), td.dataset.backend, td.dataset.scenario, td.dataset.variant])""")
+    cells = {index: place for index, *place in grid}
+    assert len(cells) > 3 * 8 and page.locator('script[id^="cells-"]').count() == -(-len(cells) // 8)
+    read = page.evaluate("n => Promise.all(Array.from({length: n}, (_, i) => window.locklabCell(i)"
+                         ".then(c => [c.backend, c.scenario, c.variant])))", len(cells))
+    assert read == [cells[i] for i in range(len(cells))]
+    last = max(cells)  # a cell of the last block, opened by a click
+    for button in page.locator("table.summary th.family button").all():  # every family open: its faults shown
+        button.click()
+    page.locator(f'td[data-cell="{last}"]').first.click()
+    page.locator("#panel h2").wait_for()
+    assert page.locator("#panel h2").inner_text().startswith(cells[last][0] + " under ")
+    assert seen.errors == [] and seen.failed == []
+    seen.page.close()
+
+
 def test_the_timeline_appendix_draws_each_picture_when_it_comes_into_view(opened):
     page = opened.page
     figure = page.locator("figure.timeline[data-timeline-cell]").first

@@ -15,7 +15,7 @@ import pytest
 
 from lab.report import run_view, write_report
 from lab.report.fault_groups import summary_tables
-from lab.report.html import PAGE, families_of, json_for_script, unpacked
+from lab.report.html import CELLS_PER_BLOCK, PAGE, families_of, json_for_script, unpacked
 from lab.report.markdown_html import to_html
 from lab.report.matrix import IDLE_MARKS, matrix_rows
 from lab.report.matrix_split import split_tables
@@ -65,11 +65,13 @@ def rendered(tmp_path_factory):
 
 
 def data_of(page: str) -> dict:
-    """The page's data: each cell's block, in index order, and each picture's PNG block."""
-    cells = re.findall(r'<script type="text/plain" id="cell-data-(\d+)">(.*?)</script>', page, re.S)
-    assert [int(i) for i, _ in cells] == list(range(len(cells)))
+    """The page's data: each cell's, in index order (from its block of CELLS_PER_BLOCK), and each picture's PNG block."""
+    blocks = re.findall(r'<script type="text/plain" id="cells-(\d+)">(.*?)</script>', page, re.S)
+    assert [int(i) for i, _ in blocks] == list(range(len(blocks)))
+    cells = [cell for _, blob in blocks for cell in unpacked(blob)]
+    assert all(len(unpacked(blob)) == CELLS_PER_BLOCK for _, blob in blocks[:-1])  # the last block holds the rest
     pngs = dict(re.findall(r'<script type="text/plain" id="(png-\d+)">(.*?)</script>', page, re.S))
-    return {"cells": [unpacked(blob) for _, blob in cells], "pngs": pngs}
+    return {"cells": cells, "pngs": pngs}
 
 
 # The converter, on the Markdown subset the report writes.
