@@ -14,7 +14,7 @@ from lab.decision.cells import Cell
 from lab.decision.compare import Comparison, Rule, compare
 from lab.decision.grid import Grid
 from lab.decision.harm import Harm
-from lab.decision.needs import NEEDS, Need
+from lab.decision.needs import NEEDS, Need, promises_exclusion
 from lab.decision.standing import Outcome, Standing, outcome_of
 from lab.decision.strength import CONFIDENCE, STRONG_AT_MOST, STRONG_TRIALS
 from lab.decision.where import declared, where_of
@@ -72,9 +72,11 @@ class Decision:
 
 
 def can_serve(need: Need, meta: dict, backend: str) -> bool:
-    """Whether a backend can serve a need at all, by what the run's meta.json says it declares."""
+    """Whether a backend can serve a need at all, by what the run's meta.json says it declares: a lock (it promises
+    exclusion) that the need admits."""
     where = where_of(meta, backend)
-    return where is not None and need.serves(frozenset(declared(meta, "capabilities", backend) or ()), where)
+    caps = frozenset(declared(meta, "capabilities", backend) or ())
+    return where is not None and promises_exclusion(caps) and need.serves(caps, where)
 
 
 def need_title(need: Need, meta: dict, candidates: list[str]) -> str:

@@ -1,7 +1,9 @@
 """The needs an engineer comes with: who may be a candidate (by declaration) and the harm each is decided on.
 
-Admission is by what a lock declares (where its writes go, whether it is held across the run's transactions),
-never by its name, so a plugin lands where it qualifies. The harm is declared beside the need: a lock's cell can
+Admission is by what a lock declares (that it promises exclusion at all, where its writes go, whether it is held
+across the run's transactions), never by its name, so a plugin lands where it qualifies. A strategy that promises no
+exclusion (no lock, an idempotent upsert, SERIALIZABLE with retry) may keep the company whole, but it lets two runs do
+the work at once: it answers a neighbouring question (the report's *Why not*), never "which lock". The harm is declared beside the need: a lock's cell can
 be ◆ for one need and ✗ for another, and the page says which need a mark is read for.
 """
 
@@ -28,6 +30,11 @@ class Need:
     why: str  # what a lock must do for it, in one line
     harm: Harm
     names_services: bool = False  # its heading names the lock services its candidates declare
+
+
+def promises_exclusion(caps: frozenset) -> bool:
+    """Whether a backend is a lock at all: it promises that two runs never rebuild the same company at once."""
+    return Capability.EXCLUSION in caps
 
 
 def held_across_writes(caps: frozenset) -> bool:

@@ -25,7 +25,7 @@ from lab.decision.answer import decide
 from lab.decision.compare import Comparison, compare
 from lab.decision.grid import CANNOT_HAPPEN, Grid
 from lab.decision.harm import Harm
-from lab.decision.needs import NEEDS, Need
+from lab.decision.needs import NEEDS, Need, promises_exclusion
 from lab.decision.standing import Outcome, Standing, outcome_of
 from lab.decision.where import where_of
 from lab.report.decide import can_serve, cost_sentence, grid_of, verdict_sentence
@@ -244,10 +244,12 @@ class StackView:
                 for i, cell in enumerate(self.rows[backend])]
 
     def runnable(self) -> list[str]:
-        """The run's locks (not the control, not a driver's row) whose every service this stack describes."""
+        """The run's locks (not the control, not a driver's row, not a strategy that promises no exclusion) whose
+        every service this stack describes."""
         have = self.stack.services()
         return [b for b in self.rows if b != self.control and "@" not in b and b in self.services
-                and self.services[b] <= have]
+                and self.services[b] <= have
+                and promises_exclusion(frozenset(declaration(self.run.meta, "capabilities", b) or ()))]
 
     def masked_rows(self, backends: list[str], changed: dict[Trait, str] | None = None) -> dict[str, list[MatrixCell]]:
         return {b: self.masked(b, changed) for b in backends}
