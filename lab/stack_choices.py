@@ -9,11 +9,12 @@ the smallest figure that reads so (a guard of 1 ms, one replica, two etcd member
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, TypeVar
 from urllib.parse import parse_qsl, urlencode
 
 from lab.errors import LabError
-from lab.exposure import OFF, ON, TRAITS, YES, Trait
+from lab.exposure import NO, OFF, ON, TRAITS, YES, Trait
 from lab.stack import (Appendfsync, Etcd, Guard, Patroni, PoolMode, Postgres, Redis, Redlock, Replication, Sentinel,
                        Stack, Unknown, Watchdog, ZooKeeper)
 
@@ -98,4 +99,60 @@ def to_query(services: Iterable[str], values: Mapping[Trait, str]) -> str:
     return "?" + urlencode(pairs, safe=",")
 
 
-__all__ = ["SERVICES", "stack_of", "from_query", "to_query"]
+@dataclass(frozen=True)
+class NamedStack:
+    """A stack report.html answers for by name: the services it runs and the traits it fixes, the rest unknown."""
+
+    title: str
+    services: tuple[str, ...]
+    values: dict = field(default_factory=dict)  # Trait -> its value, as the panel's query keeps it
+    says: str = ""  # what the stack is, in one line
+
+    def __hash__(self) -> int:
+        return hash(to_query(self.services, self.values))
+
+
+# Every fault counted as possible: every lock service, every fact unknown (REPORT.md's decision).
+EVERY_STACK = NamedStack("every stack", SERVICES, {}, "Every lock service run and every fact unknown: every fault is "
+                         "counted as possible, as REPORT.md decides.")
+_PG_PLAIN = {Trait.POOLER: "none", Trait.REPLICATION: "none", Trait.HA_MANAGER: "none"}
+# The stacks report.html answers for, in the order its choice lists them: the shapes a team most often runs, each
+# one trait away from the next where it can be, so the page shows what that one trait changes.
+PANEL_STACKS = (
+    NamedStack("PostgreSQL alone, no idle guards", ("postgres",),
+               {**_PG_PLAIN, Trait.IDLE_IN_TRANSACTION_GUARD: OFF, Trait.IDLE_SESSION_GUARD: OFF},
+               "One PostgreSQL, no pooler, no standby, neither idle guard set."),
+    NamedStack("PostgreSQL alone, a DBA's idle guards on", ("postgres",),
+               {**_PG_PLAIN, Trait.IDLE_IN_TRANSACTION_GUARD: ON, Trait.IDLE_SESSION_GUARD: ON},
+               "One PostgreSQL with idle_in_transaction_session_timeout and idle_session_timeout set."),
+    NamedStack("PostgreSQL behind PgBouncer, transaction pooling", ("postgres",),
+               {Trait.POOLER: "transaction", Trait.REPLICATION: "none", Trait.HA_MANAGER: "none"},
+               "Every session of the job through a transaction-pooling PgBouncer."),
+    NamedStack("PostgreSQL with an async standby under Patroni", ("postgres",),
+               {Trait.POOLER: "none", Trait.REPLICATION: "async", Trait.HA_MANAGER: "patroni",
+                Trait.SYNCHRONOUS_MODE: OFF},
+               "A primary and an asynchronous standby, failed over by Patroni."),
+    NamedStack("PostgreSQL with a sync standby under Patroni (synchronous_mode)", ("postgres",),
+               {Trait.POOLER: "none", Trait.REPLICATION: "sync", Trait.HA_MANAGER: "patroni",
+                Trait.SYNCHRONOUS_MODE: ON},
+               "The same with synchronous_mode on."),
+    NamedStack("PostgreSQL and one Redis, no AOF", ("postgres", "redis"),
+               {**_PG_PLAIN, Trait.REDIS_APPENDFSYNC: "off", Trait.REDIS_REPLICAS: NO, Trait.REDIS_SENTINEL: NO},
+               "PostgreSQL alone, and one Redis with no append-only file, no replica."),
+    NamedStack("PostgreSQL and one Redis, appendfsync always", ("postgres", "redis"),
+               {**_PG_PLAIN, Trait.REDIS_APPENDFSYNC: "always", Trait.REDIS_REPLICAS: NO, Trait.REDIS_SENTINEL: NO},
+               "The same Redis with every write fsynced before it answers."),
+    NamedStack("PostgreSQL and Redis with a replica under Sentinel", ("postgres", "redis"),
+               {**_PG_PLAIN, Trait.REDIS_REPLICAS: YES, Trait.REDIS_SENTINEL: YES},
+               "A Redis primary, a replica, and Sentinel to fail over between them."),
+    NamedStack("PostgreSQL and an etcd cluster", ("postgres", "etcd"), {**_PG_PLAIN, Trait.ETCD_CLUSTER: YES},
+               "PostgreSQL alone and an etcd cluster of several members."),
+    NamedStack("PostgreSQL and a ZooKeeper ensemble", ("postgres", "zookeeper"),
+               {**_PG_PLAIN, Trait.ZOOKEEPER_ENSEMBLE: YES},
+               "PostgreSQL alone and a ZooKeeper ensemble of several servers."),
+    NamedStack("PostgreSQL and Redlock over Redis masters, appendfsync always", ("postgres", "redlock"),
+               {**_PG_PLAIN, Trait.REDLOCK_APPENDFSYNC: "always"},
+               "PostgreSQL alone and Redlock's independent Redis masters, each fsyncing every write."),
+)
+
+__all__ = ["SERVICES", "stack_of", "from_query", "to_query", "NamedStack", "EVERY_STACK", "PANEL_STACKS"]

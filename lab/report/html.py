@@ -1,15 +1,16 @@
 """report.html: the summary matrix first, as a tool, then REPORT.md and its appendices, on one self-contained page.
 
 One file to open from disk or attach to a ticket, so it fetches nothing: its CSS, its script and its data are
-inside it. The top of the page is the summary (backends against families of faults, lab/report/fault_groups.py):
+inside it. Below the answer is the summary (backends against families of faults, lab/report/fault_groups.py):
 a family opens into its faults, a fault's cell opens its trials (verdict, the fault's evidence, the checkers'
 findings, the history as a table, the timeline drawn as SVG), the header row and the backend column stay in view
 while it scrolls, and the arrow keys move between cells. Nothing heavy is read before it is wanted: the cells' data
 sits in blocks of CELLS_PER_BLOCK cells (gzipped JSON, a block inflated when one of its cells is opened), and each
 picture's PNG (with a palette, lab/report/charts.py palette_png) in a block of its own, attached when it scrolls into
 view. Filters keep the rows of one family of lock (from what the run's meta.json
-says each backend declares) or of one need (the decision page's); a stack panel (lab/report/html_stack.py) hides
-the faults that cannot happen to the reader's stack and answers for it, its choice kept in the page's address.
+says each backend declares) or of one need (the decision page's). Above the grid, the page opens on the answer
+(lab/report/html_answer.py): each need's lock for every stack, and for each stack it names, computed in Python;
+the choice is kept in the page's address.
 Rendered from the run view alone, so the same runs give the same bytes.
 """
 
@@ -27,8 +28,7 @@ from lab.report.fault_summary import headers as summary_headers
 from lab.report.html_assets import script, style
 from lab.report.html_data import CELLS_PER_BLOCK, json_for_script, packed, unpacked
 from lab.report.html_grid import CellIndex, matrix_grid, summary_grid
-from lab.report.html_stack import ANSWER_HTML, panel_html, stack_data
-from lab.report.html_stack_script import STACK_SCRIPT, STACK_STYLE
+from lab.report.html_answer import ANSWER_SCRIPT, ANSWER_STYLE, answers_html
 from lab.report.markdown_html import MarkdownHtml, attribute
 from lab.report.matrix import columns_run, declared_run, matrix_rows
 from lab.report.matrix_split import split_tables
@@ -71,6 +71,13 @@ class Page:
         self.converter = MarkdownHtml(image=self._image, link=self._link, table=self._table)
         self.files: list[str] = []
         self.row_cache: dict[str, str] = {}
+        self.labels = {c.label: (scenario, c.variant) for scenario, c in declared_run(view)}
+
+    def cell_for(self, backend: str, label: str) -> int | None:
+        """The page's index of a backend's cell under the fault column with this label, or None where it has none."""
+        scenario, variant = self.labels.get(label, (None, None))
+        cell = self.by_key.get((backend, scenario, variant))
+        return None if cell is None else self.cells.index(cell)
 
     def _image(self, src: str, alt: str) -> str | None:
         record = self.gallery.get(src)
@@ -144,11 +151,12 @@ class Page:
         grids = [summary_grid(t, self.cells, self.converter.inline, self.row_attributes, legends)
                  for t in self.summaries]
         return "\n".join(['<section id="tool">', f"<h1>{attribute(self.title)}</h1>",
+                          answers_html(self.view, self.cell_for, self.converter.inline),
                           '<p class="lead">Every backend against every family of faults: each cell is the family\'s '
                           "worst mark, then how many of its faults gave each mark. Click a family (or press Enter on "
                           "it) to open its faults, a fault's cell for its trials; arrow keys move between cells, "
                           "Escape closes.</p>",
-                          panel_html(), self.filters_html(), *grids, ANSWER_HTML, "</section>"])
+                          self.filters_html(), *grids, "</section>"])
 
     @property
     def title(self) -> str:
@@ -165,16 +173,14 @@ class Page:
         blocks = [f'<script type="text/plain" id="cells-{i}">{block}</script>'  # CELLS_PER_BLOCK cells each
                   for i, block in enumerate(self.cells.blocks())]
         blocks += [f'<script type="text/plain" id="png-{i}">{uri}</script>' for i, uri in enumerate(self.pngs)]
-        if tool:  # what the stack panel answers from
-            blocks.append(f'<script type="text/plain" id="stack-data">{packed(stack_data(self.view))}</script>')
         return "\n".join([
             "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{attribute(self.title)}</title>", f"<style>{style()}{STACK_STYLE}</style>", "</head>", "<body>",
+            f"<title>{attribute(self.title)}</title>", f"<style>{style()}{ANSWER_STYLE}</style>", "</head>", "<body>",
             f'<nav class="files">{nav}</nav>', tool, "<main>", *sections, "</main>",
             '<aside id="panel" hidden><button id="panel-close" type="button" aria-label="close">×</button>'
             '<div id="panel-body"></div></aside>', *blocks,
-            f"<script>{script()}</script>", *([f"<script>{STACK_SCRIPT}</script>"] if tool else []), "</body>",
+            f"<script>{script()}</script>", *([f"<script>{ANSWER_SCRIPT}</script>"] if tool else []), "</body>",
             "</html>", ""])
 
 

@@ -108,7 +108,6 @@ SCRIPT = r"""
     return blocks.get(block).then(cells => cells[index % CELLS]);
   }
   window.locklabCell = cellData;  // for a console, and the browser tests
-  window.locklabInflate = inflate;  // the stack panel's data is packed the same way (lab/report/html_stack.py)
   function el(tag, attrs, children) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) { if (v !== null && v !== undefined) node.setAttribute(k, v); }
@@ -117,7 +116,6 @@ SCRIPT = r"""
     }
     return node;
   }
-  window.locklabEl = el;  // the stack panel builds its answer with it (lab/report/html_stack_script.py)
   const NS = "http://www.w3.org/2000/svg";
   function svg(tag, attrs, text) {
     const node = document.createElementNS(NS, tag);
@@ -302,7 +300,7 @@ SCRIPT = r"""
     if (columns) {
       let next = td;
       do { next = columns > 0 ? next.nextElementSibling : next.previousElementSibling; }
-      while (next && (next.hidden || next.classList.contains("stack-out") || !next.hasAttribute("tabindex")));
+      while (next && (next.hidden || !next.hasAttribute("tabindex")));
       return next;
     }
     const all = Array.from(td.closest("tbody").rows).filter(row => !row.hidden);
@@ -317,6 +315,8 @@ SCRIPT = r"""
   document.addEventListener("click", event => {
     const button = event.target.closest("th.family button");
     if (button) { toggleFamily(button.closest("table"), button.dataset.family); return; }
+    const answer = event.target.closest("button.answer-cell[data-cell]");  // the answer's cell: the grid's data
+    if (answer) { show(answer); return; }
     const td = event.target.closest("table[data-grid] td[tabindex]");
     if (td) { focusCell(td); activate(td); }
   });
@@ -371,9 +371,8 @@ SCRIPT = r"""
   function filter() {
     const rows = Array.from(document.querySelectorAll("table.matrix tbody tr"));
     const summary = Array.from(document.querySelectorAll("table.summary tbody tr"));
-    for (const row of rows) {  // data-stack="out": a lock the chosen stack cannot run (the stack panel's)
-      row.hidden = row.dataset.stack === "out" ||
-                   !((!family.value || row.dataset.families.split(" ").includes(family.value)) &&
+    for (const row of rows) {
+      row.hidden = !((!family.value || row.dataset.families.split(" ").includes(family.value)) &&
                      (!need.value || row.dataset.needs.split(" ").includes(need.value)));
     }
     document.body.classList.toggle("need-chosen", Boolean(need.value));

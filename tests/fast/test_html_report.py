@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import html
 import re
 import shutil
 from html.parser import HTMLParser
@@ -321,60 +322,32 @@ def test_json_in_the_page_cannot_close_its_script_element():
     assert json.loads(text) == {"reason": "</script><script>alert(1)</script>", "line": "a\u2028b"}
 
 
-def test_the_stack_panel_has_every_trait_and_its_data_holds_what_the_answer_reads(rendered):
-    """The panel's form has a box per service and a list per declared trait (its values and unknown); its data is
-    what lab/report/advice.py reads for any stack: each column's declared conditions and the services it strikes,
-    each row's services and cells (outcome, and for a ✓ its exercised trials, bound and strength) in the matrix's
-    order, the needs each lock can serve (NEEDS' lambdas evaluated here), its cost, and the store findings."""
-    from lab.exposure import TRAITS
-    from lab.report.advice import StackView, store_columns
-    from lab.report.decide import NEEDS, can_serve, cost_sentence
-    from lab.report.declared import conditions_of
-    from lab.report.html_stack import OUTCOMES
-    from lab.report.matrix import declared_run
-    from lab.decision.standing import Outcome, outcome_of
-    from lab.stack import Stack
-    from lab.stack_choices import SERVICES
+def test_the_page_opens_on_every_named_stacks_answer_computed_by_the_advice(rendered):
+    """The answer at the top of the page is what lab/report/advice.py advise() computes for each stack the page
+    names (every stack's shown, the others hidden until chosen): for each need the first qualifier and the next ones
+    in order, or the decision's sentence where none qualifies. The page carries no decision of its own: no script
+    but the grid's and the choice's, and no stack data."""
+    from lab.report.advice import advise
+    from lab.stack_choices import EVERY_STACK, PANEL_STACKS, stack_of, to_query
 
     folder, _, page = rendered
     view = run_view([folder])
-    elements = Elements(page)
-    assert [a["value"] for a in elements.all("input", name="stack")] == list(SERVICES)
-    options = re.findall(r'<select name="([^"]+)" disabled>(.*?)</select>', page)
-    assert [name for name, _ in options] == [t.value for t in TRAITS]
-    for (name, html), info in zip(options, TRAITS.values()):
-        assert re.findall(r'<option value="([^"]*)"', html) == ["", *info.values]  # "": unknown
+    assert 'id="stack-data"' not in page and "html_stack" not in page
+    sections = re.findall(r'<section class="answer" data-stack="([^"]*)"( hidden)?>(.*?)</section>', page, re.S)
+    named = (EVERY_STACK, *PANEL_STACKS)
+    assert [html.unescape(q) for q, _, _ in sections] == [to_query(s.services, s.values) for s in named]
+    assert [bool(h) for _, h, _ in sections] == [False] + [True] * len(PANEL_STACKS)  # every stack's first
+    assert page.index('id="answer"') < page.index('<table class="matrix summary"')  # the answer before the grid
+    for (_, _, body), stack in zip(sections, named):
+        advice = advise(view, stack_of(stack.services, stack.values))
+        rows = re.findall(r'<tr><th scope="row">(.*?)</tr>', body, re.S)
+        assert len(rows) == len(advice.needs)
+        for row, need in zip(rows, advice.needs):
+            if need.qualifying:
+                (first,) = re.findall(r'data-lock="([^"]+)"', row)
+                (then,) = re.findall(r'data-locks="([^"]*)"', row)
+                assert [first, *then.split()] == [k.backend for k in need.qualifying[:3]]
+            else:
+                assert "no lock measured here qualifies" in row
 
-    (blob,) = re.findall(r'<script type="text/plain" id="stack-data">(.*?)</script>', page, re.S)
-    data = unpacked(blob)
-    assert [[t, service, within] for t, service, within, _ in data["traits"]] == [
-        [t.value, info.service, None if info.within is None else [info.within[0].value, info.within[1]]]
-        for t, info in TRAITS.items()]
-    columns = declared_run(view)
-    assert [c[:3] for c in data["columns"]] == [[s, c.variant, c.label] for s, c in columns]
-    declared = [conditions_of(s, c) for s, c in columns]
-    assert any(c[3] for c in data["columns"])  # the idle guards' columns depend on a guard
-    for (_, _, _, conditions, strikes), h in zip(data["columns"], declared):
-        assert conditions == (None if h.conditions is None else [[w.trait.value, list(w.any_of)] for w in h.conditions])
-        assert strikes == (None if h.strikes is None else list(h.strikes))
-    rows = dict(matrix_rows(view))
-    stack_view = StackView.of(view, Stack())
-    assert [r[0] for r in data["rows"]] == list(rows) and data["control"] == "none"
-    for backend, services, lock, needs, cost, cells in data["rows"]:
-        assert services == sorted(stack_view.services[backend])
-        lock_row = backend != "none" and "@" not in backend
-        assert needs == [i for i, n in enumerate(NEEDS) if lock_row and can_serve(n, view.meta, backend)]
-        assert cost == (cost_sentence(view.frame, view.meta, backend) if needs else None)
-        for cell, c in zip(cells, rows[backend], strict=True):
-            outcome = outcome_of(c.cell)
-            assert (OUTCOMES[cell] if isinstance(cell, int) else Outcome.KEPT) is outcome
-            if outcome is Outcome.KEPT:
-                assert cell == [c.cell.exercised, c.cell.bound, int(c.cell.strong)]
-    assert any(isinstance(cell, list) for r in data["rows"] for cell in r[5])  # some ✓ to weigh
-    assert [s[0] for s in data["store"]] == [i for i, _, _ in store_columns(stack_view)]
-    assert [title for title, _ in data["needs"]] == [n.title for n in NEEDS]
-    # Every fault column's header names its column, so the panel can hide it.
-    heads = [a for a in elements.all("th") if "data-scenario" in a]
-    assert {(a["data-scenario"], a["data-variant"]) for a in heads} == {
-        (s, c.variant) for s, c in columns if (s, c.variant) in {(a["data-scenario"], a["data-variant"])
-                                                                 for a in elements.all("td", role="button")}}
+
