@@ -1,6 +1,5 @@
-"""The screenshots beside this file, retaken from a rendered report: report.html's first screen, its stack panel
-answering for PgBouncer in transaction mode with Patroni asynchronous (the address carries the stack), and
-REPORT.md's summary matrix as a Markdown viewer shows it (converted by the report's own lab/report/markdown_html.py,
+"""The screenshots beside this file, retaken from a rendered report: report.html's first screen at 1280 x 900
+(the answer for every stack, then the grid), and REPORT.md's summary matrix as a Markdown viewer shows it (converted by the report's own lab/report/markdown_html.py,
 with a plain stylesheet). Each is saved as a PNG of 256 colours, so it stays small.
 
     lab report results/<run-id> --output /tmp/r/REPORT.md --html
@@ -16,9 +15,7 @@ from pathlib import Path
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
-from lab.exposure import Trait
 from lab.report.markdown_html import to_html
-from lab.stack_choices import to_query
 
 HERE = Path(__file__).resolve().parent
 SUMMARY = "## Every backend under every family of faults"
@@ -46,16 +43,9 @@ def main(folder: Path) -> int:
     summary = SUMMARY + text.split(SUMMARY, 1)[1].split("\n## ", 1)[0]
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto((folder / "report.html").as_uri(), wait_until="load")
         small_png(page.screenshot(), HERE / "report-html-first-screen.png")
-        stack = to_query(["postgres"], {Trait.POOLER: "transaction", Trait.REPLICATION: "async",
-                                        Trait.HA_MANAGER: "patroni", Trait.SYNCHRONOUS_MODE: "off"})
-        page.set_viewport_size({"width": 1280, "height": 560})
-        page.goto((folder / "report.html").as_uri() + stack, wait_until="load")
-        page.wait_for_function("q => document.getElementById('stack-form').dataset.applied === q", arg=stack)
-        page.locator('table.summary th.family button[data-family="poolers"]').click()
-        small_png(page.locator("#tool").screenshot(), HERE / "report-html-stack-panel.png")
         page.set_content(f"<!DOCTYPE html><style>{CSS}</style><body>{to_html(summary)}</body>")
         small_png(page.screenshot(full_page=True), HERE / "report-md-summary.png")
         browser.close()

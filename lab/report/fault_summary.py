@@ -11,6 +11,8 @@ from lab.decision.cells import Mark, severity
 from lab.report.sections import MATRIX, RunView, section
 from lab.report.summary import anchor
 
+SUMMARY_HEADING = "Every backend under every family of faults"  # the first screen ends here (issue 60)
+
 # What each mark means in a count; a mark missing here is shown by its sign alone.
 MARK_WORDS = {Mark.FAILED: "failed", Mark.LOST: "lost, no write to judge", Mark.ERROR: "a trial errored",
               Mark.UNKNOWN: "safety unknown", Mark.NOT_RUN: "the lab could not run it",
@@ -54,7 +56,7 @@ def section_fault_summary(run: RunView) -> str | None:
     tables = summary_tables(run)
     if not tables:
         return None
-    out = ["## Every backend under every family of faults", "",
+    out = [f"## {SUMMARY_HEADING}", "",
            "Each cell sums a family of faults for a backend: its worst mark first, then how many of the family's "
            f"faults gave each mark, worst first ({marks_legend([t.summary for t in tables])}). Each heading links to "
            f"that family's own cells, with their trial counts, in [{MATRIX}]({MATRIX}); in report.html a family "
