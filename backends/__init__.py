@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 from lab.errors import LabError
-from lab.registry import Registry
+from lab.declarations.registry import Registry
 
 ENTRY_POINT_GROUP = "locklab.backends"
 
@@ -118,13 +118,13 @@ def _problem(name: str) -> str | None:
 
 
 def post_roles() -> dict[str, str]:
-    """Each built-in backend that declares one of the post's roles (lab/post_role.py), by name: what `lab report`
+    """Each built-in backend that declares one of the post's roles (lab/declarations/post_role.py), by name: what `lab report`
     installs for runs recorded before meta.json kept the roles (the report never imports a backend)."""
     return {name: str(role) for name in BUILTIN if (role := load(name).post_role) is not None}
 
 
 def playing(role) -> str:
-    """The built-in backend that declares this role of the post's (lab/post_role.py): an experiment's baseline
+    """The built-in backend that declares this role of the post's (lab/declarations/post_role.py): an experiment's baseline
     is the post's method, found by its declaration."""
     found = [name for name, declared in post_roles().items() if declared == role]
     if len(found) != 1:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from backends._writes import retried_on_lock_timeout
 from backends.base import NoRunLock, Point, RebuildResult, no_point
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 # What every claim taken inside the write transaction promises: it ends with the writes, one run per company, and
 # several companies in one transaction. A backend adds what its own claim is (a parent row, a marker, a job row).

@@ -25,7 +25,7 @@ from kazoo.protocol.states import KazooState
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers import told
 from lab.errors import LockLost
 from lab.servers.zookeeper import server as zookeeper

@@ -23,7 +23,7 @@ from backends.base import (
     describe_error,
     no_point,
 )
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.errors import LockLost
 
 DEFAULT_TTL_S = 2.0

@@ -2,7 +2,7 @@
 
 A MariaDB lock keeps its company rows on the same MariaDB (a lock on one server guarding writes on another
 would be two lab questions at once): its lock, its writes and its services are MariaDB, so every fault that
-strikes MariaDB reaches it and none that strikes only PostgreSQL does (lab/where.py).
+strikes MariaDB reaches it and none that strikes only PostgreSQL does (lab/declarations/where.py).
 """
 
 from __future__ import annotations

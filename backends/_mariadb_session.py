@@ -17,7 +17,7 @@ from backends._mariadb import OnMariaDB
 from backends._pooled_writes import WritesOnSharedPool
 from backends._unpooled import drop
 from backends.base import BareCall
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers import sessions
 from lab.servers.mariadb import sql as mariadb_sql

@@ -11,7 +11,7 @@ from backends import _bare
 from backends._advisory import TRY_LOCK, UNLOCK, AdvisoryLockHeld
 from backends._pooled_writes import WritesOnSharedPool
 from backends.base import Backend, BackendContext, BareCall
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.postgres.drivers import DRIVERS, LockSession, open_session

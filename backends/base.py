@@ -16,11 +16,11 @@ from typing import Callable, ClassVar, Protocol
 # The types a backend exchanges with the lab live one layer down, in lab.workload.contract, so a
 # run's job and a holder process (lab/workload, lab/holder) need no backend; they are re-exported here and in
 # backends.api for plugin authors.
-from lab.capabilities import Capability, describe
-from lab.post_role import PostRole
+from lab.declarations.capabilities import Capability, describe
+from lab.declarations.post_role import PostRole
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.services import Services
-from lab.where import Where
+from lab.declarations.where import Where
 from lab.workload.contract import (  # noqa: F401
     POINTS,
     BackendContext,
@@ -30,7 +30,7 @@ from lab.workload.contract import (  # noqa: F401
 )
 from lab.workload.table import CompanyTable, no_point  # noqa: F401  (re-exported for backends)
 
-# Capabilities a backend may declare, and what each promises (lab/capabilities.py holds them).
+# Capabilities a backend may declare, and what each promises (lab/declarations/capabilities.py holds them).
 CAPABILITIES = describe()
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Backend(ABC):
     # Which of its services holds the lock; a class that does not set it gets the one service
     # that is not PostgreSQL, else PostgreSQL.
     lock_service: ClassVar[str] = ""
-    # Where its fence is checked and where its writes go (lab/where.py): a fenced lock's fence is checked where its
+    # Where its fence is checked and where its writes go (lab/declarations/where.py): a fenced lock's fence is checked where its
     # writes go unless it says otherwise; a lock with no fence has none. Every built-in strategy writes the
     # company to PostgreSQL; a backend whose rows live elsewhere declares it.
     fence_in: ClassVar[str | None] = None
@@ -85,7 +85,7 @@ class Backend(ABC):
     # The language its lock client is written in: the lab's own and the Python adapters' are Python; a holder
     # program in another language (backends/external.py) says which. The report groups the libraries by it.
     language: ClassVar[str] = "Python"
-    # Which of the post's methods or alternatives this backend is (lab/post_role.py), or None: experiments and
+    # Which of the post's methods or alternatives this backend is (lab/declarations/post_role.py), or None: experiments and
     # report tables that reproduce one of the post's figures pick their backend by it, never by name.
     post_role: ClassVar[PostRole | None] = None
     # Which of the post's methods this lock is on another server (the same connection mode, MariaDB's GET_LOCK for

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backends.etcd_lock import EtcdLock
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 
 class EtcdFencedLock(EtcdLock):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.servers.clients import etcd_client
 
 

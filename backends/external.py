@@ -23,7 +23,7 @@ from backends._fence import fenced_write
 from backends._lease import LeaseBackend
 from backends._writes import write_transaction
 from backends.base import BackendContext, BareCall, Point, RebuildResult, no_point
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.holder.protocol import Answer, HolderProgram, LibraryError, Outcome, ProtocolError, Said
 from lab.servers.clients import known_settings, pg_hosts
 from lab.servers.services import Services

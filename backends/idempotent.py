@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from backends._writes import claimed_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 NO_MATCHING_KEY = "42P10"  # ON CONFLICT found no unique index on (company_id, n)
 

@@ -12,8 +12,8 @@ from backends import _bare
 from backends._fence import FENCES_DDL
 from backends._lease import LeaseBackend
 from backends.base import BareCall
-from lab.capabilities import Capability
-from lab.readable import readable
+from lab.declarations.capabilities import Capability
+from lab.servers.readable import readable
 from lab.servers.clients import pg_engine
 from lab.workload.table import SCHEMA
 

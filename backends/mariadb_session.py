@@ -2,7 +2,7 @@
 autobegin), never committed."""
 
 from backends._mariadb_session import MariaDBSessionLock
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 
 
 class MariaDBSessionLockDefault(MariaDBSessionLock):

@@ -1,7 +1,7 @@
 """The post's method 3 on MariaDB: GET_LOCK on an AUTOCOMMIT connection."""
 
 from backends._mariadb_session import MariaDBSessionLock
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 
 
 class MariaDBSessionLockAutocommit(MariaDBSessionLock):

@@ -1,7 +1,7 @@
 """The post's method 2 on MariaDB: GET_LOCK, with a commit right after taking it."""
 
 from backends._mariadb_session import MariaDBSessionLock
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 
 
 class MariaDBSessionLockCommitted(MariaDBSessionLock):

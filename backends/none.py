@@ -2,8 +2,8 @@
 
 from backends._writes import write_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
-from lab.capabilities import Capability
-from lab.post_role import PostRole
+from lab.declarations.capabilities import Capability
+from lab.declarations.post_role import PostRole
 
 
 class NoLock(NoRunLock):

@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from backends._in_write import IN_WRITE_CAPABILITIES
 from backends._writes import CommitWindow, claimed_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.workload.table import SCHEMA
 
 JOBS = f"{SCHEMA}.company_jobs"

@@ -6,7 +6,7 @@ import uuid
 
 from backends.base import BareCall
 from backends.redis_lock import RedisLock
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 # Grant and token in one step: SET NX PX, and only when that set the key, INCR the counter.
 # Two round trips (lock.acquire(), then INCR) let a holder paused between them past the TTL

@@ -6,7 +6,7 @@ from pottery import Redlock
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.servers.clients import redis_client
 
 

@@ -23,7 +23,7 @@ from sqlalchemy import text
 from backends._in_write import IN_WRITE_CAPABILITIES, LockInWrite
 from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.workload.table import SCHEMA
 
 PARENTS = f"{SCHEMA}.company_parents"

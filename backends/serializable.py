@@ -5,8 +5,8 @@ import time
 
 from backends._writes import write_transaction
 from backends.base import NoRunLock, Point, RebuildResult, no_point
-from lab.capabilities import Capability
-from lab.post_role import PostRole
+from lab.declarations.capabilities import Capability
+from lab.declarations.post_role import PostRole
 
 SERIALIZATION_FAILURE = "40001"
 DEADLOCK_DETECTED = "40P01"

@@ -1,7 +1,7 @@
 """Method 1: a session advisory lock on a default connection (autobegin, never committed)."""
 
 from backends._session import SessionLockBackend
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 
 
 class SessionLock(SessionLockBackend):

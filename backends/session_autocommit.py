@@ -1,7 +1,7 @@
 """Method 3: the session lock on an AUTOCOMMIT connection, the post's immediate fix."""
 
 from backends._session import SessionLockBackend
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 
 
 class SessionLockAutocommit(SessionLockBackend):

@@ -1,7 +1,7 @@
 """Method 2: the same session lock, with a commit right after taking it."""
 
 from backends._session import SessionLockBackend
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 
 
 class SessionLockCommitted(SessionLockBackend):

@@ -26,9 +26,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from backends._session import SessionLockBackend
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.errors import LabError
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.servers.clients import known_settings, pg_engine
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 from lab.servers.postgres.drivers import LockSession

@@ -23,9 +23,9 @@ from backends._advisory import TRY_LOCK, UNLOCK, AdvisoryLockHeld
 from backends._unpooled import drop
 from backends._writes import CommitWindow
 from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.errors import LockLost
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.servers.clients import pg_engine
 
 _TRY_LOCK = text(TRY_LOCK)

@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from backends._in_write import IN_WRITE_CAPABILITIES, LockInWrite
 from backends._writes import claimed_transaction
 from backends.base import Point, RebuildResult, describe_error
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.workload.table import SCHEMA
 
 MARKERS = f"{SCHEMA}.rebuild_markers"

@@ -3,7 +3,7 @@
 from backends._in_write import LockInWrite
 from backends._writes import write_transaction
 from backends.base import Point, RebuildResult
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 
 
 class TransactionLock(LockInWrite):

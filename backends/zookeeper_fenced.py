@@ -11,7 +11,7 @@ from __future__ import annotations
 from kazoo.client import KazooClient
 
 from backends._kazoo import KazooLease
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 
 class ZooKeeperFencedLock(KazooLease):

@@ -19,7 +19,7 @@ from pathlib import Path
 import backends
 import scenarios
 from lab.checkers.outcomes import judgement_of, latest_per_trial
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from lab.runner import outcome_fields
 
 

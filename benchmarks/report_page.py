@@ -20,7 +20,7 @@ from pathlib import Path
 import scenarios
 from lab.report import declared, write_report
 from lab.report.html import PAGE
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 
 ROW = re.compile(r"(?<!\\)\|")
 

@@ -34,7 +34,7 @@ import scenarios
 from lab.checkers.outcomes import latest_per_trial
 from lab.report import declared
 from lab.report.sections import RunView
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from lab.runner.lanes import OWN_SERVER_LANES, SHARED_LANES, composed, schedule
 from lab.runner.settle_cells import cells_to_settle
 from lab.runner.settle_rule import AT_MOST, Tally, Why, clean_bound, trials_for_bound

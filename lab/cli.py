@@ -373,7 +373,7 @@ def cmd_report(args, argv) -> int:
     import scenarios
     from lab.report import declared, write_report
     from lab.report.html import PAGE
-    from lab.results import RunFolder
+    from lab.records.results import RunFolder
 
     declared.install(scenarios.fault_columns())  # for runs recorded before meta.json kept them
     declared.install_roles(backends.post_roles())
@@ -390,7 +390,7 @@ def cmd_report(args, argv) -> int:
             print(f"wrote {args.output}")
         return 0
     if args.stack is not None:
-        from lab.stack import Stack
+        from lab.stack.description import Stack
 
         return print_advice(Stack.load(args.stack), args.run, args.results, args.json)
     folders = [RunFolder.open(args.results, run) for run in args.run] or [RunFolder.latest(args.results)]
@@ -402,8 +402,8 @@ def cmd_report(args, argv) -> int:
 
 
 def cmd_export(args, argv) -> int:
-    from lab.export import export_jepsen
-    from lab.results import RunFolder
+    from lab.records.export import export_jepsen
+    from lab.records.results import RunFolder
 
     written = export_jepsen(RunFolder.open(args.results, args.run), args.output)
     print(f"wrote {len(written)} histories (Jepsen EDN) into {args.output}")
@@ -426,7 +426,7 @@ def print_advice(stack, runs: list[str], results: Path, as_json: bool, extra: di
     from lab.report import declared, run_view
     from lab.report.advice import advise, reference_folders
     from lab.report.advice_text import render
-    from lab.results import RunFolder
+    from lab.records.results import RunFolder
 
     declared.install(scenarios.fault_columns())  # for runs recorded before meta.json kept them
     declared.install_roles(backends.post_roles())
@@ -457,9 +457,9 @@ def cmd_doctor(args, argv) -> int:
     exposed to), 2 when a server cannot be reached or the input is wrong."""
     import json
 
-    from lab import doctor_mariadb
-    from lab.doctor import as_json, worst
-    from lab.survey import NO_LOCK, Pointed, survey
+    from lab.doctor import mariadb as doctor_mariadb
+    from lab.doctor.postgres import as_json, worst
+    from lab.doctor.survey import NO_LOCK, Pointed, survey
 
     if args.mariadb_dsn is not None or (args.dsn is not None and doctor_mariadb.is_mariadb_dsn(args.dsn)):
         if args.advise or args.stack is not None:
@@ -510,8 +510,9 @@ def _doctor_mariadb(args) -> int:
     description and its advice cover PostgreSQL, Redis, etcd and ZooKeeper stacks)."""
     import json
 
-    from lab import doctor, doctor_mariadb
+    from lab.doctor import postgres as doctor
 
+    from lab.doctor import mariadb as doctor_mariadb
     dsn = args.mariadb_dsn or args.dsn
     version, checks = doctor_mariadb.run_doctor(dsn, args.hung_after)
     if args.json:

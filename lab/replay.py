@@ -10,7 +10,7 @@ from lab import preflight
 from lab.checkers.ops import Op
 from lab.checkers.outcomes import latest_per_trial, schema_of
 from lab.errors import LabError
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from lab.servers.postgres import sql as pg
 from lab.servers.services import ExternalAddresses, start_services
 from lab.workload.table import drop_schema, ensure_schema

@@ -1,6 +1,6 @@
 """The registry of experiments: a new scenario is one module plus one line here."""
 
-from lab.registry import Registry
+from lab.declarations.registry import Registry
 
 # name -> "module:Class", in the order runs execute them and the report shows them.
 REGISTRY = Registry("scenario", {
@@ -58,5 +58,5 @@ def measured() -> dict[str, str]:
 
 
 def fault_columns():
-    """Every registered scenario's fault declaration (lab/columns.py), for runs that did not record theirs."""
+    """Every registered scenario's fault declaration (lab/declarations/columns.py), for runs that did not record theirs."""
     return [f for name in names() if (f := REGISTRY.load(name).fault_columns()) is not None]

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.columns import Column, FaultFamily
-from lab.exposure import When
+from lab.declarations.columns import Column, FaultFamily
+from lab.stack.exposure import When
 
 
 @dataclass(frozen=True)
 class ColumnKind:
-    """The family, conditions, services and kinds of right a scenario's columns share (lab/columns.py says what each
+    """The family, conditions, services and kinds of right a scenario's columns share (lab/declarations/columns.py says what each
     means); happens_when () is every stack, strikes None whichever service holds the lock, needs () every lock."""
 
     family: FaultFamily

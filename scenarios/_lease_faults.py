@@ -20,7 +20,7 @@ from typing import Sequence, TypeVar
 
 import backends
 from lab import faults
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.ops import F, Op, Recorder, Type
 from lab.checkers.outcomes import DoesNotRun
@@ -30,7 +30,7 @@ from lab.errors import LabError
 from lab.faults import Fault, Target
 from lab.holder.process import HolderProcess
 from lab.measures.shapes import LeaseFaultMeasures
-from lab.pacing import Pacing
+from lab.declarations.pacing import Pacing
 from lab.servers.clients import pg_engine
 from lab.servers.services import Services
 from lab.servers.stores import SQL_STORES, idle_transaction_guard

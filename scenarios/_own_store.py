@@ -24,7 +24,7 @@ from lab.servers.mariadb.server import EmbeddedMariaDB
 from lab.servers.postgres.server import EmbeddedPostgres, template_for
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.services import Services
-from lab.where import DATABASES
+from lab.declarations.where import DATABASES
 from lab.workload.table import ensure_schema
 from scenarios._trial_folders import shared_folder
 from scenarios.base import TrialEnv

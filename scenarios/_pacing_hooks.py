@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from backends.base import Backend
-from lab.pacing import Exclusive, Floor, Pacing, Repeats
+from lab.declarations.pacing import Exclusive, Floor, Pacing, Repeats
 
 if TYPE_CHECKING:
-    from scenarios.base import TrialSpec
+    from scenarios.trial import TrialSpec
 
 
 class PacingHooks:
@@ -19,7 +19,7 @@ class PacingHooks:
 
     name: ClassVar[str]  # the scenario's, as its hooks' errors name it
     params: ClassVar[dict[str, dict]]  # profile -> parameters; 'full' falls back to 'default'
-    # How its trials are paced (lab/pacing.py): its lane, floor, exclusivity and repetitions, one value the runner
+    # How its trials are paced (lab/declarations/pacing.py): its lane, floor, exclusivity and repetitions, one value the runner
     # reads (lab/runner/pacing.py). What it names as the scenario's own is a hook below (own_floor, exclusive,
     # still_needed); a class that defines one of those hooks declares it, or the class is refused when defined.
     pacing: ClassVar[Pacing] = Pacing()
@@ -31,7 +31,7 @@ class PacingHooks:
                                ("still_needed", cls.pacing.repeats is Repeats.UNTIL_PRECISE)):
             if (getattr(cls, hook) is not getattr(PacingHooks, hook)) != declared:
                 raise TypeError(f"{cls.__name__}: its pacing and its {hook}() disagree: a scenario declares the "
-                                f"hooks it defines (lab/pacing.py), and defines the ones it declares")
+                                f"hooks it defines (lab/declarations/pacing.py), and defines the ones it declares")
 
     def profile_params(self, profile: str) -> dict:
         return dict(self.params.get(profile) or self.params["default"])

@@ -26,7 +26,7 @@ from sqlalchemy.engine import URL, Engine
 
 import backends
 from backends.base import Backend
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.ops import F, Recorder, Type
 from lab.errors import Interrupted, LabError
 from lab.faults import Fault, Target

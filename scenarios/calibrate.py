@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import time
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.judge import detection
 from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.declarations.columns import Column, FaultFamily
 from lab.faults import TerminateSession
 from lab.measures.kinds import Measured
-from lab.pacing import Lane, Pacing
+from lab.declarations.pacing import Lane, Pacing
 from lab.servers import sessions
 from scenarios.base import Scenario, TrialEnv, judged
 

@@ -19,16 +19,16 @@ from typing import Callable
 
 import backends
 from backends.base import Backend, describe_error
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.outcomes import NotRun
 from lab.checkers.verdict import Verdict
-from lab.columns import FaultFamily
-from lab.exposure import ON, Trait, when
+from lab.declarations.columns import FaultFamily
+from lab.stack.exposure import ON, Trait, when
 from lab.faults import SessionTimeout, idle_in_transaction_timeout, idle_session_timeout, mariadb_guard
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.servers import sessions
 from lab.servers.postgres import sql as pg
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER

@@ -13,10 +13,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.measure_level import company_whole
 from lab.measures.kinds import Measured
-from lab.pacing import Lane, Pacing
+from lab.declarations.pacing import Lane, Pacing
 from scenarios.base import Scenario, TrialEnv
 
 DESIGNS = ("no_index", "adjacent_ids", "spread_ids")

@@ -38,10 +38,10 @@ from backends.base import Backend
 from lab.measures.kinds import Measured
 from lab.measures.precision import Rule
 from lab.measures.shapes import CompanyCostArm, CompanyCostMeasures, LockScope
-from lab.pacing import Lane, Pacing, Repeats
-from lab.post_role import PostRole
+from lab.declarations.pacing import Lane, Pacing, Repeats
+from lab.declarations.post_role import PostRole
 from lab.servers.floors import FloorProbe, probe_for
-from lab.where import Service
+from lab.declarations.where import Service
 from lab.workload.table import SCHEMA, CompanyTable, table_name
 from scenarios.base import Scenario, TrialEnv, TrialSpec, release_said
 from scenarios.perf import ROWS

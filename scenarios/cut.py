@@ -1,6 +1,6 @@
 """The holder's connection to its lock service blackholed (no RST, bytes stop) past the TTL, then restored."""
 
-from lab.columns import Column, FaultFamily
+from lab.declarations.columns import Column, FaultFamily
 from scenarios._lease_faults import HolderSideFault
 
 

@@ -40,13 +40,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab import faults
-from lab.columns import FaultFamily
-from lab.exposure import YES, Trait, when
-from lab.pacing import Lane
+from lab.declarations.columns import FaultFamily
+from lab.stack.exposure import YES, Trait, when
+from lab.declarations.pacing import Lane
 from lab.servers.etcd.cluster import EtcdCluster
 from lab.servers.ready_ahead import ReadyAhead
 from lab.servers.services import Services
-from lab.where import Service
+from lab.declarations.where import Service
 from scenarios._column_kinds import ColumnKind
 from scenarios._lease_faults import LeaseFaultScenario, lease_params, lease_fault_trial
 from scenarios._trial_folders import swept_folder

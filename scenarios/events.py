@@ -10,12 +10,15 @@ judged on its own history and recorded under its own trial id, as if it had run 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from scenarios.base import TrialEnv, TrialSpec, WaitMeter
+from scenarios.trial import TrialEnv, TrialSpec, WaitMeter
 
-if TYPE_CHECKING:
-    from scenarios.base import Scenario
+
+class RunsEvents(Protocol):
+    """A scenario that strikes its fault once per event (scenarios/base.py Scenario.run_event)."""
+
+    def run_event(self, env: EventEnv) -> EventOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class EventOutcome:
         return outcome.measures
 
 
-def trial_of_event(scenario: Scenario, env: TrialEnv) -> dict:
+def trial_of_event(scenario: RunsEvents, env: TrialEnv) -> dict:
     """Scenario.run_trial for an event scenario: the trial as an event of one subject."""
     return scenario.run_event(EventEnv.alone(env)).only()
 

@@ -29,12 +29,12 @@ import backends
 from lab import faults
 from lab.checkers.outcomes import NotRun
 from lab.checkers.verdict import Verdict
-from lab.columns import FaultFamily
+from lab.declarations.columns import FaultFamily
 from lab.errors import LabError
-from lab.exposure import Trait, when
+from lab.stack.exposure import Trait, when
 from lab.holder.process import HolderProcess
 from lab.measures.promotion import PromotionProbe, create_probe_table
-from lab.pacing import Lane
+from lab.declarations.pacing import Lane
 from lab.servers.postgres.pair import PostgresPair
 from lab.servers.postgres.server import template_for
 from lab.servers.postgres.sql import dispose, trial_engines

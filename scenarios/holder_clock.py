@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from lab.capabilities import Capability
-from lab.columns import FaultFamily
+from lab.declarations.capabilities import Capability
+from lab.declarations.columns import FaultFamily
 from lab.faults.base import FaultNotConfirmed, GradedFault, Route, Target
 from lab.measures.kinds import Measured
 from lab.servers import fake_clock

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.declarations.columns import Column, FaultFamily
 from lab.faults import terminate_confirmed
 from lab.measures.kinds import Measured
-from lab.pacing import Pacing
+from lab.declarations.pacing import Pacing
 from lab.servers import sessions
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged

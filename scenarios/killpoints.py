@@ -28,13 +28,13 @@ from hypothesis.errors import Flaky
 
 import backends
 from lab import faults
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.judge import judge, search_verdict
 from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.outcomes import Safety
 from lab.checkers.verdict import SAFETY_OF, Valid, Verdict
-from lab.columns import Column, FaultFamily
+from lab.declarations.columns import Column, FaultFamily
 from lab.faults import FaultNotConfirmed, Target
 from lab.measures.kinds import Measured
 from lab.servers import sessions

@@ -24,11 +24,11 @@ from backends import load as load_backend
 from backends.base import Backend, NoRunLock
 from lab.checkers.outcomes import NotRun
 from lab.measures.kinds import Measured
-from lab.pacing import Lane, Pacing
+from lab.declarations.pacing import Lane, Pacing
 from lab.servers.clients import is_sentinel_url, redis_client
 from lab.servers.floors import PROBES, probe_for
 from lab.servers.proxy import BlackholeProxy
-from lab.where import Service
+from lab.declarations.where import Service
 from lab.workload.table import SCHEMA
 from scenarios._latency_handoffs import measure_handoffs
 from scenarios._latency_samples import stats

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.servers.clients import pg_engine
 from lab.servers.postgres import sql as pg
 from scenarios.base import Scenario, TrialEnv

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import backends
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.judge import margin_verdict
 from lab.checkers.outcomes import DoesNotRun

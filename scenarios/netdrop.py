@@ -29,19 +29,19 @@ from sqlalchemy.engine import make_url
 
 import backends
 from lab import faults
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.keepalive import ends_as_estimated
 from lab.checkers.ops import Recorder
 from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.declarations.columns import Column, FaultFamily
 from lab.errors import Interrupted, LabError
 from lab.faults import Target
 from lab.faults.net_drop import NetDrop as DropFault
 from lab.holder.process import HolderProcess
 from lab.measures.kinds import Measured
 from lab.measures.shapes import NetDropMeasures
-from lab.pacing import Floor, Lane, Pacing
+from lab.declarations.pacing import Floor, Lane, Pacing
 from lab.servers.kernel_timers import WORST_FRACTION, keepalive_lateness_s, measure_hz
 from lab.servers.netns import NetNamespace, unavailable_reason
 from lab.servers.postgres import sql as pg

@@ -7,9 +7,9 @@ mid-write: without a lock both commit and the company ends with 500 rows.
 from __future__ import annotations
 
 import backends
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
+from lab.declarations.columns import Column, FaultFamily
 from lab.measures.kinds import Measured
 from scenarios._two_runs import two_runs
 from scenarios.base import Scenario, TrialEnv, judged

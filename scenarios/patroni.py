@@ -47,17 +47,17 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import DoesNotRun
 from lab.checkers.verdict import Verdict
-from lab.columns import FaultFamily
-from lab.exposure import OFF, ON, Trait, when
+from lab.declarations.columns import FaultFamily
+from lab.stack.exposure import OFF, ON, Trait, when
 from lab.faults.commanded import CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.patroni import PatroniAgentPause, PatroniDcsCut, PatroniPostgresCrash, PatroniSwitchover
-from lab.pacing import Lane
+from lab.declarations.pacing import Lane
 from lab.servers.patroni.cluster import PatroniCluster, PatroniSettings
 from lab.servers.patroni.runtime import Unavailable, runtime
-from lab.stack import PoolMode
+from lab.stack.description import PoolMode
 from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
@@ -76,7 +76,7 @@ IN_THE_PRIMARYS_SESSIONS = (Capability.SESSION_LOCK, Capability.IN_TRANSACTION, 
                             Capability.NATURAL_KEY, Capability.QUEUE, Capability.UNIQUE_MARKER,
                             Capability.PARENT_ROW_LOCK)
 
-# The stacks each column's fault can happen to (lab/exposure.py): Patroni with a standby to fail over to. A split
+# The stacks each column's fault can happen to (lab/stack/exposure.py): Patroni with a standby to fail over to. A split
 # brain needs a primary whose postgres runs on while its agent is stopped, which a watchdog would prevent; without
 # synchronous_mode its commits wait for nobody.
 UNDER_PATRONI = (when(Trait.HA_MANAGER, "patroni"), when(Trait.REPLICATION, "async", "sync"))

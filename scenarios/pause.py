@@ -4,7 +4,7 @@ Kleppmann's garbage-collection pause: every thread stops, keep-alives included,
 so a lease lapses while its holder still believes it holds it.
 """
 
-from lab.columns import Column, FaultFamily
+from lab.declarations.columns import Column, FaultFamily
 from scenarios._lease_faults import HolderSideFault
 
 

@@ -21,8 +21,8 @@ from sqlalchemy import text
 from backends.base import BatchRebuilder
 from lab.measures.kinds import Measured
 from lab.measures.precision import Rule
-from lab.pacing import Lane, Pacing, Repeats
-from lab.post_role import PostRole
+from lab.declarations.pacing import Lane, Pacing, Repeats
+from lab.declarations.post_role import PostRole
 from lab.workload.table import CompanyTable, table_name
 from scenarios.base import Scenario, TrialEnv, TrialSpec
 

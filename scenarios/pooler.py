@@ -19,20 +19,20 @@ from dataclasses import replace
 from typing import ClassVar
 
 import backends
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.ops import Op, Recorder
 from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.checkers.verdict import Verdict
-from lab.columns import FaultFamily
+from lab.declarations.columns import FaultFamily
 from lab.errors import LabError
-from lab.exposure import Trait, when
-from lab.pacing import Exclusive, Pacing
+from lab.stack.exposure import Trait, when
+from lab.declarations.pacing import Exclusive, Pacing
 from lab.servers.clients import pg_engine
 from lab.servers.pgbouncer.server import MISSING, PgBouncer, find_pgbouncer
 from lab.servers.pooler_settings import refusal
 from lab.servers.services import Services
-from lab.stack import PoolMode
+from lab.stack.description import PoolMode
 from lab.workload.job import run_job
 from lab.workload.table import COMPANY_SIZE, Observer
 from scenarios._column_kinds import ColumnKind
@@ -82,7 +82,7 @@ class Pooler(Scenario):
     search_path: ClassVar[str | None] = None  # where to look for pgbouncer; None: PATH, then /usr/sbin
 
     def applies_to(self, backend_cls) -> str | None:
-        """A pooler reaches every lock whose lock, fence or writes go to PostgreSQL (lab/where.py): a lock elsewhere
+        """A pooler reaches every lock whose lock, fence or writes go to PostgreSQL (lab/declarations/where.py): a lock elsewhere
         still has its fence and writes through it."""
         unreached = backend_cls.where().unreached_by("postgres", "a PostgreSQL pooler")
         if unreached is not None:

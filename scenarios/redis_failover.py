@@ -21,16 +21,16 @@ import shutil
 from dataclasses import replace
 
 from lab import faults
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.verdict import Verdict
-from lab.columns import Column, FaultFamily
-from lab.exposure import YES, Trait, when
+from lab.declarations.columns import Column, FaultFamily
+from lab.stack.exposure import YES, Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redis_failover import RedisFailover as RedisFailoverFault
 from lab.holder.process import HolderProcess
 from lab.servers.redis.promotion import straight_to
 from lab.servers.redis.replica import RedisWithReplica
-from lab.where import Service
+from lab.declarations.where import Service
 from scenarios._failover_trial import GRANT_WITHIN_S, failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._trial_folders import servers_folder

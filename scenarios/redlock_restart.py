@@ -22,12 +22,12 @@ from dataclasses import replace
 
 from lab import faults
 from lab.checkers.verdict import Verdict
-from lab.columns import FaultFamily
-from lab.exposure import Trait, when
+from lab.declarations.columns import FaultFamily
+from lab.stack.exposure import Trait, when
 from lab.faults import FaultNotConfirmed
 from lab.faults.redlock_restart import RedlockMasterRestart, keys_on
 from lab.servers.redis.server import EmbeddedRedlockMasters
-from lab.where import Service
+from lab.declarations.where import Service
 from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_trial, failover_judgement
 from scenarios._lease_faults import LeaseFaultScenario

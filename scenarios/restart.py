@@ -14,12 +14,12 @@ server the lab was given (restarted by your command) reaches every trial on it, 
 from dataclasses import replace
 
 import backends
-from lab.columns import Column, FaultFamily
-from lab.exposure import Trait, when
+from lab.declarations.columns import Column, FaultFamily
+from lab.stack.exposure import Trait, when
 from lab.faults.restart import Restart as RestartFault
 from lab.measures.kinds import Measured
-from lab.pacing import Exclusive
-from lab.where import Service
+from lab.declarations.pacing import Exclusive
+from lab.declarations.where import Service
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._own_store import OnOwnStore, on_own_store
 from scenarios.base import TrialSpec

@@ -9,7 +9,7 @@ deadlock detector has to abort one of them.
 
 from __future__ import annotations
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import NotRun
 from lab.measures.kinds import Measured
 from scenarios._two_runs import two_runs

@@ -41,16 +41,16 @@ import backends
 from lab import faults
 from lab.checkers.outcomes import DoesNotRun, NotRun
 from lab.checkers.verdict import Verdict
-from lab.columns import FaultFamily
-from lab.exposure import OFF, ON, YES, Trait, when
+from lab.declarations.columns import FaultFamily
+from lab.stack.exposure import OFF, ON, YES, Trait, when
 from lab.faults.commanded import ONE_AT_A_TIME, CommandedFailover, CommandedFault, CommandedPartition, CommandedPause
 from lab.faults.sentinel import SentinelFault, SentinelForcedFailover, SentinelPartition, SentinelPause
-from lab.pacing import Lane
+from lab.declarations.pacing import Lane
 from lab.servers.clients import parse_pg_dsn
 from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.postgres.sql import dispose, trial_engines
 from lab.servers.sentinel.cluster import SENTINELS, SentinelRedis, SentinelSettings
-from lab.where import Service
+from lab.declarations.where import Service
 from lab.workload.table import ensure_schema
 from scenarios._column_kinds import ColumnKind
 from scenarios._failover_trial import failover_judgement, failover_trial
@@ -64,7 +64,7 @@ from scenarios.events import EventEnv, EventOutcome, SubjectOutcome, trial_of_ev
 MIN_REPLICAS = "_min1"
 
 
-# The stacks each column's fault can happen to (lab/exposure.py): a Redis that Sentinel watches; the min1 columns are
+# The stacks each column's fault can happen to (lab/stack/exposure.py): a Redis that Sentinel watches; the min1 columns are
 # the same faults where the servers refuse writes without a replica (min-replicas-to-write).
 WATCHED_BY_SENTINEL, ON_REDIS = (when(Trait.REDIS_SENTINEL, YES),), (Service.REDIS,)
 

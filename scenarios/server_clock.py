@@ -15,11 +15,11 @@ cells are *not run*, with the reason measured on its binary (static: no preload 
 
 from __future__ import annotations
 
-from lab.capabilities import Capability
-from lab.columns import FaultFamily
+from lab.declarations.capabilities import Capability
+from lab.declarations.columns import FaultFamily
 from lab.faults import GradedFault, RedlockClockControl, RedlockClockFast, RedlockClockJump, ServerClockFast, ServerClockJump
 from lab.measures.kinds import Measured
-from lab.where import Service
+from lab.declarations.where import Service
 from scenarios._column_kinds import ColumnKind
 from scenarios._lease_faults import LeaseFaultScenario, lease_params, first_applicable
 

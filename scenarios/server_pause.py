@@ -21,12 +21,12 @@ import psutil
 
 import backends
 from lab.checkers.outcomes import NotRun
-from lab.columns import Column, FaultFamily
+from lab.declarations.columns import Column, FaultFamily
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
 from lab.faults.own_server import OwnLockServer
-from lab.pacing import Exclusive
+from lab.declarations.pacing import Exclusive
 from lab.servers.abilities import Pausable, RedlockMasters
-from lab.where import DATABASES, Service
+from lab.declarations.where import DATABASES, Service
 from scenarios._lease_faults import LeaseFaultScenario, lease_params
 from scenarios._own_store import OnOwnStore, on_own_store
 from scenarios.base import Skip, TrialEnv, TrialSpec

@@ -22,13 +22,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import backends
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import DoesNotRun, NotRun
-from lab.columns import FaultFamily
+from lab.declarations.columns import FaultFamily
 from lab.errors import LabError
 from lab.faults.slow_network import NAMESPACED_SERVICES, NetDelay, NetLoss, SlowNetworkFault
 from lab.measures.shapes import LeaseFaultMeasures
-from lab.pacing import Lane
+from lab.declarations.pacing import Lane
 from lab.servers.netns import Bridge, NetNamespace
 from lab.servers.own import OWN_SERVERS
 from lab.servers.postgres.sql import dispose, trial_engines

@@ -19,12 +19,12 @@ from sqlalchemy.engine import Engine
 
 import backends
 from backends.base import Backend
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers import ops
 from lab.checkers.ops import F, Recorder, Type
 from lab.checkers.verdict import Verdict
 from lab.measures.kinds import Measured
-from lab.pacing import Lane, Pacing
+from lab.declarations.pacing import Lane, Pacing
 from lab.servers import sessions
 from lab.servers.stores import SQL_STORES, idle_transaction_guard, store_engine
 from lab.workload.table import COMPANY_SIZE, CompanyTable

@@ -26,10 +26,10 @@ import time
 from dataclasses import replace
 
 from lab.checkers.outcomes import DoesNotRun
-from lab.columns import Column, FaultFamily
-from lab.exposure import YES, Trait, when
+from lab.declarations.columns import Column, FaultFamily
+from lab.stack.exposure import YES, Trait, when
 from lab.faults.base import Fault, FaultNotConfirmed, Route, Target
-from lab.pacing import Lane
+from lab.declarations.pacing import Lane
 from lab.servers.abilities import PartitionsMembers
 from lab.servers.services import Services
 from lab.servers.zookeeper import server as zookeeper

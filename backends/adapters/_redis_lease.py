@@ -8,7 +8,7 @@ library and whether the lab's keep-alive renews it.
 from __future__ import annotations
 
 from backends._lease import LeaseBackend
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 
 class UnfencedRedisLease(LeaseBackend):

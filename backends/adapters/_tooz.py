@@ -13,7 +13,7 @@ from tooz import coordination
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 
 class ToozLease(LeaseBackend):

@@ -30,7 +30,7 @@ from aioredlock import Aioredlock, LockError
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.servers.postgres.drivers import _Loop
 
 

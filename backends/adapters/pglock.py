@@ -35,7 +35,7 @@ from backends._in_write import LockInWrite
 from backends._pooled_writes import WritesOnSharedPool
 from backends._writes import claimed_transaction
 from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.clients import session_settings
 from lab.servers.postgres.drivers import DjangoSession, open_django

@@ -35,7 +35,7 @@ from redis.retry import Retry
 
 from backends._writes import write_transaction
 from backends.base import Backend, BareCall, describe_error, no_point
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.clients import is_sentinel_url, redis_client
 

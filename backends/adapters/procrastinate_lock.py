@@ -36,7 +36,7 @@ from backends.adapters._loop_thread import LoopThread
 from backends.adapters._procrastinate_jobs import (another_job_ahead, configure, conninfo, ensure_tables,
                                                    retry_stalled, session_settings)
 from backends.base import Backend, Point, RebuildResult, describe_error, no_point
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.errors import LockLost
 from lab.workload.table import ensure_schema
 

@@ -36,7 +36,7 @@ from redbeat.schedulers import get_redis
 from backends.adapters._redis_lease import UnfencedRedisLease
 from backends.base import describe_error
 from lab.servers.clients import is_sentinel_url
-from lab.skips import NotRun
+from lab.declarations.skips import NotRun
 
 GRANT_WAIT_S = 0.2  # how long acquire() gives the receiver before saying "not yet" while another beat holds the key
 FREE_WAIT_S = 10.0  # how long it gives the receiver when nobody holds the key (its first try, on a busy machine)

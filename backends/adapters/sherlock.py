@@ -15,7 +15,7 @@ import sherlock
 
 from backends._lease import LeaseBackend
 from backends.base import BareCall
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.servers.clients import redis_client
 
 

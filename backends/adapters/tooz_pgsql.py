@@ -14,7 +14,7 @@ from tooz import coordination
 
 from backends._pooled_writes import WritesOnSharedPool
 from backends.base import Backend, BareCall
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.clients import pg_hosts, pin_session
 from lab.servers.postgres import sql as pg

@@ -8,7 +8,7 @@ pg_session/holder.js; its packages install with `npm ci --prefix backends/node/p
 """
 
 from backends.node._holder import HERE, NodeHolder
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 
 class NodePgSession(NodeHolder):

@@ -9,7 +9,7 @@ fencing token. The program is redlock/holder.js; its packages install with
 """
 
 from backends.node._holder import HERE, NodeHolder   # NodeHolder: command ("node", "holder.js"), Node.js
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 
 class NodeRedlock(NodeHolder):

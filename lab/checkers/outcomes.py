@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from lab.skips import DoesNotRun as DoesNotRun, NotRun as NotRun  # typed skip reasons: defined below every layer
+from lab.declarations.skips import DoesNotRun as DoesNotRun, NotRun as NotRun  # typed skip reasons: defined below every layer
 
 
 class Safety(str, Enum):

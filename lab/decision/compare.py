@@ -14,7 +14,7 @@ from lab.decision.cells import Cell
 from lab.decision.cost import CompanyCost
 from lab.decision.standing import ANSWERS_A_RIVALS_FAILURE, Outcome, Standing, outcome_of
 from lab.decision.strength import STRONG_AT_MOST
-from lab.described_enum import DescribedStrEnum
+from lab.declarations.described_enum import DescribedStrEnum
 
 
 class Rule(DescribedStrEnum):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from lab.checkers.outcomes import Safety, judgement_of, safety_of
 from lab.checkers.verdict import Question, Valid, answers_of
-from lab.described_enum import DescribedStrEnum
+from lab.declarations.described_enum import DescribedStrEnum
 
 
 class Harm(DescribedStrEnum):

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.decision.harm import Harm
-from lab.where import Service, Where
+from lab.declarations.where import Service, Where
 
 # What makes a lock one right for a whole run, held between its per-company transactions (as
 # Backend.holds_across_writes reads it).

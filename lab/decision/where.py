@@ -6,8 +6,8 @@ there says the fault never could take its right away, which the decision counts 
 
 from __future__ import annotations
 
-from lab.capabilities import Capability
-from lab.where import Where
+from lab.declarations.capabilities import Capability
+from lab.declarations.where import Where
 
 
 def declared(meta: dict, key: str, backend: str):

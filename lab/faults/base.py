@@ -13,8 +13,8 @@ from typing import ClassVar, Protocol
 from sqlalchemy.engine import URL, Engine
 
 from lab.errors import LabError
-from lab.skips import NotRun
-from lab.where import Where
+from lab.declarations.skips import NotRun
+from lab.declarations.where import Where
 from lab.servers.services import Services
 
 
@@ -97,7 +97,7 @@ class Fault:
 
     name: ClassVar[str]
     label: ClassVar[str]  # the matrix column heading
-    # The service whose servers the fault acts on, whichever part of a lock lives there (lab/where.py): it
+    # The service whose servers the fault acts on, whichever part of a lock lives there (lab/declarations/where.py): it
     # applies to a backend whose lock, fence or writes live on it, and is n/a only for one with none there.
     # None: it acts on the lock's own server, connection or holder, which every lock has.
     strikes: ClassVar[str | None] = None

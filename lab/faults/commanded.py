@@ -29,7 +29,7 @@ from lab.servers.clients import is_sentinel_url, parse_sentinel_url, redact_text
 from lab.servers.identity import is_new_primary, old_primary_answer, primary_identity
 from lab.servers.redis.promotion import PromotionWatch, straight_to
 from lab.servers.services import Services
-from lab.skips import NotRun
+from lab.declarations.skips import NotRun
 
 NEW_PRIMARY_WITHIN = 60.0  # from the command's end: a manager's own timers (a TTL, down-after) come first
 RESTORED_WITHIN = 60.0  # from the heal command's end: Sentinel takes an old primary back only after ~10 s

@@ -14,7 +14,7 @@ from lab.servers.proxy import BlackholeProxy
 from lab.servers import sessions
 from lab.servers.services import Services
 from lab.servers.stores import SQL_STORES, url_of
-from lab.skips import NotRun
+from lab.declarations.skips import NotRun
 
 
 class Cut(Fault):

@@ -19,7 +19,7 @@ import time
 
 from sqlalchemy import text
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.faults.base import Fault, FaultNotConfirmed, Target
 from lab.servers.netns import NetNamespace
 

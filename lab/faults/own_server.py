@@ -20,7 +20,7 @@ from typing import Any
 from lab.faults.base import Route
 from lab.servers.own import OWN_SERVERS
 from lab.servers.services import Services
-from lab.where import DATABASES
+from lab.declarations.where import DATABASES
 
 
 # The lock services whose server a trial can start for itself: holding nothing the writes need (PostgreSQL holds

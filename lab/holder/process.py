@@ -96,7 +96,7 @@ def _offset(own, real, tries: int = 5) -> float:
 def main() -> None:
     """The holder process: everything it does is reported, nothing is decided here."""
     from lab.errors import LockLost
-    from lab.registry import import_entry
+    from lab.declarations.registry import import_entry
     from lab.servers import sessions
     from lab.servers.services import Services
     from lab.servers.stores import holder_engines

@@ -34,7 +34,7 @@ import sqlalchemy  # noqa: F401
 
 from lab.errors import LockLost  # noqa: F401
 from lab.holder import process
-from lab.registry import import_entry  # noqa: F401
+from lab.declarations.registry import import_entry  # noqa: F401
 from lab.servers.clients import pg_engine  # noqa: F401
 from lab.servers.postgres import sql as pg  # noqa: F401
 from lab.servers.processes import die_with_parent, enter_netns

@@ -8,7 +8,7 @@ before meta.json kept them reads the lab's own declarations (lab/report/declared
 
 from __future__ import annotations
 
-from lab.described_enum import DescribedStrEnum
+from lab.declarations.described_enum import DescribedStrEnum
 
 
 class Measured(DescribedStrEnum):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from lab.described_enum import DescribedStrEnum
+from lab.declarations.described_enum import DescribedStrEnum
 
 
 class HolderMeasures(TypedDict):
@@ -114,7 +114,7 @@ class CompanyCostMeasures(TypedDict):
     companies: int  # timed per side
     filled: int  # companies in each side's table: the timed ones and the untimed warm-up one
     rows: int  # per company
-    store: str  # where the writes go (lab/where.py): postgres, mariadb
+    store: str  # where the writes go (lab/declarations/where.py): postgres, mariadb
     scope: str  # a LockScope value
     fenced: bool  # each write moves a fence first (backends/_fence.py)
     order: list[str]  # "lock" / "baseline", block by block

@@ -12,7 +12,7 @@ from enum import Enum
 from typing import Any
 
 from lab.errors import ServiceError
-from lab.stack import PoolMode
+from lab.stack.description import PoolMode
 
 
 class Sits(str, Enum):

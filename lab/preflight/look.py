@@ -2,7 +2,7 @@
 
 `lab run` looks before it loads the runner and the backends (`Gate.ahead`); `lab check-backend` and `lab replay`
 through start_services' `check` hook, once the addresses given are parsed and before any server of the lab's own
-starts; nothing is written before. `lab doctor` reads the PostgreSQL part on its own session (lab/doctor.py) and
+starts; nothing is written before. `lab doctor` reads the PostgreSQL part on its own session (lab/doctor/postgres.py) and
 prints its line before its checks. --pg-pooler-dsn's pooler is looked at after the database it fronts.
 """
 

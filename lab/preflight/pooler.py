@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from lab.stack import PoolMode
+from lab.stack.description import PoolMode
 
 POOLER_WAIT_S = 2.0  # how long a client may wait for a server session before the look says why
 PID_SQL = "select pg_backend_pid()"

@@ -24,7 +24,7 @@ from lab.servers.clients import first_line, parse_pg_dsn, pg_engine, redact
 from lab.servers.pooler_settings import refusal
 from lab.servers.postgres.capacity import Capacity, capacity_on
 from lab.servers.postgres.sql import ScopedSetting, ident, scoped_settings
-from lab.stack import Guard, PoolMode
+from lab.stack.description import Guard, PoolMode
 from lab.workload.table import SCHEMA, SCHEMA_MARK
 
 GUARDS = ("idle_in_transaction_session_timeout", "idle_session_timeout")

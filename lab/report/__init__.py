@@ -18,7 +18,7 @@ from lab.report.chart_cache import pngs_of
 from lab.report.meta import commit_of
 from lab.report.sections import MAIN, RunView, render_files
 from lab.report.session import case_lines
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 
 __all__ = ["write_report", "render", "render_runs", "render_runs_files", "case_lines"]
 

@@ -1,9 +1,9 @@
-"""The answer for one stack (lab/stack.py), from a run's folder: the faults it is exposed to, for each need the locks
+"""The answer for one stack (lab/stack/description.py), from a run's folder: the faults it is exposed to, for each need the locks
 that kept their promise under exactly those faults, what fails the lock in use and the smallest change that fixes
 it, and the store findings that concern it.
 
-Which columns can happen to the stack comes from each column's declaration (lab/exposure.py, recorded in
-meta.json), evaluated per lock over the services its lock, fence and writes live on (lab/where.py). A column that
+Which columns can happen to the stack comes from each column's declaration (lab/stack/exposure.py, recorded in
+meta.json), evaluated per lock over the services its lock, fence and writes live on (lab/declarations/where.py). A column that
 cannot happen to a lock on this stack is n/a for that lock, and the decision page's own model does the rest
 (lab/decision: the same grid, masked for the stack, and the same decide()): nothing here ranks locks by a rule of its
 own, and nothing names a column or a backend.
@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
-from lab.columns import Column
+from lab.declarations.columns import Column
 from lab.errors import LabError
-from lab.exposure import Answer, Happens, Setting, Trait, When, happens, read_trait
+from lab.stack.exposure import Answer, Happens, Setting, Trait, When, happens, read_trait
 from lab.report.banner import why_not_the_reference
 from lab.report.common import declaration
 from lab.decision.answer import decide
@@ -35,8 +35,8 @@ from lab.report.meta import provenance_runs
 from lab.report.sections import MAIN, RunView
 from lab.decision.cells import store_losses
 from lab.report.store_findings import StoreFinding, acknowledged, store_findings
-from lab.results import RunFolder
-from lab.stack import Stack, Unknown
+from lab.records.results import RunFolder
+from lab.stack.description import Stack, Unknown
 
 
 
@@ -119,7 +119,7 @@ class Fix:
     removes: tuple[str, ...] = ()  # fault columns the change takes away from the stack
     adds: tuple[str, ...] = ()  # and those it brings
     same_services: bool = True  # a lock whose lock, fence and writes live where the one in use's do
-    where: str = ""  # where its lock, fence and writes live, in words (lab/where.py)
+    where: str = ""  # where its lock, fence and writes live, in words (lab/declarations/where.py)
     needs: tuple[str, ...] = ()  # the needs it serves of those the lock in use serves
     evidence: str = ""
 
@@ -364,7 +364,7 @@ def _settings_for(trait: Trait) -> list[tuple[Trait, str, Setting]]:
 
 
 def setting_fixes(view: StackView, row: str, failing: list[Failure]) -> list[Fix]:
-    """Each setting of a trait a failing column depends on (lab/exposure.py's Setting): a fix when, with it, the lock
+    """Each setting of a trait a failing column depends on (lab/stack/exposure.py's Setting): a fix when, with it, the lock
     in use fails nothing it faces and keeps at least one fault."""
     labels = {f.label for f in failing}
     traits = []

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from lab.exposure import Happens
+from lab.stack.exposure import Happens
 from lab.report.advice import Advice, Fix, FixKind, Kept, LockAnswer, StoreAnswer
 from lab.report.declared import Declared
 from lab.decision.strength import bound_text

@@ -7,9 +7,9 @@ from enum import Enum
 
 import pandas as pd
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import RunOrder, latest_per_trial
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.measures.kinds import Measured
 from lab.report.declared import measured_of, post_roles
 
@@ -54,7 +54,7 @@ def with_capability(frame: pd.DataFrame, capability: Capability) -> pd.DataFrame
 
 
 def with_role(frame: pd.DataFrame, role: PostRole) -> pd.DataFrame:
-    """The rows of the backend that declares it plays this role of the post's (lab/post_role.py)."""
+    """The rows of the backend that declares it plays this role of the post's (lab/declarations/post_role.py)."""
     return frame[frame.post_role == role]
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from lab.checkers.outcomes import outcome_text
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report import published
 from lab.report.common import backend_with_role, md_table, side_by_side
 from lab.report.sections import RunView, measured_section

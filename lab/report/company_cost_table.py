@@ -13,7 +13,7 @@ import pandas as pd
 from lab.measures.kinds import Measured
 from lab.measures.precision import Rule
 from lab.measures.shapes import LockScope
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report.common import backend_with_role, md_table, ok_trials
 from lab.report.company_cost import CompanyCost, company_costs
 from lab.report.latency import duration

@@ -10,7 +10,7 @@ from lab.measures.kinds import Measured
 from lab.measures.precision import spread
 from lab.report.common import md_table
 from lab.report.declared import measured_of
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 
 
 def _servers(folder: RunFolder) -> str:

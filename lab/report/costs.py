@@ -8,7 +8,7 @@ import pandas as pd
 
 from lab.measures.kinds import Measured
 from lab.measures.precision import Rule, describe
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report import published
 from lab.report.chart_cache import Drawing
 from lab.report.charts import ratio_chart

@@ -23,9 +23,9 @@ from lab.decision.needs import HELD_ACROSS_WRITES, NEEDS
 from lab.decision.standing import Outcome, Standing, counts_line, outcome_of
 from lab.decision.strength import STRONG_AT_MOST, STRONG_TRIALS, bound_text
 from lab.decision.where import where_of
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report.common import backend_with_role, declaration
 from lab.report.company_cost import company_cost as measured_cost
 from lab.report.declared import matrix_columns

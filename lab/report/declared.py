@@ -1,4 +1,4 @@
-"""The faults the report's tables are headed by: what each run's meta.json declared (lab/columns.py).
+"""The faults the report's tables are headed by: what each run's meta.json declared (lab/declarations/columns.py).
 
 A run recorded before meta.json kept these declarations renders with the lab's own, which the command
 line installs once (`install`): the report itself never imports a scenario. A run's own declaration of
@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from lab.columns import Column, FaultColumns, from_meta
-from lab.exposure import When
+from lab.declarations.columns import Column, FaultColumns, from_meta
+from lab.stack.exposure import When
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 
 _installed: dict[str, FaultColumns] = {}
 _installed_roles: dict[str, str] = {}
@@ -75,7 +75,7 @@ class Declared(str, Enum):
 
 @dataclass(frozen=True)
 class Happening:
-    """Where a column's fault can happen (lab/exposure.py), and who declared it."""
+    """Where a column's fault can happen (lab/stack/exposure.py), and who declared it."""
 
     conditions: tuple[When, ...] | None  # None: every stack
     strikes: tuple[str, ...] | None
@@ -117,7 +117,7 @@ def install_roles(roles: dict[str, str]) -> None:
 
 
 def post_roles(meta: dict) -> dict[str, PostRole]:
-    """Backend name -> the post's role it plays (lab/post_role.py), as the run recorded them; a run recorded
+    """Backend name -> the post's role it plays (lab/declarations/post_role.py), as the run recorded them; a run recorded
     before meta.json kept them reads the installed declarations. A value this lab does not know is left out."""
     recorded = meta.get("post_roles")
     roles = _installed_roles if recorded is None else recorded

@@ -10,7 +10,7 @@ import pandas as pd
 
 from lab.checkers.outcomes import lock_lost
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report.common import md_table, ok_trials
 from lab.report.declared import post_roles
 from lab.report.sections import RunView, section

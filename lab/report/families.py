@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.report.common import declaration
 
 

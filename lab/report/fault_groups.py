@@ -1,4 +1,4 @@
-"""The matrix's cells by family of faults (lab/columns.py FaultFamily): what the summary matrix, the matrix
+"""The matrix's cells by family of faults (lab/declarations/columns.py FaultFamily): what the summary matrix, the matrix
 appendix's tables and report.html's expanding columns all read, so the three agree.
 
 A family's cell for one backend is the worst mark among that family's cells (worst by lab/report/matrix.py
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from lab.columns import FaultFamily
+from lab.declarations.columns import FaultFamily
 from lab.report.families import TABLE_ORDER, table_of
 from lab.decision.cells import Mark, severity
 from lab.report.matrix import IDLE_MARKS, MatrixCell, declared_run, matrix_rows

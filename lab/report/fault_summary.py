@@ -4,7 +4,7 @@ matrix_split.py), a section per family, which each heading links to."""
 
 from __future__ import annotations
 
-from lab.columns import FaultFamily
+from lab.declarations.columns import FaultFamily
 from lab.report.common import md_table
 from lab.report.fault_groups import Summary, summary_tables
 from lab.decision.cells import Mark, severity

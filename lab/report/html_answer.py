@@ -13,7 +13,7 @@ from typing import Callable
 from lab.report.advice import Advice, Kept, advise
 from lab.report.markdown_html import attribute
 from lab.report.sections import RunView
-from lab.stack_choices import PANEL_STACKS, EVERY_STACK, NamedStack, stack_of, to_query
+from lab.stack.choices import PANEL_STACKS, EVERY_STACK, NamedStack, stack_of, to_query
 from lab.decision.strength import bound_text
 
 CellFor = Callable[[str, str], "int | None"]  # (backend, fault label) -> the cell's index in the page's data

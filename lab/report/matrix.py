@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from lab.capabilities import Capability
-from lab.columns import Column, FaultColumns
+from lab.declarations.capabilities import Capability
+from lab.declarations.columns import Column, FaultColumns
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.decision.cells import (Cell, Mark, against_previous,
                                 judge, judge_in_column, severity)
 from lab.decision.harm import Harm

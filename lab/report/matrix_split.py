@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.columns import Column, FaultFamily
+from lab.declarations.columns import Column, FaultFamily
 from lab.report.common import md_table
 from lab.report.fault_groups import family_of_columns, says_nothing
 from lab.report.fault_summary import family_title

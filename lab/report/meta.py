@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lab import host_cpu
+from lab.records import host_cpu
 from lab.checkers.outcomes import latest_per_trial, outcome_rows, schema_of
 from lab.report.common import md_table
 from lab.report.sections import OUTCOMES, RunView, section

@@ -4,10 +4,10 @@ Source: "Your Postgres Lock Has a Hidden Expiry Date" (shared/reference/advisory
 PostgreSQL 18.6, SQLAlchemy 2.0.51, psycopg2 2.9.13, 3 s timeout in the cases.
 """
 
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 
 # The post's figures are about its methods, so its tables are keyed by the role a backend declares
-# (lab/post_role.py), never by a backend's name.
+# (lab/declarations/post_role.py), never by a backend's name.
 M1, M2, M3, M4 = PostRole.METHOD_1, PostRole.METHOD_2, PostRole.METHOD_3, PostRole.METHOD_4
 NO_LOCK, SERIALIZABLE = PostRole.NO_LOCK, PostRole.SERIALIZABLE
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from lab.checkers.outcomes import detection_of, lock_lost, outcome_text
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report import company, costs, netdrop, published, session, timing
 from lab.report.common import FLAG, Verdict, backend_with_role, md_table, ok_trials, verdict_mark, with_role
 from lab.report.sections import RunView, section

@@ -6,13 +6,13 @@ import pandas as pd
 
 from lab.checkers.outcomes import detection_of, outcome_text
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report import published
 from lab.report.common import backend_with_role, md_table, ok_trials, side_by_side, with_role
 from lab.decision.cells import CALIBRATION_WORDS as LOST_WORDS
 from lab.report.sections import RunView, measured_section, section
 
-# The post's three session-lock methods, by the role a backend declares (lab/post_role.py).
+# The post's three session-lock methods, by the role a backend declares (lab/declarations/post_role.py).
 SESSION_ROLES = (PostRole.METHOD_1, PostRole.METHOD_2, PostRole.METHOD_3)
 
 

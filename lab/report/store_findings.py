@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.columns import Column
+from lab.declarations.columns import Column
 from lab.decision.cells import store_losses
 from lab.report.matrix import Mark, MatrixCell, control_of, declared_run, matrix_rows
 from lab.report.sections import RunView, section

@@ -10,10 +10,10 @@ import statistics
 
 import pandas as pd
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import lock_lost, outcome_text
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report import whynot
 from lab.report.common import md_table, ok_trials, with_capability, with_role
 from lab.report.matrix import lease_faults_run

@@ -8,10 +8,10 @@ name.
 
 from __future__ import annotations
 
-from lab.columns import FaultFamily
+from lab.declarations.columns import FaultFamily
 from lab.decision.cells import Mark
 from lab.decision.standing import Outcome, outcome_of
-from lab.exposure import Trait
+from lab.stack.exposure import Trait
 from lab.report.declared import conditions_of
 from lab.report.matrix import control_of, declared_run, matrix_rows
 from lab.report.sections import RunView, section

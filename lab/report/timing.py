@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import Safety, handover_of
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report import published
 from lab.report.chart_cache import Drawing
 from lab.report.charts import timing_chart

@@ -16,7 +16,7 @@ import pandas as pd
 
 from lab.checkers.outcomes import outcome_text
 from lab.measures.kinds import Measured
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.report.common import ok_trials, with_role
 
 GUARD_OFF = PostRole.GUARD_OFF  # the row's alternative: the guard set to 0 on the lock's own session

@@ -15,7 +15,7 @@ from rich.progress import Progress
 import backends
 from sqlalchemy.engine import Engine
 
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from lab.runner.plan import Plan
 from lab.runner.waves import Wave
 from lab.servers.postgres.capacity import SessionSampler

@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
-from lab import pacing as declared  # its Lane: where a scenario declares its trials run
+from lab.declarations import pacing as declared  # its Lane: where a scenario declares its trials run
 from scenarios.base import Scenario
 
 LANE_WIND_DOWN_S = 30.0  # after a stop, how long the other lanes' trials get to see it and clean up

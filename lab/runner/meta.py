@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 
 META_LOCK = threading.Lock()
 

@@ -1,4 +1,4 @@
-"""The runner's pacing: from a scenario's declared Pacing (lab/pacing.py), its estimates, bounds and which trials run.
+"""The runner's pacing: from a scenario's declared Pacing (lab/declarations/pacing.py), its estimates, bounds and which trials run.
 
 Why here: pacing is the runner's job. A scenario declares its lane, floor, exclusivity and repetitions as one
 value and keeps only the hooks that read its own parameters or measures (trial_seconds, wall_budget,
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lab.checkers.outcomes import Safety
-from lab.pacing import Exclusive, Floor, Repeats
+from lab.declarations.pacing import Exclusive, Floor, Repeats
 from scenarios.base import FaultReach, Scenario, TrialSpec
 
 # The timers a trial sits through at least once, by the names the profiles give them: a lease waited out

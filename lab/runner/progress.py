@@ -12,8 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from lab import host_cpu
-
+from lab.records import host_cpu
 HEARTBEAT_S = 30.0
 
 
@@ -100,7 +99,7 @@ class ScenarioProgress:
 
     def finish(self, bound: float | None = None, stolen: float | None = None) -> float:
         """The end line (without a terminal), with wall / bound when the scenario's lower bound is known
-        (lab/runner/pacing.py lower_bound) and the CPU the host took meanwhile (lab/host_cpu.py); on a terminal the
+        (lab/runner/pacing.py lower_bound) and the CPU the host took meanwhile (lab/records/host_cpu.py); on a terminal the
         bar stays and only wall / bound is printed. Returns the wall."""
         wall = time.monotonic() - self.started
         ratio = "" if bound is None else f"; wall / bound {wall_over_bound(wall, bound)}{host_cpu.describe(stolen)}"

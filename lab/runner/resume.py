@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import backends
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from lab.runner.plan import RunRequest
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 

@@ -15,12 +15,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import backends
-from lab import host_cpu, preflight
+from lab import preflight
+from lab.records import host_cpu
 from lab.holder import forks
-from lab.pacing import Exclusive, Lane
-from lab.provenance import run_meta
-from lab.quiet import LibraryNoise
-from lab.results import RunFolder
+from lab.declarations.pacing import Exclusive, Lane
+from lab.runner.provenance import run_meta
+from lab.runner.quiet import LibraryNoise
+from lab.records.results import RunFolder
 from lab.runner import pacing
 from lab.runner import waves as capacity_plan
 from lab.runner.context import RunContext
@@ -312,7 +313,7 @@ def _record_precision(folder, scenario: str, precision: dict) -> None:
 
 def _record_run_bound(folder, phases, wall: float, stolen: float | None, console) -> None:
     """The run's wall time beside its bound, composed over the lanes as they ran (lab/runner/lanes.py), and the
-    share of the CPU the host took meanwhile (lab/host_cpu.py)."""
+    share of the CPU the host took meanwhile (lab/records/host_cpu.py)."""
     with META_LOCK:
         meta = folder.meta()
         bounds = meta.get("bounds")

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lab.checkers.outcomes import latest_per_trial
-from lab.pacing import Lane
+from lab.declarations.pacing import Lane
 from lab.report.sections import RunView
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from lab.runner import waves as capacity_plan
 from lab.runner.context import RunContext
 from lab.runner.events import run_events

@@ -14,7 +14,7 @@ import ast
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.scan import sql
 from lab.scan.findings import Bug, Connection, Driver, LockKind, Result, Site, Status, TxMode
 from lab.scan.state import ConnFact, LockRef, State, closed_fact, fresh

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.capabilities import Capability
-from lab.post_role import PostRole
+from lab.declarations.capabilities import Capability
+from lab.declarations.post_role import PostRole
 from lab.scan.findings import Bug, Connection, Driver, Evidence, LockKind, Result, ScanReport, Status, TxMode
 
 # The fault columns a result is about: (scenario, variant) as the reference's meta.json names them.

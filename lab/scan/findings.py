@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lab.described_enum import DescribedStrEnum
-from lab.post_role import PostRole
+from lab.declarations.described_enum import DescribedStrEnum
+from lab.declarations.post_role import PostRole
 
 
 class Status(DescribedStrEnum):

@@ -403,7 +403,7 @@ class DelayQueue:
         self._proc.stdin.flush()
 
     def _answer(self, within_s: float) -> dict:
-        from lab.readable import readable  # the parent's side: the queue process keeps to the stdlib
+        from lab.servers.readable import readable  # the parent's side: the queue process keeps to the stdlib
 
         assert self._proc is not None and self._proc.stdout is not None
         line = self._proc.stdout.readline() if readable(self._proc.stdout, within_s) else b""
@@ -437,7 +437,7 @@ class DelayQueue:
     def release(self) -> dict:
         """Let every held packet through now and end the process (idempotent): its report. Call it once the rules
         that feed the queues are gone: a packet parked after the last read would be dropped with the queue."""
-        from lab.readable import readable  # the parent's side: the queue process keeps to the stdlib
+        from lab.servers.readable import readable  # the parent's side: the queue process keeps to the stdlib
         from lab.servers.processes import kill_and_close
 
         if self._proc is None:

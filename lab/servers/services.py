@@ -68,7 +68,7 @@ class Services:
     zk_hosts: str | None = None  # the ZooKeeper connect string kazoo takes
     mariadb_url: URL | None = None  # SQLAlchemy's MariaDB dialect on PyMySQL
     pg_pooler_url: URL | None = None  # the user's pooler in front of pg_url's database (--pg-pooler-dsn)
-    pg_pooler_mode: str | None = None  # its pool mode as the preflight's two clients saw it (lab.stack.PoolMode)
+    pg_pooler_mode: str | None = None  # its pool mode as the preflight's two clients saw it (lab.stack.description.PoolMode)
     embedded: dict = field(default_factory=dict)  # service name -> Embedded* server
     versions: dict = field(default_factory=dict)
     tmp: Path | None = None

@@ -16,7 +16,7 @@ from lab.servers.clients import pg_engine
 from lab.servers.mariadb import sql as mariadb_sql
 from lab.servers.postgres import sql as pg
 from lab.servers.services import Services
-from lab.where import DATABASES
+from lab.declarations.where import DATABASES
 
 SQL_STORES = DATABASES
 

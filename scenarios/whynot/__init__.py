@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from lab.checkers.outcomes import Safety
 from lab.measures.kinds import Measured
-from lab.pacing import Exclusive, Floor, Lane, Pacing
+from lab.declarations.pacing import Exclusive, Floor, Lane, Pacing
 from scenarios.base import Scenario, TrialEnv, TrialSpec
 from scenarios.whynot.backstop import Backstop
 from scenarios.whynot.base import Experiment

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 import backends
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.measure_level import company_state, company_whole
 from lab.checkers.outcomes import Safety
 from lab.workload.table import COMPANY_SIZE, CompanyTable

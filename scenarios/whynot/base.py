@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from backends.base import Backend
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import Safety
 from scenarios.base import TrialEnv
 

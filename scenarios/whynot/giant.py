@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import NotRun, Safety
 from lab.faults import FaultNotConfirmed, terminate_confirmed
 from lab.servers.postgres import sql as pg

@@ -20,7 +20,7 @@ from sqlalchemy import text
 
 from backends.base import GuardOnRole
 from backends.session_guard_off import GUARD, guard_left_to_server
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.servers.clients import pg_engine
 from lab.servers.postgres import sql as pg
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER

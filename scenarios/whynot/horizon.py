@@ -17,7 +17,7 @@ import time
 from sqlalchemy import text
 
 import backends
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.servers.clients import pg_engine
 from lab.workload.table import COMPANY_SIZE
 from scenarios.base import TrialEnv, release_said

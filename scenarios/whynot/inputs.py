@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.workload.table import COMPANY_SIZE
 from scenarios._two_runs import COMPANY, two_runs
 from scenarios.base import TrialEnv

@@ -17,7 +17,7 @@ from typing import cast
 
 from backends.base import QueueWorker
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.measure_level import company_state, company_whole
 from lab.checkers.outcomes import Safety
 from lab.workload.table import COMPANY_SIZE

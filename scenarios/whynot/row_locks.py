@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 import backends
 from backends.base import describe_error
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.measure_level import company_state, company_whole
 from lab.checkers.outcomes import Safety
 from lab.servers.postgres import sql as pg

@@ -29,7 +29,7 @@ from typing import cast
 import backends
 from backends.base import QueueWorker
 from lab.measures.precision import Rule, repeat
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.workload.table import COMPANY_SIZE
 from scenarios.base import TrialEnv
 from scenarios.whynot.base import Experiment, hands_out, is_session_lock_on_postgres

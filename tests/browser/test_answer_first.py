@@ -18,8 +18,8 @@ import pytest
 from lab.report import run_view, write_report
 from lab.report.advice import advise
 from lab.report.html import PAGE
-from lab.results import RunFolder
-from lab.stack_choices import EVERY_STACK, PANEL_STACKS, stack_of, to_query
+from lab.records.results import RunFolder
+from lab.stack.choices import EVERY_STACK, PANEL_STACKS, stack_of, to_query
 from tests.browser.test_html_in_browser import SCREENSHOTS, browser, open_page  # noqa: F401 (a fixture)
 from tests.fast.planted import saved_run
 from tests.fast.test_html_report import REFERENCE

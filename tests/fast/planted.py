@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 
 KIND_SAFETY = {"acknowledged write lost": "unsafe", "stale write accepted": "unsafe", "rolled back": "safe",
                "stale write rejected": "safe", "held": "safe", "intact": "safe"}

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
-from lab.pacing import Exclusive, Lane, Pacing
+from lab.declarations.pacing import Exclusive, Lane, Pacing
 from lab.report.meta import bound_rows
 from lab.runner import pacing
 from lab.runner.lanes import SHARED_LANES, composed, laid_out, schedule

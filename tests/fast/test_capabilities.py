@@ -4,7 +4,7 @@ what the scenarios that select on it will call (a declaration never names an att
 import inspect
 
 import backends
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 
 # What a scenario reaches for on a backend that declares the capability.
 NEEDS = {

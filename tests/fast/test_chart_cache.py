@@ -14,7 +14,7 @@ from lab.report import chart_cache, write_report
 from lab.report.chart_cache import Drawing, draw_all, png_of, whole_png
 from lab.report.charts import matrix_chart
 from lab.report.history_chart import recorded_history_chart
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from tests.fast.planted import saved_run
 
 ROOT = Path(__file__).resolve().parents[2]

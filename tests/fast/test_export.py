@@ -8,7 +8,7 @@ import sys
 
 from lab.checkers import ops
 from lab.checkers.judge import judge
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from lab.runner import records
 from scenarios.base import TrialSpec
 from tests.fast.test_one_verdict_per_behaviour import superseded_pause

@@ -13,7 +13,7 @@ import pytest
 import backends
 import scenarios
 from lab import cli
-from lab.provenance import declarations
+from lab.runner.provenance import declarations
 from lab.report.decide import section_decide
 from lab.report.matrix import section_why_not_leases
 from lab.report.matrix_split import section_matrix
@@ -24,7 +24,7 @@ from lab.servers.services import Services
 PLANTED = '''
 """A planted fault for the test: it stops nothing, and says so by never confirming."""
 
-from lab.columns import Column
+from lab.declarations.columns import Column
 from lab.faults.base import Fault, FaultNotConfirmed
 from scenarios._lease_faults import LeaseFaultScenario
 
@@ -159,7 +159,7 @@ def _disagreements(names: list[str], classes: list, services: Services) -> list[
     """Every cell of these scenarios' columns x these backends whose n/a the declarations do not explain, and every
     cell the declarations put out of the fault's reach that is not n/a.
 
-    A cell is n/a exactly where, by the backend's declarations (lab/where.py: where its lock, fence and writes live;
+    A cell is n/a exactly where, by the backend's declarations (lab/declarations/where.py: where its lock, fence and writes live;
     its capabilities) and the column's (the services it strikes, the kinds of right it bears on: Column.reaches), or
     the scenario's requirements, the fault reaches none of the lock, its fence or its writes. As the plan decides it
     (applies_to, then variant_skip), and, for a fault a trial makes, as the trial does on these servers
@@ -201,8 +201,8 @@ def test_every_n_a_of_every_column_is_what_the_declarations_say_for_every_backen
 PLANTED_DISAGREEMENT = '''
 """Planted: a fault that calls a lab limit n/a, and a column that declares a kind of right its fault never spares."""
 
-from lab.capabilities import Capability
-from lab.columns import Column
+from lab.declarations.capabilities import Capability
+from lab.declarations.columns import Column
 from planted_fault import PlantedFault
 from scenarios._lease_faults import LeaseFaultScenario
 
@@ -257,7 +257,7 @@ def test_a_lab_limit_said_as_n_a_and_a_declaration_the_code_ignores_are_both_cau
 def test_meta_json_records_the_versions_of_what_each_backend_stands_on():
     """Declared on the backend (its library and packages), never in a list of the lab's: a run of Redlock records
     pottery's version, one of xact alone does not name it."""
-    from lab.provenance import package_versions
+    from lab.runner.provenance import package_versions
 
     redlock = package_versions([backends.load("redlock")])
     assert redlock["pottery"] and redlock["sqlalchemy"]

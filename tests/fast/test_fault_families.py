@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import scenarios
-from lab.columns import Column, FaultColumns, FaultFamily, from_meta, to_meta
+from lab.declarations.columns import Column, FaultColumns, FaultFamily, from_meta, to_meta
 from lab.report import declared
 from lab.report.fault_groups import summary_of, summary_tables
 from lab.report.fault_summary import section_fault_summary

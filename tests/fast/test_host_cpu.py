@@ -1,6 +1,6 @@
 """The host's share of the CPU (steal) over an interval, from /proc/stat lines, and where runs show it."""
 
-from lab import host_cpu
+from lab.records import host_cpu
 from lab.report.meta import bound_rows
 
 # user nice system idle iowait irq softirq steal guest guest_nice

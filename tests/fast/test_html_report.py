@@ -20,7 +20,7 @@ from lab.report.html import CELLS_PER_BLOCK, PAGE, families_of, json_for_script,
 from lab.report.markdown_html import to_html
 from lab.report.matrix import IDLE_MARKS, matrix_rows
 from lab.report.matrix_split import split_tables
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from tests.fast.planted import saved_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -328,7 +328,7 @@ def test_the_page_opens_on_every_named_stacks_answer_computed_by_the_advice(rend
     in order, or the decision's sentence where none qualifies. The page carries no decision of its own: no script
     but the grid's and the choice's, and no stack data."""
     from lab.report.advice import advise
-    from lab.stack_choices import EVERY_STACK, PANEL_STACKS, stack_of, to_query
+    from lab.stack.choices import EVERY_STACK, PANEL_STACKS, stack_of, to_query
 
     folder, _, page = rendered
     view = run_view([folder])

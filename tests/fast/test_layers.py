@@ -9,9 +9,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("lab", "backends", "scenarios")
 
-# Bottom first. A module belongs to the first layer whose prefix names it (longest prefix wins).
+# Bottom first. A module belongs to the first layer whose prefix names it (longest prefix wins). The base is what
+# every part reads: the errors, the declarations a backend, a fault and a scenario make (lab/declarations), and a
+# stack as its owner describes it with the faults that can happen to it (lab/stack). The doctor (lab/doctor) asks
+# the servers at an address and prints the decision's answer: a top-level command.
 LAYERS = {
-    "base": ("lab", "lab.errors", "lab.registry", "lab.results"),
+    "base": ("lab", "lab.errors", "lab.declarations", "lab.stack"),
+    "records": ("lab.records",),
     "servers": ("lab.servers",),
     "faults": ("lab.faults",),
     "checkers": ("lab.checkers",),
@@ -24,8 +28,8 @@ LAYERS = {
     "decision": ("lab.decision",),
     "report": ("lab.report",),
     "scan": ("lab.scan",),
-    "top": ("lab.cli", "lab.runner", "lab.replay", "lab.export", "lab.doctor", "lab.doctor_mariadb", "lab.provenance",
-            "lab.contract", "lab.quiet", "lab.reference", "lab.survey"),
+    "top": ("lab.cli", "lab.runner", "lab.replay", "lab.doctor", "lab.contract", "lab.reference",
+            "lab.records.export"),
 }
 # Which layers each may import. The checkers are pure functions of what a trial recorded: the lab's base and
 # nothing else. The measures' shapes and rules read the checkers' vocabulary; the workload and the holder reach
@@ -36,6 +40,8 @@ LAYERS = {
 # committed reference through the report.
 ALLOWED = {
     "base": {"base"},
+    # A run's folder and what it records of the host: written by the runner, read by the report.
+    "records": {"base", "records"},
     "servers": {"base", "servers"},
     "faults": {"base", "servers", "faults"},
     "checkers": {"base", "checkers"},
@@ -47,10 +53,10 @@ ALLOWED = {
     "scenarios": {"base", "servers", "faults", "checkers", "measures", "workload", "holder", "backends", "scenarios"},
     # The decision reads cells and declarations and writes plain data: the checkers' vocabulary, the measures' kinds.
     "decision": {"base", "checkers", "measures", "decision"},
-    "report": {"base", "checkers", "measures", "decision", "report"},
+    "report": {"base", "records", "checkers", "measures", "decision", "report"},
     # lab scan reads source, never runs it: the base and its own package, and the report only for the reference's
     # cells (lab/scan/evidence.py); never a server, a backend or a scenario.
-    "scan": {"base", "checkers", "measures", "decision", "report", "scan"},
+    "scan": {"base", "records", "checkers", "measures", "decision", "report", "scan"},
     "top": set(LAYERS),
 }
 
@@ -268,7 +274,7 @@ def backend_names_in_quotes(root: Path, names: set[str]) -> list[str]:
 
 
 def test_scenarios_and_report_name_no_backend_in_quotes():
-    """A scenario names a service by lab.where.Service, a pool mode by lab.stack.PoolMode, a write that did not
+    """A scenario names a service by lab.declarations.where.Service, a pool mode by lab.stack.description.PoolMode, a write that did not
     happen by NO_WRITE: never by a string that is also a backend's name."""
     import backends
 
@@ -284,3 +290,24 @@ def test_a_planted_backend_name_in_quotes_is_caught(tmp_path):
         'if backend == "etcd":\n    pass\nshown = ", ".join(names) or "none"\nlock = "none" if x is None else x\n')
     assert backend_names_in_quotes(tmp_path, {"redis", "etcd", "none"}) == [
         "scenarios/x.py:2 names 'redis'", "scenarios/x.py:3 names 'none'", "lab/report/y.py:1 names 'etcd'"]
+
+
+def test_planted_crossings_out_of_the_second_floors_rooms_are_caught(tmp_path):
+    """The rooms of issue 58 keep to their floor: a run's records read no report, a stack description no doctor, the
+    decision no report; the report may read the records, and the doctor anything."""
+    for folder in ("records", "stack", "decision", "report", "doctor"):
+        (tmp_path / "lab" / folder).mkdir(parents=True)
+    for package in ("backends", "scenarios"):
+        (tmp_path / package).mkdir()
+    (tmp_path / "lab" / "records" / "results.py").write_text("from lab.report import run_view\n")
+    (tmp_path / "lab" / "stack" / "exposure.py").write_text("import lab.doctor.postgres\n")
+    (tmp_path / "lab" / "decision" / "answer.py").write_text("from lab.report.decide import grid_of\n")
+    (tmp_path / "lab" / "report" / "meta.py").write_text("from lab.records.results import RunFolder\n")
+    (tmp_path / "lab" / "doctor" / "advise.py").write_text("from lab.report.advice import advise\n")
+    assert violations(tmp_path) == [
+        "lab.decision.answer (decision) imports lab.report.decide (report)",
+        "lab.decision.answer (decision) imports lab.report.decide.grid_of (report)",
+        "lab.records.results (records) imports lab.report (report)",
+        "lab.records.results (records) imports lab.report.run_view (report)",
+        "lab.stack.exposure (base) imports lab.doctor.postgres (top)",
+    ]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lab.report import render_runs_files, write_report
 from lab.report.sections import MATRIX
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from tests.fast.planted import saved_run
 from tests.fast.test_reference_report import matrix_tables
 

@@ -2,7 +2,7 @@
 tolerances: a planted figure that contradicts the run flips the sentence, and it renders from meta.json and
 the trials alone."""
 
-from lab.columns import Column, FaultColumns, to_meta
+from lab.declarations.columns import Column, FaultColumns, to_meta
 from lab.report.managed import (
     ACCEPTED_TOLERANCE,
     PROMOTE_TOLERANCE,

@@ -4,7 +4,7 @@ class is refused when it is defined; and every scenario's declaration is a Pacin
 import pytest
 
 import scenarios
-from lab.pacing import Exclusive, Floor, Lane, Pacing, Repeats
+from lab.declarations.pacing import Exclusive, Floor, Lane, Pacing, Repeats
 from lab.runner import pacing
 from scenarios.base import Scenario, TrialSpec
 

@@ -11,7 +11,7 @@ from lab.preflight import Problem, Sits
 from lab.preflight.pooler import PoolerSeen
 from lab.preflight.postgres import State, judge
 from lab.servers.postgres.sql import ScopedSetting
-from lab.stack import PoolMode
+from lab.stack.description import PoolMode
 from lab.workload.table import SCHEMA_MARK
 
 PRIMARY = State(version="15.18", started="2026-12-06 12:00:00+00", role="app", database="appdb", in_recovery=False,

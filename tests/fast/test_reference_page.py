@@ -32,7 +32,7 @@ def test_the_committed_reference_page_is_what_the_code_declares(capsys):
 def test_it_names_every_declared_backend_scenario_fault_column_and_capability(capsys):
     import backends
     import scenarios
-    from lab.capabilities import Capability
+    from lab.declarations.capabilities import Capability
 
     page = rendered(capsys)
     for name in [*backends.BUILTIN, *backends.ADAPTERS, *scenarios.names()]:

@@ -13,7 +13,7 @@ import pytest
 
 import scenarios
 from lab.report import render_runs
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = ROOT / "REPORT.md"

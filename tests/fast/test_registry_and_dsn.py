@@ -89,7 +89,7 @@ def test_the_posts_methods_are_declared_once_each_and_a_subclass_is_not_one():
     import backends
     from backends.session import SessionLock
 
-    from lab.post_role import PostRole
+    from lab.declarations.post_role import PostRole
 
     declared = {}
     for name in backends.names():

@@ -9,7 +9,7 @@ from pathlib import Path
 from lab.report import judged_fields, write_report
 from lab.report.matrix import matrix_rows
 from lab.report.sections import RunView
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from tests.fast.planted import saved_run, trial
 
 ROOT = Path(__file__).resolve().parents[2]

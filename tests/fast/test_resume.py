@@ -3,7 +3,7 @@ and every recorded trial but an errored one counts as done."""
 
 import copy
 
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from lab.runner import RunRequest, make_plan, resumed
 from lab.servers.postgres.drivers import DEFAULT as DEFAULT_DRIVER
 

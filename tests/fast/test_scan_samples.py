@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from lab.post_role import PostRole
+from lab.declarations.post_role import PostRole
 from lab.scan.findings import Bug, Driver, LockKind, Result, Status, TxMode
 from lab.scan.scanner import scan
 

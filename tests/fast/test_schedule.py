@@ -11,7 +11,7 @@ import backends
 import scenarios
 from lab.runner import run_lanes, schedule
 from lab.runner.lanes import OWN_SERVER_LANES, Pool
-from lab.pacing import Lane, Pacing
+from lab.declarations.pacing import Lane, Pacing
 
 
 def test_every_scenario_declares_a_known_lane():

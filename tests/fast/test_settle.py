@@ -235,7 +235,7 @@ def test_an_added_event_past_the_deadline_is_dropped_and_one_in_time_runs_for_ev
     from rich.console import Console
     from rich.progress import Progress, TextColumn
 
-    from lab.results import RunFolder
+    from lab.records.results import RunFolder
     from lab.runner import Plan, RunContext
     from lab.runner.events import run_events
     from lab.runner.progress import ScenarioProgress

@@ -14,7 +14,7 @@ import backends
 import scenarios
 from lab.errors import LabError
 from lab.faults.base import FaultNotConfirmed
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from lab.runner import RunContext, RunRequest, make_plan, resumed
 from lab.runner.events import run_events
 from lab.runner.progress import ScenarioProgress

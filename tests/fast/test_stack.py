@@ -1,4 +1,4 @@
-"""The stack description (lab/stack.py): a typed document that reads back as it was written, unknowns and all, and
+"""The stack description (lab/stack/description.py): a typed document that reads back as it was written, unknowns and all, and
 refuses what it cannot be with one line naming the field; and the traits columns depend on, read off it."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lab.errors import LabError
-from lab.exposure import NO, OFF, ON, YES, Happens, Trait, When, happens, read_trait, when
-from lab.stack import (SCHEMA, Appendfsync, Client, Etcd, Guard, Patroni, PoolMode, Postgres, Redis, Redlock,
+from lab.stack.exposure import NO, OFF, ON, YES, Happens, Trait, When, happens, read_trait, when
+from lab.stack.description import (SCHEMA, Appendfsync, Client, Etcd, Guard, Patroni, PoolMode, Postgres, Redis, Redlock,
                        Replication, Sentinel, Stack, Unknown, Watchdog, ZooKeeper)
 
 unknown = st.builds(Unknown, st.text(min_size=1, max_size=20))

@@ -8,11 +8,11 @@ import json
 
 import scenarios
 from lab.cli import main
-from lab.columns import Column, FaultColumns
-from lab.exposure import OFF, ON, Trait, when
+from lab.declarations.columns import Column, FaultColumns
+from lab.stack.exposure import OFF, ON, Trait, when
 from lab.report.meta import provenance_runs
 from lab.report.sections import RunView, render_files
-from lab.stack import Guard, Patroni, PoolMode, Postgres, Replication, Stack, Unknown
+from lab.stack.description import Guard, Patroni, PoolMode, Postgres, Replication, Stack, Unknown
 from tests.fast.planted import saved_run, trial
 
 LOST_ACK = (("acknowledged writes", "acknowledged write lost"),)

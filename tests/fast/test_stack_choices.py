@@ -1,4 +1,4 @@
-"""The stack report.html's panel chooses (lab/stack_choices.py) is the stack the advice reads: every trait of
+"""The stack report.html's panel chooses (lab/stack/choices.py) is the stack the advice reads: every trait of
 stack_of(services, values) reads back as the panel's script reads it (its value, unknown, or absent where its part
 is: TraitInfo.within), the document is a valid stack description, and the page's address gives the choice back.
 With hypothesis, over every service set and every choice of values."""
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from lab.errors import LabError
-from lab.exposure import TRAITS, Trait, read_trait
-from lab.stack import Stack, Unknown
-from lab.stack_choices import SERVICES, from_query, stack_of, to_query
+from lab.stack.exposure import TRAITS, Trait, read_trait
+from lab.stack.description import Stack, Unknown
+from lab.stack.choices import SERVICES, from_query, stack_of, to_query
 
 UNKNOWN = "unknown"
 

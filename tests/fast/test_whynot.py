@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from backends.base import Backend
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import Safety
 from scenarios.whynot import EXPERIMENTS, WhyNot, experiment_of
 

@@ -5,7 +5,7 @@ from lab.report.sections import RunView
 from lab.report import whynot
 from lab.report.common import trials_frame
 from lab.report.summary import section_why_not
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 from tests.fast.test_reference_report import ROOT
 from tests.fast.test_report import META
 from tests.fast.test_report_claims import trial

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import backends
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.cli import main
 
 

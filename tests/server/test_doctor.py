@@ -8,7 +8,7 @@ import time
 import pytest
 from sqlalchemy import text
 
-from lab.doctor import run_doctor
+from lab.doctor.postgres import run_doctor
 from lab.servers.clients import pg_engine
 
 pytestmark = pytest.mark.server

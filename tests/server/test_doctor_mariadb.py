@@ -10,7 +10,7 @@ import sys
 import pytest
 from sqlalchemy import text
 
-from lab.doctor_mariadb import run_doctor
+from lab.doctor.mariadb import run_doctor
 from lab.servers.mariadb import sql as mariadb_sql
 from lab.servers.services import start_services
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from lab.doctor import run_doctor
+from lab.doctor.postgres import run_doctor
 from tests.server.pooler_helpers import needs_pgbouncer, start_bouncer
 
 pytestmark = [pytest.mark.server, needs_pgbouncer]

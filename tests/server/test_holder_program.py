@@ -15,7 +15,7 @@ import pytest
 import backends
 from backends.base import BackendContext
 from backends.external import IDLE, ExternalLock
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.contract import check_backend
 from lab.holder.protocol import ProtocolError
 from tests.server.helpers import alive, seeded_table, trial_env, verdict_of

@@ -128,7 +128,7 @@ def read_trials(folder: Path) -> list[dict]:
 def qualifying(cwd: Path) -> set[tuple[str, str]]:
     """Every (scenario, variant) whose declarations admit the docs example plugin here, chosen by declaration alone."""
     import scenarios
-    from lab.registry import import_entry
+    from lab.declarations.registry import import_entry
 
     sys.path.insert(0, str(cwd))
     try:

@@ -259,7 +259,7 @@ def looked(**given: str):
 
 def test_each_address_kind_is_found_typed_and_within_seconds(guarded_pooler, standby, locked_roles, redis_replica):
     from lab.preflight import Problem, Sits
-    from lab.stack import PoolMode
+    from lab.stack.description import PoolMode
 
     pooler, direct = guarded_pooler
     url, pair = redis_replica
@@ -287,7 +287,7 @@ def test_each_address_kind_is_found_typed_and_within_seconds(guarded_pooler, sta
 
 def test_a_session_pooler_at_pg_dsn_is_run_through_with_a_line_that_says_so(services, tmp_path):
     from lab.preflight import Sits
-    from lab.stack import PoolMode
+    from lab.stack.description import PoolMode
 
     with start_bouncer(services, "session", pool_size=4) as bouncer:
         dsn = bouncer.url.render_as_string(hide_password=False)

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from sqlalchemy import text
 
-from lab.capabilities import Capability
+from lab.declarations.capabilities import Capability
 from lab.servers.processes import on_a_free_port
 from lab.servers.redis.server import EmbeddedRedis
 from lab.servers.sentinel.cluster import SentinelRedis

@@ -5,7 +5,7 @@ from __future__ import annotations
 from lab.servers.clients import etcd_client
 from lab.servers.etcd.server import EmbeddedEtcd
 from lab.servers.service_kind import ServiceKind
-from lab.where import Service
+from lab.declarations.where import Service
 
 
 class EtcdService(ServiceKind[str]):

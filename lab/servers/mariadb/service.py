@@ -8,7 +8,7 @@ from lab.servers.clients import parse_mariadb_url
 from lab.servers.mariadb import sql
 from lab.servers.mariadb.server import EmbeddedMariaDB, missing
 from lab.servers.service_kind import ServiceKind
-from lab.where import Service
+from lab.declarations.where import Service
 
 
 class MariaDBService(ServiceKind[URL]):

@@ -8,7 +8,7 @@ from sqlalchemy.engine import URL
 from lab.servers.clients import parse_pg_dsn, pg_engine, pg_hosts
 from lab.servers.postgres.server import EmbeddedPostgres
 from lab.servers.service_kind import ServiceKind
-from lab.where import Service
+from lab.declarations.where import Service
 
 
 class PostgresService(ServiceKind[URL]):

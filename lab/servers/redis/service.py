@@ -9,7 +9,7 @@ from lab.errors import ServiceError
 from lab.servers.clients import is_sentinel_url, parse_sentinel_url, redact, redact_text, redis_client
 from lab.servers.redis.server import EmbeddedRedis, EmbeddedRedlockMasters
 from lab.servers.service_kind import ServiceKind
-from lab.where import Service
+from lab.declarations.where import Service
 
 
 class RedisService(ServiceKind[str]):

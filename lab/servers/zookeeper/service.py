@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lab.servers.service_kind import ServiceKind
-from lab.where import Service
+from lab.declarations.where import Service
 from lab.servers.zookeeper import server
 
 

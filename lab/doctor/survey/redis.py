@@ -12,7 +12,7 @@ from __future__ import annotations
 from lab.errors import LabError, ServiceError
 from lab.servers.clients import (first_line, is_sentinel_url, no_retry, parse_sentinel_url, redact_text, server_url,
                                  sentinel_manager)
-from lab.stack import Appendfsync, Redis, Redlock, Sentinel, Unknown
+from lab.stack.description import Appendfsync, Redis, Redlock, Sentinel, Unknown
 
 TIMEOUT_S = 5.0
 

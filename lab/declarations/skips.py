@@ -3,7 +3,7 @@ lab cannot make the fault for this lock, although it would reach it).
 
 Why here, in the base layer: a fault (lab/faults), a server (lab/servers), a backend or a scenario may each be the
 one that knows it cannot run, and each must say so by type, never by words, so that the report and every decision
-tell a lab limit from a lock the fault cannot reach (n/a, a plain string: lab/where.py). lab.checkers.outcomes
+tell a lab limit from a lock the fault cannot reach (n/a, a plain string: lab/declarations/where.py). lab.checkers.outcomes
 reads them (skip_kind_of) and re-exports them.
 """
 

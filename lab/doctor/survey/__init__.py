@@ -1,7 +1,7 @@
-"""`lab doctor`'s survey: a stack description (lab/stack.py) from what the servers it is pointed at report, reading
+"""`lab doctor`'s survey: a stack description (lab/stack/description.py) from what the servers it is pointed at report, reading
 only, plus what the user states (the lock in use, the driver), which no server can report.
 
-Each part is read by a module of its own (PostgreSQL by lab/doctor.py, Patroni's REST API, Redis, etcd, ZooKeeper).
+Each part is read by a module of its own (PostgreSQL by lab/doctor/postgres.py, Patroni's REST API, Redis, etcd, ZooKeeper).
 A part it is not pointed at is left out of the stack (None) and named in `not_described`; a fact it could not read
 stays Unknown with the reason. A server that cannot be reached ends the survey with one line (ServiceError).
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lab.doctor import NO_HA_READ, Examined, examine
+from lab.doctor.postgres import NO_HA_READ, Examined, examine
 from lab.errors import LabError
-from lab.stack import LOCK_UNKNOWN, Client, Patroni, Stack, Unknown
-from lab.survey.etcd import read_etcd
-from lab.survey.patroni import read_patroni
-from lab.survey.redis import read_redis, read_redlock
-from lab.survey.zookeeper import read_zookeeper
+from lab.stack.description import LOCK_UNKNOWN, Client, Patroni, Stack, Unknown
+from lab.doctor.survey.etcd import read_etcd
+from lab.doctor.survey.patroni import read_patroni
+from lab.doctor.survey.redis import read_redis, read_redlock
+from lab.doctor.survey.zookeeper import read_zookeeper
 
 
 @dataclass(frozen=True)

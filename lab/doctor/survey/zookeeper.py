@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 
 from lab.errors import LabError, ServiceError
-from lab.stack import Unknown, ZooKeeper
+from lab.stack.description import Unknown, ZooKeeper
 
 TIMEOUT_S = 5.0
 

@@ -1,7 +1,7 @@
 """A stack as report.html's stack panel chooses it: the services it runs and a value (or unknown) for each trait
-lab/exposure.py declares, kept in the page's URL as a query (`?stack=postgres,redis&postgres.pooler=transaction`).
+lab/stack/exposure.py declares, kept in the page's URL as a query (`?stack=postgres,redis&postgres.pooler=transaction`).
 
-`stack_of` builds the Stack (lab/stack.py) whose traits read exactly as chosen, so the advice in Python
+`stack_of` builds the Stack (lab/stack/description.py) whose traits read exactly as chosen, so the advice in Python
 (lab/report/advice.py) answers for the same stack the page's script does; tests/fast/test_stack_choices.py holds
 the two to each other. A fact no trait decides is left unknown; where the panel says only on or off, the stack gets
 the smallest figure that reads so (a guard of 1 ms, one replica, two etcd members).
@@ -14,11 +14,11 @@ from typing import Callable, Iterable, Mapping, TypeVar
 from urllib.parse import parse_qsl, urlencode
 
 from lab.errors import LabError
-from lab.exposure import NO, OFF, ON, TRAITS, YES, Trait
-from lab.stack import (Appendfsync, Etcd, Guard, Patroni, PoolMode, Postgres, Redis, Redlock, Replication, Sentinel,
+from lab.stack.exposure import NO, OFF, ON, TRAITS, YES, Trait
+from lab.stack.description import (Appendfsync, Etcd, Guard, Patroni, PoolMode, Postgres, Redis, Redlock, Replication, Sentinel,
                        Stack, Unknown, Watchdog, ZooKeeper)
 
-# The lock services a stack may describe, in the stack file's order: each trait belongs to one (lab/exposure.py).
+# The lock services a stack may describe, in the stack file's order: each trait belongs to one (lab/stack/exposure.py).
 SERVICES = ("postgres", "redis", "redlock", "etcd", "zookeeper")
 SERVICES_KEY = "stack"  # the query's key for the services; every other key is a trait
 NOT_CHOSEN = Unknown("left unknown in report.html's stack panel")

@@ -164,7 +164,7 @@ class Stack:
     schema: int = SCHEMA
 
     def services(self) -> frozenset[str]:
-        """The lock services this stack runs, by the names backends declare where they live (lab/where.py)."""
+        """The lock services this stack runs, by the names backends declare where they live (lab/declarations/where.py)."""
         parts = {"postgres": self.postgres, "redis": self.redis, "redlock": self.redlock, "etcd": self.etcd,
                  "zookeeper": self.zookeeper}
         return frozenset(name for name, part in parts.items() if part is not None)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from lab.described_enum import DescribedStrEnum
-from lab.exposure import When, conditions_from_json, conditions_to_json
-from lab.where import Where
+from lab.declarations.described_enum import DescribedStrEnum
+from lab.stack.exposure import When, conditions_from_json, conditions_to_json
+from lab.declarations.where import Where
 
 
 class FaultFamily(DescribedStrEnum):
@@ -68,14 +68,14 @@ class Column:
     # synchronous_mode, Redis' appendfsync always), or None: the report sets a store's loss beside the
     # configuration that avoided it by this declaration.
     same_fault_as: str | None = None
-    # The stack traits under which this fault can happen at all (lab/exposure.py): every condition must hold, and
+    # The stack traits under which this fault can happen at all (lab/stack/exposure.py): every condition must hold, and
     # () means every stack. None: not declared (a run recorded before columns declared it); the advice then takes
     # the lab's own declaration, or, without one, every stack, and says so.
     happens_when: tuple[When, ...] | None = None
     # The services its fault can strike, with the same fallback; None: whichever service holds the lock (a holder
     # paused, a lock server restarted). A lock on none of them is out of its reach, whatever the stack.
     strikes: tuple[str, ...] | None = None
-    # The kinds of right its fault bears on, as capabilities a lock declares (lab/capabilities.py): a lock with none
+    # The kinds of right its fault bears on, as capabilities a lock declares (lab/declarations/capabilities.py): a lock with none
     # of them is out of its reach wherever it lives (a clock or a slow network bears on a lease's TTL alone). Empty:
     # every lock's. spared_by: capabilities that put a lock out of its reach (a replica held behind a grant that is
     # no write). With strikes, the whole of what makes a cell n/a; anything else the lab cannot run is *not run*.

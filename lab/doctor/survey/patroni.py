@@ -15,7 +15,7 @@ import urllib.request
 
 from lab.errors import LabError, ServiceError
 from lab.servers.clients import redact_text
-from lab.stack import Patroni, Unknown, Watchdog
+from lab.stack.description import Patroni, Unknown, Watchdog
 
 TIMEOUT_S = 5.0
 # What Patroni uses when the dynamic configuration does not set a key (its documentation's defaults).

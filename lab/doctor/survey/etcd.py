@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 
 from lab.errors import LabError, ServiceError
-from lab.stack import Etcd, Unknown
+from lab.stack.description import Etcd, Unknown
 
 TIMEOUT_S = 5.0
 

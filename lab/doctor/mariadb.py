@@ -1,6 +1,6 @@
 """`lab doctor` on MariaDB: its idle guards, its GET_LOCK holders and its waiters' bounds, reading only.
 
-The same questions `lab doctor` asks a PostgreSQL (lab/doctor.py), in MariaDB's words: idle_transaction_timeout
+The same questions `lab doctor` asks a PostgreSQL (lab/doctor/postgres.py), in MariaDB's words: idle_transaction_timeout
 (and its read-only and write forms) for the post's idle_in_transaction_session_timeout, wait_timeout for
 idle_session_timeout, with where each value comes from (information_schema.system_variables' origin) and what
 init_connect sets for users without SUPER. The session is read-only (tx_read_only, set before its first
@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from lab.doctor import Check, _rows, _worst, connect_or_unreachable
+from lab.doctor.postgres import Check, _rows, _worst, connect_or_unreachable
 from lab.errors import ServiceError
 from lab.servers.clients import first_line, parse_mariadb_url, redact
 from lab.servers.mariadb.sql import mariadb_engine

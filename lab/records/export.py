@@ -17,7 +17,7 @@ from lab.checkers import ops
 from lab.checkers.ops import F, Op, Type
 from lab.checkers.outcomes import judgement_of, latest_per_trial
 from lab.errors import LabError
-from lab.results import RunFolder
+from lab.records.results import RunFolder
 
 NEMESIS = (F.FAULT, F.HEAL, F.CLOCK)  # a clock reading is the nemesis' observation, as Jepsen's clock nemesis logs it
 

@@ -1,9 +1,9 @@
 """Which faults can happen to a stack: the stack traits a fault column's fault depends on, as typed data.
 
-A fault column (lab/columns.py) declares `happens_when`: conditions on traits of a stack (lab/stack.py), each
+A fault column (lab/declarations/columns.py) declares `happens_when`: conditions on traits of a stack (lab/stack/description.py), each
 naming a trait and the values under which the fault can happen (transaction pooling only behind a transaction
 pooler; Patroni's split brain only under Patroni). Each trait belongs to one service; a condition counts for a lock
-only when that service holds its lock, fence or writes (lab/where.py), so "lock server restarted" can depend on
+only when that service holds its lock, fence or writes (lab/declarations/where.py), so "lock server restarted" can depend on
 Redis' appendfsync for a Redis lock and on nothing for a PostgreSQL one. A trait the stack leaves unknown makes
 the answer unknown, which the advice counts as possible and names.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable
 
-from lab.stack import Guard, Patroni, Stack, Unknown, Watchdog
+from lab.stack.description import Guard, Patroni, Stack, Unknown, Watchdog
 
 ON, OFF = "on", "off"  # a setting
 YES, NO = "yes", "no"  # a part the stack has or not
@@ -33,7 +33,7 @@ class Setting:
 
 @dataclass(frozen=True)
 class TraitInfo:
-    service: str  # the lock service it belongs to (lab/where.py's names)
+    service: str  # the lock service it belongs to (lab/declarations/where.py's names)
     says: dict[str, str]  # each value it takes -> the words for a stack with it ("Redis has replicas")
     settable: dict[str, Setting] = field(default_factory=dict)  # value -> how an operator sets it
     # A trait of a part that exists only where another trait has a value (Patroni's settings, under Patroni): where

@@ -6,7 +6,7 @@ A str enum, so meta.json keeps its plain value and the report reads it without i
 
 from __future__ import annotations
 
-from lab.described_enum import DescribedStrEnum
+from lab.declarations.described_enum import DescribedStrEnum
 
 
 class PostRole(DescribedStrEnum):

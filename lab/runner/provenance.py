@@ -70,7 +70,7 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
     A backend on another driver is a row of its own ("session@asyncpg"), declared like its backend."""
     import backends
     import scenarios
-    from lab.columns import to_meta
+    from lab.declarations.columns import to_meta
     from lab.servers.postgres.drivers import DEFAULT
 
     classes = {name: backends.load(name) for name in backend_names}
@@ -90,10 +90,10 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
         "variants": {name: list(s.variants) for name, s in chosen.items()},
         "capabilities": {name: sorted(cls.capabilities) for name, cls in classes.items()},
         "lock_service": {name: cls.lock_service for name, cls in classes.items()},
-        # Where each lock's state, fence and writes live (lab/where.py): which faults reach it, and the decision's
+        # Where each lock's state, fence and writes live (lab/declarations/where.py): which faults reach it, and the decision's
         # needs, read from here.
         "where": {name: cls.where().to_json() for name, cls in classes.items()},
-        # Which of the post's methods or alternatives a backend is (lab/post_role.py): the report's reproduction
+        # Which of the post's methods or alternatives a backend is (lab/declarations/post_role.py): the report's reproduction
         # tables find their row by it, never by name. A backend's driver labels are the same backend, not the role.
         "post_roles": {name: str(cls.post_role) for name, cls in classes.items()
                        if cls.post_role is not None and "@" not in name},
@@ -111,7 +111,7 @@ def declarations(backend_names: list[str], scenario_names: list[str], drivers: l
         "summaries": {name: cls.summary for name, cls in classes.items()},
         # What each scenario's trials measure (lab/measures/kinds.py): a report section finds its trials by it.
         "measured": {name: s.measured.value for name, s in chosen.items()},
-        # What each fault is called and explained by (lab/columns.py): the report reads it from here.
+        # What each fault is called and explained by (lab/declarations/columns.py): the report reads it from here.
         **to_meta([f for s in chosen.values() if (f := s.fault_columns()) is not None]),
     }
 

@@ -20,7 +20,7 @@ from lab.preflight.postgres import GUARD_SETTINGS_SQL, GUARDS, look_engine, look
 from lab.servers.clients import first_line, parse_pg_dsn, redact
 from lab.servers.kernel_timers import keepalive_lateness_s
 from lab.servers.postgres.sql import KEEPALIVE_SQL, SCOPED_SETTINGS_SQL, keepalive_estimate, scoped_settings
-from lab.stack import Patroni, PoolMode, Postgres, Replication, Unknown
+from lab.stack.description import Patroni, PoolMode, Postgres, Replication, Unknown
 
 
 @dataclass

@@ -7,7 +7,7 @@ as the member's docstring; a scenario never probes a backend's attributes to dec
 
 from __future__ import annotations
 
-from lab.described_enum import DescribedStrEnum
+from lab.declarations.described_enum import DescribedStrEnum
 
 
 class Capability(DescribedStrEnum):
