@@ -11,13 +11,14 @@ import math
 from dataclasses import dataclass, field
 
 from lab.decision.cells import Cell
-from lab.decision.compare import Comparison, Rule, compare
+from lab.decision.compare import Adoption, Comparison, Rule, compare
 from lab.decision.grid import Grid
 from lab.decision.harm import Harm
 from lab.decision.needs import NEEDS, Need, promises_exclusion
 from lab.decision.standing import Outcome, Standing, outcome_of
 from lab.decision.strength import CONFIDENCE, STRONG_AT_MOST, STRONG_TRIALS
 from lab.decision.where import declared, where_of
+from lab.declarations.post_role import PostRole
 
 MOST_CHANGES = 5  # "what would change the answer": at most this many items, the weakest first
 
@@ -29,6 +30,7 @@ class Change:
     label: str
     cell: Cell
     takes: str
+    more: int | None = None  # for a weak ✓: how many more trials without a failure make it strong
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,20 @@ def can_serve(need: Need, meta: dict, backend: str) -> bool:
     return where is not None and promises_exclusion(caps) and need.serves(caps, where)
 
 
+def adoption_of(meta: dict, backends: list[str]) -> dict[str, int]:
+    """What adopting each lock takes (compare.py Adoption), from the run's meta.json: its declared post role (the
+    post's fix, method 4) and whether it is a third-party library's."""
+    out = {}
+    for backend in backends:
+        if declared(meta, "post_roles", backend) == PostRole.METHOD_4.value:
+            out[backend] = Adoption.POSTS_FIX
+        elif declared(meta, "libraries", backend) is not None:
+            out[backend] = Adoption.LIBRARY
+        else:
+            out[backend] = Adoption.OWN_CODE
+    return out
+
+
 def need_title(need: Need, meta: dict, candidates: list[str]) -> str:
     """The need's heading; the lock services one names are the ones its candidates declare."""
     if not need.names_services:
@@ -101,8 +117,8 @@ def changes_for(comparison: Comparison, backend: str) -> tuple[Change, ...]:
     deciding = comparison.deciding(backend)
     weak = sorted(((label, s.cells[label]) for label in deciding if not s.cells[label].strong),
                   key=lambda lc: -(lc[1].bound or 1.0))
-    found = [Change(label, cell, f"a failure there; {trials_to_strong(cell)} more trials without one make it strong")
-             for label, cell in weak]
+    found = [Change(label, cell, f"a failure there; {trials_to_strong(cell)} more trials without one make it strong",
+                    trials_to_strong(cell)) for label, cell in weak]
     found += [Change(label, s.cells[label], "a run of it: the lab has no verdict there")
               for label in s.faults(Outcome.UNKNOWN)]
     found += [Change(label, s.cells[label], "a trial where it takes the right away")
@@ -117,7 +133,7 @@ def decide_need(need: Need, grid: Grid, candidates: list[str]) -> NeedAnswer | N
         return None
     rows = {b: grid.row(need.harm, b) for b in able}
     services = {b: len(w.services()) for b in able if (w := where_of(grid.meta, b)) is not None}
-    comparison = compare(rows, able, services, grid.costs)
+    comparison = compare(rows, able, services, grid.costs, adoption_of(grid.meta, able))
     title = need_title(need, grid.meta, able)
     ruled_out = {b: s.faults(Outcome.FAILED)[0] for b, s in comparison.standings.items() if s.count(Outcome.FAILED)}
     ranked = comparison.ranked()

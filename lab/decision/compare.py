@@ -8,6 +8,7 @@ n/a; otherwise it is unproven there, and cannot qualify by never having been tes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 from functools import cached_property
 
 from lab.decision.cells import Cell
@@ -15,6 +16,14 @@ from lab.decision.cost import CompanyCost
 from lab.decision.standing import ANSWERS_A_RIVALS_FAILURE, Outcome, Standing, outcome_of
 from lab.decision.strength import STRONG_AT_MOST
 from lab.declarations.described_enum import DescribedStrEnum
+
+
+class Adoption(IntEnum):
+    """What adopting a lock takes, least first: read from its declarations (its post role, its library)."""
+
+    POSTS_FIX = 0  # the post's own fix, method 4: the write-up this lab starts from measured it
+    OWN_CODE = 1  # a strategy written in the job's own code
+    LIBRARY = 2  # a third-party library to add and keep up to date
 
 
 class Rule(DescribedStrEnum):
@@ -25,6 +34,8 @@ class Rule(DescribedStrEnum):
     COST = ("cost", "the lower measured cost per company; a difference inside both figures' min–max spread decides "
             "nothing, and a measured cost ranks before one not measured")
     STRENGTH = ("strength", "the stronger evidence: the lower 95 % bound of its weakest deciding ✓")
+    ADOPTION = ("least to adopt", "the least to adopt: the post's own fix (method 4), then a strategy written in your "
+                "own code, then a third-party library to add and keep up to date")
     NAME = ("name", "nothing measured tells them apart: named in order of name")
 
     @property
@@ -39,11 +50,13 @@ RULES_TEXT = "; then ".join(f"{i}. {rule.sentence}" for i, rule in enumerate(Rul
 class Comparison:
     """The candidates' standings over the fault columns at least one of them faced (not n/a for all).
 
-    services: how many services each candidate's lock, fence and writes take; costs: each one's cost per company."""
+    services: how many services each candidate's lock, fence and writes take; costs: each one's cost per company;
+    adoption: what adopting each takes (Adoption), by its declarations."""
 
     standings: dict[str, Standing]
     services: dict[str, int] = field(default_factory=dict)
     costs: dict[str, CompanyCost | None] = field(default_factory=dict)
+    adoption: dict[str, int] = field(default_factory=dict)
 
     @property
     def faced(self) -> int:
@@ -107,7 +120,8 @@ class Comparison:
     def rank_key(self, backend: str, fit: list[str]) -> tuple:
         services = self.services.get(backend, 0)
         group = [b for b in fit if self.services.get(b, 0) == services]
-        return services, self._cost_rank(backend, group), self.bound(backend), backend
+        return (services, self._cost_rank(backend, group), self.bound(backend),
+                self.adoption.get(backend, Adoption.LIBRARY), backend)
 
     def ranked(self) -> list[Standing]:
         """The qualifying candidates, best first, by Rule in order."""
@@ -118,23 +132,25 @@ class Comparison:
         """The first rule that tells two qualifiers apart."""
         fit = [s.backend for s in self.ranked()]
         a, b = self.rank_key(first, fit), self.rank_key(second, fit)
-        for rule, i in ((Rule.SERVICES, 0), (Rule.COST, 1), (Rule.STRENGTH, 2)):
+        for rule, i in ((Rule.SERVICES, 0), (Rule.COST, 1), (Rule.STRENGTH, 2), (Rule.ADOPTION, 3)):
             if a[i] != b[i]:
                 return rule
         return Rule.NAME
 
     def closest(self) -> Standing | None:
-        """Where none qualifies: the candidate that kept the most and failed the least."""
-        return max(self.standings.values(), key=lambda s: (s.count(Outcome.KEPT) - s.count(Outcome.FAILED),
-                                                           -len(self.unproven(s.backend)), s.backend), default=None)
+        """Where none qualifies: the candidate nearest to qualifying: the fewest faults failed, then the fewest left
+        unproven, then the most kept (one that never failed is closer than one that did, however much it kept)."""
+        return min(self.standings.values(), key=lambda s: (s.count(Outcome.FAILED), len(self.unproven(s.backend)),
+                                                           -s.count(Outcome.KEPT), s.backend), default=None)
 
 
 def compare(rows: dict[str, dict[str, Cell]], candidates: list[str], services: dict[str, int] | None = None,
-            costs: dict[str, CompanyCost | None] | None = None) -> Comparison:
+            costs: dict[str, CompanyCost | None] | None = None, adoption: dict[str, int] | None = None) -> Comparison:
     """The candidates' standings over the fault columns at least one of them faced; rows: backend -> label -> cell."""
     labels = list(next(iter(rows.values()), {}))
     faced = [label for label in labels
              if any(outcome_of(rows[b][label]) is not Outcome.NOT_APPLICABLE for b in candidates)]
     return Comparison({b: Standing(b, {label: rows[b][label] for label in faced}) for b in candidates},
                       {b: n for b, n in (services or {}).items() if b in candidates},
-                      {b: (costs or {}).get(b) for b in candidates})
+                      {b: (costs or {}).get(b) for b in candidates},
+                      {b: n for b, n in (adoption or {}).items() if b in candidates})

@@ -21,7 +21,7 @@ from lab.errors import LabError
 from lab.stack.exposure import Answer, Happens, Setting, Trait, When, happens, read_trait
 from lab.report.banner import why_not_the_reference
 from lab.report.common import declaration
-from lab.decision.answer import decide
+from lab.decision.answer import adoption_of, decide
 from lab.decision.compare import Comparison, compare
 from lab.decision.grid import CANNOT_HAPPEN, Grid
 from lab.decision.harm import Harm
@@ -265,7 +265,7 @@ class StackView:
         grid = self.grid(backends)
         rows = {b: grid.row(Harm.SURVIVING_COMPANY, b) for b in backends}
         services = {b: len(w.services()) for b in backends if (w := where_of(self.run.meta, b)) is not None}
-        return compare(rows, backends, services, grid.costs)
+        return compare(rows, backends, services, grid.costs, adoption_of(self.run.meta, backends))
 
 
 def _unknown_words(answer: Answer) -> tuple[str, ...]:

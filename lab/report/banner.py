@@ -47,7 +47,7 @@ def section_banner(run: RunView) -> str | None:
     bounds = (meta.get("bounds") or {}).get("run") or {}
     wall = f", {bounds['wall_s'] / 60:.1f} min of wall time" if bounds.get("wall_s") else ""
     machine = meta.get("machine") or {}
-    where = f" on {machine.get('cores')} cores and {machine.get('memory_gib')} GiB" if machine else ""
+    where = f" on {machine.get('cores')} cores" if machine else ""
     commit = (meta.get("git_commit") or "an unknown commit")[:10]
     lines = []
     reasons = why_not_the_reference(run)
@@ -61,15 +61,15 @@ def section_banner(run: RunView) -> str | None:
         changed = changed_cells(run)
         now_pass = sum(1 for c in changed if c.passes_now)
         lines.append(f"Against the previous reference, `{run.previous_id}`: "
-                     + (f"{len(changed)} cells changed their mark ({UNSTABLE} in the matrix), {now_pass} of them "
-                        f"failed there and pass now; each is listed in [Changes since the previous reference]"
-                        f"(#changes-since-the-previous-reference)." if changed else "no cell changed its mark."))
+                     + (f"{len(changed)} cells changed their mark ({UNSTABLE}), {now_pass} of them from a failure to a "
+                        f"pass ([every change](#changes-since-the-previous-reference))." if changed
+                        else "no cell changed its mark."))
     settled = settled_line(meta)
     if settled:
         lines.append(settled)
     statuses = Counter(t.get("status") for t in latest_per_trial(run.trials))
     errors, total = statuses.get("error", 0), sum(statuses.values())
     if errors:
-        lines.append(f"> {FLAG} **{errors} of {total} trials errored**: an error is no verdict, and each leaves its "
-                     "cell incomplete or not run (the matrix says which).")
+        lines.append(f"> {FLAG} **{errors} of {total} trials errored**: no verdict; the matrix says which cells they "
+                     "leave incomplete.")
     return "\n\n".join(lines)

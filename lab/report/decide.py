@@ -16,11 +16,12 @@ import pandas as pd
 
 from lab.decision.answer import Decision, NeedAnswer, can_serve, decide
 from lab.decision.cells import Cell
-from lab.decision.compare import Comparison, Rule
+from lab.decision.compare import RULES_TEXT, Adoption, Comparison, Rule
 from lab.decision.cost import CompanyCost
 from lab.decision.grid import Grid
 from lab.decision.needs import HELD_ACROSS_WRITES, NEEDS
 from lab.decision.standing import Outcome, Standing, counts_line, outcome_of
+from lab.decision.harm import Harm
 from lab.decision.strength import STRONG_AT_MOST, STRONG_TRIALS, bound_text
 from lab.decision.where import where_of
 from lab.declarations.capabilities import Capability
@@ -151,7 +152,7 @@ def separation(answer: NeedAnswer, meta: dict) -> str:
     """What puts the choice ahead of the runner-up, in the words of the rule that did."""
     first, second, comparison = answer.choice, answer.runner_up, answer.comparison
     if first is None or second is None:
-        return "no other candidate qualifies"
+        return "none other qualifies"
     rule = answer.rule
     if rule is Rule.SERVICES:
         return (f"`{second}`: it needs {_count(comparison.services.get(second, 0), 'service')} "
@@ -165,7 +166,18 @@ def separation(answer: NeedAnswer, meta: dict) -> str:
         weak, strong_one = comparison.weakest(second), comparison.weakest(first)
         return (f"`{second}`: its weakest deciding ✓ is {cell_words(*weak) if weak else 'none'} against "
                 f"{cell_words(*strong_one) if strong_one else 'none'}")
-    return f"`{second}`: nothing measured tells them apart (named by name)"
+    if rule is Rule.ADOPTION:
+        return f"`{second}`: measured alike; {ADOPTION_WORDS[adoption(comparison, first)]} against " \
+               f"{ADOPTION_WORDS[adoption(comparison, second)]}"
+    return f"`{second}`: measured alike (by name)"
+
+
+ADOPTION_WORDS = {Adoption.POSTS_FIX: "the post's fix", Adoption.OWN_CODE: "your own code",
+                  Adoption.LIBRARY: "a library to add"}
+
+
+def adoption(comparison: Comparison, backend: str) -> Adoption:
+    return Adoption(comparison.adoption.get(backend, Adoption.LIBRARY))
 
 
 def _cost_words(answer: NeedAnswer) -> str:
@@ -187,13 +199,13 @@ def situation(run: RunView, decision: Decision) -> list[str]:
     hit = grid.row(harm, first)[guard]
     safe = outcome_of(hit) in (Outcome.KEPT, Outcome.NOT_EXERCISED)
     lines = [f"**Your situation**, a session lock on a default connection under a DBA's "
-             f"`idle_in_transaction_session_timeout`: {'safe' if safe else 'not safe'}, `{first}` {hit.text}."]
+             f"`idle_in_transaction_session_timeout`: {'safe' if safe else 'not safe'}, `{first}` {hit.text.split(' · ')[0]}."]
     small_row = grid.row(harm, smallest)
     broke = [label for label, cell in small_row.items() if outcome_of(cell) is Outcome.FAILED]
-    lines.append(f"- The smallest fix, AUTOCOMMIT (`{smallest}`): {small_row[guard].text} there, but it fails "
-                 f"{_count(len(broke), 'other fault')}{f' (first: *{broke[0]}*)' if broke else ''}.")
+    lines.append(f"The smallest fix, AUTOCOMMIT (`{smallest}`): {small_row[guard].text.split(' · ')[0]} there, but "
+                 f"it fails {_count(len(broke), 'other fault')}{f' (first: *{broke[0]}*)' if broke else ''}.")
     if robust is not None and robust in grid.backends:
-        chosen = [a.need.title for a in decision.needs if a.choice == robust]
+        chosen = [a.need.short or a.need.title for a in decision.needs if a.choice == robust]
         qualified = [a for a in decision.needs if robust in {s.backend for s in a.ranked}]
         if chosen:
             verdict = f"the answer below for {_listed_plain(chosen)}"
@@ -202,34 +214,35 @@ def situation(run: RunView, decision: Decision) -> list[str]:
         else:
             why = next((a for a in decision.needs if robust in a.candidates), None)
             verdict = f"qualifies for no need: {_why_not(why, robust) if why else 'no need admits it'}"
-        lines.append(f"- The robust fix, the lock inside the write transaction (`{robust}`): {verdict}.")
-    return [lines[0], "", *lines[1:], ""]
+        lines.append(f"The robust fix, `{robust}` (the lock inside the write transaction): {verdict}.")
+    return [lines[0], " ".join(lines[1:]), ""] if len(lines) > 1 else [lines[0], ""]
 
 
 def _listed_plain(titles: list[str]) -> str:
     return "; ".join(t[:1].lower() + t[1:] for t in titles)
 
 
-def _why_not(answer: NeedAnswer, backend: str) -> str:
-    """Why a candidate does not qualify for a need, in one clause."""
+def _why_not(answer: NeedAnswer, backend: str, brief: bool = False) -> str:
+    """Why a candidate does not qualify for a need, in one clause (brief: without saying why a fault counts)."""
     if backend in answer.ruled_out:
         return f"failed under *{answer.ruled_out[backend]}*"
     unproven = answer.comparison.unproven(backend)
     if unproven:
-        return f"unproven under *{unproven[0]}*, which failed another candidate"
+        return f"unproven under *{unproven[0]}*" + ("" if brief else ", which failed another candidate")
     return "no fault took its right away"
 
 
 def need_row(answer: NeedAnswer, meta: dict) -> list[str]:
     """One line of the decision table: need (its harm), the lock, the rule, runner-up, weakest deciding ✓, cost."""
-    need = f"{answer.title} ({answer.need.harm.value}; {_count(len(answer.candidates), 'candidate')}, " \
+    need = f"{answer.need.short or answer.title} ({_count(len(answer.candidates), 'candidate')}, " \
            f"{_count(answer.comparison.faced, 'fault')})"
     if answer.choice is None:
-        closest = f"closest `{answer.closest}`: {_why_not(answer, answer.closest)}" if answer.closest else "-"
+        closest = f"closest `{answer.closest}`: {_why_not(answer, answer.closest, brief=True)}" \
+            if answer.closest else "-"
         return [need, "none qualifies", "-", closest, "-", "-"]
     weakest = answer.weakest
     strength = cell_words(*weakest) + ("" if weakest[1].strong else ", weak") if weakest else "none"
-    rule = answer.rule.value if answer.rule else "the only one that qualifies"
+    rule = answer.rule.value if answer.rule else "the only qualifier"
     return [need, f"`{answer.choice}`", rule, separation(answer, meta), strength, _cost_words(answer)]
 
 
@@ -247,43 +260,56 @@ def verdict_sentence(answer: NeedAnswer, meta: dict) -> str:
 
 
 def change_lines(decision: Decision) -> list[str]:
-    """What would change each recommended lock's answer, written once per lock, at most five items each."""
-    out: dict[str, tuple[list[str], NeedAnswer]] = {}
+    """What would change each recommended lock's answer, written once per lock, at most five items each; weak ✓
+    cells that the same number of trials would make strong are said once, their faults listed."""
+    out: dict[str, NeedAnswer] = {}
     for answer in decision.needs:
         if answer.choice is not None:
-            out.setdefault(answer.choice, ([], answer))[0].append(answer.need.title)
+            out.setdefault(answer.choice, answer)
     lines = []
-    for backend, (titles, answer) in out.items():
-        items = [f"*{c.label}* ({c.cell.text.split(' · ')[0]}{f', {bound_text(c.cell.bound)}' if c.cell.bound else ''}):"
-                 f" {c.takes}" for c in answer.changes]
+    for backend, answer in out.items():
+        groups: dict[tuple, list[str]] = {}
+        for c in answer.changes:
+            if c.more is not None and c.cell.bound is not None:
+                key: tuple = (c.more, c.cell.exercised, c.cell.bound)
+            else:
+                key = (c.takes,)
+            groups.setdefault(key, []).append(f"*{c.label}*")
+        items = []
+        for key, faults in groups.items():
+            if len(key) == 3:
+                more, n, bound = key
+                each = "each " if len(faults) > 1 else ""
+                items.append(f"a failure under {', '.join(faults)} ({each}✓ n={n}, {bound_text(bound)}; strong after "
+                             f"{more} more clean trials)")
+            else:
+                items.append(f"{key[0]}: {', '.join(faults)}")
         lines.append(f"- `{backend}`: " + ("; ".join(items) if items else
                                             "nothing measured here: every deciding ✓ is strong") + ".")
     return lines
 
 
 def avoid_lines(decision: Decision) -> list[str]:
-    """The locks to avoid, grouped by the first fault that rules each out (read for the surviving company)."""
+    """The locks to avoid, grouped by the first fault that rules each out (read for the surviving company), the
+    mark's words said once for a group that shares them."""
     grouped: dict[str, list[tuple[str, str]]] = {}
     for avoid in decision.avoid:
         words = avoid.cell.text.split(" · ")[0].split(" ", 1)[-1]
         grouped.setdefault(avoid.label, []).append((avoid.backend, words))
     lines = []
     for label, locks in grouped.items():
-        said = {words for _, words in locks}
-        if len(said) == 1 and len(locks) > 1:  # the same words for all: said once
-            lines.append(f"- *{label}* (each: {said.pop()}): {', '.join(f'`{b}`' for b, _ in locks)}.")
-        else:
-            lines.append(f"- *{label}*: {', '.join(f'`{b}` ({words})' for b, words in locks)}.")
+        said = sorted({words for _, words in locks})
+        lines.append(f"- *{label}* ({'; '.join(said)}): {', '.join(f'`{b}`' for b, _ in locks)}.")
     return lines
 
 
-INTRO = ("Each need is decided on its own harm: for writes in a database, the surviving company whole with no stale "
-         "write (a write the store discarded is the store's, ◆); for writes outside it, two holders at once. Where a "
-         "fault failed one candidate, every other needs ✓ with its n, ◆, *unaffected* (its lock out of the fault's "
-         "reach) or n/a, else it is unproven.")
-RANKING = (f"Qualifiers rank by: 1. fewest services; 2. cost per company, beyond its spread; 3. the lower 95 % bound of "
-           f"the weakest deciding ✓ (strong at ≤{STRONG_AT_MOST * 100:.0f}%: {STRONG_TRIALS} trials, none failed). "
-           "[Every candidate's counts](#the-comparison-behind-each-need).")
+def rules_text() -> str:
+    """The decision's rules in a few lines, from the harms and the ranking's rules as declared."""
+    rules = "; ".join(f"{i}. {rule.value}" for i, rule in enumerate(Rule, 1))
+    return (f"Each need is read for its own harm: in a database, the {Harm.SURVIVING_COMPANY.value} (whole, no stale "
+            f"write; a write the store discarded is the store's, ◆); outside it, {Harm.TWO_HOLDERS.value} at once.\n"
+            "Under every fault that failed a candidate, every other needs ✓ with its n, ◆, *unaffected* or n/a, else "
+            f"it is unproven. Ranked by {rules} ([in full](#the-comparison-behind-each-need)).")
 
 
 @section(10)
@@ -293,16 +319,16 @@ def section_decide(run: RunView) -> str | None:
     decision = decision_of(run)
     if not decision.needs:
         return None
-    out = ["## Which lock, for which need", "", INTRO, "", RANKING, "", *situation(run, decision),
-           "| need (harm; candidates, faults) | use | ranked first by | runner-up: what separates them | "
+    out = ["## Which lock, for which need", "", rules_text(), "", *situation(run, decision),
+           "| need (candidates, faults) | use | ranked first by | runner-up: what separates them | "
            "weakest deciding ✓ | cost per company |", "|---|---|---|---|---|---|",
            *["| " + " | ".join(need_row(a, run.meta)) + " |" for a in decision.needs], ""]
     changes = change_lines(decision)
     if changes:
-        out += ["**What would change the answer** (at most five per lock, weakest first):", "", *changes, ""]
+        out += ["**What would change the answer**, weakest first:", "", *changes, ""]
     if decision.avoid:
-        out += ["**Do not use**, by the first fault that rules each out ([every cell](REPORT-matrix.md)):", "",
-                *avoid_lines(decision), ""]
+        out += [f"**Do not use** {_count(len(decision.avoid), 'lock')}, each failed for every need it can serve "
+                "([which, and how](#do-not-use)).", ""]
     return "\n".join(out)
 
 
@@ -322,10 +348,15 @@ def section_comparison(run: RunView) -> str | None:
     decision = decision_of(run)
     if not decision.needs:
         return None
-    out = ["## The comparison behind each need", "",
-           "Every candidate of each need over the faults any of them faced, each cell read for the need's harm: the "
-           "qualifiers in ranking order, then the others with the fault that rules each out or leaves it unproven.",
-           ""]
+    out = ["## The comparison behind each need", ""]
+    if decision.avoid:
+        out += ["### Do not use", "",
+                "Each lock below qualifies for no need it can serve, by the first fault that rules it out, read for "
+                "the surviving company ([every cell](REPORT-matrix.md)):", "", *avoid_lines(decision), ""]
+    out += ["### Every candidate, need by need", "",
+            "Every candidate of each need over the faults any of them faced, each cell read for the need's harm: the "
+            "qualifiers in ranking order, then the others with the fault that rules each out or leaves it unproven. "
+            f"The ranking's rules, in order: {RULES_TEXT}.", ""]
     for answer in decision.needs:
         comparison = answer.comparison
         out += [f"**{answer.title}** ({answer.need.why}; harm: {answer.need.harm.meaning}):", ""]

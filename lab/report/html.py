@@ -75,7 +75,9 @@ class Page:
 
     def cell_for(self, backend: str, label: str) -> int | None:
         """The page's index of a backend's cell under the fault column with this label, or None where it has none."""
-        scenario, variant = self.labels.get(label, (None, None))
+        if label not in self.labels:
+            return None
+        scenario, variant = self.labels[label]
         cell = self.by_key.get((backend, scenario, variant))
         return None if cell is None else self.cells.index(cell)
 

@@ -25,5 +25,4 @@ def settled_line(meta: dict) -> str | None:
     how = ", ".join(f"{ended[e]} {e}" for e in ENDED_ORDER if ended.get(e))
     spent, budget = settle.get("spent_s"), settle.get("budget_s")
     within = f" in {spent / 60:.1f} of {budget / 60:.0f} min" if spent is not None and budget else ""
-    return (f"Where the answer depends on them (`--settle`), trials were added to {len(cells)} cells{within}, "
-            f"{added} trials in those cells in all: {how}.")
+    return f"`--settle` added {added} trials to {len(cells)} cells the answer depends on{within}: {how}."
