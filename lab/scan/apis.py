@@ -15,17 +15,15 @@ end). The drivers themselves are never read: their behaviour here is their docum
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from lab.scan import events
 from lab.scan.findings import Driver, TxMode
+from lab.scan.machine import Machine, Paths
 from lab.scan.sql import options_turn_guard_off
 from lab.scan.state import State, fresh
 from lab.scan.values import (Answer, Awaitable, Block, Const, Conn, Cursor, Dict, Engine, Factory, Member, Model,
                              Param, Rows, SqlText, Unknown, Value, options, text_templates)
-
-if TYPE_CHECKING:
-    from lab.scan.interp import Interpreter, Paths
 
 PACKAGES = frozenset({"psycopg2", "psycopg", "psycopg_pool", "asyncpg", "sqlalchemy", "django"})
 STATEMENTS = frozenset({"execute", "exec_driver_sql", "scalar", "scalars", "fetch", "fetchrow", "fetchval",
@@ -78,7 +76,7 @@ def _guard_off(kwargs: dict[str, Value]) -> bool:
                for c in candidates)
 
 
-def new_conn(interp: Interpreter, state: State, driver: Driver, node: ast.AST, mode: TxMode, why: str,
+def new_conn(interp: Machine, state: State, driver: Driver, node: ast.AST, mode: TxMode, why: str,
              dialect: str | None = None, guard_off: bool = False) -> tuple[Conn, State]:
     site = interp.site(node)
     conn = Conn((site, driver), driver, site, interp.library_here(), dialect)
@@ -103,7 +101,7 @@ def _django_state(state: State, conn: Conn) -> State:
 
 # ----- calls of module-level names ----------------------------------------------------------------------------------
 
-def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str, Value], state: State,
+def call(interp: Machine, callee: Value, args: list[Value], kwargs: dict[str, Value], state: State,
          node: ast.AST) -> Paths | None:
     untraced = _untraced(interp, callee, args, state, node)
     if untraced is not None:
@@ -149,7 +147,7 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
     return [(Unknown(f"what {callee.name}() returns"), state)]
 
 
-def _psycopg_connect(interp: Interpreter, callee: Model, kwargs: dict[str, Value], state: State,
+def _psycopg_connect(interp: Machine, callee: Model, kwargs: dict[str, Value], state: State,
                      node: ast.AST) -> Paths:
     site = interp.site(node)
     given = kwargs.get("autocommit")
@@ -165,7 +163,7 @@ def _psycopg_connect(interp: Interpreter, callee: Model, kwargs: dict[str, Value
     return [(Awaitable(conn) if is_async else conn, s)]
 
 
-def _engine(interp: Interpreter, is_async: bool, args: list[Value], kwargs: dict[str, Value], node: ast.AST) \
+def _engine(interp: Machine, is_async: bool, args: list[Value], kwargs: dict[str, Value], node: ast.AST) \
         -> Engine:
     site = interp.site(node)
     level = kwargs.get("isolation_level")
@@ -186,7 +184,7 @@ def _engine(interp: Interpreter, is_async: bool, args: list[Value], kwargs: dict
     return Engine(site, driver, autocommit, why, _dialect(url), _guard_off(kwargs))
 
 
-def _engine_conn(interp: Interpreter, engine: Value, state: State, node: ast.AST, how: str) -> tuple[Conn, State]:
+def _engine_conn(interp: Machine, engine: Value, state: State, node: ast.AST, how: str) -> tuple[Conn, State]:
     site = interp.site(node)
     if isinstance(engine, Engine):
         if engine.autocommit is True:
@@ -203,7 +201,7 @@ def _engine_conn(interp: Interpreter, engine: Value, state: State, node: ast.AST
                     f"{how} at {site} on an engine the scanner cannot trace ({reason})")
 
 
-def _session(interp: Interpreter, bind: Value | None, is_async: bool, state: State, node: ast.AST) -> Paths:
+def _session(interp: Machine, bind: Value | None, is_async: bool, state: State, node: ast.AST) -> Paths:
     if bind is None:
         conn, s = new_conn(interp, state, Driver.SQLALCHEMY_ASYNC if is_async else Driver.SQLALCHEMY, node,
                            TxMode.UNKNOWN, "a Session with no bind here: its engine is chosen elsewhere")
@@ -228,7 +226,7 @@ def _receiver(callee: Value) -> tuple[tuple, str, str] | None:
     return None
 
 
-def _untraced(interp: Interpreter, callee: Value, args: list[Value], state: State, node: ast.AST) -> Paths | None:
+def _untraced(interp: Machine, callee: Value, args: list[Value], state: State, node: ast.AST) -> Paths | None:
     """A database call on a connection (or engine) the code was handed or that the scanner could not trace: a
     statement that takes or releases a lock, a block, a commit, a cursor, a new connection. Each is what the same call
     on a traced connection is, with the transaction mode unknown; any other call there is opaque."""
@@ -259,7 +257,7 @@ def _untraced(interp: Interpreter, callee: Value, args: list[Value], state: Stat
 
 # ----- methods of database objects ----------------------------------------------------------------------------------
 
-def _method(interp: Interpreter, callee: Member, args: list[Value], kwargs: dict[str, Value], state: State,
+def _method(interp: Machine, callee: Member, args: list[Value], kwargs: dict[str, Value], state: State,
             node: ast.AST) -> Paths:
     receiver, name = callee.receiver, callee.name
     if isinstance(receiver, Rows):
@@ -293,7 +291,7 @@ def _method(interp: Interpreter, callee: Member, args: list[Value], kwargs: dict
     return [(Unknown(f"what {name}() returns"), state)]
 
 
-def _engine_method(interp: Interpreter, engine: Engine, name: str, kwargs: dict[str, Value], state: State,
+def _engine_method(interp: Machine, engine: Engine, name: str, kwargs: dict[str, Value], state: State,
                    node: ast.AST) -> Paths:
     from dataclasses import replace
 
@@ -321,7 +319,7 @@ def _engine_method(interp: Interpreter, engine: Engine, name: str, kwargs: dict[
     return [(Unknown(f"what engine.{name}() returns"), state)]
 
 
-def _cursor_method(interp: Interpreter, cursor: Cursor, name: str, args: list[Value], state: State,
+def _cursor_method(interp: Machine, cursor: Cursor, name: str, args: list[Value], state: State,
                    node: ast.AST) -> Paths:
     if name in ("execute", "executemany", "callproc"):
         answer, s = events.statement(interp, cursor.conn, args[0] if args else Unknown("a statement"), state, node)
@@ -333,7 +331,7 @@ def _cursor_method(interp: Interpreter, cursor: Cursor, name: str, args: list[Va
     return [(Unknown(f"what cursor.{name}() returns"), state)]
 
 
-def _conn_method(interp: Interpreter, conn: Conn, name: str, args: list[Value], kwargs: dict[str, Value],
+def _conn_method(interp: Machine, conn: Conn, name: str, args: list[Value], kwargs: dict[str, Value],
                  state: State, node: ast.AST) -> Paths:
     site = interp.site(node)
     wrap: Callable[[Value], Value] = (Awaitable if conn.driver in (Driver.ASYNCPG, Driver.SQLALCHEMY_ASYNC)
@@ -410,7 +408,7 @@ def _set_autocommit(conn: Conn, given: Value, state: State, why: str) -> State:
 
 # ----- attributes, assignments, subscripts, with-blocks -------------------------------------------------------------
 
-def attribute(interp: Interpreter, obj: Value, name: str, state: State, node: ast.AST) -> Paths | None:
+def attribute(interp: Machine, obj: Value, name: str, state: State, node: ast.AST) -> Paths | None:
     if isinstance(obj, Model) and obj.name.endswith("django.db.connection"):
         conn = django_conn(Const("default"))
         return attribute(interp, conn, name, _django_state(state, conn), node)
@@ -439,7 +437,7 @@ def attribute(interp: Interpreter, obj: Value, name: str, state: State, node: as
     return None
 
 
-def set_attribute(interp: Interpreter, obj: Value, name: str, value: Value, state: State, node: ast.AST) \
+def set_attribute(interp: Machine, obj: Value, name: str, value: Value, state: State, node: ast.AST) \
         -> State | None:
     if isinstance(obj, Model) and obj.name.endswith("django.db.connection"):
         obj = django_conn(Const("default"))
@@ -452,7 +450,7 @@ def set_attribute(interp: Interpreter, obj: Value, name: str, value: Value, stat
     return state
 
 
-def subscript(interp: Interpreter, obj: Value, index: Value, state: State, node: ast.AST) -> Paths | None:
+def subscript(interp: Machine, obj: Value, index: Value, state: State, node: ast.AST) -> Paths | None:
     """django.db.connections[alias]: that alias's connection."""
     if isinstance(obj, Model) and obj.name.endswith("django.db.connections"):
         conn = django_conn(index)
@@ -462,7 +460,7 @@ def subscript(interp: Interpreter, obj: Value, index: Value, state: State, node:
     return None
 
 
-def enter(interp: Interpreter, manager: Value, state: State, node: ast.AST) \
+def enter(interp: Machine, manager: Value, state: State, node: ast.AST) \
         -> tuple[Value, State, Callable[[State], State]] | None:
     """`with manager as x` for a database object: what x is, the state inside, and what leaving does."""
     site = interp.site(node)

@@ -12,7 +12,8 @@ import ast
 
 from lab.scan import events
 from lab.scan.findings import Site
-from lab.scan.interp import BudgetSpent, Frame, Interpreter
+from lab.scan.interp import BudgetSpent, Interpreter
+from lab.scan.machine import Frame
 from lab.scan.sources import Parsed
 from lab.scan.state import State, join
 from lab.scan.values import Bound, Class, Func, Instance, Module, Param, Value

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from lab.declarations.post_role import PostRole
 from lab.scan import sql
 from lab.scan.findings import Bug, Connection, Driver, LockKind, Result, Site, Status, TxMode
+from lab.scan.machine import Machine
 from lab.scan.state import ConnFact, LockRef, State, closed_fact, fresh
 from lab.scan.stdlib import catches_release_failure, swallows
 from lab.scan.values import Answer, Conn, Unknown, Value, answers_in, text_templates
-
-if TYPE_CHECKING:
-    from lab.scan.interp import Interpreter
 
 SESSION_WHY = ("idle_in_transaction_session_timeout ends the session after that idle time, and its session lock with "
                "it, while the job goes on writing")
@@ -73,7 +70,7 @@ def facts_of(state: State, conn: Conn) -> frozenset[ConnFact]:
     return fresh(TxMode.UNKNOWN, "a connection whose making the scanner did not see")
 
 
-def statement(interp: Interpreter, conn: Conn, text: Value, state: State, node: ast.AST) -> tuple[Value, State]:
+def statement(interp: Machine, conn: Conn, text: Value, state: State, node: ast.AST) -> tuple[Value, State]:
     """One SQL statement on a connection: its locks, releases, transaction control, and the transaction it opens."""
     templates = text_templates(text)
     said = sql.SqlFacts(complete=False)
@@ -120,7 +117,7 @@ def _opens(fact: ConnFact, said: sql.SqlFacts, here: Site) -> ConnFact:
     return fact
 
 
-def _lock(interp: Interpreter, conn: Conn, fact: ConnFact, name: str, kind: LockKind,
+def _lock(interp: Machine, conn: Conn, fact: ConnFact, name: str, kind: LockKind,
           chain: tuple[Site, ...]) -> ConnFact:
     connection = describe(conn, fact)
     library = interp.library_here()
@@ -152,7 +149,7 @@ def _autocommit_note(fact: ConnFact) -> str:
     return ""
 
 
-def _ended(interp: Interpreter, conn: Conn, fact: ConnFact, chain: tuple[Site, ...], how: str) -> ConnFact:
+def _ended(interp: Machine, conn: Conn, fact: ConnFact, chain: tuple[Site, ...], how: str) -> ConnFact:
     """A commit or rollback: the transaction ends; a session lock survives it, now on an idle session."""
     if fact.lock is not None and fact.open is not None and not fact.reopened and not fact.guard_off:
         held = fact.lock
@@ -164,7 +161,7 @@ def _ended(interp: Interpreter, conn: Conn, fact: ConnFact, chain: tuple[Site, .
     return replace(fact, open=None, reopened=False)
 
 
-def commit(interp: Interpreter, conn: Conn, state: State, node: ast.AST, how: str = "commit()") -> State:
+def commit(interp: Machine, conn: Conn, state: State, node: ast.AST, how: str = "commit()") -> State:
     chain = interp.chain(node)
     return state.set_facts(conn.key, frozenset(_ended(interp, conn, f, chain, how) for f in facts_of(state, conn)))
 
@@ -212,7 +209,7 @@ def read_answers(state: State, value: Value) -> State:
     return state.with_pending(frozenset(p for p in state.pending if p not in keys))
 
 
-def moved_on(interp: Interpreter, state: State, node: ast.AST | None, what: str) -> State:
+def moved_on(interp: Machine, state: State, node: ast.AST | None, what: str) -> State:
     """The code moves on (a call it cannot follow, or the entry returns): a lock held in an open transaction now
     sits idle in it."""
     if interp.quiet:
@@ -226,7 +223,7 @@ def moved_on(interp: Interpreter, state: State, node: ast.AST | None, what: str)
     return state
 
 
-def _record_open(interp: Interpreter, fact: ConnFact, where: Site | None, what: str) -> None:
+def _record_open(interp: Machine, fact: ConnFact, where: Site | None, what: str) -> None:
     held = fact.lock
     assert held is not None and fact.open is not None
     then = f"then {what}" + (f" at {where}" if where is not None else "")
@@ -252,7 +249,7 @@ def _record_open(interp: Interpreter, fact: ConnFact, where: Site | None, what: 
                           library=held.library, method=method))
 
 
-def entry_done(interp: Interpreter, states: list[State], what: str) -> None:
+def entry_done(interp: Machine, states: list[State], what: str) -> None:
     """The function the scan started from returns on these paths."""
     for state in states:
         moved_on(interp, state, None, what)
@@ -270,7 +267,7 @@ def _library_of(chain: tuple[Site, ...]) -> str | None:
     return distribution_of(chain[-1].path)
 
 
-def _check_swallowed(interp: Interpreter, conn: Conn, chain: tuple[Site, ...], call: str) -> None:
+def _check_swallowed(interp: Machine, conn: Conn, chain: tuple[Site, ...], call: str) -> None:
     """The innermost try around the release that catches its failure: does it swallow it?"""
     if interp.quiet:
         return
@@ -286,7 +283,7 @@ def _check_swallowed(interp: Interpreter, conn: Conn, chain: tuple[Site, ...], c
                 return
 
 
-def _record_swallowed(interp: Interpreter, chain: tuple[Site, ...], call: str, handler: Site, how: str) -> None:
+def _record_swallowed(interp: Machine, chain: tuple[Site, ...], call: str, handler: Site, how: str) -> None:
     interp.record(Result(Status.FINDING, chain[0], call, LockKind.UNLOCK,
                           f"a release whose failure is swallowed ({how}, at {handler}): on a session the server "
                           f"already ended, the release raises, and the code carries on as if it released cleanly",

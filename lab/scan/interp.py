@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lab.scan import apis, events, plugins, stdlib
 from lab.scan.findings import Site
+from lab.scan.machine import Frame, Paths, TryContext
 from lab.scan.record import Recorder
 from lab.scan.sources import Sources, distribution_of, resolve_relative
 from lab.scan.state import State, join
@@ -30,22 +31,9 @@ MERGE_ABOVE = 4  # more paths than this: those that agree on every connection's 
 MAX_DEPTH = 14  # calls followed below the entry
 STEP_BUDGET = 120_000  # statements and expressions evaluated for one entry before the rest is left unknown
 
-Paths = list[tuple[Value, State]]
-
 
 class BudgetSpent(Exception):
     """The entry took more steps than the scanner spends on one: what remains is unknown."""
-
-
-@dataclass
-class Frame:
-    qualname: str
-    module: Module
-    owner: Class | None = None
-    receiver: Value | None = None
-    raised: list[State] = field(default_factory=list)
-    on_yield: Callable[[Value, State], list[State]] | None = None
-    active: tuple[int, ...] = ()  # node ids of the functions on the call stack (recursion stops here)
 
 
 @dataclass
@@ -62,16 +50,6 @@ class Flow:
         self.broke += other.broke
         self.continued += other.continued
         return self
-
-
-@dataclass(frozen=True)
-class TryContext:
-    """A try statement around the code now running: its handlers, for a release's swallowed exception."""
-
-    site: Site
-    handlers: tuple[ast.ExceptHandler, ...]
-    path: str
-    suppress: bool = False  # contextlib.suppress(...): catches and swallows by definition
 
 
 def _db_key(state: State) -> tuple:

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import ast
 from importlib import metadata
-from typing import TYPE_CHECKING
 
+from lab.scan.machine import Machine, Paths
 from lab.scan.state import State
 from lab.scan.values import Const, Dict, Loaded, Model, Seq, Unknown, Value, options, union
-
-if TYPE_CHECKING:
-    from lab.scan.interp import Interpreter, Paths
 
 MAX_PLUGINS = 24
 CLIENT_MODULES = frozenset({"psycopg2", "psycopg", "asyncpg", "sqlalchemy", "django", "pg8000"})
@@ -34,7 +31,7 @@ def entry_points(group: str) -> dict[str, str]:
     return {ep.name: ep.value for ep in metadata.entry_points(group=group)}
 
 
-def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str, Value], state: State,
+def call(interp: Machine, callee: Value, args: list[Value], kwargs: dict[str, Value], state: State,
          node: ast.AST) -> Paths | None:
     if not isinstance(callee, Model):
         return None
@@ -43,7 +40,7 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
     return None
 
 
-def _driver_manager(interp: Interpreter, kwargs: dict[str, Value], args: list[Value], state: State,
+def _driver_manager(interp: Machine, kwargs: dict[str, Value], args: list[Value], state: State,
                     node: ast.AST) -> Paths:
     namespace = kwargs.get("namespace", args[0] if args else None)
     name = kwargs.get("name", args[1] if len(args) > 1 else None)
@@ -81,7 +78,7 @@ def _driver_manager(interp: Interpreter, kwargs: dict[str, Value], args: list[Va
     return [(Loaded(union([v for v, _ in paths])), s) for _, s in paths]
 
 
-def _imports_client(interp: Interpreter, module: str) -> bool:
+def _imports_client(interp: Machine, module: str) -> bool:
     """Whether a plugin's module imports a PostgreSQL client, SQLAlchemy or Django (read from its import statements)."""
     known = interp.sources.facts.get(("imports_client", module))
     if known is None:
@@ -89,7 +86,7 @@ def _imports_client(interp: Interpreter, module: str) -> bool:
     return bool(known)
 
 
-def _reads_imports(interp: Interpreter, module: str) -> bool:
+def _reads_imports(interp: Machine, module: str) -> bool:
     path = interp.sources.find(module)
     if path is None:
         return False

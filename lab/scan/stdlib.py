@@ -16,15 +16,12 @@ import string
 from dataclasses import replace
 import re
 import sys
-from typing import TYPE_CHECKING
 
+from lab.scan.machine import Machine, Paths
 from lab.scan.state import State
 from lab.scan.values import (Answer, Awaitable, Const, Dict, Func, Future, Loaded, Marked, Marker, Member, Model,
                              Param, Seq, SqlText, Super, Text, Union, Unknown, Value, answers_in, concat, options,
                              text_templates, truth, union)
-
-if TYPE_CHECKING:
-    from lab.scan.interp import Interpreter, Paths
 
 STDLIB = frozenset(sys.stdlib_module_names) | {"builtins"}
 # urllib.parse's named tuples, by the function that makes them: a URL's scheme is what picks a plugin.
@@ -297,7 +294,7 @@ def moves_on(callee: Value) -> bool:
     return True
 
 
-def catches_everything(interp: Interpreter, handler: ast.ExceptHandler) -> bool:
+def catches_everything(interp: Machine, handler: ast.ExceptHandler) -> bool:
     return handler.type is None or _handler_names(handler) & SWALLOWING_NAMES != set()
 
 
@@ -352,7 +349,7 @@ def _walk_no_defs(body: list[ast.stmt]):
 
 # ----- decorators -----------------------------------------------------------------------------------------------------
 
-def decorate(interp: Interpreter, decorator: Value, func: Value) -> Value:
+def decorate(interp: Machine, decorator: Value, func: Value) -> Value:
     """A function after one decorator: the ones that change how it is called are modelled; any other is assumed to
     call the function it wraps (functools.wraps, a retry, a cache)."""
     if not isinstance(func, Func):
@@ -374,7 +371,7 @@ def decorate(interp: Interpreter, decorator: Value, func: Value) -> Value:
 
 # ----- calls --------------------------------------------------------------------------------------------------------
 
-def option_default(interp: Interpreter, callee: Value, args: list[Value], node: ast.AST) -> Value | None:
+def option_default(interp: Machine, callee: Value, args: list[Value], node: ast.AST) -> Value | None:
     """`options.get("driver", "psycopg2")` on a mapping the code was handed: its default, and the assumption noted.
 
     The scanner judges the code as it runs when nobody overrides the option; the result says it assumed so."""
@@ -391,7 +388,7 @@ def option_default(interp: Interpreter, callee: Value, args: list[Value], node: 
     return args[1]
 
 
-def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str, Value], state: State,
+def call(interp: Machine, callee: Value, args: list[Value], kwargs: dict[str, Value], state: State,
          node: ast.AST) -> Paths | None:
     """A call of a builtin or a standard-library name, or of a method of a plain value; None when not modelled."""
     default = option_default(interp, callee, args, node)
@@ -440,7 +437,7 @@ def call(interp: Interpreter, callee: Value, args: list[Value], kwargs: dict[str
     return None
 
 
-def _member(interp: Interpreter, callee: Member, args: list[Value], kwargs: dict[str, Value], state: State,
+def _member(interp: Machine, callee: Member, args: list[Value], kwargs: dict[str, Value], state: State,
             node: ast.AST) -> Paths | None:
     """A method of a value the interpreter does not own: of a string, sequence or dict, of an unlock's answer, of a
     future; an event loop running a coroutine."""
@@ -470,7 +467,7 @@ def scheme_of(url: Value) -> Value:
     return union([Const(s) for s in sorted(found)])
 
 
-def _builtin(interp: Interpreter, name: str, args: list[Value], kwargs: dict[str, Value], state: State,
+def _builtin(interp: Machine, name: str, args: list[Value], kwargs: dict[str, Value], state: State,
              node: ast.AST) -> Paths | None:
     first = args[0] if args else None
     if name == "super":
@@ -527,7 +524,7 @@ def _builtin(interp: Interpreter, name: str, args: list[Value], kwargs: dict[str
 
 
 def _value_method(receiver: Value | None, method: str, args: list[Value], kwargs: dict[str, Value],
-                  interp: Interpreter, node: ast.AST) -> Value:
+                  interp: Machine, node: ast.AST) -> Value:
     """A method of a string, sequence or dict value."""
     if receiver is None:
         return Unknown("a method's result")
