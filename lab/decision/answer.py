@@ -81,10 +81,10 @@ def can_serve(need: Need, meta: dict, backend: str) -> bool:
     return where is not None and promises_exclusion(caps) and need.serves(caps, where)
 
 
-def adoption_of(meta: dict, backends: list[str]) -> dict[str, int]:
+def adoption_of(meta: dict, backends: list[str]) -> dict[str, Adoption]:
     """What adopting each lock takes (compare.py Adoption), from the run's meta.json: its declared post role (the
     post's fix, method 4) and whether it is a third-party library's."""
-    out = {}
+    out: dict[str, Adoption] = {}
     for backend in backends:
         if declared(meta, "post_roles", backend) == PostRole.METHOD_4.value:
             out[backend] = Adoption.POSTS_FIX

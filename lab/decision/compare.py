@@ -56,7 +56,7 @@ class Comparison:
     standings: dict[str, Standing]
     services: dict[str, int] = field(default_factory=dict)
     costs: dict[str, CompanyCost | None] = field(default_factory=dict)
-    adoption: dict[str, int] = field(default_factory=dict)
+    adoption: dict[str, Adoption] = field(default_factory=dict)
 
     @property
     def faced(self) -> int:
@@ -145,7 +145,7 @@ class Comparison:
 
 
 def compare(rows: dict[str, dict[str, Cell]], candidates: list[str], services: dict[str, int] | None = None,
-            costs: dict[str, CompanyCost | None] | None = None, adoption: dict[str, int] | None = None) -> Comparison:
+            costs: dict[str, CompanyCost | None] | None = None, adoption: dict[str, Adoption] | None = None) -> Comparison:
     """The candidates' standings over the fault columns at least one of them faced; rows: backend -> label -> cell."""
     labels = list(next(iter(rows.values()), {}))
     faced = [label for label in labels

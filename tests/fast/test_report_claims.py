@@ -112,7 +112,7 @@ def test_backends_follow_the_runs_order_and_leases_are_chosen_by_capability():
 
 # --- the decision page ------------------------------------------------------------------------------------
 
-DECLARED = {"capabilities": {"etcd_fenced": ["exclusion", "fencing", "lease_expiry"], "xact": ["in_transaction"],
+DECLARED = {"capabilities": {"etcd_fenced": ["exclusion", "fencing", "lease_expiry"], "xact": ["exclusion", "in_transaction"],
                              "session_autocommit": ["exclusion", "session_lock"]},
             "lock_service": {"etcd_fenced": "etcd", "xact": "postgres", "session_autocommit": "postgres"},
             "summaries": {"etcd_fenced": "etcd lock + revision as fencing token"}}
@@ -126,12 +126,13 @@ def test_the_decision_page_counts_only_exercised_faults_and_a_planted_failure_mo
     text = section_decide(run)
     assert ("- `etcd_fenced`: etcd lock + revision as fencing token. kept 2 · failed 0 · store 0 · unaffected 0 · "
             "not exercised 1 · unknown 0 · n/a 0; weakest deciding ✓ *") in section_comparison(run)
-    assert "| A lock service you already run (etcd) (surviving company;" in text and "Do not use" not in text
+    assert "| a lock service you run (1 candidate," in text and "Do not use" not in text
     assert "| `etcd_fenced` |" in text
     planted = trials[:2] + [lease("restart", "etcd_fenced", "stale write accepted", exercised=True)]
     text = section_decide(RunView.of(planted, DECLARED))
-    assert "| `etcd_fenced` |" not in text and "none qualifies" in text
-    assert "- *lock server restarted*: `etcd_fenced` (stale write accepted 1/1)." in text
+    assert "| `etcd_fenced` |" not in text and "none qualifies" in text and "**Do not use** 1 lock" in text
+    assert "- *lock server restarted* (stale write accepted 1/1): `etcd_fenced`." in \
+        section_comparison(RunView.of(planted, DECLARED))
     # An older run that never recorded whether a fault took the right away: nothing is claimed as exercised.
     older = [{k: v for k, v in t.items() if k != "exercised"} for t in trials]
     assert "| `etcd_fenced` |" not in section_decide(RunView.of(older, DECLARED))
@@ -139,7 +140,7 @@ def test_the_decision_page_counts_only_exercised_faults_and_a_planted_failure_mo
 
 def test_a_need_is_chosen_by_declaration_and_left_out_when_no_lock_can_serve_it():
     text = section_decide(RunView.of([lease("pause", "xact", "rolled back", exercised=True)], DECLARED))
-    assert "| One writer per company, every write in PostgreSQL (surviving company;" in text and "| `xact` |" in text
+    assert "| every write in PostgreSQL (1 candidate," in text and "| `xact` |" in text
     assert "lock service" not in text and "run-level lock" not in text  # xact serves neither
 
 
@@ -166,8 +167,8 @@ def test_the_decision_page_states_the_cost_per_company_and_a_planted_figure_chan
 def test_do_not_use_counts_a_lock_lost_with_no_write_to_judge_as_a_failure():
     trials = [lease("pause", "session_autocommit", "held", exercised=False),
               trial("cases", "session_autocommit", "idle_session", "lost", safety="untested", exercised=True)]
-    text = section_decide(RunView.of(trials, DECLARED))
-    assert "- *idle_session_timeout*: `session_autocommit` (lost 1/1)." in text
+    text = section_comparison(RunView.of(trials, DECLARED))
+    assert "- *idle_session_timeout* (lost 1/1): `session_autocommit`." in text.split("### Do not use", 1)[1]
 
 
 # --- why not just...? -------------------------------------------------------------------------------------
@@ -399,7 +400,8 @@ def test_a_lost_lock_with_no_write_is_its_own_mark_and_keeps_a_lock_off_the_deci
     assert "- `session_autocommit`" in section_decide(RunView.of(whole, DECLARED))
     text = section_decide(RunView.of(whole + [cases], DECLARED))
     assert "use `session_autocommit`" not in text  # a lock lost while its holder believed it held is a failure
-    assert "- *idle_session_timeout*: `session_autocommit` (lost 1/1)." in text.split("Do not use", 1)[1]
+    assert "- *idle_session_timeout* (lost 1/1): `session_autocommit`." in \
+        section_comparison(RunView.of(whole + [cases], DECLARED)).split("### Do not use", 1)[1]
     matrix = section_matrix(RunView.of(whole + [cases]))
     assert "⚠ *lost*" in matrix and "⚠ *lost*" not in section_matrix(RunView.of(whole))  # a legend only when shown
 
