@@ -31,7 +31,7 @@ from lab.report.html_grid import CellIndex, matrix_grid, summary_grid
 from lab.report.html_answer import ANSWER_SCRIPT, ANSWER_STYLE, answers_html
 from lab.report.markdown_html import MarkdownHtml, attribute
 from lab.report.matrix import columns_run, declared_run, matrix_rows
-from lab.report.matrix_split import split_tables
+from lab.report.matrix_split import MATRIX_PNG, split_tables
 from lab.report.sections import MAIN, RunView
 from lab.report.timelines import failing_trials, has_history, slug
 
@@ -82,6 +82,9 @@ class Page:
         return None if cell is None else self.cells.index(cell)
 
     def _image(self, src: str, alt: str) -> str | None:
+        if src == MATRIX_PNG:  # the grid at the top of the page shows what the picture shows, and opens its cells
+            return ('<span class="pointer"><a href="#tool">The matrix as colours is the summary grid at the top of '
+                    "the page</a>, every cell of it clickable.</span>")
         record = self.gallery.get(src)
         if record is not None:
             index = self.cells.index(self.by_key[(record["backend"], record["scenario"], record["variant"])])

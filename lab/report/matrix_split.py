@@ -20,6 +20,9 @@ from lab.report.matrix import FamilyTable, Mark, columns_run, declared_run, fami
 from lab.report.libraries import languages_recorded
 from lab.report.sections import MATRIX, RunView, once_per_view, section
 
+# The matrix as colours, for a Markdown reader: report.html shows the grid itself in its place.
+MATRIX_PNG = "matrix.png"
+
 COLUMN_LIMIT = 20  # columns of one table, the backend's (and the library's) included
 
 
@@ -121,7 +124,7 @@ def section_matrix(run: RunView) -> str | None:
         rows.append([backend, *[c.cell.text for c in judged]])
         cells.append([c.cell for c in judged])
     if charts is not None:
-        charts["matrix.png"] = Drawing(matrix_chart, ([r[0] for r in rows], [label for _, label in columns],
+        charts[MATRIX_PNG] = Drawing(matrix_chart, ([r[0] for r in rows], [label for _, label in columns],
                                                       [[c.mark.name for c in row] for row in cells]))
     flat = [c for row in cells for c in row]
     unrecorded = sum(c.unrecorded for c in flat if c.mark is Mark.KEPT)
@@ -154,4 +157,5 @@ def section_matrix(run: RunView) -> str | None:
         "not printed, nor a row n/a or not run in every column (each table names its rows left out).", "",
         *split_markdown(run),
         "![the matrix as colours: red failed, green kept the company whole, light blue-grey not exercised "
-        "(the fault never took the lock away), amber safety unknown, grey not applicable or not run](matrix.png)", ""])
+        "(the fault never took the lock away), amber safety unknown, grey not applicable or not run]"
+        f"({MATRIX_PNG})", ""])
