@@ -14,7 +14,7 @@ import backends
 import scenarios
 from lab import cli
 from lab.runner.provenance import declarations
-from lab.report.decide import section_decide
+from lab.report.decide import section_comparison, section_decide
 from lab.report.matrix import section_why_not_leases
 from lab.report.matrix_split import section_matrix
 from lab.report.sections import RunView
@@ -117,8 +117,8 @@ def test_the_report_puts_it_in_the_matrix_its_legend_the_lease_table_and_the_dec
     assert "- *the planted column* (`planted`/`only`): plants a column; confirmed never." in matrix
     assert "| redis | ✗ stale write accepted 1/1 · rate 1/1 (95 %: 2–100 %) |" in matrix
     assert "the planted fault's title" in section_why_not_leases(view)
-    decision = section_decide(view)
-    assert "the planted column" in decision.split("Do not use", 1)[-1]
+    assert "**Do not use** 1 lock" in section_decide(view)
+    assert "the planted column" in section_comparison(view).split("### Do not use", 1)[-1]
 
 
 def test_a_run_that_recorded_its_declaration_renders_it_without_the_registry(planted, monkeypatch):

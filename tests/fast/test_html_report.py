@@ -138,8 +138,8 @@ def test_the_page_fetches_nothing(rendered):
             assert value.startswith("data:image/png;base64,") or value[1:] in ids and value.startswith("#"), \
                 (tag, value[:80])
     assert re.search(r"url\(\s*['\"]?(https?:)?//", page) is None
-    pngs = data_of(page)["pngs"]
-    assert pngs and all(uri.startswith("data:image/png;base64,") for uri in pngs.values())
+    pngs = data_of(page)["pngs"]  # the small run's one chart is the matrix, which the page shows as its grid
+    assert all(uri.startswith("data:image/png;base64,") for uri in pngs.values())
     assert sorted(a["data-png"] for a in elements.all("img") if "data-png" in a) == sorted(pngs)
 
 
