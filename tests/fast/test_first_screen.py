@@ -38,3 +38,21 @@ def test_a_rendered_reports_decision_fits_as_well(tmp_path):
     text = out.read_text()
     assert "## Which lock, for which need" in text
     assert_fits(text)
+
+
+def test_every_stack_gets_the_same_answer_in_report_md_report_html_and_the_doctor():
+    """One decision: REPORT.md's needs (decision_of), the answer report.html shows for every stack and `lab doctor
+    --advise --json` for a stack with every service and every fact unknown (both advise()) rank the same locks."""
+    from lab.report import run_view
+    from lab.report.advice import advise
+    from lab.report.decide import decision_of
+    from lab.stack.choices import EVERY_STACK, stack_of
+    from tests.fast.test_reference_report import reference
+
+    folders, _ = reference()
+    view = run_view(folders)
+    report = {a.title: [s.backend for s in a.ranked] for a in decision_of(view).needs}
+    advice = advise(view, stack_of(EVERY_STACK.services, EVERY_STACK.values))
+    assert advice.needs
+    for need in advice.needs:  # the MariaDB need is the report's alone: no stack of the panel runs MariaDB
+        assert [k.backend for k in need.qualifying] == report[need.need], need.need
