@@ -132,12 +132,18 @@ def run_view(folders: list[RunFolder], charts: dict | None = None, previous: Run
 def judged_fields(record: dict) -> dict:
     """A previous reference's record as the matrix judges its cell again (lab/decision/cells.py judge_in_column: the
     status, verdict, safety, judgement, exercised, skip and reason, and of the measures how many schedules struck):
-    without its history and the rest of its measures, most of its weight. tests/fast/test_report_reading.py holds
+    without its history, its shared event, the rest of its measures, and a judgement's findings where its answers
+    are recorded: most of its weight. tests/fast/test_report_reading.py holds
     the previous reference's cells judged from these to the same marks as from whole records."""
-    kept = {key: value for key, value in record.items() if key != "history"}
+    kept = {key: value for key, value in record.items() if key not in ("history", "event")}
     measures = record.get("measures")
     if isinstance(measures, dict):
         kept["measures"] = {"struck": measures["struck"]} if "struck" in measures else {}
+    judgement = record.get("judgement")
+    if isinstance(judgement, dict) and isinstance(judgement.get("answers"), dict):
+        # Its answers recorded, a judgement is read from them (lab/checkers/verdict.py answers_of): the findings
+        # they were made from, and the figures the words quote, are most of its weight.
+        kept["judgement"] = {k: v for k, v in judgement.items() if k not in ("findings", "figures")}
     return kept
 
 
