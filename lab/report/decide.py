@@ -119,6 +119,14 @@ def decision_of(run: RunView) -> Decision:
     return _computed(run)[1]
 
 
+def decision_shown(run: RunView) -> Decision | None:
+    """The decision the report's pages show, or None for a run with no fault column or no need a lock serves."""
+    if not grid_of(run).labels:
+        return None
+    decision = decision_of(run)
+    return decision if decision.needs else None
+
+
 def qualifying(run: RunView) -> dict[int, set[str]]:
     """Need index (in NEEDS) -> the backends that qualify for it: what the HTML report's need filter stars."""
     decision = decision_of(run)
@@ -314,10 +322,8 @@ def rules_text() -> str:
 
 @section(10)
 def section_decide(run: RunView) -> str | None:
-    if not grid_of(run).labels:
-        return None
-    decision = decision_of(run)
-    if not decision.needs:
+    decision = decision_shown(run)
+    if decision is None:
         return None
     out = ["## Which lock, for which need", "", rules_text(), "", *situation(run, decision),
            "| need (candidates, faults) | use | ranked first by | runner-up: what separates them | "
@@ -343,10 +349,8 @@ def candidate_line(s: Standing, comparison: Comparison, meta: dict) -> str:
 
 @section(13)
 def section_comparison(run: RunView) -> str | None:
-    if not grid_of(run).labels:
-        return None
-    decision = decision_of(run)
-    if not decision.needs:
+    decision = decision_shown(run)
+    if decision is None:
         return None
     out = ["## The comparison behind each need", ""]
     if decision.avoid:

@@ -108,9 +108,6 @@ class NamedStack:
     values: dict = field(default_factory=dict)  # Trait -> its value, as the panel's query keeps it
     says: str = ""  # what the stack is, in one line
 
-    def __hash__(self) -> int:
-        return hash(to_query(self.services, self.values))
-
 
 # Every fault counted as possible: every lock service, every fact unknown (REPORT.md's decision).
 EVERY_STACK = NamedStack("every stack", SERVICES, {}, "Every lock service run and every fact unknown: every fault is "
