@@ -34,7 +34,7 @@ from sqlalchemy.pool import StaticPool
 from backends._in_write import LockInWrite
 from backends._pooled_writes import WritesOnSharedPool
 from backends._writes import claimed_transaction
-from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult, no_point
+from backends.base import Backend, BackendContext, BareCall, Point, RebuildResult
 from lab.declarations.capabilities import Capability
 from lab.errors import LockLost
 from lab.servers.clients import session_settings

@@ -22,7 +22,7 @@ from lab.decision.grid import Grid
 from lab.decision.needs import HELD_ACROSS_WRITES, NEEDS
 from lab.decision.standing import Outcome, Standing, counts_line, outcome_of
 from lab.decision.harm import Harm
-from lab.decision.strength import STRONG_AT_MOST, STRONG_TRIALS, bound_text
+from lab.decision.strength import bound_text
 from lab.decision.where import where_of
 from lab.declarations.capabilities import Capability
 from lab.measures.kinds import Measured

@@ -6,8 +6,6 @@ this section reads those rows back per driver. It appears only for runs with `--
 
 from __future__ import annotations
 
-import pandas as pd
-
 from lab.checkers.outcomes import lock_lost
 from lab.measures.kinds import Measured
 from lab.declarations.post_role import PostRole

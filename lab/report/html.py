@@ -125,7 +125,7 @@ class Page:
     def row_attributes(self, backend: str) -> str:
         """A row's data for the filters: its families of lock, the needs it can serve, whether it qualifies."""
         if backend not in self.row_cache:
-            meta, frame = self.view.meta, self.view.frame
+            meta = self.view.meta
             serves = [str(i) for i, need in enumerate(NEEDS) if can_serve(need, meta, backend)]
             fits = any(backend in fit for fit in self.qualifying.values())
             self.row_cache[backend] = (f'data-backend="{attribute(backend)}" '

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import statistics
 
-import pandas as pd
 
 from lab.declarations.capabilities import Capability
 from lab.checkers.outcomes import lock_lost, outcome_text

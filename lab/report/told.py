@@ -11,7 +11,6 @@ import re
 import statistics
 from collections import Counter
 
-import pandas as pd
 
 from lab.checkers.outcomes import judgement_of
 from lab.checkers.told import CHANNELS, first_after

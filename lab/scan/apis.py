@@ -23,7 +23,7 @@ from lab.scan.machine import Machine, Paths
 from lab.scan.sql import options_turn_guard_off
 from lab.scan.state import State, fresh
 from lab.scan.values import (Answer, Awaitable, Block, Const, Conn, Cursor, Dict, Engine, Factory, Member, Model,
-                             Param, Rows, SqlText, Unknown, Value, options, text_templates)
+                             Param, Rows, SqlText, Unknown, Value, text_templates)
 
 PACKAGES = frozenset({"psycopg2", "psycopg", "psycopg_pool", "asyncpg", "sqlalchemy", "django"})
 STATEMENTS = frozenset({"execute", "exec_driver_sql", "scalar", "scalars", "fetch", "fetchrow", "fetchval",

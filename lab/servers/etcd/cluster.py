@@ -36,7 +36,6 @@ cache survives every fault here, and three members fsyncing on a shared disk wou
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 
 from lab.errors import ServiceError

@@ -88,7 +88,7 @@ class EmbeddedMariaDB(OneProcess):
 
     def __init__(self, root: Path, name: str = "mariadb", *, install: tuple[str, str] | None = None,
                  password: str | None = None):
-        from lab.servers.embedded import OneProcess, new_password
+        from lab.servers.embedded import new_password
 
         found = install or find_mariadb()
         if found is None:
