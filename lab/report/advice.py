@@ -476,7 +476,7 @@ def measured(view: StackView, j: int, own: set[When]) -> Measured:
 
 def store_columns(view: StackView) -> list[tuple[int, StoreFinding, list[int]]]:
     """The run's store findings, whatever the stack: each with its column's index and those of the other
-    configurations of the same fault the run measured (same_fault_as). report.html's stack panel embeds these."""
+    configurations of the same fault the run measured (same_fault_as)."""
     if view.control is None:
         return []
     index = {(scenario, column.variant): i for i, (scenario, column) in enumerate(view.columns)}
@@ -533,4 +533,4 @@ def advise(run: RunView, stack: Stack) -> Advice:
                   tuple(store_answers(view)), undeclared, tuple(why_not_the_reference(run)))
 
 
-__all__ = ["advise", "Advice", "StackView", "store_columns", "measured"]
+__all__ = ["advise", "Advice", "StackView", "reference_folders"]

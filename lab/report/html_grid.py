@@ -62,7 +62,7 @@ def fault_cell(c: MatrixCell, index: int, inline: Inline, family: str | None = N
 
 
 def column_attributes(c: MatrixCell) -> str:
-    """Which fault column a header heads (the stack panel hides a column by it)."""
+    """Which fault column a header heads."""
     return f'data-scenario="{attribute(c.scenario)}" data-variant="{attribute(c.variant)}"'
 
 

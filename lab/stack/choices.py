@@ -1,9 +1,9 @@
-"""A stack as report.html's stack panel chooses it: the services it runs and a value (or unknown) for each trait
-lab/stack/exposure.py declares, kept in the page's URL as a query (`?stack=postgres,redis&postgres.pooler=transaction`).
+"""A stack as report.html names it: the services it runs and a value (or unknown) for each trait
+lab/stack/exposure.py declares, kept in the page's URL as a query (`?stack=postgres,redis&postgres.pooler=transaction`),
+and the named stacks the page answers for (PANEL_STACKS).
 
-`stack_of` builds the Stack (lab/stack/description.py) whose traits read exactly as chosen, so the advice in Python
-(lab/report/advice.py) answers for the same stack the page's script does; tests/fast/test_stack_choices.py holds
-the two to each other. A fact no trait decides is left unknown; where the panel says only on or off, the stack gets
+`stack_of` builds the Stack (lab/stack/description.py) whose traits read exactly as chosen, the stack the advice
+(lab/report/advice.py) answers for; tests/fast/test_stack_choices.py holds the query and the stack to each other. A fact no trait decides is left unknown; where the panel says only on or off, the stack gets
 the smallest figure that reads so (a guard of 1 ms, one replica, two etcd members).
 """
 
