@@ -19,7 +19,7 @@ from lab.servers.clients import pg_engine
 from lab.servers.embedded import new_password
 from tests import os_packages
 from tests.server.helpers import shared_tmp
-from tests.server.pooler_helpers import start_bouncer
+from tests.server.pooler_helpers import needs_pgbouncer, start_bouncer
 from tests.server.test_cli_run import lab_env
 
 pytestmark = pytest.mark.server
@@ -285,6 +285,7 @@ def test_each_address_kind_is_found_typed_and_within_seconds(guarded_pooler, sta
                for line in found.of("postgres").facts["set_per_database_or_role"])
 
 
+@needs_pgbouncer
 def test_a_session_pooler_at_pg_dsn_is_run_through_with_a_line_that_says_so(services, tmp_path):
     from lab.preflight import Sits
     from lab.stack.description import PoolMode
